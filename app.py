@@ -1,0 +1,89 @@
+"""Docpub's route table. Handlers parse, call one service function, shape the answer."""
+from chalice import Chalice
+
+from chalicelib import logs
+from chalicelib.entrypoints.http import (
+    empty_response, handles_errors, json_response, parse_body, parse_query,
+)
+from chalicelib.entrypoints import routing
+from chalicelib.models import (
+    EditRequest, GetDocumentQuery, Health, ListDocumentsQuery, PublishRequest, UpdateDocumentRequest,
+)
+from chalicelib.services import registry
+from chalicelib.services.auth import credentials_from_headers
+from chalicelib.services.health import check_storage
+
+app = Chalice(app_name="docpub")
+logs.configure()
+api = handles_errors(app)
+
+
+def _request():
+    return app.current_request
+
+
+def _credentials():
+    return credentials_from_headers(app.current_request.headers)
+
+
+@app.route("/api/v1/health", methods=["GET"])
+@api
+def health():
+    check_storage()
+    return json_response(Health(status="ok"))
+
+
+@app.route("/api/v1/me", methods=["GET"])
+@api
+def me():
+    return json_response(registry.workspaces().me(_credentials()))
+
+
+@app.route("/api/v1/publish", methods=["POST"])
+@api
+def publish():
+    request = parse_body(_request(), PublishRequest)
+    result = registry.documents().publish(_credentials(), request,
+                                          _request().headers.get("idempotency-key"))
+    return json_response(result.response, headers=result.headers)
+
+
+@app.route("/api/v1/documents", methods=["GET"])
+@api
+def list_documents():
+    query = parse_query(_request(), ListDocumentsQuery)
+    return json_response(registry.documents().list(_credentials(), query.limit, query.cursor, query.query))
+
+
+@app.route("/api/v1/documents/{document_id}", methods=["GET"])
+@api
+def get_document(document_id):
+    query = parse_query(_request(), GetDocumentQuery)
+    document = registry.documents().get(_credentials(), document_id, query.include_html, query.version_id)
+    return json_response(document, exclude_none=not query.include_html)
+
+
+@app.route("/api/v1/documents/{document_id}", methods=["PATCH"])
+@api
+def update_document(document_id):
+    request = parse_body(_request(), UpdateDocumentRequest)
+    return json_response(registry.documents().update(_credentials(), document_id, request), exclude_none=True)
+
+
+@app.route("/api/v1/documents/{document_id}", methods=["DELETE"])
+@api
+def delete_document(document_id):
+    registry.documents().delete(_credentials(), document_id)
+    return empty_response(204)
+
+
+@app.route("/api/v1/documents/{document_id}/edit", methods=["POST"])
+@api
+def edit_document(document_id):
+    request = parse_body(_request(), EditRequest)
+    result = registry.documents().edit(_credentials(), document_id, request)
+    return json_response(result.response, headers=result.headers)
+
+
+# Must stay last: answers 405 (in the contract's shape) for every method a route lacks.
+routing.add_method_not_allowed(app)

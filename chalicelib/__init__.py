@@ -1,0 +1,1 @@
+"""Docpub: publish HTML documents behind shareable links (Chalice on AWS Lambda)."""

@@ -1,0 +1,62 @@
+"""Configuration from environment variables, read lazily.
+
+Everything is read at call time, never at import time: Chalice's test client and
+the local stack set variables per call, and Lambda cold starts stay cheap.
+"""
+from __future__ import annotations
+
+import os
+
+DEFAULT_PORT = 8000
+
+
+def _get(name: str, default: str) -> str:
+    value = os.environ.get(name, "")
+    return value if value else default
+
+
+def table_name() -> str:
+    return _get("DOCPUB_TABLE", "docpub")
+
+
+def bucket_name() -> str:
+    return _get("DOCPUB_BUCKET", "docpub-documents")
+
+
+def base_url() -> str:
+    port = _get("PORT", str(DEFAULT_PORT))
+    return _get("DOCPUB_BASE_URL", f"http://127.0.0.1:{port}").rstrip("/")
+
+
+def write_rate_limit() -> int:
+    return int(_get("DOCPUB_WRITE_RATE_LIMIT", "60"))
+
+
+def write_rate_window_seconds() -> int:
+    return int(_get("DOCPUB_WRITE_RATE_WINDOW", "60"))
+
+
+def viewer_rate_limit() -> int:
+    """Unlock attempts / feedback posts per client IP per document per window."""
+    return int(_get("DOCPUB_VIEWER_RATE_LIMIT", "10"))
+
+
+def viewer_rate_window_seconds() -> int:
+    return int(_get("DOCPUB_VIEWER_RATE_WINDOW", "600"))
+
+
+def secret_key() -> str:
+    """Signs share-unlock cookies, CSRF tokens and cursors. Must be set in AWS."""
+    return _get("DOCPUB_SECRET_KEY", "docpub-local-development-secret-not-for-production")
+
+
+def trust_cloudfront_ip_header() -> bool:
+    return _get("DOCPUB_TRUST_CLOUDFRONT", "false").lower() in ("1", "true", "yes")
+
+
+def aws_region() -> str:
+    return _get("AWS_REGION", _get("AWS_DEFAULT_REGION", "us-east-1"))
+
+
+def data_dir() -> str:
+    return _get("DOCPUB_DATA_DIR", ".local")

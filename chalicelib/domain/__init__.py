@@ -1,0 +1,1 @@
+"""Pure rules: no I/O. Plans, limits and the edit engine."""

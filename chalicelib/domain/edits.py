@@ -1,0 +1,87 @@
+"""The literal find/replace engine: a pure function, no I/O.
+
+Edits apply in order; each sees the result of the ones before. Matching is
+literal and case-sensitive. The batch is atomic: the input string is never
+modified (str is immutable), and any failing edit raises before a result exists.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Iterable, Optional, Protocol
+
+from chalicelib.errors import EditAmbiguous, EditNotFound, NoChange
+
+CLOSEST_MATCH_MAX_CHARS = 200
+# Fuzzy search is quadratic-ish; only try it where it stays cheap.
+CLOSEST_MATCH_MAX_DOCUMENT = 400_000
+
+
+class Edit(Protocol):
+    old_string: str
+    new_string: str
+    replace_all: bool
+
+
+@dataclass(frozen=True)
+class EditOutcome:
+    html: str
+    edits_applied: int
+    replacements: int
+
+
+def apply_edits(html: str, edits: Iterable[Edit]) -> EditOutcome:
+    current = html
+    replacements = 0
+    applied = 0
+    for index, edit in enumerate(edits):
+        old, new = edit.old_string, edit.new_string
+        count = current.count(old)
+        if count == 0:
+            details: dict = {"edit_index": index}
+            hint = closest_match(current, old)
+            if hint is not None:
+                details["closest_match"] = hint
+            raise EditNotFound(
+                f"edits[{index}].old_string was not found in the document "
+                "(matching is literal and case-sensitive)"
+                + (f"; the closest passage is {hint!r}" if hint else ""),
+                details,
+            )
+        if count > 1 and not edit.replace_all:
+            raise EditAmbiguous(
+                f"edits[{index}].old_string matches {count} times; add surrounding text "
+                "to make it unique, or set replace_all to true",
+                {"edit_index": index, "match_count": count},
+            )
+        current = current.replace(old, new)
+        replacements += count
+        applied += 1
+    if current == html:
+        raise NoChange("The edits leave the document unchanged.")
+    return EditOutcome(html=current, edits_applied=applied, replacements=replacements)
+
+
+def closest_match(text: str, needle: str) -> Optional[str]:
+    """The passage of `text` most like `needle`, to help an agent correct itself."""
+    if not text or len(text) > CLOSEST_MATCH_MAX_DOCUMENT or len(needle) > CLOSEST_MATCH_MAX_CHARS * 5:
+        return None
+    # Case-insensitive exact hit is the most common slip and is cheap to find.
+    lowered = text.lower().find(needle.lower())
+    if lowered >= 0:
+        return text[lowered:lowered + len(needle)]
+    window = max(len(needle), 1)
+    step = max(1, window // 4)
+    best_ratio, best_start = 0.0, -1
+    matcher = difflib.SequenceMatcher(autojunk=False)
+    matcher.set_seq2(needle)
+    for start in range(0, max(1, len(text) - window + 1), step):
+        matcher.set_seq1(text[start:start + window])
+        if matcher.real_quick_ratio() <= best_ratio or matcher.quick_ratio() <= best_ratio:
+            continue
+        ratio = matcher.ratio()
+        if ratio > best_ratio:
+            best_ratio, best_start = ratio, start
+    if best_start < 0 or best_ratio < 0.6:
+        return None
+    return text[best_start:best_start + window][:CLOSEST_MATCH_MAX_CHARS]

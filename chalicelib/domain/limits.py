@@ -1,0 +1,17 @@
+"""Size rule shared by publish, edit and dashboard upload."""
+from __future__ import annotations
+
+from chalicelib.errors import DocumentTooLarge
+from chalicelib.models import MAX_HTML_BYTES
+
+
+def encoded_html(html: str) -> bytes:
+    """UTF-8 bytes of a document, refusing anything over the limit with 413."""
+    data = html.encode("utf-8")
+    if len(data) > MAX_HTML_BYTES:
+        raise DocumentTooLarge(
+            f"The HTML is {len(data):,} bytes; the limit is {MAX_HTML_BYTES:,} bytes (4 MiB). "
+            "Inlined base64 images are the usual cause: host images at a URL instead.",
+            {"limit_bytes": MAX_HTML_BYTES, "size_bytes": len(data)},
+        )
+    return data

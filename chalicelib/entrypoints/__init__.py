@@ -1,0 +1,1 @@
+"""Adapters from the outside world (REST, MCP, share pages, dashboard) to services."""

@@ -1,0 +1,197 @@
+"""HTTP plumbing shared by every route: parsing, JSON answers, the contract's
+error body, compression that keeps large answers inside Lambda's 6 MB limit."""
+from __future__ import annotations
+
+import base64
+import functools
+import gzip
+import json
+import logging
+import re
+import uuid
+from typing import Any, Callable, Optional, TypeVar
+
+from chalice import Response
+from pydantic import BaseModel, ValidationError
+
+from chalicelib import errors
+
+log = logging.getLogger("docpub")
+
+M = TypeVar("M", bound=BaseModel)
+
+JSON_TYPE = "application/json; charset=utf-8"
+GZIP_MIN_BYTES = 1024
+# Above this, a non-gzip answer goes out base64-encoded raw UTF-8: Python 3.11's
+# Lambda runtime would otherwise escape every non-ASCII character (up to 6x).
+RAW_BINARY_MIN_BYTES = 1024 * 1024
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+class EncodedResponse(Response):
+    """A response whose body is already bytes and must travel base64-encoded."""
+
+    def to_dict(self, binary_types=None):
+        response = super().to_dict(None)
+        response["body"] = base64.b64encode(self.body).decode("ascii")
+        response["isBase64Encoded"] = True
+        return response
+
+
+def request_id(app) -> str:
+    context = getattr(app, "lambda_context", None)
+    return getattr(context, "aws_request_id", None) or str(uuid.uuid4())
+
+
+# ------------------------------------------------------------------ parsing
+
+def parse_body(request, model: type[M]) -> M:
+    content_type = (request.headers.get("content-type") or "application/json").lower()
+    if not content_type.startswith("application/json"):
+        raise errors.UnsupportedMediaType("Send the body as application/json.")
+    data = _decode_json(request.raw_body)
+    return validate(model, data)
+
+
+def _decode_json(raw: bytes | str | None) -> Any:
+    if not raw:
+        raise errors.InvalidJson("The request body must be a JSON object.")
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        data = json.loads(text)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise errors.InvalidJson(f"The request body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise errors.InvalidJson("The request body must be a JSON object.")
+    if _SURROGATE_ESCAPE.search(text):
+        try:
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise errors.InvalidJson("The request body contains an unpaired UTF-16 surrogate.") from None
+    return data
+
+
+def validate(model: type[M], data: Any) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error(exc) from None
+
+
+def validation_error(exc: ValidationError) -> errors.ValidationFailed:
+    fields = []
+    for err in exc.errors(include_url=False, include_input=False):
+        field = ".".join(str(p) for p in err["loc"]) or "body"
+        message = err["msg"]
+        if err["type"] == "extra_forbidden":
+            message = "is not a field of this request"
+        elif err["type"] == "missing":
+            message = "is required"
+        fields.append({"field": field, "message": message})
+    first = fields[0]
+    return errors.ValidationFailed(f"{first['field']}: {first['message']}", {"fields": fields})
+
+
+def parse_query(request, model: type[M]) -> M:
+    params = dict(request.query_params or {})
+    return validate(model, params)
+
+
+# ------------------------------------------------------------------ answers
+
+def json_response(body: BaseModel | dict, status: int = 200, headers: Optional[dict] = None,
+                  exclude_none: bool = False) -> Response:
+    if isinstance(body, BaseModel):
+        text = body.model_dump_json(exclude_none=exclude_none)
+    else:
+        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    return Response(body=text, status_code=status, headers={"Content-Type": JSON_TYPE, **(headers or {})})
+
+
+def error_response(error: errors.DocpubError) -> Response:
+    return json_response(error.body(), error.status, dict(error.headers))
+
+
+def empty_response(status: int = 204, headers: Optional[dict] = None) -> Response:
+    return Response(body="", status_code=status, headers=headers or {})
+
+
+def compress(request, response: Response) -> Response:
+    """gzip text answers for clients that accept it; keep big ones binary-safe."""
+    body = response.body
+    if isinstance(body, (dict, list)) or body is None or isinstance(response, EncodedResponse):
+        return response
+    data = body.encode("utf-8") if isinstance(body, str) else body
+    accepts_gzip = "gzip" in (request.headers.get("accept-encoding") or "").lower() if request else False
+    headers = dict(response.headers)
+    if accepts_gzip and len(data) >= GZIP_MIN_BYTES and "Content-Encoding" not in headers:
+        headers["Content-Encoding"] = "gzip"
+        headers["Vary"] = _vary(headers)
+        return EncodedResponse(body=gzip.compress(data, 6), status_code=response.status_code, headers=headers)
+    if len(data) >= RAW_BINARY_MIN_BYTES or isinstance(body, bytes):
+        return EncodedResponse(body=data, status_code=response.status_code, headers=headers)
+    return response
+
+
+def _vary(headers: dict) -> str:
+    existing = headers.get("Vary")
+    return f"{existing}, Accept-Encoding" if existing else "Accept-Encoding"
+
+
+# ------------------------------------------------------------------ the wrapper
+
+def handles_errors(app) -> Callable:
+    """Decorator for views: DocpubError → contract body; anything else → 500
+    (or 503 for storage trouble) with a request id and no stack trace."""
+
+    def decorator(view: Callable) -> Callable:
+        @functools.wraps(view)
+        def wrapper(*args, **kwargs):
+            request = app.current_request
+            try:
+                response = view(*args, **kwargs)
+            except errors.DocpubError as exc:
+                response = error_response(exc)
+            except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into 5xx
+                response = error_response(unexpected(app, exc))
+            return compress(request, response)
+
+        return wrapper
+
+    return decorator
+
+
+_THROTTLE_CODES = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
+                   "SlowDown", "ServiceUnavailable", "InternalServerError", "TransactionConflictException",
+                   "TransactionCanceledException", "RequestTimeout", "InternalError"}
+
+
+def unexpected(app, exc: Exception) -> errors.DocpubError:
+    rid = request_id(app)
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    if isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") in _THROTTLE_CODES:
+        log.warning("storage busy", extra={"request_id": rid, "error_code": exc.response["Error"]["Code"]})
+        return errors.ServiceUnavailable()
+    if isinstance(exc, (BotoCoreError, ClientError)):
+        log.error("storage error", extra={"request_id": rid, "error": type(exc).__name__})
+        return errors.ServiceUnavailable()
+    log.exception("unexpected error", extra={"request_id": rid})
+    return errors.InternalError("An unexpected error occurred; it has been logged.", {"request_id": rid})
+
+
+# Chalice answers some failures itself (wrong method, unsupported media type)
+# in its own shape; this rewrites them into the contract's.
+_CHALICE_CODES = {400: errors.InvalidJson, 404: errors.NotFound, 405: errors.MethodNotAllowed,
+                  415: errors.UnsupportedMediaType, 500: errors.InternalError}
+
+
+def normalise_chalice_error(response: Response) -> Response:
+    body = response.body
+    if response.status_code >= 400 and isinstance(body, dict) and "Code" in body and "error" not in body:
+        error_class = _CHALICE_CODES.get(response.status_code, errors.InternalError)
+        message = {405: "This route does not accept that method.",
+                   415: "Send the body as application/json."}.get(response.status_code, str(body.get("Message")))
+        headers = {k: v for k, v in response.headers.items() if k.lower() == "allow"}
+        return json_response(error_class(message).body(), response.status_code, headers)
+    return response

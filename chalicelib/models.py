@@ -1,0 +1,221 @@
+"""Pydantic models: the single source of request/response shapes and of OpenAPI.
+
+Request models forbid unknown fields (a typo must never silently do nothing).
+Length rules that are plain validation live here; rules that depend on the plan
+or on stored state (size limit, caps, versions) live in the service layer.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+
+MAX_HTML_BYTES = 4 * 1024 * 1024
+MAX_TITLE = 500
+MAX_DESCRIPTION = 5000
+MAX_NOTE = 2000
+MAX_EDITS = 100
+
+
+class RequestModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+
+class ResponseModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _not_blank(value: Optional[str]) -> Optional[str]:
+    if value is not None and not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+Title = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TITLE)]
+Description = Annotated[str, StringConstraints(max_length=MAX_DESCRIPTION)]
+Note = Annotated[str, StringConstraints(max_length=MAX_NOTE)]
+# Size in bytes is checked by the service (413); this bound only stops absurd bodies early.
+Html = Annotated[str, StringConstraints(min_length=1, max_length=5_000_000)]
+DocumentId = Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")]
+VersionId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+
+
+# ---------------------------------------------------------------- requests
+
+class PublishRequest(RequestModel):
+    title: Title
+    html: Html
+    document_id: Optional[DocumentId] = None
+    note: Optional[Note] = None
+    description: Optional[Description] = None
+    base_version_id: Optional[VersionId] = None
+
+    _title_not_blank = field_validator("title")(_not_blank)
+
+
+class EditOperation(RequestModel):
+    old_string: Annotated[str, StringConstraints(min_length=1, max_length=5_000_000)]
+    new_string: Annotated[str, StringConstraints(max_length=5_000_000)]
+    replace_all: bool = False
+
+
+class EditRequest(RequestModel):
+    edits: Annotated[list[EditOperation], Field(min_length=1, max_length=MAX_EDITS)]
+    note: Optional[Note] = None
+    base_version_id: Optional[VersionId] = None
+
+
+class UpdateDocumentRequest(RequestModel):
+    title: Optional[Title] = None
+    description: Optional[Description] = None
+
+    _title_not_blank = field_validator("title")(_not_blank)
+
+
+class ListDocumentsQuery(RequestModel):
+    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    cursor: Optional[Annotated[str, StringConstraints(max_length=2048)]] = None
+    query: Optional[Annotated[str, StringConstraints(max_length=500)]] = None
+
+
+class GetDocumentQuery(RequestModel):
+    include_html: bool = False
+    version_id: Optional[VersionId] = None
+
+
+class PassphraseRequest(RequestModel):
+    passphrase: Annotated[str, StringConstraints(min_length=8, max_length=200)]
+
+
+class FeedbackListQuery(RequestModel):
+    document_id: Optional[DocumentId] = None
+    status: Literal["open", "resolved", "all"] = "open"
+    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    cursor: Optional[Annotated[str, StringConstraints(max_length=2048)]] = None
+
+
+class ResolveFeedbackRequest(RequestModel):
+    resolved: bool = True
+
+
+class FeedbackSubmission(RequestModel):
+    message: Annotated[str, StringConstraints(min_length=1, max_length=5000)]
+    name: Optional[Annotated[str, StringConstraints(max_length=100)]] = None
+    quote: Optional[Annotated[str, StringConstraints(max_length=1000)]] = None
+
+    _message_not_blank = field_validator("message")(_not_blank)
+
+
+# ---------------------------------------------------------------- responses
+
+class RateLimitEntitlement(ResponseModel):
+    limit: int
+    window_seconds: int
+
+
+class Entitlements(ResponseModel):
+    max_documents: Optional[int]
+    max_api_keys: Optional[int]
+    passphrase_links: bool
+    dashboard_editing: bool
+    custom_branding: bool
+    max_html_bytes: int
+    write_rate_limit: RateLimitEntitlement
+
+
+class Workspace(ResponseModel):
+    id: str
+    name: str
+    brand_name: Optional[str] = None
+    brand_tagline: Optional[str] = None
+    plan: Literal["free", "pro"]
+    document_count: int
+    entitlements: Entitlements
+
+
+class MeResponse(ResponseModel):
+    workspace: Workspace
+
+
+class PublishResponse(ResponseModel):
+    document_id: str
+    version_id: str
+    version_number: int
+    share_url: str
+
+
+class EditSummary(ResponseModel):
+    edits_applied: int
+    replacements: int
+    size_bytes_before: int
+    size_bytes_after: int
+
+
+class EditResponse(PublishResponse):
+    summary: EditSummary
+
+
+class DocumentSummary(ResponseModel):
+    document_id: str
+    title: str
+    description: str
+    share_url: str
+    created_at: str
+    updated_at: str
+    version_count: int
+    latest_version_id: str
+    open_feedback_count: int
+
+
+class VersionInfo(ResponseModel):
+    version_id: str
+    number: int
+    note: Optional[str] = None
+    created_at: str
+    size_bytes: int
+
+
+class DocumentDetail(DocumentSummary):
+    versions: list[VersionInfo]
+    passphrase_protected: bool
+    html: Optional[str] = None
+
+
+class DocumentList(ResponseModel):
+    documents: list[DocumentSummary]
+    next_cursor: Optional[str] = None
+
+
+class Feedback(ResponseModel):
+    feedback_id: str
+    document_id: str
+    version_id: str
+    message: str
+    name: Optional[str] = None
+    quote: Optional[str] = None
+    status: Literal["open", "resolved"]
+    created_at: str
+    resolved_at: Optional[str] = None
+
+
+class FeedbackList(ResponseModel):
+    feedback: list[Feedback]
+    next_cursor: Optional[str] = None
+
+
+class FeedbackCreated(ResponseModel):
+    feedback_id: str
+
+
+class Health(ResponseModel):
+    status: Literal["ok"]
+
+
+class ErrorDetail(ResponseModel):
+    code: str
+    message: str
+    details: Optional[dict] = None
+
+
+class ErrorBody(ResponseModel):
+    error: ErrorDetail

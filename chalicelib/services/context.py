@@ -1,0 +1,56 @@
+"""What a use case needs: repositories, a clock and id generation (injectable)."""
+from __future__ import annotations
+
+import functools
+import secrets
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Callable
+
+from chalicelib.adapters.blobs import BlobStore
+from chalicelib.adapters.dynamodb import (
+    ApiKeyRepository, DocumentRepository, RateLimitRepository, WorkspaceRepository,
+)
+
+
+def new_document_id() -> str:
+    return str(uuid.uuid4())
+
+
+def new_version_id() -> str:
+    return "v_" + secrets.token_urlsafe(12)
+
+
+def new_share_id() -> str:
+    # 16 bytes = 128 bits of randomness, URL-safe.
+    return secrets.token_urlsafe(16)
+
+
+def new_workspace_id() -> str:
+    return "ws_" + secrets.token_urlsafe(12)
+
+
+@dataclass
+class Context:
+    workspaces: WorkspaceRepository = field(default_factory=WorkspaceRepository)
+    keys: ApiKeyRepository = field(default_factory=ApiKeyRepository)
+    documents: DocumentRepository = field(default_factory=DocumentRepository)
+    rates: RateLimitRepository = field(default_factory=RateLimitRepository)
+    blobs: BlobStore = field(default_factory=BlobStore)
+    clock: Callable[[], float] = time.time
+
+    def now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+
+def rfc3339(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@functools.lru_cache(maxsize=None)
+def default_context() -> Context:
+    return Context()

@@ -1,0 +1,416 @@
+"""Documents: publish, edit, read, list, find, update and delete.
+
+Who may act is either presented API-key `Credentials` (REST, MCP) or an
+`Actor` already authenticated by a dashboard session. Writes through a key
+claim a slot of the key's write rate limit inside the same transaction that
+stores the version, so an accepted write and its slot are one atomic step.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from chalicelib import config
+from chalicelib.adapters.blobs import document_prefix, version_key
+from chalicelib.adapters.dynamodb import (
+    BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
+)
+from chalicelib.domain import plans
+from chalicelib.domain.edits import apply_edits
+from chalicelib.domain.limits import encoded_html
+from chalicelib.domain.ratelimit import SlotDecision, take_slot
+from chalicelib.errors import (
+    DocpubError, NotFound, PlanLimitReached, ValidationFailed, VersionConflict,
+)
+from chalicelib.models import (
+    DocumentDetail, DocumentList, DocumentSummary, EditRequest, EditResponse, EditSummary,
+    PublishRequest, PublishResponse, UpdateDocumentRequest, VersionInfo,
+)
+from chalicelib.services import auth
+from chalicelib.services.context import (
+    Context, default_context, new_document_id, new_share_id, new_version_id, rfc3339,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_WRITE_ATTEMPTS = 8
+IDEMPOTENCY_TTL_SECONDS = 24 * 3600
+MAX_IDEMPOTENCY_KEY = 255
+
+
+@dataclass(frozen=True)
+class Actor:
+    """An authenticated caller. `key_item` is set for API keys (rate-limited)."""
+    workspace_id: str
+    key_item: Optional[dict] = None
+
+
+Who = Union[auth.Credentials, Actor]
+
+
+@dataclass
+class WriteResult:
+    """A write's answer plus the rate-limit headers it earned."""
+    response: Union[PublishResponse, EditResponse]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def share_url(share_id: str) -> str:
+    return f"{config.base_url()}/d/{share_id}"
+
+
+def summary_model(doc: dict) -> DocumentSummary:
+    return DocumentSummary(
+        document_id=doc["document_id"], title=doc["title"], description=doc.get("description", ""),
+        share_url=share_url(doc["share_id"]), created_at=rfc3339(doc["created_ms"]),
+        updated_at=rfc3339(doc["updated_ms"]), version_count=doc["version_count"],
+        latest_version_id=doc["latest_version_id"],
+        open_feedback_count=doc.get("open_feedback_count", 0),
+    )
+
+
+def version_model(item: dict) -> VersionInfo:
+    return VersionInfo(version_id=item["version_id"], number=item["number"], note=item.get("note"),
+                       created_at=rfc3339(item["created_ms"]), size_bytes=item["size_bytes"])
+
+
+def _sha256_b64(data: bytes) -> str:
+    return base64.b64encode(hashlib.sha256(data).digest()).decode()
+
+
+class DocumentService:
+    def __init__(self, ctx: Optional[Context] = None):
+        self.ctx = ctx or default_context()
+
+    # ---------------------------------------------------------------- loading
+
+    def _load(self, who: Who, document_id: Optional[str] = None, idempotency_digest: Optional[str] = None
+              ) -> tuple[Actor, Optional[dict], Optional[dict]]:
+        """Verify the caller and read the document (and idempotency record) in one round trip."""
+        if isinstance(who, Actor):
+            doc = self.ctx.documents.get(document_id) if document_id else None
+            actor = who
+            idem = None
+        else:
+            key_item, doc, idem = self.ctx.documents.get_with_key(who.key_id, document_id, idempotency_digest)
+            key_item = auth.verify(who, key_item)
+            actor = Actor(key_item["workspace_id"], key_item)
+        if document_id and not self._visible(doc, actor):
+            raise NotFound(f"No document {document_id} in this workspace.")
+        return actor, doc, idem
+
+    @staticmethod
+    def _visible(doc: Optional[dict], actor: Actor) -> bool:
+        return doc is not None and doc.get("workspace_id") == actor.workspace_id and not doc.get("deleting")
+
+    def _reload_key(self, actor: Actor) -> Actor:
+        key_item = self.ctx.keys.get(actor.key_item["key_id"])
+        if key_item is None or key_item.get("revoked_at") is not None:
+            from chalicelib.errors import InvalidApiKey
+            raise InvalidApiKey("The API key is not valid or has been revoked.")
+        return Actor(actor.workspace_id, key_item)
+
+    def _slot(self, actor: Actor, now_ms: int) -> tuple[Optional[SlotDecision], Optional[RateSlot]]:
+        if actor.key_item is None:
+            return None, None
+        decision = take_slot(actor.key_item.get("writes", []), now_ms,
+                             config.write_rate_limit(), config.write_rate_window_seconds())
+        slot = RateSlot(actor.key_item["key_id"], actor.key_item.get("writes_seq", 0),
+                        decision.new_log, now_ms)
+        return decision, slot
+
+    # ---------------------------------------------------------------- publish
+
+    def publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str] = None) -> WriteResult:
+        data = encoded_html(request.html)
+        digest = request_hash = None
+        if idempotency_key is not None:
+            if not 1 <= len(idempotency_key) <= MAX_IDEMPOTENCY_KEY:
+                raise ValidationFailed.field("Idempotency-Key", "must be 1 to 255 characters")
+            digest = hashlib.sha256(idempotency_key.encode()).hexdigest()
+            request_hash = hashlib.sha256(request.model_dump_json().encode()).hexdigest()
+        actor, doc, idem = self._load(who, request.document_id, digest)
+        if digest and actor.key_item is None:
+            digest = None  # idempotency is a feature of API keys
+        replay = self._replay(idem, request_hash)
+        if replay is not None:
+            return replay
+        version_id = new_version_id()
+        document_id = request.document_id or new_document_id()
+        share_id = doc["share_id"] if doc else new_share_id()
+        object_key = version_key(actor.workspace_id, document_id, version_id)
+        if doc is not None and request.base_version_id and request.base_version_id != doc["latest_version_id"]:
+            raise self._conflict(doc)
+        stored = False
+        try:
+            for _attempt in range(MAX_WRITE_ATTEMPTS):
+                now_ms = self.ctx.now_ms()
+                decision, slot = self._slot(actor, now_ms)
+                if not stored:
+                    self.ctx.blobs.put_html(object_key, data, _sha256_b64(data))
+                    stored = True
+                version = {"version_id": version_id, "number": (doc["version_count"] + 1) if doc else 1,
+                           "note": request.note, "created_ms": now_ms, "size_bytes": len(data),
+                           "s3_key": object_key}
+                response = PublishResponse(document_id=document_id, version_id=version_id,
+                                           version_number=version["number"], share_url=share_url(share_id))
+                idem_record = self._idem_record(actor, digest, request_hash, response, now_ms)
+                try:
+                    if doc is None:
+                        self._create(actor, document_id, share_id, request, version, slot, idem_record)
+                    else:
+                        changes = {"title": request.title}
+                        if request.description is not None:
+                            changes["description"] = request.description
+                        self.ctx.documents.append_version(doc, version, changes, slot, idem_record)
+                except GuardFailed as exc:
+                    if exc.which == "idem":
+                        replay = self._replay(self.ctx.documents.get_idempotency(actor.key_item["key_id"], digest),
+                                              request_hash)
+                        if replay is not None:
+                            return replay
+                    actor = self._reload_key(actor)
+                    continue
+                except StaleDocument:
+                    doc = self.ctx.documents.get(document_id)
+                    if not self._visible(doc, actor):
+                        raise NotFound(f"No document {document_id} in this workspace.")
+                    if request.base_version_id:
+                        raise self._conflict(doc)
+                    continue
+                stored = False  # committed: the object is referenced now
+                return WriteResult(response, decision.headers() if decision else {})
+            raise VersionConflict("The document kept changing while publishing; retry.",
+                                  {"latest_version_id": doc["latest_version_id"] if doc else None})
+        finally:
+            if stored:
+                self._discard(object_key)
+
+    def _create(self, actor: Actor, document_id: str, share_id: str, request: PublishRequest,
+                version: dict, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+        # The cap is a condition of the transaction (no read of the workspace first):
+        # it holds unless the workspace's plan at commit time is uncapped.
+        max_documents = plans.entitlements("free").max_documents
+        doc = {"document_id": document_id, "workspace_id": actor.workspace_id, "title": request.title,
+               "description": request.description or "", "share_id": share_id,
+               "created_ms": version["created_ms"], "updated_ms": version["created_ms"],
+               "version_count": 1, "latest_version_id": version["version_id"],
+               "latest_size": version["size_bytes"], "open_feedback_count": 0}
+        try:
+            self.ctx.documents.create(doc, version, max_documents, plans.UNCAPPED_PLANS, slot, idem)
+        except DocumentCapReached as exc:
+            current = (exc.workspace or {}).get("document_count", max_documents)
+            raise PlanLimitReached(
+                f"The free plan holds at most {max_documents} documents; delete one, publish a new "
+                "version of an existing document, or upgrade to Pro.",
+                {"limit": max_documents, "current": current}) from exc
+
+    def _idem_record(self, actor: Actor, digest: Optional[str], request_hash: Optional[str],
+                     response: PublishResponse, now_ms: int) -> Optional[IdempotencyRecord]:
+        if digest is None or actor.key_item is None:
+            return None
+        now = now_ms // 1000
+        return IdempotencyRecord(actor.key_item["key_id"], digest, request_hash, response.model_dump_json(),
+                                 now + IDEMPOTENCY_TTL_SECONDS, now)
+
+    def _replay(self, idem: Optional[dict], request_hash: Optional[str]) -> Optional[WriteResult]:
+        if idem is None or idem.get("expires_at", 0) < self.ctx.now_ms() // 1000:
+            return None
+        if idem["request_hash"] != request_hash:
+            raise ValidationFailed(
+                "Idempotency-Key was already used with a different request body; use a new key.",
+                {"fields": [{"field": "Idempotency-Key", "message": "reused with a different body"}]})
+        return WriteResult(PublishResponse.model_validate_json(idem["response"]), {"Idempotent-Replayed": "true"})
+
+    def _discard(self, object_key: str) -> None:
+        try:
+            self.ctx.blobs.delete(object_key)
+        except Exception:  # the orphan sweep removes what this could not
+            log.warning("could not delete unreferenced object", extra={"s3_key": object_key})
+
+    @staticmethod
+    def _conflict(doc: dict) -> VersionConflict:
+        return VersionConflict(
+            f"base_version_id is not the latest version; the latest is {doc['latest_version_id']}.",
+            {"latest_version_id": doc["latest_version_id"]})
+
+    # ---------------------------------------------------------------- edit
+
+    def edit(self, who: Who, document_id: str, request: EditRequest) -> WriteResult:
+        actor, doc, _ = self._load(who, document_id)
+        if request.base_version_id and request.base_version_id != doc["latest_version_id"]:
+            raise self._conflict(doc)
+        html = None
+        for _attempt in range(MAX_WRITE_ATTEMPTS):
+            now_ms = self.ctx.now_ms()
+            decision, slot = self._slot(actor, now_ms)
+            if html is None:
+                html = self._read_html(doc, doc["latest_version_id"], doc["version_count"])
+            outcome = apply_edits(html, request.edits)
+            data = encoded_html(outcome.html)
+            version_id = new_version_id()
+            object_key = version_key(actor.workspace_id, document_id, version_id)
+            version = {"version_id": version_id, "number": doc["version_count"] + 1, "note": request.note,
+                       "created_ms": now_ms, "size_bytes": len(data), "s3_key": object_key}
+            self.ctx.blobs.put_html(object_key, data, _sha256_b64(data))
+            try:
+                self.ctx.documents.append_version(doc, version, {}, slot, None)
+            except GuardFailed:
+                self._discard(object_key)
+                actor = self._reload_key(actor)
+                continue
+            except StaleDocument:
+                self._discard(object_key)
+                doc = self.ctx.documents.get(document_id)
+                if not self._visible(doc, actor):
+                    raise NotFound(f"No document {document_id} in this workspace.")
+                if request.base_version_id:
+                    raise self._conflict(doc)
+                html = None  # re-apply the batch to the new latest version
+                continue
+            except BaseException:
+                self._discard(object_key)
+                raise
+            summary = EditSummary(edits_applied=outcome.edits_applied, replacements=outcome.replacements,
+                                  size_bytes_before=len(html.encode("utf-8")), size_bytes_after=len(data))
+            response = EditResponse(document_id=document_id, version_id=version_id,
+                                    version_number=version["number"], share_url=share_url(doc["share_id"]),
+                                    summary=summary)
+            return WriteResult(response, decision.headers() if decision else {})
+        raise VersionConflict("The document kept changing while editing; retry.",
+                              {"latest_version_id": doc["latest_version_id"]})
+
+    def _read_html(self, doc: dict, version_id: str, number: Optional[int] = None,
+                   versions: Optional[list[dict]] = None) -> str:
+        key = version_key(doc["workspace_id"], doc["document_id"], version_id)
+        return self.ctx.blobs.get_html(key).decode("utf-8")
+
+    # ---------------------------------------------------------------- reads
+
+    def get(self, who: Who, document_id: str, include_html: bool = False,
+            version_id: Optional[str] = None) -> DocumentDetail:
+        actor = self._actor(who)
+        doc, versions = self.ctx.documents.get_with_versions(document_id)
+        if not self._visible(doc, actor):
+            raise NotFound(f"No document {document_id} in this workspace.")
+        html = None
+        if version_id is not None and not any(v["version_id"] == version_id for v in versions):
+            raise NotFound(f"No version {version_id} of document {document_id}.")
+        if include_html:
+            html = self._read_html(doc, version_id or doc["latest_version_id"])
+        return DocumentDetail(**summary_model(doc).model_dump(), versions=[version_model(v) for v in versions],
+                              passphrase_protected=bool(doc.get("passphrase_hash")), html=html)
+
+    def get_html(self, who: Who, document_id: str, version_number: Optional[int] = None) -> tuple[dict, dict, str]:
+        """(document, version, html) of the latest or a numbered version."""
+        actor = self._actor(who)
+        doc = self.ctx.documents.get(document_id)
+        if not self._visible(doc, actor):
+            raise NotFound(f"No document {document_id} in this workspace.")
+        number = version_number or doc["version_count"]
+        version = self.ctx.documents.get_version(document_id, number)
+        if version is None:
+            raise NotFound(f"No version {number} of document {document_id}.")
+        return doc, version, self._read_html(doc, version["version_id"])
+
+    def _actor(self, who: Who) -> Actor:
+        if isinstance(who, Actor):
+            return who
+        key_item = auth.verify(who, self.ctx.keys.get(who.key_id))
+        return Actor(key_item["workspace_id"], key_item)
+
+    def list(self, who: Who, limit: int = 20, cursor: Optional[str] = None,
+             query: Optional[str] = None) -> DocumentList:
+        actor = self._actor(who)
+        if query is not None and query.strip():
+            return self._find(actor, query.strip(), limit, cursor)
+        try:
+            items, next_cursor = self.ctx.documents.list_page(actor.workspace_id, limit, cursor)
+        except BadCursor as exc:
+            raise ValidationFailed.field("cursor", "is not a cursor this service returned") from exc
+        return DocumentList(documents=[summary_model(i) for i in items], next_cursor=next_cursor)
+
+    def _find(self, actor: Actor, query: str, limit: int, cursor: Optional[str]) -> DocumentList:
+        offset = _decode_offset(cursor)
+        needle = query.casefold()
+        ranked = []
+        for position, item in enumerate(self.ctx.documents.list_all(actor.workspace_id)):
+            title = item["title"].casefold()
+            description = item.get("description", "").casefold()
+            if title == needle:
+                rank = 0
+            elif title.startswith(needle):
+                rank = 1
+            elif needle in title:
+                rank = 2
+            elif needle in description:
+                rank = 3
+            else:
+                continue
+            ranked.append((rank, position, item))  # position keeps newest-first within a rank
+        ranked.sort(key=lambda r: (r[0], r[1]))
+        page = ranked[offset:offset + limit]
+        more = offset + limit < len(ranked)
+        return DocumentList(documents=[summary_model(i) for _, _, i in page],
+                            next_cursor=_encode_offset(offset + limit) if more else None)
+
+    # ---------------------------------------------------------------- update / delete
+
+    def update(self, who: Who, document_id: str, request: UpdateDocumentRequest) -> DocumentDetail:
+        fields = request.model_dump(exclude_unset=True, exclude_none=True)
+        if not fields:
+            raise ValidationFailed("Give title and/or description to change.",
+                                   {"fields": [{"field": "title", "message": "title or description is required"}]})
+        actor, doc, _ = self._load(who, document_id)
+        try:
+            self.ctx.documents.update_fields(doc, fields)
+        except StaleDocument as exc:
+            raise NotFound(f"No document {document_id} in this workspace.") from exc
+        return self.get(actor, document_id)
+
+    def delete(self, who: Who, document_id: str) -> None:
+        actor = self._actor(who)
+        doc = self.ctx.documents.get(document_id)
+        if doc is None or doc.get("workspace_id") != actor.workspace_id:
+            raise NotFound(f"No document {document_id} in this workspace.")
+        if not doc.get("deleting"):
+            try:
+                self.ctx.documents.begin_delete(doc)
+            except StaleDocument:
+                pass  # a concurrent delete got there first; finish the job with it
+        self.finish_delete(doc)
+
+    def finish_delete(self, doc: dict) -> None:
+        """Remove everything of a document marked `deleting`; safe to repeat."""
+        self.ctx.blobs.delete_prefix(document_prefix(doc["workspace_id"], doc["document_id"]))
+        for hook in DELETE_HOOKS:
+            hook(self.ctx, doc)
+        keys = self.ctx.documents.partition_keys(doc["document_id"])
+        # The document item goes last, so an interrupted delete can be found and finished.
+        keys.sort(key=lambda k: k["SK"] == "META")
+        self.ctx.documents.delete_items(keys)
+
+
+# Other modules (feedback) register what must go when a document goes.
+DELETE_HOOKS: list = []
+
+
+def _encode_offset(offset: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"o": offset}).encode()).decode().rstrip("=")
+
+
+def _decode_offset(cursor: Optional[str]) -> int:
+    if not cursor:
+        return 0
+    try:
+        data = json.loads(base64.urlsafe_b64decode((cursor + "=" * (-len(cursor) % 4)).encode()))
+        offset = int(data["o"])
+        if offset < 0:
+            raise ValueError
+        return offset
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ValidationFailed.field("cursor", "is not a cursor this service returned") from exc

@@ -1,0 +1,27 @@
+"""Default service instances, created on first use and cached per process."""
+from __future__ import annotations
+
+import functools
+
+from chalicelib.services.context import default_context
+
+
+@functools.lru_cache(maxsize=None)
+def documents():
+    from chalicelib.services.documents import DocumentService
+
+    return DocumentService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
+def workspaces():
+    from chalicelib.services.workspaces import WorkspaceService
+
+    return WorkspaceService(default_context())
+
+
+def reset() -> None:
+    """Forget cached instances (tests that swap the context)."""
+    documents.cache_clear()
+    workspaces.cache_clear()
+    default_context.cache_clear()

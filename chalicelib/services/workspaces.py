@@ -1,0 +1,111 @@
+"""Workspaces, plans and API keys."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from chalicelib.adapters.dynamodb import KeyCapReached
+from chalicelib.domain import plans
+from chalicelib.errors import NotFound, PlanLimitReached, ValidationFailed
+from chalicelib.models import MeResponse, Workspace
+from chalicelib.services import auth
+from chalicelib.services.context import Context, default_context, new_workspace_id, rfc3339
+
+MAX_WORKSPACE_NAME = 100
+MAX_KEY_NAME = 100
+
+
+@dataclass(frozen=True)
+class CreatedKey:
+    key_id: str
+    api_key: str  # shown once; only its hash is stored
+    workspace_id: str
+    name: str
+
+
+def workspace_model(item: dict) -> Workspace:
+    return Workspace(
+        id=item["id"], name=item["name"], brand_name=item.get("brand_name"),
+        brand_tagline=item.get("brand_tagline"), plan=item["plan"],
+        document_count=item.get("document_count", 0),
+        entitlements=plans.entitlements(item["plan"]),
+    )
+
+
+def key_summary(item: dict) -> dict:
+    return {"key_id": item["key_id"], "name": item.get("name", ""), "prefix": item.get("prefix", ""),
+            "created_at": rfc3339(item.get("created_ms")), "last_used_at": rfc3339(item.get("last_used_at")),
+            "revoked": item.get("revoked_at") is not None}
+
+
+class WorkspaceService:
+    def __init__(self, ctx: Optional[Context] = None):
+        self.ctx = ctx or default_context()
+
+    def authenticate(self, credentials: auth.Credentials) -> dict:
+        """The verified key item for presented credentials (one GetItem)."""
+        return auth.verify(credentials, self.ctx.keys.get(credentials.key_id))
+
+    def me(self, credentials: auth.Credentials) -> MeResponse:
+        key_item = self.authenticate(credentials)
+        return MeResponse(workspace=self.get_workspace(key_item["workspace_id"]))
+
+    def get_workspace(self, workspace_id: str) -> Workspace:
+        item = self.ctx.workspaces.get(workspace_id)
+        if item is None:
+            raise NotFound("No such workspace.")
+        return workspace_model(item)
+
+    def create_workspace(self, name: str, plan: str = "free", workspace_id: Optional[str] = None,
+                         with_key: bool = True, api_key: Optional[str] = None) -> tuple[Workspace, Optional[CreatedKey]]:
+        name = (name or "").strip()
+        if not name or len(name) > MAX_WORKSPACE_NAME:
+            raise ValidationFailed.field("name", f"must be 1 to {MAX_WORKSPACE_NAME} characters")
+        self._check_plan(plan)
+        workspace_id = workspace_id or new_workspace_id()
+        self.ctx.workspaces.create({"id": workspace_id, "name": name, "plan": plan,
+                                    "created_ms": self.ctx.now_ms()})
+        key = self.create_key(workspace_id, "default", api_key=api_key) if with_key else None
+        return self.get_workspace(workspace_id), key
+
+    def set_plan(self, workspace_id: str, plan: str) -> Workspace:
+        self._check_plan(plan)
+        if self.ctx.workspaces.get(workspace_id) is None:
+            raise NotFound("No such workspace.")
+        return workspace_model(self.ctx.workspaces.set_plan(workspace_id, plan))
+
+    def create_key(self, workspace_id: str, name: str = "default", api_key: Optional[str] = None) -> CreatedKey:
+        name = (name or "").strip() or "default"
+        if len(name) > MAX_KEY_NAME:
+            raise ValidationFailed.field("name", f"must be at most {MAX_KEY_NAME} characters")
+        workspace = self.ctx.workspaces.get(workspace_id)
+        if workspace is None:
+            raise NotFound("No such workspace.")
+        secret = api_key or auth.generate_api_key()
+        credentials = auth.credentials_from_key(secret)
+        max_keys = plans.entitlements(workspace["plan"]).max_api_keys
+        record = {"key_id": credentials.key_id, "key_hash": credentials.key_hash,
+                  "workspace_id": workspace_id, "name": name, "prefix": auth.display_prefix(secret),
+                  "created_ms": self.ctx.now_ms()}
+        try:
+            self.ctx.keys.create(record, max_keys)
+        except KeyCapReached as exc:
+            current = (exc.workspace or {}).get("key_count", max_keys)
+            raise PlanLimitReached(
+                f"The free plan allows {max_keys} API key; revoke it or upgrade to Pro for more.",
+                {"limit": max_keys, "current": current}) from exc
+        return CreatedKey(credentials.key_id, secret, workspace_id, name)
+
+    def revoke_key(self, key_id: str, workspace_id: Optional[str] = None) -> dict:
+        item = self.ctx.keys.get(key_id)
+        if item is None or (workspace_id is not None and item["workspace_id"] != workspace_id):
+            raise NotFound("No such API key.")
+        return key_summary(self.ctx.keys.revoke(key_id, self.ctx.now_ms()) or item)
+
+    def list_keys(self, workspace_id: str) -> list[dict]:
+        return [key_summary(i) for i in self.ctx.keys.list_for_workspace(workspace_id)]
+
+    @staticmethod
+    def _check_plan(plan: str) -> None:
+        if plan not in plans.PLANS:
+            raise ValidationFailed.field("plan", "must be 'free' or 'pro'")
