@@ -3,7 +3,7 @@ from chalice import Chalice
 
 from chalicelib import logs
 from chalicelib.entrypoints.http import (
-    empty_response, handles_errors, json_response, parse_body, parse_query,
+    empty_response, handles_errors, json_response, normalise_chalice_error, parse_body, parse_query,
 )
 from chalicelib.entrypoints import routing
 from chalicelib.models import (
@@ -16,6 +16,12 @@ from chalicelib.services.health import check_storage
 app = Chalice(app_name="docpub")
 logs.configure()
 api = handles_errors(app)
+
+
+@app.middleware("http")
+def contract_errors(event, get_response):
+    # Chalice answers 405/415 itself, in its own shape; reshape to the contract's.
+    return normalise_chalice_error(get_response(event))
 
 
 def _request():

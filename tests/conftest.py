@@ -76,3 +76,13 @@ def client(aws):
 
     with Client(app) as test_client:
         yield test_client
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory):
+    """One real local stack (moto server + chalice local) shared by e2e tests."""
+    from tests.stack import LocalStack
+
+    running = LocalStack(tmp_path_factory.mktemp("stack") / "data").start()
+    yield running
+    running.stop()

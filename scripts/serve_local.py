@@ -1,0 +1,65 @@
+"""`chalice local`, with API Gateway's route-miss answer made the contract's 404.
+
+API Gateway (and chalice local) answer an unknown path with 403 "Missing
+Authentication Token"; in AWS a GatewayResponse in infra/ rewrites it to 404.
+This applies the same rewrite locally, then runs chalice's own local server
+(with its autoreloader unless --no-autoreload).
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import logging
+import os
+import sys
+
+from chalice import local as chalice_local
+
+NOT_FOUND_JSON = json.dumps({"error": {"code": "not_found", "message": "No such route."}}).encode()
+NOT_FOUND_HTML = (b"<!doctype html><meta charset=utf-8><title>Not found</title>"
+                  b"<h1>Not found</h1><p>There is nothing at this address.</p>")
+
+
+def _patch_route_miss() -> None:
+    original = chalice_local.LocalGateway.handle_request
+
+    def handle_request(self, method, path, headers, body):
+        try:
+            return original(self, method, path, headers, body)
+        except chalice_local.ForbiddenError:
+            wants_html = path.startswith("/d/") or path.startswith("/dashboard")
+            return {"statusCode": 404,
+                    "headers": {"Content-Type": "text/html; charset=utf-8" if wants_html
+                                else "application/json; charset=utf-8"},
+                    "multiValueHeaders": {},
+                    "body": (NOT_FOUND_HTML if wants_html else NOT_FOUND_JSON).decode()}
+
+    chalice_local.LocalGateway.handle_request = handle_request
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    parser.add_argument("--stage", default="local")
+    parser.add_argument("--no-autoreload", action="store_true")
+    args = parser.parse_args()
+    _patch_route_miss()
+    from chalice.cli import create_local_server, reloader
+    from chalice.cli.factory import CLIFactory
+
+    project_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    factory = CLIFactory(project_dir=project_dir, environ=os.environ)
+    server_factory = functools.partial(create_local_server, factory, args.host, args.port, args.stage)
+    logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")
+    if args.no_autoreload:
+        server_factory().serve_forever()
+        return 0
+    # The reloader re-runs sys.argv as the worker's command line.
+    sys.argv = [sys.executable, "-m", "scripts.serve_local"] + sys.argv[1:]
+    return reloader.run_with_reloader(server_factory, os.environ, project_dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
