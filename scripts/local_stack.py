@@ -36,6 +36,10 @@ def start_emulator():
 
     from moto.server import ThreadedMotoServer
 
+    from scripts.moto_atomic import make_dynamodb_atomic
+
+    make_dynamodb_atomic()
+
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per emulated call is noise
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()

@@ -18,6 +18,9 @@ from tests.helpers import FakeClock  # noqa: E402
 
 @pytest.fixture(scope="session")
 def _aws():
+    from scripts.moto_atomic import make_dynamodb_atomic
+
+    make_dynamodb_atomic()
     mock = moto.mock_aws()
     mock.start()
     yield mock
@@ -86,3 +89,20 @@ def stack(tmp_path_factory):
     running = LocalStack(tmp_path_factory.mktemp("stack") / "data").start()
     yield running
     running.stop()
+
+
+@pytest.fixture
+def api(aws, clock, monkeypatch):
+    """chalice.test.Client whose services use the injected FakeClock."""
+    from chalice.test import Client
+
+    from app import app
+    from chalicelib.services import registry
+    from chalicelib.services.context import Context
+
+    context = Context(clock=clock)
+    registry.reset()
+    monkeypatch.setattr(registry, "default_context", lambda: context)
+    with Client(app) as test_client:
+        yield test_client
+    registry.reset()
