@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import random
 import secrets
 import time
 import uuid
@@ -40,6 +41,13 @@ class Context:
     rates: RateLimitRepository = field(default_factory=RateLimitRepository)
     blobs: BlobStore = field(default_factory=BlobStore)
     clock: Callable[[], float] = time.time
+    # Backoff between optimistic-concurrency retries; tests may inject a no-op.
+    sleep: Callable[[float], None] = time.sleep
+
+    def backoff(self, attempt: int) -> None:
+        """Short jittered pause before retrying a write that lost a race."""
+        if attempt:
+            self.sleep(random.uniform(0, min(0.05, 0.002 * (2 ** min(attempt, 5)))))
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)

@@ -37,7 +37,9 @@ from chalicelib.services.context import (
 
 log = logging.getLogger(__name__)
 
-MAX_WRITE_ATTEMPTS = 8
+# Each round of a race lets at least one writer through, so this bounds the wait
+# of the unluckiest of that many simultaneous writers to one document or key.
+MAX_WRITE_ATTEMPTS = 30
 IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 MAX_IDEMPOTENCY_KEY = 255
 
@@ -147,7 +149,8 @@ class DocumentService:
             raise self._conflict(doc)
         stored = False
         try:
-            for _attempt in range(MAX_WRITE_ATTEMPTS):
+            for attempt in range(MAX_WRITE_ATTEMPTS):
+                self.ctx.backoff(attempt)
                 now_ms = self.ctx.now_ms()
                 decision, slot = self._slot(actor, now_ms)
                 if not stored:
@@ -245,7 +248,8 @@ class DocumentService:
         if request.base_version_id and request.base_version_id != doc["latest_version_id"]:
             raise self._conflict(doc)
         html = None
-        for _attempt in range(MAX_WRITE_ATTEMPTS):
+        for attempt in range(MAX_WRITE_ATTEMPTS):
+            self.ctx.backoff(attempt)
             now_ms = self.ctx.now_ms()
             decision, slot = self._slot(actor, now_ms)
             if html is None:

@@ -22,6 +22,8 @@ def workspaces():
 
 def reset() -> None:
     """Forget cached instances (tests that swap the context)."""
+    from chalicelib.services import context
+
     documents.cache_clear()
     workspaces.cache_clear()
-    default_context.cache_clear()
+    context.default_context.cache_clear()
