@@ -24,7 +24,7 @@ from chalicelib.domain.edits import apply_edits
 from chalicelib.domain.limits import encoded_html
 from chalicelib.domain.ratelimit import SlotDecision, take_slot
 from chalicelib.errors import (
-    DocpubError, NotFound, PlanLimitReached, ValidationFailed, VersionConflict,
+    InvalidApiKey, NotFound, PlanLimitReached, ValidationFailed, VersionConflict,
 )
 from chalicelib.models import (
     DocumentDetail, DocumentList, DocumentSummary, EditRequest, EditResponse, EditSummary,
@@ -110,9 +110,9 @@ class DocumentService:
         return doc is not None and doc.get("workspace_id") == actor.workspace_id and not doc.get("deleting")
 
     def _reload_key(self, actor: Actor) -> Actor:
+        """Re-read the key item after its rate slot was taken by a concurrent write."""
         key_item = self.ctx.keys.get(actor.key_item["key_id"])
         if key_item is None or key_item.get("revoked_at") is not None:
-            from chalicelib.errors import InvalidApiKey
             raise InvalidApiKey("The API key is not valid or has been revoked.")
         return Actor(actor.workspace_id, key_item)
 
@@ -253,7 +253,7 @@ class DocumentService:
             now_ms = self.ctx.now_ms()
             decision, slot = self._slot(actor, now_ms)
             if html is None:
-                html = self._read_html(doc, doc["latest_version_id"], doc["version_count"])
+                html = self._read_html(doc, doc["latest_version_id"])
             outcome = apply_edits(html, request.edits)
             data = encoded_html(outcome.html)
             version_id = new_version_id()
@@ -288,8 +288,7 @@ class DocumentService:
         raise VersionConflict("The document kept changing while editing; retry.",
                               {"latest_version_id": doc["latest_version_id"]})
 
-    def _read_html(self, doc: dict, version_id: str, number: Optional[int] = None,
-                   versions: Optional[list[dict]] = None) -> str:
+    def _read_html(self, doc: dict, version_id: str) -> str:
         key = version_key(doc["workspace_id"], doc["document_id"], version_id)
         return self.ctx.blobs.get_html(key).decode("utf-8")
 
