@@ -45,7 +45,7 @@ def test_wrapper_page_frames_the_latest_version_sandboxed(client, workspace):
     assert f'action="/d/{doc["share_id"]}/feedback?v=1"' in body
     csp = r.headers["Content-Security-Policy"]
     assert "frame-ancestors 'none'" in csp and "script-src 'sha256-" in csp and "unsafe-inline" not in csp
-    assert r.headers["Cache-Control"] == "public, max-age=60"
+    assert r.headers["Cache-Control"] == "public, max-age=0, s-maxage=60"
 
 
 def test_inline_script_and_style_match_their_csp_hashes(client, workspace):

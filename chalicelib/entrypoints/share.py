@@ -12,7 +12,8 @@
 
 Caching (docs/sharing.md): content is `public, max-age=31536000, immutable` with
 a strong ETag (a conditional GET answers 304 without reading S3); the wrapper
-`public, max-age=60`; anything of a protected document `private, no-store`.
+`public, max-age=0, s-maxage=60` (a CDN keeps it up to 60 s, a browser always
+asks again); anything of a protected document `private, no-store`.
 """
 from __future__ import annotations
 
@@ -40,7 +41,9 @@ FORM_TYPES = [FORM_TYPE, "application/json"]
 HTML_TYPE = "text/html; charset=utf-8"
 SANDBOX = "allow-scripts allow-forms allow-popups allow-modals"
 CACHE_IMMUTABLE = "public, max-age=31536000, immutable"
-CACHE_PAGE = "public, max-age=60"
+# The latest-pointer page: shared caches (CloudFront) keep it at most 60 s, browsers
+# revalidate every time, so a new version shows within 60 s (at once without a CDN).
+CACHE_PAGE = "public, max-age=0, s-maxage=60"
 CACHE_PRIVATE = "private, no-store"
 # Bump when the bytes served for a version change (e.g. the injected script).
 CONTENT_REVISION = "1"
