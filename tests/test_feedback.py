@@ -6,7 +6,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.helpers import auth, post_json
+from tests.helpers import auth
 from tests.sharing_helpers import (  # noqa: F401  (fixtures)
     FORM, app_clock, get_json, publish, send_feedback,
 )
@@ -330,4 +330,3 @@ def test_feedback_on_a_document_being_deleted_is_refused(ctx, client, workspace)
     service.sharing.access = lambda *_a, **_k: access
     with pytest.raises(NotFound):
         service.submit(doc["share_id"], FeedbackSubmission(message="late"), "198.51.100.1", None)
-    assert post_json  # (keeps the helper import used)
