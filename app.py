@@ -6,8 +6,10 @@ from chalicelib.entrypoints.http import (
     empty_response, handles_errors, json_response, normalise_chalice_error, parse_body, parse_query,
 )
 from chalicelib.entrypoints import routing
+from chalicelib.entrypoints.share import bp as share_pages
 from chalicelib.models import (
-    EditRequest, GetDocumentQuery, Health, ListDocumentsQuery, PublishRequest, UpdateDocumentRequest,
+    EditRequest, FeedbackListQuery, GetDocumentQuery, Health, ListDocumentsQuery, PassphraseRequest,
+    PublishRequest, ResolveFeedbackRequest, UpdateDocumentRequest,
 )
 from chalicelib.services import registry
 from chalicelib.services.auth import credentials_from_headers
@@ -90,6 +92,39 @@ def edit_document(document_id):
     result = registry.documents().edit(_credentials(), document_id, request)
     return json_response(result.response, headers=result.headers)
 
+
+@app.route("/api/v1/documents/{document_id}/passphrase", methods=["PUT"])
+@api
+def set_passphrase(document_id):
+    request = parse_body(_request(), PassphraseRequest)
+    registry.sharing().set_passphrase(_credentials(), document_id, request.passphrase)
+    return empty_response(204)
+
+
+@app.route("/api/v1/documents/{document_id}/passphrase", methods=["DELETE"])
+@api
+def clear_passphrase(document_id):
+    registry.sharing().clear_passphrase(_credentials(), document_id)
+    return empty_response(204)
+
+
+@app.route("/api/v1/feedback", methods=["GET"])
+@api
+def list_feedback():
+    query = parse_query(_request(), FeedbackListQuery)
+    return json_response(registry.feedback().list(_credentials(), query.document_id, query.status,
+                                                  query.limit, query.cursor))
+
+
+@app.route("/api/v1/feedback/{feedback_id}/resolve", methods=["POST"])
+@api
+def resolve_feedback(feedback_id):
+    raw = _request().raw_body
+    request = parse_body(_request(), ResolveFeedbackRequest) if raw else ResolveFeedbackRequest()
+    return json_response(registry.feedback().resolve(_credentials(), feedback_id, request.resolved))
+
+
+app.register_blueprint(share_pages)
 
 # Must stay last: answers 405 (in the contract's shape) for every method a route lacks.
 routing.add_method_not_allowed(app)

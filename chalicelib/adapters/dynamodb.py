@@ -268,6 +268,22 @@ def rate_key(scope: str) -> dict:
     return {"PK": f"RATE#{scope}", "SK": "RATE"}
 
 
+def feedback_key(feedback_id: str) -> dict:
+    return {"PK": f"FB#{feedback_id}", "SK": "FB"}
+
+
+def feedback_workspace_pk(workspace_id: str) -> str:
+    return f"WS#{workspace_id}#FB"
+
+
+def feedback_document_pk(document_id: str) -> str:
+    return f"DOC#{document_id}#FB"
+
+
+def feedback_sort_key(created_ms: int, feedback_id: str) -> str:
+    return f"{created_ms:015d}#{feedback_id}"
+
+
 def documents_index_pk(workspace_id: str) -> str:
     return f"WS#{workspace_id}#DOCS"
 
@@ -581,6 +597,35 @@ class DocumentRepository:
         except ConditionFailed as exc:
             raise StaleDocument(None) from exc
 
+    def get_for_share(self, share_id: str, version_number: Optional[int] = None
+                      ) -> tuple[Optional[dict], Optional[dict], Optional[dict], Optional[dict]]:
+        """(share item, document, workspace, version N) for a share link: a GetItem
+        of the share, then one BatchGetItem of the rest."""
+        share = self.get_share(share_id)
+        if share is None:
+            return None, None, None, None
+        keys = [document_key(share["document_id"]), workspace_key(share["workspace_id"])]
+        if version_number is not None:
+            keys.append(version_item_key(share["document_id"], version_number))
+        found = self.table.batch_get(keys)
+        return share, found[0], found[1], (found[2] if version_number is not None else None)
+
+    def set_passphrase(self, doc: dict, passphrase_hash: Optional[str]) -> dict:
+        """Store (or, with None, remove) the passphrase hash; every change bumps
+        `passphrase_epoch`, which unlock cookies embed, so old cookies stop working."""
+        update = ("SET passphrase_hash = :h ADD passphrase_epoch :one" if passphrase_hash is not None
+                  else "REMOVE passphrase_hash ADD passphrase_epoch :one")
+        values = {":one": 1, ":ws": doc["workspace_id"]}
+        if passphrase_hash is not None:
+            values[":h"] = passphrase_hash
+        try:
+            return self.table.update(
+                document_key(doc["document_id"]), update,
+                "attribute_exists(PK) AND workspace_id = :ws AND attribute_not_exists(deleting)",
+                values=values)
+        except ConditionFailed as exc:
+            raise StaleDocument(None) from exc
+
     def begin_delete(self, doc: dict) -> None:
         """Step 1 of delete, atomically: hide the document from lists and share
         links and free its place in the plan count. The item stays, marked
@@ -604,6 +649,23 @@ class DocumentRepository:
         self.table.delete_keys(keys)
 
 
+@dataclass
+class RateClaim:
+    """Replace a sliding log (`RATE#<scope>`) only if nobody wrote it since it was read."""
+    scope: str
+    expected_seq: int
+    new_log: list[int]
+    expires_at: int
+
+    def add_to(self, tx: Transaction) -> int:
+        condition = "attribute_not_exists(PK)" if self.expected_seq == 0 else "seq = :seq"
+        values = {":log": self.new_log, ":next": self.expected_seq + 1, ":exp": self.expires_at}
+        if self.expected_seq:
+            values[":seq"] = self.expected_seq
+        return tx.update(rate_key(self.scope), "SET hits = :log, seq = :next, expires_at = :exp",
+                         condition, values=values)
+
+
 class RateLimitRepository:
     """Sliding logs for per-IP limits (unlock attempts, feedback posts)."""
 
@@ -625,3 +687,104 @@ class RateLimitRepository:
         except ConditionFailed:
             return False
         return True
+
+
+class FeedbackGone(Exception):
+    """The feedback (or its document) no longer exists, or is not in that state."""
+
+
+class FeedbackRepository:
+    """Viewer feedback. Item `FB#<id>`; GSI1 lists a workspace's feedback and GSI2
+    a document's, newest first. The document's `open_feedback_count` changes in the
+    same transaction as the feedback, with conditions, so it never drifts."""
+
+    def __init__(self, table: Optional[Table] = None):
+        self.table = table or Table()
+
+    def get(self, feedback_id: str) -> Optional[dict]:
+        return self.table.get(feedback_key(feedback_id))
+
+    def create(self, feedback: dict, rate: Optional[RateClaim]) -> None:
+        """Store feedback, count it as open on its document and claim the
+        submitter's rate slot, atomically. Raises StaleDocument if the document
+        is gone or being deleted, GuardFailed("rate") if the log moved."""
+        tx = Transaction()
+        sort_key = feedback_sort_key(feedback["created_ms"], feedback["feedback_id"])
+        tx.put({**feedback_key(feedback["feedback_id"]), **feedback,
+                "GSI1PK": feedback_workspace_pk(feedback["workspace_id"]), "GSI1SK": sort_key,
+                "GSI2PK": feedback_document_pk(feedback["document_id"]), "GSI2SK": sort_key},
+               "attribute_not_exists(PK)")
+        doc_index = tx.update(
+            document_key(feedback["document_id"]), "ADD open_feedback_count :one",
+            "attribute_exists(PK) AND workspace_id = :ws AND attribute_not_exists(deleting)",
+            values={":one": 1, ":ws": feedback["workspace_id"]})
+        rate_index = rate.add_to(tx) if rate is not None else None
+        try:
+            tx.commit()
+        except ConditionFailed as exc:
+            if exc.failed(rate_index):
+                raise GuardFailed("rate") from exc
+            if exc.failed(doc_index):
+                raise StaleDocument(None) from exc
+            raise
+
+    def set_status(self, feedback: dict, resolved: bool, now_ms: int) -> None:
+        """open -> resolved (count - 1) or resolved -> open (count + 1), only from
+        the expected state. Raises FeedbackGone if the state or document changed."""
+        tx = Transaction()
+        if resolved:
+            tx.update(feedback_key(feedback["feedback_id"]), "SET #s = :new, resolved_ms = :now",
+                      "attribute_exists(PK) AND #s = :old", names={"#s": "status"},
+                      values={":new": "resolved", ":old": "open", ":now": now_ms})
+            tx.update(document_key(feedback["document_id"]), "ADD open_feedback_count :minus",
+                      "attribute_exists(PK) AND attribute_not_exists(deleting) AND open_feedback_count > :zero",
+                      values={":minus": -1, ":zero": 0})
+        else:
+            tx.update(feedback_key(feedback["feedback_id"]), "SET #s = :new REMOVE resolved_ms",
+                      "attribute_exists(PK) AND #s = :old", names={"#s": "status"},
+                      values={":new": "open", ":old": "resolved"})
+            tx.update(document_key(feedback["document_id"]), "ADD open_feedback_count :one",
+                      "attribute_exists(PK) AND attribute_not_exists(deleting)", values={":one": 1})
+        try:
+            tx.commit()
+        except ConditionFailed as exc:
+            raise FeedbackGone() from exc
+
+    def page(self, workspace_id: str, document_id: Optional[str], status: Optional[str], limit: int,
+             cursor: Optional[str]) -> tuple[list[dict], Optional[str]]:
+        """One page, newest first, of a workspace's (or one of its documents')
+        feedback, optionally only one status. Reads on until the page is full."""
+        index, pk_name, sk_name, pk = (
+            ("GSI2", "GSI2PK", "GSI2SK", feedback_document_pk(document_id)) if document_id
+            else ("GSI1", "GSI1PK", "GSI1SK", feedback_workspace_pk(workspace_id)))
+        start = decode_cursor(cursor, ("PK", "SK", pk_name, sk_name))
+        if start is not None and start[pk_name]["S"] != pk:
+            raise BadCursor("cursor belongs to another listing")
+        filters, names, values = ["workspace_id = :ws"], {}, {":pk": pk, ":ws": workspace_id}
+        if status:
+            filters.append("#s = :status")
+            names["#s"] = "status"
+            values[":status"] = status
+        found: list[dict] = []
+        while True:
+            items, last = self.table.query(f"{pk_name} = :pk", values, index=index,
+                                           limit=max(limit - len(found), 25), start_key=start,
+                                           forward=False, names=names or None,
+                                           filter_expression=" AND ".join(filters))
+            for item in items:
+                found.append(item)
+                if len(found) == limit:
+                    more = item is not items[-1] or last is not None
+                    return found, encode_cursor(_index_key(item, pk_name, sk_name)) if more else None
+            if not last:
+                return found, None
+            start = last
+
+    def delete_for_document(self, document_id: str) -> int:
+        items = self.table.query_all("GSI2PK = :pk", {":pk": feedback_document_pk(document_id)}, index="GSI2")
+        self.table.delete_keys([{"PK": i["PK"], "SK": i["SK"]} for i in items])
+        return len(items)
+
+
+def _index_key(item: dict, pk_name: str, sk_name: str) -> dict:
+    return {name: {"S": item[name]} for name in ("PK", "SK", pk_name, sk_name)}

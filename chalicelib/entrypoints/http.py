@@ -92,6 +92,32 @@ def validation_error(exc: ValidationError) -> errors.ValidationFailed:
     return errors.ValidationFailed(f"{first['field']}: {first['message']}", {"fields": fields})
 
 
+FORM_TYPE = "application/x-www-form-urlencoded"
+
+
+def parse_form_or_json(request, model: type[M]) -> M:
+    """A body sent as JSON or as an HTML form (urlencoded), validated the same way.
+    Empty form fields count as absent (a blank optional input sends "")."""
+    content_type = (request.headers.get("content-type") or "").lower()
+    if content_type.startswith(FORM_TYPE):
+        return validate(model, form_fields(request.raw_body))
+    return parse_body(request, model)
+
+
+def form_fields(raw: bytes | str | None) -> dict[str, str]:
+    from urllib.parse import parse_qsl
+
+    try:
+        text = (raw or b"").decode("utf-8") if isinstance(raw, (bytes, bytearray)) else (raw or "")
+    except UnicodeDecodeError:
+        raise errors.InvalidJson("The form body is not valid UTF-8.") from None
+    fields: dict[str, str] = {}
+    for name, value in parse_qsl(text, keep_blank_values=True):
+        if value != "":
+            fields[name] = value  # last value wins, like most form readers
+    return fields
+
+
 def parse_query(request, model: type[M]) -> M:
     params = dict(request.query_params or {})
     return validate(model, params)

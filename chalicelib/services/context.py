@@ -12,7 +12,7 @@ from typing import Callable
 
 from chalicelib.adapters.blobs import BlobStore
 from chalicelib.adapters.dynamodb import (
-    ApiKeyRepository, DocumentRepository, RateLimitRepository, WorkspaceRepository,
+    ApiKeyRepository, DocumentRepository, FeedbackRepository, RateLimitRepository, WorkspaceRepository,
 )
 
 
@@ -29,6 +29,10 @@ def new_share_id() -> str:
     return secrets.token_urlsafe(16)
 
 
+def new_feedback_id() -> str:
+    return "fb_" + secrets.token_urlsafe(12)
+
+
 def new_workspace_id() -> str:
     return "ws_" + secrets.token_urlsafe(12)
 
@@ -39,6 +43,7 @@ class Context:
     keys: ApiKeyRepository = field(default_factory=ApiKeyRepository)
     documents: DocumentRepository = field(default_factory=DocumentRepository)
     rates: RateLimitRepository = field(default_factory=RateLimitRepository)
+    feedback: FeedbackRepository = field(default_factory=FeedbackRepository)
     blobs: BlobStore = field(default_factory=BlobStore)
     clock: Callable[[], float] = time.time
     # Backoff between optimistic-concurrency retries; tests may inject a no-op.

@@ -417,3 +417,8 @@ def _decode_offset(cursor: Optional[str]) -> int:
         return offset
     except (ValueError, TypeError, KeyError) as exc:
         raise ValidationFailed.field("cursor", "is not a cursor this service returned") from exc
+
+
+# Registers the feedback service's delete hook wherever documents can be deleted
+# (at the end: feedback imports this module).
+from chalicelib.services import feedback as _feedback  # noqa: E402,F401

@@ -20,10 +20,26 @@ def workspaces():
     return WorkspaceService(default_context())
 
 
+@functools.lru_cache(maxsize=None)
+def sharing():
+    from chalicelib.services.sharing import ShareService
+
+    return ShareService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
+def feedback():
+    from chalicelib.services.feedback import FeedbackService
+
+    return FeedbackService(default_context())
+
+
 def reset() -> None:
     """Forget cached instances (tests that swap the context)."""
     from chalicelib.services import context
 
     documents.cache_clear()
     workspaces.cache_clear()
+    sharing.cache_clear()
+    feedback.cache_clear()
     context.default_context.cache_clear()

@@ -1,0 +1,364 @@
+"""Share links (`/d/<share_id>`): public HTML pages over the share and feedback services.
+
+- `GET /d/<id>[?v=N]`: a small wrapper page (title, version, feedback form, the
+  "Published with Docpub" mark or the Pro workspace's brand) framing the document
+  in a sandboxed iframe. Protected and not unlocked: only an unlock form.
+- `GET /d/<id>/v/<version_id>`: the version's HTML itself, immutable, served with
+  `Content-Security-Policy: sandbox …` (never allow-same-origin) so it runs in an
+  opaque origin even when opened directly: it can never read the service's
+  cookies, call its API with them, or script the wrapper or the dashboard.
+- `POST /d/<id>/unlock` (form field `passphrase`) and `POST /d/<id>/feedback`
+  (JSON or form; answers JSON, the contract's error body on failure).
+
+Caching (docs/sharing.md): content is `public, max-age=31536000, immutable` with
+a strong ETag (a conditional GET answers 304 without reading S3); the wrapper
+`public, max-age=0, s-maxage=60` (a CDN keeps it up to 60 s, a browser always
+asks again); anything of a protected document `private, no-store`.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import logging
+from typing import Optional
+
+from chalice import Blueprint, Response
+
+from chalicelib import config, errors
+from chalicelib.entrypoints.http import (
+    FORM_TYPE, compress, error_response, json_response, parse_form_or_json, unexpected,
+)
+from chalicelib.models import FeedbackSubmission, RequestModel
+from chalicelib.services import registry
+from chalicelib.services.sharing import Locked, SharePage, UNLOCK_COOKIE, WrongPassphrase, share_path
+
+log = logging.getLogger("docpub")
+
+bp = Blueprint(__name__)
+
+FORM_TYPES = [FORM_TYPE, "application/json"]
+HTML_TYPE = "text/html; charset=utf-8"
+SANDBOX = "allow-scripts allow-forms allow-popups allow-modals"
+CACHE_IMMUTABLE = "public, max-age=31536000, immutable"
+# The latest-pointer page: shared caches (CloudFront) keep it at most 60 s, browsers
+# revalidate every time, so a new version shows within 60 s (at once without a CDN).
+CACHE_PAGE = "public, max-age=0, s-maxage=60"
+CACHE_PRIVATE = "private, no-store"
+# Bump when the bytes served for a version change (e.g. the injected script).
+CONTENT_REVISION = "1"
+
+# Injected at the end of every served version: tells the wrapper page what the
+# viewer selected, so the feedback form can quote it. The frame is an opaque
+# origin, so postMessage is the only way out; the wrapper checks event.source.
+SELECTION_SCRIPT = (
+    "<script>/* docpub: share the selection with the feedback button */(function(){"
+    "if(window.parent===window)return;var t;"
+    "document.addEventListener('selectionchange',function(){clearTimeout(t);t=setTimeout(function(){"
+    "var s=String(window.getSelection()||'').slice(0,1000);"
+    "try{window.parent.postMessage({type:'docpub:selection',text:s},'*');}catch(e){}},100);});"
+    "})();</script>"
+)
+
+PAGE_CSS = (
+    "*{box-sizing:border-box}html,body{height:100%;margin:0}"
+    "body{display:flex;flex-direction:column;font:15px/1.4 system-ui,-apple-system,'Segoe UI',sans-serif;"
+    "color:#1d2330;background:#f6f7f9}"
+    ".bar{display:flex;align-items:center;gap:12px;padding:8px 16px;background:#fff;border-bottom:1px solid #dde1e7}"
+    ".bar h1{font-size:16px;margin:0;flex:1;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}"
+    ".meta{color:#5b6475;font-size:13px}.meta a{color:#2856c7}"
+    ".doc{flex:1;width:100%;border:0;background:#fff}"
+    ".foot{display:flex;justify-content:space-between;align-items:center;padding:6px 16px;font-size:12px;"
+    "color:#5b6475;background:#fff;border-top:1px solid #dde1e7}"
+    ".foot a{color:#5b6475}.brand b{color:#1d2330}#fb-open{margin-left:auto}"
+    "button{font:inherit;cursor:pointer;border-radius:6px;border:1px solid #2856c7;padding:6px 14px}"
+    ".primary{background:#2856c7;color:#fff}.plain{background:#fff;color:#2856c7}"
+    ".panel{position:fixed;right:16px;bottom:48px;width:min(380px,calc(100% - 32px));background:#fff;"
+    "border:1px solid #dde1e7;border-radius:10px;box-shadow:0 8px 30px rgba(0,0,0,.15);padding:16px}"
+    ".panel h2{font-size:15px;margin:0 0 8px}"
+    "label{display:block;font-size:13px;margin:8px 0 2px;color:#3a4254}"
+    "textarea,input{width:100%;font:inherit;padding:6px 8px;border:1px solid #c5cbd6;border-radius:6px}"
+    ".actions{display:flex;gap:8px;justify-content:flex-end;margin-top:10px}"
+    ".status{font-size:13px;min-height:1em;margin:8px 0 0}"
+    ".center{margin:12vh auto;max-width:380px;background:#fff;border:1px solid #dde1e7;border-radius:10px;"
+    "padding:24px}.center h1{font-size:18px;margin:0 0 8px}.error{color:#b3261e}"
+)
+
+PAGE_SCRIPT = (
+    "(function(){"
+    "var frame=document.getElementById('doc'),panel=document.getElementById('fb'),"
+    "form=document.getElementById('fb-form'),status=document.getElementById('fb-status'),"
+    "open=document.getElementById('fb-open'),selection='';"
+    "window.addEventListener('message',function(e){"
+    "if(!frame||e.source!==frame.contentWindow)return;var d=e.data;"
+    "if(d&&d.type==='docpub:selection'&&typeof d.text==='string'){selection=d.text.slice(0,1000);"
+    "open.textContent=selection.trim()?'Feedback on selection':'Feedback';}});"
+    "open.addEventListener('click',function(){"
+    "if(selection.trim()){form.elements.quote.value=selection;}"
+    "panel.hidden=false;status.textContent='';form.elements.message.focus();});"
+    "document.getElementById('fb-cancel').addEventListener('click',function(){panel.hidden=true;});"
+    "form.addEventListener('submit',function(e){e.preventDefault();"
+    "var body={message:form.elements.message.value};"
+    "if(form.elements.name.value.trim()){body.name=form.elements.name.value;}"
+    "if(form.elements.quote.value.trim()){body.quote=form.elements.quote.value;}"
+    "status.textContent='Sending\\u2026';"
+    "fetch(form.action,{method:'POST',credentials:'same-origin',"
+    "headers:{'Content-Type':'application/json','Accept':'application/json'},body:JSON.stringify(body)})"
+    ".then(function(r){return r.json().then(function(j){return [r.status,j];});})"
+    ".then(function(res){if(res[0]===201){form.reset();selection='';open.textContent='Feedback';"
+    "status.textContent='Thank you! Your feedback was sent.';status.setAttribute('data-feedback-id',"
+    "res[1].feedback_id);}else{status.textContent=(res[1].error&&res[1].error.message)||"
+    "'Could not send your feedback.';}})"
+    ".catch(function(){status.textContent='Could not send your feedback; check your connection.';});});"
+    "})();"
+)
+
+
+def _csp_hash(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"
+
+
+# Inline script and style are allowed by hash only (stable, so the page stays cacheable).
+PAGE_CSP = ("default-src 'none'; script-src " + _csp_hash(PAGE_SCRIPT) + "; style-src " + _csp_hash(PAGE_CSS)
+            + "; frame-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; img-src 'self' data:;"
+            " frame-ancestors 'none'")
+CONTENT_CSP = f"sandbox {SANDBOX}; frame-ancestors 'self'"
+
+
+def _headers(csp: str, cache: str, extra: Optional[dict] = None) -> dict:
+    return {"Content-Type": HTML_TYPE, "Content-Security-Policy": csp, "Cache-Control": cache,
+            "X-Robots-Tag": "noindex, nofollow", "Referrer-Policy": "no-referrer",
+            "X-Content-Type-Options": "nosniff", **(extra or {})}
+
+
+def _page(body_html: str, title: str, status: int = 200, cache: str = CACHE_PRIVATE,
+          extra_headers: Optional[dict] = None) -> Response:
+    document = (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+                f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+                f"<meta name=\"robots\" content=\"noindex\"><title>{html.escape(title)}</title>"
+                f"<style>{PAGE_CSS}</style></head><body>{body_html}</body></html>")
+    return Response(body=document, status_code=status,
+                    headers=_headers(PAGE_CSP, cache, {"X-Frame-Options": "DENY", **(extra_headers or {})}))
+
+
+def _not_found_page() -> Response:
+    return _page("<main class=\"center\"><h1>Not found</h1><p>There is no document at this link. "
+                 "It may have been deleted, or the link is mistyped.</p></main>",
+                 "Not found", 404, CACHE_PAGE)
+
+
+def _error_page(error: errors.DocpubError) -> Response:
+    body = f"<main class=\"center\"><h1>Something went wrong</h1><p>{html.escape(error.message)}</p></main>"
+    return _page(body, "Error", error.status, CACHE_PRIVATE, dict(error.headers))
+
+
+def _unlock_page(share_id: str, version: Optional[int], status: int = 200, message: str = "",
+                 extra_headers: Optional[dict] = None) -> Response:
+    action = share_path(share_id) + "/unlock" + (f"?v={version}" if version else "")
+    note = f"<p class=\"error\" role=\"alert\">{html.escape(message)}</p>" if message else ""
+    body = (f"<main class=\"center\"><h1>This document is protected</h1>"
+            f"<p>Enter the passphrase you were given to read it.</p>{note}"
+            f"<form method=\"post\" action=\"{html.escape(action)}\">"
+            f"<label for=\"passphrase\">Passphrase</label>"
+            f"<input id=\"passphrase\" name=\"passphrase\" type=\"password\" required maxlength=\"200\" "
+            f"autocomplete=\"current-password\" autofocus>"
+            f"<div class=\"actions\"><button class=\"primary\" type=\"submit\">Unlock</button></div>"
+            f"</form></main>")
+    return _page(body, "Protected document", status, CACHE_PRIVATE, extra_headers)
+
+
+def _mark(page: SharePage) -> str:
+    branding = page.branding
+    if branding is None:
+        return ""
+    if branding.docpub_mark:
+        return "<span class=\"mark\">Published with <b>Docpub</b></span>"
+    if branding.brand_name:
+        tagline = f" &middot; {html.escape(branding.brand_tagline)}" if branding.brand_tagline else ""
+        return f"<span class=\"brand\"><b>{html.escape(branding.brand_name)}</b>{tagline}</span>"
+    return ""
+
+
+def _viewer_page(page: SharePage) -> Response:
+    base = share_path(page.share_id)
+    title = html.escape(page.title)
+    links = []
+    if page.version_number > 1:
+        links.append(f"<a href=\"{base}?v={page.version_number - 1}\">previous</a>")
+    if not page.latest:
+        links.append(f"<a href=\"{base}\">latest</a>")
+    meta = (f"Version {page.version_number} of {page.version_count}"
+            + ("".join(f" &middot; {link}" for link in links)))
+    content_src = f"{base}/v/{html.escape(page.version_id)}"
+    feedback_action = f"{base}/feedback?v={page.version_number}"
+    body = (
+        f"<header class=\"bar\"><h1>{title}</h1><span class=\"meta\">{meta}</span></header>"
+        f"<iframe id=\"doc\" class=\"doc\" title=\"{title}\" src=\"{content_src}\" sandbox=\"{SANDBOX}\" "
+        f"referrerpolicy=\"no-referrer\"></iframe>"
+        f"<footer class=\"foot\">{_mark(page)}"
+        f"<button id=\"fb-open\" class=\"plain\" type=\"button\">Feedback</button></footer>"
+        f"<section id=\"fb\" class=\"panel\" hidden aria-label=\"Send feedback\"><h2>Send feedback</h2>"
+        f"<form id=\"fb-form\" method=\"post\" action=\"{feedback_action}\">"
+        f"<label for=\"fb-message\">Message</label>"
+        f"<textarea id=\"fb-message\" name=\"message\" rows=\"4\" required maxlength=\"5000\"></textarea>"
+        f"<label for=\"fb-quote\">Quoted text (select text in the document first)</label>"
+        f"<textarea id=\"fb-quote\" name=\"quote\" rows=\"2\" maxlength=\"1000\"></textarea>"
+        f"<label for=\"fb-name\">Your name (optional)</label>"
+        f"<input id=\"fb-name\" name=\"name\" maxlength=\"100\" autocomplete=\"name\">"
+        f"<div class=\"actions\"><button id=\"fb-cancel\" class=\"plain\" type=\"button\">Close</button>"
+        f"<button class=\"primary\" type=\"submit\">Send</button></div></form>"
+        f"<p id=\"fb-status\" class=\"status\" role=\"status\"></p></section>"
+        f"<script>{PAGE_SCRIPT}</script>"
+    )
+    cache = CACHE_PRIVATE if page.protected else CACHE_PAGE
+    return _page(body, page.title, 200, cache)
+
+
+# ------------------------------------------------------------------ request helpers
+
+def _request():
+    return bp.current_request
+
+
+def _cookie(name: str) -> Optional[str]:
+    raw = _request().headers.get("cookie") or ""
+    for part in raw.split(";"):
+        key, sep, value = part.strip().partition("=")
+        if sep and key == name:
+            return value.strip().strip('"')
+    return None
+
+
+def _version_param() -> Optional[int]:
+    """`?v=N`: None when absent; raises NotFound when not a positive integer."""
+    raw = (_request().query_params or {}).get("v")
+    if raw is None or raw == "":
+        return None
+    if not raw.isdigit() or len(raw) > 9 or int(raw) < 1:
+        raise errors.NotFound("No such version.")
+    return int(raw)
+
+
+def client_ip() -> str:
+    """API Gateway's view of the caller; CloudFront's header only when the stage trusts it."""
+    request = _request()
+    if config.trust_cloudfront_ip_header():
+        viewer = (request.headers.get("cloudfront-viewer-address") or "").strip()
+        if viewer:
+            return viewer.rsplit(":", 1)[0].strip("[]") if ":" in viewer else viewer
+    identity = (request.context or {}).get("identity") or {}
+    return identity.get("sourceIp") or "unknown"
+
+
+def _html_view(view):
+    """Share pages answer HTML, whatever goes wrong (never a stack trace)."""
+    import functools
+
+    @functools.wraps(view)
+    def wrapper(*args, **kwargs):
+        request = _request()
+        try:
+            response = view(*args, **kwargs)
+        except errors.NotFound:
+            response = _not_found_page()
+        except errors.DocpubError as exc:
+            response = _error_page(exc)
+        except Exception as exc:  # noqa: BLE001
+            response = _error_page(unexpected(bp, exc))
+        return compress(request, response)
+
+    return wrapper
+
+
+# ------------------------------------------------------------------ routes
+
+@bp.route("/d/{share_id}", methods=["GET"])
+@_html_view
+def share_page(share_id):
+    version = _version_param()
+    page = registry.sharing().page(share_id, version, _cookie(UNLOCK_COOKIE))
+    if page.locked:
+        return _unlock_page(share_id, version)
+    return _viewer_page(page)
+
+
+def _etag(version_id: str) -> str:
+    return f"\"{version_id}.{CONTENT_REVISION}\""
+
+
+def _etag_matches(header: Optional[str], etag: str) -> bool:
+    if not header:
+        return False
+    tags = {t.strip().removeprefix("W/") for t in header.split(",")}
+    gz = etag[:-1] + "-gz\""
+    return "*" in tags or etag in tags or gz in tags
+
+
+@bp.route("/d/{share_id}/v/{version_id}", methods=["GET"])
+@_html_view
+def share_content(share_id, version_id):
+    sharing = registry.sharing()
+    try:
+        ref = sharing.open_content(share_id, version_id, _cookie(UNLOCK_COOKIE))
+    except Locked:
+        return Response(body="<!doctype html><meta charset=utf-8><title>Locked</title>"
+                             "<p>This document is protected by a passphrase.</p>",
+                        status_code=401, headers=_headers(CONTENT_CSP, CACHE_PRIVATE))
+    etag = _etag(ref.version_id)
+    cache = CACHE_PRIVATE if ref.protected else CACHE_IMMUTABLE
+    headers = _headers(CONTENT_CSP, cache, {"ETag": etag})
+    if _etag_matches(_request().headers.get("if-none-match"), etag):
+        return Response(body="", status_code=304, headers=headers)
+    data = sharing.read_content(ref) + SELECTION_SCRIPT.encode("utf-8")
+    response = compress(_request(), Response(body=data, status_code=200, headers=headers))
+    if response.headers.get("Content-Encoding") == "gzip":
+        response.headers["ETag"] = etag[:-1] + "-gz\""  # a strong ETag names one encoding
+    return response
+
+
+class _UnlockForm(RequestModel):
+    passphrase: str = ""
+
+
+@bp.route("/d/{share_id}/unlock", methods=["POST"], content_types=FORM_TYPES)
+@_html_view
+def share_unlock(share_id):
+    version = _version_param()
+    try:
+        form = parse_form_or_json(_request(), _UnlockForm)
+        passphrase = form.passphrase
+    except errors.DocpubError:
+        passphrase = ""
+    try:
+        unlocked = registry.sharing().unlock(share_id, passphrase, client_ip())
+    except WrongPassphrase as exc:
+        return _unlock_page(share_id, version, 401, exc.message)
+    except errors.RateLimited as exc:
+        return _unlock_page(share_id, version, 429, exc.message, dict(exc.headers))
+    secure = "; Secure" if config.base_url().startswith("https://") else ""
+    cookie = (f"{unlocked.cookie_name}={unlocked.cookie_value}; Path={unlocked.path}; "
+              f"Max-Age={unlocked.max_age}; HttpOnly; SameSite=Lax{secure}")
+    location = share_path(share_id) + (f"?v={version}" if version else "")
+    return Response(body="", status_code=303,
+                    headers={"Location": location, "Set-Cookie": cookie, "Cache-Control": CACHE_PRIVATE,
+                             "Referrer-Policy": "no-referrer", "X-Robots-Tag": "noindex, nofollow"})
+
+
+@bp.route("/d/{share_id}/feedback", methods=["POST"], content_types=FORM_TYPES)
+def share_feedback(share_id):
+    """JSON API: 201 {"feedback_id"} or the contract's error body."""
+    request = _request()
+    try:
+        version = _version_param()
+        submission = parse_form_or_json(request, FeedbackSubmission)
+        created = registry.feedback().submit(share_id, submission, client_ip(),
+                                             _cookie(UNLOCK_COOKIE), version)
+        response = json_response(created, 201, {"Cache-Control": CACHE_PRIVATE})
+    except errors.DocpubError as exc:
+        response = error_response(exc)
+    except Exception as exc:  # noqa: BLE001
+        response = error_response(unexpected(bp, exc))
+    response.headers.update({"Cache-Control": CACHE_PRIVATE, "X-Robots-Tag": "noindex, nofollow",
+                             "X-Content-Type-Options": "nosniff"})
+    return compress(request, response)
+

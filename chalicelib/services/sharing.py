@@ -1,0 +1,293 @@
+"""Share links: what a viewer may see at `/d/<share_id>`, and passphrase protection.
+
+A share id resolves to its document and workspace (a GetItem of the share item,
+then one BatchGetItem). A protected document (Pro) shows nothing until the viewer
+unlocks it: the right passphrase earns a signed cookie bound to that document
+and to its `passphrase_epoch`, which every passphrase change bumps, so changing
+or removing the passphrase invalidates every cookie issued before.
+
+Unlock attempts are rate-limited per client IP per document with a sliding log
+(every attempt counts, right or wrong, and a refused attempt is not checked).
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from chalicelib import config
+from chalicelib.adapters.blobs import version_key
+from chalicelib.adapters.dynamodb import RateClaim, StaleDocument
+from chalicelib.domain import plans
+from chalicelib.domain.ratelimit import take_slot
+from chalicelib.errors import (
+    FeatureNotInPlan, NotFound, RateLimited, Unauthorized, ValidationFailed,
+)
+from chalicelib.services.context import Context, default_context
+
+MIN_PASSPHRASE = 8
+MAX_PASSPHRASE = 200
+UNLOCK_MAX_AGE_SECONDS = 7 * 24 * 3600
+UNLOCK_COOKIE = "dp_unlock"
+MAX_CLAIM_ATTEMPTS = 5
+_SHARE_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
+_VERSION_ID = re.compile(r"^v_[A-Za-z0-9_-]{1,60}$")
+
+
+class Locked(Unauthorized):
+    """The document is passphrase-protected and the viewer has not unlocked it."""
+
+
+class WrongPassphrase(Unauthorized):
+    pass
+
+
+@dataclass(frozen=True)
+class Branding:
+    plan: str
+    brand_name: Optional[str] = None
+    brand_tagline: Optional[str] = None
+
+    @property
+    def docpub_mark(self) -> bool:
+        """Free workspaces show "Published with Docpub" around the document."""
+        return not plans.entitlements(self.plan).custom_branding
+
+
+@dataclass(frozen=True)
+class Access:
+    """A viewer's verified access to one version of a shared document."""
+    share_id: str
+    doc: dict
+    workspace: dict
+    version_id: str
+    version_number: int
+
+    @property
+    def protected(self) -> bool:
+        return bool(self.doc.get("passphrase_hash"))
+
+
+@dataclass(frozen=True)
+class SharePage:
+    """What the wrapper page at /d/<share_id> shows. When `locked`, nothing of the
+    document is filled in (not even its title)."""
+    share_id: str
+    locked: bool
+    protected: bool
+    title: Optional[str] = None
+    version_id: Optional[str] = None
+    version_number: Optional[int] = None
+    version_count: Optional[int] = None
+    latest: bool = True
+    branding: Optional[Branding] = None
+
+
+@dataclass(frozen=True)
+class ContentRef:
+    """A version's immutable content, verified readable by this viewer."""
+    doc: dict
+    version_id: str
+    protected: bool
+
+
+@dataclass(frozen=True)
+class Unlocked:
+    cookie_name: str
+    cookie_value: str
+    max_age: int
+    path: str
+
+
+def share_path(share_id: str) -> str:
+    return f"/d/{share_id}"
+
+
+def _hasher():
+    from argon2 import PasswordHasher  # lazy: only passphrase code paths pay for it
+
+    return PasswordHasher()  # argon2id, RFC 9106 low-memory profile (t=3, m=64 MiB, p=4)
+
+
+def _serializer():
+    from itsdangerous import URLSafeSerializer
+
+    return URLSafeSerializer(config.secret_key(), salt="docpub-share-unlock")
+
+
+def viewer_scope(kind: str, document_id: str, client_ip: str) -> str:
+    """Rate-log scope per document per client IP; the IP is stored only as a keyed hash."""
+    digest = hmac.new(config.secret_key().encode(), client_ip.encode(), hashlib.sha256).hexdigest()[:32]
+    return f"{kind}#{document_id}#{digest}"
+
+
+class ShareService:
+    def __init__(self, ctx: Optional[Context] = None):
+        self.ctx = ctx or default_context()
+
+    # ---------------------------------------------------------------- resolve
+
+    def _resolve(self, share_id: str, version_number: Optional[int] = None
+                 ) -> tuple[dict, dict, Optional[dict]]:
+        if not share_id or not _SHARE_ID.match(share_id):
+            raise NotFound("No such link.")
+        share, doc, workspace, version = self.ctx.documents.get_for_share(share_id, version_number)
+        if share is None or doc is None or doc.get("deleting") or doc.get("share_id") != share_id:
+            raise NotFound("No such link.")
+        return doc, workspace or {}, version
+
+    def access(self, share_id: str, unlock_cookie: Optional[str] = None,
+               version_number: Optional[int] = None) -> Access:
+        """Resolve a link to a version the viewer may see. Raises NotFound (unknown,
+        deleted, no such version) or Locked (protected and not unlocked)."""
+        if version_number is not None and version_number < 1:
+            raise NotFound("No such version.")
+        doc, workspace, version = self._resolve(share_id, version_number)
+        if doc.get("passphrase_hash") and not self.cookie_unlocks(doc, unlock_cookie):
+            raise Locked("This document is protected by a passphrase.")
+        if version_number is None:
+            return Access(share_id, doc, workspace, doc["latest_version_id"], doc["version_count"])
+        if version is None:
+            raise NotFound("No such version.")
+        return Access(share_id, doc, workspace, version["version_id"], version["number"])
+
+    def page(self, share_id: str, version_number: Optional[int] = None,
+             unlock_cookie: Optional[str] = None) -> SharePage:
+        try:
+            access = self.access(share_id, unlock_cookie, version_number)
+        except Locked:
+            return SharePage(share_id=share_id, locked=True, protected=True)
+        ws = access.workspace
+        return SharePage(
+            share_id=share_id, locked=False, protected=access.protected, title=access.doc["title"],
+            version_id=access.version_id, version_number=access.version_number,
+            version_count=access.doc["version_count"], latest=version_number is None,
+            branding=Branding(ws.get("plan", "free"), ws.get("brand_name"), ws.get("brand_tagline")))
+
+    def open_content(self, share_id: str, version_id: str, unlock_cookie: Optional[str] = None) -> ContentRef:
+        """Check (DynamoDB only) that this viewer may read `version_id` of the link's
+        document; the entrypoint can answer a conditional GET from this alone."""
+        if not version_id or not _VERSION_ID.match(version_id):
+            raise NotFound("No such version.")
+        doc, _workspace, _ = self._resolve(share_id)
+        protected = bool(doc.get("passphrase_hash"))
+        if protected and not self.cookie_unlocks(doc, unlock_cookie):
+            raise Locked("This document is protected by a passphrase.")
+        return ContentRef(doc, version_id, protected)
+
+    def read_content(self, ref: ContentRef) -> bytes:
+        from botocore.exceptions import ClientError
+
+        try:
+            return self.ctx.blobs.get_html(version_key(ref.doc["workspace_id"], ref.doc["document_id"],
+                                                       ref.version_id))
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                raise NotFound("No such version.") from exc
+            raise
+
+    # ---------------------------------------------------------------- unlock
+
+    def cookie_unlocks(self, doc: dict, cookie: Optional[str]) -> bool:
+        if not cookie:
+            return False
+        from itsdangerous import BadSignature
+
+        try:
+            data = _serializer().loads(cookie)
+        except BadSignature:
+            return False
+        if not isinstance(data, dict):
+            return False
+        issued = data.get("t")
+        return (data.get("d") == doc["document_id"]
+                and data.get("e") == doc.get("passphrase_epoch", 0)
+                and isinstance(issued, int)
+                and 0 <= self.ctx.now_ms() // 1000 - issued < UNLOCK_MAX_AGE_SECONDS)
+
+    def unlock(self, share_id: str, passphrase: str, client_ip: str) -> Unlocked:
+        """Right passphrase → a cookie for this document only; wrong → WrongPassphrase;
+        over the per-IP limit → RateLimited (the passphrase is then not even checked)."""
+        doc, _workspace, _ = self._resolve(share_id)
+        if not doc.get("passphrase_hash"):
+            return self._cookie(doc)  # nothing to unlock; the link is public
+        self._consume_attempt("unlock", doc["document_id"], client_ip)
+        if not self._verify(doc["passphrase_hash"], passphrase or ""):
+            raise WrongPassphrase("That passphrase is not right.")
+        return self._cookie(doc)
+
+    def _cookie(self, doc: dict) -> Unlocked:
+        value = _serializer().dumps({"d": doc["document_id"], "e": doc.get("passphrase_epoch", 0),
+                                     "t": self.ctx.now_ms() // 1000})
+        return Unlocked(UNLOCK_COOKIE, value, UNLOCK_MAX_AGE_SECONDS, share_path(doc["share_id"]))
+
+    @staticmethod
+    def _verify(passphrase_hash: str, passphrase: str) -> bool:
+        from argon2.exceptions import InvalidHashError, VerificationError
+
+        if not passphrase or len(passphrase) > MAX_PASSPHRASE:
+            return False
+        try:
+            return _hasher().verify(passphrase_hash, passphrase)
+        except (VerificationError, InvalidHashError):
+            return False
+
+    # ---------------------------------------------------------------- rate limit
+
+    def viewer_slot(self, kind: str, document_id: str, client_ip: str) -> RateClaim:
+        """The next state of this viewer's sliding log, or RateLimited with Retry-After."""
+        scope = viewer_scope(kind, document_id, client_ip)
+        item = self.ctx.rates.get(scope) or {}
+        limit, window = config.viewer_rate_limit(), config.viewer_rate_window_seconds()
+        now_ms = self.ctx.now_ms()
+        try:
+            decision = take_slot(item.get("hits", []), now_ms, limit, window)
+        except RateLimited as exc:
+            noun = "unlock attempts" if kind == "unlock" else "feedback messages"
+            raise RateLimited(exc.retry_after_seconds,
+                              f"Too many {noun} from your address for this document; "
+                              f"retry in {exc.retry_after_seconds} s.") from None
+        return RateClaim(scope, item.get("seq", 0), decision.new_log, now_ms // 1000 + window)
+
+    def _consume_attempt(self, kind: str, document_id: str, client_ip: str) -> None:
+        for _attempt in range(MAX_CLAIM_ATTEMPTS):
+            claim = self.viewer_slot(kind, document_id, client_ip)
+            if self.ctx.rates.claim(claim.scope, claim.expected_seq, claim.new_log, claim.expires_at):
+                return
+        raise RateLimited(1, "Too many simultaneous attempts; retry in 1 s.")
+
+    # ---------------------------------------------------------------- passphrase (owners)
+
+    def set_passphrase(self, who, document_id: str, passphrase: str) -> None:
+        if not isinstance(passphrase, str) or not MIN_PASSPHRASE <= len(passphrase) <= MAX_PASSPHRASE:
+            raise ValidationFailed.field("passphrase", f"must be {MIN_PASSPHRASE} to {MAX_PASSPHRASE} characters")
+        doc = self._owned(who, document_id, allow_free=False)
+        try:
+            self.ctx.documents.set_passphrase(doc, _hasher().hash(passphrase))
+        except StaleDocument as exc:
+            raise NotFound(f"No document {document_id} in this workspace.") from exc
+
+    def clear_passphrase(self, who, document_id: str) -> None:
+        # A workspace moved back to free may still remove a passphrase it set on Pro.
+        doc = self._owned(who, document_id, allow_free=True)
+        try:
+            self.ctx.documents.set_passphrase(doc, None)
+        except StaleDocument as exc:
+            raise NotFound(f"No document {document_id} in this workspace.") from exc
+
+    def _owned(self, who, document_id: str, allow_free: bool) -> dict:
+        from chalicelib.services.documents import DocumentService
+
+        documents = DocumentService(self.ctx)
+        actor = documents._actor(who)
+        doc = self.ctx.documents.get(document_id)
+        if not documents._visible(doc, actor):
+            raise NotFound(f"No document {document_id} in this workspace.")
+        workspace = self.ctx.workspaces.get(actor.workspace_id) or {}
+        if not plans.entitlements(workspace.get("plan", "free")).passphrase_links and not (
+                allow_free and doc.get("passphrase_hash")):
+            raise FeatureNotInPlan("Passphrase-protected links are a Pro feature; upgrade to use them.",
+                                   {"feature": "passphrase_links"})
+        return doc
