@@ -144,6 +144,7 @@ def test_tool_calls_round_trip(client, key):
     assert edited["structuredContent"]["summary"]["replacements"] == 2
     got = call(client, key, "get_document", {"document_id": doc["document_id"], "include_html": True})
     assert got["structuredContent"]["html"] == "<p>é b é</p>"
+    assert [v["number"] for v in got["structuredContent"]["versions"]] == [1, 2]
     assert "é b é" in got["content"][0]["text"]  # UTF-8 kept as is, never \\u-escaped
 
 

@@ -334,15 +334,24 @@ def build_server() -> DocpubMCP:
     return server
 
 
-_local = threading.local()
+_idle: list[DocpubMCP] = []
+_idle_lock = threading.Lock()
 
 
-def server() -> DocpubMCP:
-    """One server per thread (chalice local serves requests on several threads)."""
-    instance = getattr(_local, "server", None)
+@contextlib.contextmanager
+def checked_out() -> Iterator[DocpubMCP]:
+    """A server used by one request at a time: never shared by two threads at once
+    (chalice local serves each request on a new thread), reused across requests
+    (building one costs ~50 ms; Lambda reuses it on every warm invocation)."""
+    with _idle_lock:
+        instance = _idle.pop() if _idle else None
     if instance is None:
-        instance = _local.server = build_server()
-    return instance
+        instance = build_server()
+    try:
+        yield instance
+    finally:
+        with _idle_lock:
+            _idle.append(instance)
 
 
 # ------------------------------------------------------------------ Streamable HTTP, one request at a time
@@ -359,12 +368,18 @@ def serve_http(credentials: Credentials, headers: dict[str, str], body: bytes,
     A fresh session manager per request (one cannot be reused after its run,
     SDK issue #3121), driven by its own event loop on the calling thread.
     """
+    with checked_out() as instance:
+        return _serve(instance, credentials, headers, body, path)
+
+
+def _serve(instance: DocpubMCP, credentials: Credentials, headers: dict[str, str], body: bytes,
+           path: str) -> tuple[int, dict[str, str], bytes]:
     import anyio
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
 
     manager = StreamableHTTPSessionManager(
-        app=server()._lowlevel_server, stateless=True, json_response=True,
+        app=instance._lowlevel_server, stateless=True, json_response=True,
         # Host/Origin checks protect servers on localhost from DNS rebinding; this one is
         # reached through API Gateway (Host is the gateway's) and every call needs an API key.
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
