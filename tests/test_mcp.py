@@ -156,6 +156,8 @@ def test_argument_errors_start_with_validation_error(client, key):
     assert blank["content"][0]["text"].startswith("validation_error: title: ")
     unknown = call(client, key, "publish_document", {"title": "t", "html": "<p>x</p>", "tittle": "x"})
     assert unknown["content"][0]["text"].startswith("validation_error: tittle: is not an argument")
+    no_tool = call(client, key, "publish", {})
+    assert no_tool["isError"] is True and no_tool["content"][0]["text"].startswith("not_found: There is no tool")
     missing = call(client, key, "get_document", {})
     assert missing["content"][0]["text"].startswith("validation_error: document_id: ")
     empty_edits = call(client, key, "edit_document", {"document_id": "7d3c1a52-0b8e-4f4e-9a3c-2b1f0c9d8e7a",

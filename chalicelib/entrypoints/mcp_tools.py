@@ -311,12 +311,14 @@ class DocpubMCP(MCPServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
         tool = self._tool_manager.get_tool(name)
-        if tool is not None:
-            unknown = sorted(set(arguments) - set(tool.parameters.get("properties", {})))
-            if unknown:
-                return error_result(errors.ValidationFailed(
-                    f"{unknown[0]}: is not an argument of {name}",
-                    {"fields": [{"field": f, "message": "is not an argument of this tool"} for f in unknown]}))
+        if tool is None:
+            return error_result(errors.NotFound(f"There is no tool named {name!r}; the tools are "
+                                                + ", ".join(TOOLS) + "."))
+        unknown = sorted(set(arguments) - set(tool.parameters.get("properties", {})))
+        if unknown:
+            return error_result(errors.ValidationFailed(
+                f"{unknown[0]}: is not an argument of {name}",
+                {"fields": [{"field": f, "message": "is not an argument of this tool"} for f in unknown]}))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
