@@ -54,9 +54,11 @@ class PublishRequest(RequestModel):
 
 
 class EditOperation(RequestModel):
-    old_string: Annotated[str, StringConstraints(min_length=1, max_length=5_000_000)]
-    new_string: Annotated[str, StringConstraints(max_length=5_000_000)]
-    replace_all: bool = False
+    old_string: Annotated[str, StringConstraints(min_length=1, max_length=5_000_000), Field(
+        description="Exact text to find (literal, case-sensitive, whitespace counts); not empty.")]
+    new_string: Annotated[str, StringConstraints(max_length=5_000_000), Field(
+        description="Replacement text (may be empty to delete old_string).")]
+    replace_all: bool = Field(False, description="Replace every occurrence; false requires exactly one match.")
 
 
 class EditRequest(RequestModel):
@@ -205,6 +207,12 @@ class FeedbackList(ResponseModel):
 
 class FeedbackCreated(ResponseModel):
     feedback_id: str
+
+
+class DocumentDeleted(ResponseModel):
+    """What the MCP tool delete_document answers (REST answers 204 with no body)."""
+    document_id: str
+    deleted: Literal[True]
 
 
 class Health(ResponseModel):

@@ -1,0 +1,84 @@
+"""`/mcp`: the Model Context Protocol over Streamable HTTP (stateless, JSON responses).
+
+The API key is checked here, before the `mcp` SDK is imported: a request without a
+valid key costs one GetItem and never the SDK's ~0.6 s import. The SDK and the
+tools live in chalicelib.entrypoints.mcp_tools, imported on the first valid call.
+
+Errors: answers of our own (401, 405, 415, malformed JSON) use the contract's
+error body. JSON-RPC error answers produced by the MCP SDK (some with a non-2xx
+status, as the 2026-07-28 protocol maps error codes to statuses) pass through
+unchanged, because MCP clients parse them; any other non-2xx answer of the SDK
+is rewritten into the contract's body.
+"""
+from __future__ import annotations
+
+import json
+
+from chalice import Blueprint, Response
+
+from chalicelib import errors
+from chalicelib.entrypoints.http import JSON_TYPE, error_response, handles_errors
+from chalicelib.services import registry
+from chalicelib.services.auth import credentials_from_headers
+
+bp = Blueprint(__name__)
+api = handles_errors(bp)
+
+_STATUS_ERRORS = {400: errors.InvalidJson, 404: errors.NotFound, 405: errors.MethodNotAllowed,
+                  413: errors.DocumentTooLarge, 415: errors.UnsupportedMediaType}
+_PASS_HEADERS = ("mcp-protocol-version", "mcp-session-id", "allow", "retry-after")
+
+
+@bp.route("/mcp", methods=["POST"])
+@api
+def mcp_post():
+    request = bp.current_request
+    credentials = credentials_from_headers(request.headers)
+    registry.workspaces().authenticate(credentials)  # unknown or revoked key: 401 before any MCP work
+    body = request.raw_body or b""
+    _check_json(body)
+    from chalicelib.entrypoints import mcp_tools  # imports the SDK: only here, only with a valid key
+
+    status, headers, answer = mcp_tools.serve_http(credentials, dict(request.headers.items()), body,
+                                                   request.context.get("path") or "/mcp")
+    return _response(status, headers, answer)
+
+
+@bp.route("/mcp", methods=["GET", "DELETE"], content_types=["*/*"])
+def mcp_not_allowed():
+    error = errors.MethodNotAllowed(
+        "This MCP endpoint is stateless Streamable HTTP: send JSON-RPC messages with POST "
+        "(there is no server-sent event stream to GET and no session to DELETE).")
+    error.headers["Allow"] = "POST"
+    return error_response(error)
+
+
+def _check_json(body: bytes) -> None:
+    try:
+        json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise errors.InvalidJson(f"The request body is not valid JSON: {exc}") from None
+
+
+def _response(status: int, headers: dict[str, str], body: bytes) -> Response:
+    if status >= 400 and not _is_jsonrpc(body):
+        error_class = _STATUS_ERRORS.get(status, errors.InternalError)
+        message = body.decode("utf-8", "replace").strip() or f"The MCP endpoint answered HTTP {status}."
+        error = error_class(message)
+        error.status = status
+        return error_response(error)
+    out = {name.title(): value for name, value in headers.items() if name in _PASS_HEADERS}
+    if not body:
+        return Response(body="", status_code=status, headers=out)
+    out["Content-Type"] = JSON_TYPE if headers.get("content-type", "").startswith("application/json") \
+        else headers.get("content-type", "application/octet-stream")
+    return Response(body=body.decode("utf-8"), status_code=status, headers=out)
+
+
+def _is_jsonrpc(body: bytes) -> bool:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("jsonrpc") == "2.0"
+
