@@ -461,6 +461,17 @@ def test_unknown_routes_answer_the_contracts_404(resources):
     assert body["paths"], "chalice's routes survived the merge"
 
 
+def test_api_gateways_own_errors_use_the_contracts_shape(resources):
+    responses = resources["RestAPI"]["Properties"]["DefinitionBody"]["x-amazon-apigateway-gateway-responses"]
+    expected = {"MISSING_AUTHENTICATION_TOKEN": "not_found", "THROTTLED": "rate_limited",
+                "REQUEST_TOO_LARGE": "document_too_large", "DEFAULT_5XX": "internal_error"}
+    for response_type, code in expected.items():
+        body = json.loads(responses[response_type]["responseTemplates"]["application/json"])
+        assert set(body) == {"error"} and body["error"]["code"] == code, response_type
+        assert isinstance(body["error"]["message"], str) and isinstance(body["error"].get("details", {}), dict)
+    assert responses["THROTTLED"]["responseParameters"]["gatewayresponse.header.Retry-After"] == "'1'"
+
+
 def test_binary_media_types_let_base64_answers_through(resources):
     body = resources["RestAPI"]["Properties"]["DefinitionBody"]
     assert body["x-amazon-apigateway-binary-media-types"] == ["*/*"]
