@@ -21,6 +21,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 MERGE_TEMPLATE = ROOT / "infra" / "resources.yaml"
 TEMPLATE_NAME = "sam.json"
+# What a build folder may hold (this tool's output and deploy.sh's packaged.json).
+BUILD_FILES = {"sam.json", "sam.yaml", "deployment.zip", "packaged.json"}
 
 
 def chalice_command() -> list[str]:
@@ -32,6 +34,9 @@ def package(stage: str, out: Path) -> Path:
     """Package the app for `stage` into `out` (replaced); returns the template path."""
     out = Path(out).resolve()
     if out.exists():
+        unexpected = {p.name for p in out.iterdir()} - BUILD_FILES
+        if out == ROOT or out in ROOT.parents or unexpected:
+            raise SystemExit(f"refusing to replace {out}: not a build folder ({sorted(unexpected)[:5]})")
         shutil.rmtree(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)

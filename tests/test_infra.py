@@ -455,7 +455,7 @@ def test_log_group_has_retention_and_is_the_functions(resources):
 def test_unknown_routes_answer_the_contracts_404(resources):
     body = resources["RestAPI"]["Properties"]["DefinitionBody"]
     response = body["x-amazon-apigateway-gateway-responses"]["MISSING_AUTHENTICATION_TOKEN"]
-    assert response["statusCode"] == 404
+    assert response["statusCode"] == "404"
     assert json.loads(response["responseTemplates"]["application/json"]) == {
         "error": {"code": "not_found", "message": "No such route."}}
     assert body["paths"], "chalice's routes survived the merge"
