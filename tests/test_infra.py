@@ -641,3 +641,55 @@ def test_deploy_with_a_custom_domain_deploys_once(tmp_path):
     assert len(deploys) == 1
     assert "DomainName=docs.example.com" in deploys[0]
     assert "CertificateArn=arn:aws:acm:us-east-1:123456789012:certificate/abc" in deploys[0]
+
+
+# ------------------------------------------------------------------ binary media types */* in practice
+
+def proxy_event(method: str, path: str, headers: dict, body: bytes | None) -> dict:
+    """An API Gateway REST proxy event as it arrives when every type is binary."""
+    import base64
+
+    return {
+        "resource": path, "path": path, "httpMethod": method,
+        "headers": headers, "multiValueHeaders": {k: [v] for k, v in headers.items()},
+        "queryStringParameters": None, "multiValueQueryStringParameters": None,
+        "pathParameters": None, "stageVariables": None,
+        "requestContext": {"resourcePath": path, "httpMethod": method, "path": f"/api{path}",
+                           "stage": "api", "requestId": "req-1", "identity": {"sourceIp": "203.0.113.9"}},
+        "body": base64.b64encode(body).decode("ascii") if body is not None else None,
+        "isBase64Encoded": body is not None,
+    }
+
+
+class _LambdaContext:
+    aws_request_id = "req-1"
+    function_name = "docpub-test"
+    memory_limit_in_mb = 1024
+
+    @staticmethod
+    def get_remaining_time_in_millis() -> int:
+        return 29_000
+
+
+def test_base64_request_bodies_are_decoded_by_the_app(workspace, monkeypatch):
+    # With binary media types */*, API Gateway hands the function every request
+    # body base64-encoded; the app must see the same JSON (non-ASCII included).
+    import base64
+
+    from app import app
+
+    _, key = workspace
+    body = json.dumps({"title": "Grüße", "html": "<p>日本語</p>"}, ensure_ascii=False).encode("utf-8")
+    event = proxy_event("POST", "/api/v1/publish", {"Content-Type": "application/json", "X-Api-Key": key}, body)
+    answer = app(event, _LambdaContext())
+    assert answer["statusCode"] == 200, answer
+    created = json.loads(base64.b64decode(answer["body"]) if answer.get("isBase64Encoded") else answer["body"])
+    event = proxy_event("GET", "/api/v1/documents/{document_id}", {"X-Api-Key": key}, None)
+    event["pathParameters"] = {"document_id": created["document_id"]}
+    event["queryStringParameters"] = {"include_html": "true"}
+    event["multiValueQueryStringParameters"] = {"include_html": ["true"]}
+    answer = app(event, _LambdaContext())
+    assert answer["statusCode"] == 200, answer
+    raw = base64.b64decode(answer["body"]) if answer.get("isBase64Encoded") else answer["body"].encode()
+    document = json.loads(raw)
+    assert document["title"] == "Grüße" and document["html"] == "<p>日本語</p>"
