@@ -46,6 +46,9 @@ def package(stage: str, out: Path) -> Path:
     result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit(f"chalice package failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+    if "Could not install dependencies" in result.stdout + result.stderr:
+        # chalice only warns when it finds no Lambda-compatible wheel; the zip would break at import.
+        raise SystemExit(f"chalice package could not bundle every dependency:\n{result.stdout}\n{result.stderr}")
     written = out / "sam.yaml"  # chalice writes YAML when the merge template is YAML
     if not written.exists() or not (out / "deployment.zip").exists():
         raise SystemExit(f"chalice package did not write {written} and deployment.zip")

@@ -91,8 +91,15 @@ def test_cfn_lint_reports_nothing(build):
 
 
 def test_package_writes_template_and_zip(build, template):
-    assert (build / "deployment.zip").stat().st_size > 0
+    import zipfile
+
     assert template["Transform"] == "AWS::Serverless-2016-10-31"
+    names = set(zipfile.ZipFile(build / "deployment.zip").namelist())
+    assert {"app.py", "chalicelib/config.py", "chalicelib/adapters/dynamodb.py"} <= names
+    # Native code built for Lambda (Linux x86_64, this Python), not for the packaging machine.
+    tag = f"cpython-{sys.version_info.major}{sys.version_info.minor}-x86_64-linux-gnu.so"
+    assert f"pydantic_core/_pydantic_core.{tag}" in names
+    assert not any(n.startswith(("tests/", "infra/", "scripts/")) for n in names)
 
 
 def test_lambda_runtime_is_the_python_that_packaged_it(resources):
