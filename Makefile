@@ -4,6 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
 STAGE ?= dev
+STACK ?= docpub-$(STAGE)
+BUILD_DIR ?= build
 export PORT
 
 .PHONY: run test test-fast admin bench package deploy lint-infra clean
@@ -28,6 +30,16 @@ admin: $(BIN)/.installed
 
 bench: $(BIN)/.installed
 	$(BIN)/python -m bench.aws_calls
+
+# AWS: template + zip into $(BUILD_DIR)/, lint it, deploy it (docs/deploy.md).
+package: $(BIN)/.installed
+	$(BIN)/python -m infra.package --stage $(STAGE) --out $(BUILD_DIR)
+
+lint-infra: package
+	$(BIN)/cfn-lint $(BUILD_DIR)/sam.json
+
+deploy: lint-infra
+	STAGE=$(STAGE) STACK=$(STACK) BUILD_DIR=$(BUILD_DIR) infra/deploy.sh
 
 clean:
 	rm -rf build .pytest_cache

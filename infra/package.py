@@ -1,0 +1,74 @@
+"""Build the deployable template and zip: `python -m infra.package --stage prod --out build`.
+
+Runs `chalice package --merge-template infra/resources.yaml` for the stage and
+writes `<out>/sam.json` (the merged template) and `<out>/deployment.zip`.
+`make package` and tests/test_infra.py both go through here, so the tests check
+exactly what gets deployed. The Lambda runtime in the template is the Python
+that runs this (python3.11 here).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+MERGE_TEMPLATE = ROOT / "infra" / "resources.yaml"
+TEMPLATE_NAME = "sam.json"
+# What a build folder may hold (this tool's output and deploy.sh's packaged.json).
+BUILD_FILES = {"sam.json", "sam.yaml", "deployment.zip", "packaged.json"}
+
+
+def chalice_command() -> list[str]:
+    exe = Path(sys.executable).parent / "chalice"
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "chalice.cli"]
+
+
+def package(stage: str, out: Path) -> Path:
+    """Package the app for `stage` into `out` (replaced); returns the template path."""
+    out = Path(out).resolve()
+    if out.exists():
+        unexpected = {p.name for p in out.iterdir()} - BUILD_FILES
+        if out == ROOT or out in ROOT.parents or unexpected:
+            raise SystemExit(f"refusing to replace {out}: not a build folder ({sorted(unexpected)[:5]})")
+        shutil.rmtree(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    # chalice needs a region to name things; the template itself is region-free.
+    env.setdefault("AWS_DEFAULT_REGION", env.get("AWS_REGION", "us-east-1"))
+    command = chalice_command() + ["package", "--stage", stage, "--merge-template", str(MERGE_TEMPLATE), str(out)]
+    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"chalice package failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
+    if "Could not install dependencies" in result.stdout + result.stderr:
+        # chalice only warns when it finds no Lambda-compatible wheel; the zip would break at import.
+        raise SystemExit(f"chalice package could not bundle every dependency:\n{result.stdout}\n{result.stderr}")
+    written = out / "sam.yaml"  # chalice writes YAML when the merge template is YAML
+    if not written.exists() or not (out / "deployment.zip").exists():
+        raise SystemExit(f"chalice package did not write {written} and deployment.zip")
+    # Re-serialise as JSON: PyYAML's dump uses anchors/aliases for repeated
+    # values, which CloudFormation refuses; JSON has none.
+    template = out / TEMPLATE_NAME
+    template.write_text(json.dumps(yaml.safe_load(written.read_text()), indent=2) + "\n")
+    written.unlink()
+    return template
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--stage", default="dev", choices=["dev", "prod"])
+    parser.add_argument("--out", default="build")
+    args = parser.parse_args(argv)
+    template = package(args.stage, Path(args.out))
+    print(template)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
