@@ -6,6 +6,7 @@ from chalicelib.entrypoints.http import (
     empty_response, handles_errors, json_response, normalise_chalice_error, parse_body, parse_query,
 )
 from chalicelib.entrypoints import routing
+from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
 from chalicelib.models import (
     EditRequest, GetDocumentQuery, Health, ListDocumentsQuery, PublishRequest, UpdateDocumentRequest,
 )
@@ -90,6 +91,8 @@ def edit_document(document_id):
     result = registry.documents().edit(_credentials(), document_id, request)
     return json_response(result.response, headers=result.headers)
 
+
+app.register_blueprint(dashboard_blueprint, url_prefix="/dashboard")
 
 # Must stay last: answers 405 (in the contract's shape) for every method a route lacks.
 routing.add_method_not_allowed(app)

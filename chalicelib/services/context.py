@@ -11,7 +11,8 @@ from typing import Callable
 
 from chalicelib.adapters.blobs import BlobStore
 from chalicelib.adapters.dynamodb import (
-    ApiKeyRepository, DocumentRepository, RateLimitRepository, WorkspaceRepository,
+    ApiKeyRepository, DocumentRepository, RateLimitRepository, SessionRepository, UserRepository,
+    WorkspaceRepository,
 )
 
 
@@ -39,6 +40,8 @@ class Context:
     documents: DocumentRepository = field(default_factory=DocumentRepository)
     rates: RateLimitRepository = field(default_factory=RateLimitRepository)
     blobs: BlobStore = field(default_factory=BlobStore)
+    users: UserRepository = field(default_factory=UserRepository)
+    sessions: SessionRepository = field(default_factory=SessionRepository)
     clock: Callable[[], float] = time.time
 
     def now_ms(self) -> int:

@@ -20,8 +20,24 @@ def workspaces():
     return WorkspaceService(default_context())
 
 
+@functools.lru_cache(maxsize=None)
+def accounts():
+    from chalicelib.services.accounts import AccountService
+
+    return AccountService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
+def editing():
+    from chalicelib.services.editing import EditingService
+
+    return EditingService(default_context())
+
+
 def reset() -> None:
     """Forget cached instances (tests that swap the context)."""
     documents.cache_clear()
     workspaces.cache_clear()
+    accounts.cache_clear()
+    editing.cache_clear()
     default_context.cache_clear()
