@@ -32,7 +32,8 @@ bp = Blueprint(__name__)
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = ROOT / "templates" / "dashboard"
 STATIC = ROOT / "static" / "dashboard"
-STATIC_TYPES = {"dashboard.js": "text/javascript; charset=utf-8", "dashboard.css": "text/css; charset=utf-8"}
+STATIC_TYPES = {"dashboard.js": "text/javascript; charset=utf-8", "dashboard.css": "text/css; charset=utf-8",
+                "favicon.svg": "image/svg+xml"}
 
 SESSION_COOKIE = "docpub_session"
 ANON_COOKIE = "docpub_csrf"
