@@ -60,3 +60,14 @@ def aws_region() -> str:
 
 def data_dir() -> str:
     return _get("DOCPUB_DATA_DIR", ".local")
+
+
+def dashboard_session_seconds() -> int:
+    """Absolute lifetime of a dashboard session (checked on every read)."""
+    return int(_get("DOCPUB_SESSION_SECONDS", str(7 * 24 * 3600)))
+
+
+def argon2_cost() -> tuple[int, int, int]:
+    """argon2id (time_cost, memory_kib, parallelism); defaults are argon2-cffi's (RFC 9106 low-memory)."""
+    return (int(_get("DOCPUB_ARGON2_TIME_COST", "3")), int(_get("DOCPUB_ARGON2_MEMORY_KIB", "65536")),
+            int(_get("DOCPUB_ARGON2_PARALLELISM", "4")))

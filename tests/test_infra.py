@@ -293,7 +293,7 @@ def code_actions() -> dict[str, list[str]]:
         relative = path.relative_to(ROOT).as_posix()
         text = path.read_text()
         if relative != "chalicelib/adapters/aws.py":
-            assert not re.search(r"\bboto3\.(client|resource)\(|\bSession\(", text), (
+            assert not re.search(r"\bboto3\.(client|resource|Session)\(|\bsession\.Session\(", text), (
                 f"{relative}: create AWS clients only in chalicelib/adapters/aws.py")
         for service, method, function in client_calls(path):
             if (relative, function) in LOCAL_ONLY:

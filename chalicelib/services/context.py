@@ -12,7 +12,8 @@ from typing import Callable
 
 from chalicelib.adapters.blobs import BlobStore
 from chalicelib.adapters.dynamodb import (
-    ApiKeyRepository, DocumentRepository, FeedbackRepository, RateLimitRepository, WorkspaceRepository,
+    ApiKeyRepository, DocumentRepository, FeedbackRepository, RateLimitRepository, SessionRepository,
+    UserRepository, WorkspaceRepository,
 )
 
 
@@ -45,6 +46,8 @@ class Context:
     rates: RateLimitRepository = field(default_factory=RateLimitRepository)
     feedback: FeedbackRepository = field(default_factory=FeedbackRepository)
     blobs: BlobStore = field(default_factory=BlobStore)
+    users: UserRepository = field(default_factory=UserRepository)
+    sessions: SessionRepository = field(default_factory=SessionRepository)
     clock: Callable[[], float] = time.time
     # Backoff between optimistic-concurrency retries; tests may inject a no-op.
     sleep: Callable[[float], None] = time.sleep

@@ -34,6 +34,20 @@ def feedback():
     return FeedbackService(default_context())
 
 
+@functools.lru_cache(maxsize=None)
+def accounts():
+    from chalicelib.services.accounts import AccountService
+
+    return AccountService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
+def editing():
+    from chalicelib.services.editing import EditingService
+
+    return EditingService(default_context())
+
+
 def reset() -> None:
     """Forget cached instances (tests that swap the context)."""
     from chalicelib.services import context
@@ -42,4 +56,6 @@ def reset() -> None:
     workspaces.cache_clear()
     sharing.cache_clear()
     feedback.cache_clear()
+    accounts.cache_clear()
+    editing.cache_clear()
     context.default_context.cache_clear()

@@ -6,13 +6,15 @@ from typing import Optional
 
 from chalicelib.adapters.dynamodb import KeyCapReached
 from chalicelib.domain import plans
-from chalicelib.errors import NotFound, PlanLimitReached, ValidationFailed
+from chalicelib.errors import FeatureNotInPlan, NotFound, PlanLimitReached, ValidationFailed
 from chalicelib.models import MeResponse, Workspace
 from chalicelib.services import auth
 from chalicelib.services.context import Context, default_context, new_workspace_id, rfc3339
 
 MAX_WORKSPACE_NAME = 100
 MAX_KEY_NAME = 100
+MAX_BRAND_NAME = 80
+MAX_BRAND_TAGLINE = 200
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,29 @@ class WorkspaceService:
 
     def list_keys(self, workspace_id: str) -> list[dict]:
         return [key_summary(i) for i in self.ctx.keys.list_for_workspace(workspace_id)]
+
+    def set_branding(self, workspace_id: str, brand_name: Optional[str],
+                     brand_tagline: Optional[str]) -> Workspace:
+        """Pro: the name and tagline share pages show. Empty values clear them."""
+        item = self.ctx.workspaces.get(workspace_id)
+        if item is None:
+            raise NotFound("No such workspace.")
+        if not plans.entitlements(item["plan"]).custom_branding:
+            raise FeatureNotInPlan("Custom branding is a Pro feature.", {"feature": "custom_branding"})
+        name = (brand_name or "").strip()
+        tagline = (brand_tagline or "").strip()
+        fields = []
+        if len(name) > MAX_BRAND_NAME:
+            fields.append({"field": "brand_name", "message": f"must be at most {MAX_BRAND_NAME} characters"})
+        if len(tagline) > MAX_BRAND_TAGLINE:
+            fields.append({"field": "brand_tagline",
+                           "message": f"must be at most {MAX_BRAND_TAGLINE} characters"})
+        if tagline and not name:
+            fields.append({"field": "brand_name", "message": "is required when a tagline is set"})
+        if fields:
+            raise ValidationFailed(f"{fields[0]['field']}: {fields[0]['message']}", {"fields": fields})
+        return workspace_model(self.ctx.workspaces.set_fields(
+            workspace_id, {"brand_name": name or None, "brand_tagline": tagline or None}))
 
     @staticmethod
     def _check_plan(plan: str) -> None:

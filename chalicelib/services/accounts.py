@@ -1,0 +1,252 @@
+"""Dashboard accounts and sessions: sign up, sign in/out, change password, CSRF.
+
+- Passwords: argon2id (argon2-cffi, imported lazily). Unknown emails are verified
+  against a dummy hash, so timing does not tell whether an account exists, and
+  every failure says the same thing.
+- Sessions: a random id in an HttpOnly cookie; only its SHA-256 is stored, with
+  an absolute expiry checked on every read (TTL is cleanup only). A new id is
+  issued at every sign-in and password change (old ones are dropped).
+- CSRF: itsdangerous tokens signed with `config.secret_key()`, bound to the
+  session (or, before sign-in, to an anonymous cookie), so a token is useless
+  with any other session.
+- Sign-in attempts are limited per client IP and per account (sliding log,
+  domain/ratelimit.py), claimed before the password is checked.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+from typing import Optional
+
+from chalicelib import config
+from chalicelib.adapters.dynamodb import UserExists
+from chalicelib.domain.ratelimit import take_slot
+from chalicelib.errors import RateLimited, Unauthorized, ValidationFailed
+from chalicelib.services.context import Context, default_context, new_workspace_id
+from chalicelib.services.workspaces import MAX_WORKSPACE_NAME, WorkspaceService
+
+MIN_PASSWORD = 10
+MAX_PASSWORD = 1024
+MAX_EMAIL = 254
+_EMAIL_SHAPE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$")
+
+# (limit, window seconds)
+SIGN_IN_PER_IP = (20, 15 * 60)
+SIGN_IN_PER_ACCOUNT = (10, 15 * 60)
+SIGN_UP_PER_IP = (10, 60 * 60)
+RATE_ATTEMPTS = 5
+
+BAD_CREDENTIALS = "Email or password is incorrect."
+SIGN_UP_REFUSED = ("We could not create an account with these details. "
+                   "If you already have an account, sign in instead.")
+CSRF_SALT = "docpub.dashboard.csrf"
+
+
+@dataclass(frozen=True)
+class Session:
+    session_hash: str
+    email: str
+    workspace_id: str
+    created_ms: int
+    expires_ms: int
+
+
+@dataclass(frozen=True)
+class StartedSession:
+    session_id: str  # goes into the cookie only; storage keeps its hash
+    session: Session
+
+
+def hash_session_id(session_id: str) -> str:
+    return hashlib.sha256(session_id.encode("utf-8")).hexdigest()
+
+
+def normalise_email(email: Optional[str]) -> str:
+    return (email or "").strip().lower()
+
+
+@functools.lru_cache(maxsize=8)
+def _hasher(cost: tuple[int, int, int]):
+    from argon2 import PasswordHasher, Type
+
+    time_cost, memory_kib, parallelism = cost
+    return PasswordHasher(time_cost=time_cost, memory_cost=memory_kib, parallelism=parallelism, type=Type.ID)
+
+
+def password_hasher():
+    return _hasher(config.argon2_cost())
+
+
+@functools.lru_cache(maxsize=8)
+def _dummy_hash(cost: tuple[int, int, int]) -> str:
+    return _hasher(cost).hash(secrets.token_urlsafe(16))
+
+
+def _verify(password_hash: str, password: str) -> bool:
+    from argon2.exceptions import InvalidHashError, VerificationError
+
+    try:
+        return password_hasher().verify(password_hash, password)
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+class AccountService:
+    def __init__(self, ctx: Optional[Context] = None):
+        self.ctx = ctx or default_context()
+
+    # ---------------------------------------------------------------- sign up / in / out
+
+    def sign_up(self, email: str, password: str, workspace_name: str, client_ip: str) -> StartedSession:
+        self._hit(f"signup-ip#{client_ip}", SIGN_UP_PER_IP, "Too many sign-ups from this address")
+        email = normalise_email(email)
+        fields = []
+        if len(email) > MAX_EMAIL or not _EMAIL_SHAPE.match(email):
+            fields.append({"field": "email", "message": "must be a valid email address"})
+        if not MIN_PASSWORD <= len(password or "") <= MAX_PASSWORD:
+            fields.append({"field": "password", "message": f"must be {MIN_PASSWORD} to {MAX_PASSWORD} characters"})
+        name = (workspace_name or "").strip()
+        if not 1 <= len(name) <= MAX_WORKSPACE_NAME:
+            fields.append({"field": "workspace_name", "message": f"must be 1 to {MAX_WORKSPACE_NAME} characters"})
+        if fields:
+            raise ValidationFailed(f"{fields[0]['field']}: {fields[0]['message']}", {"fields": fields})
+        workspace_id = new_workspace_id()
+        now_ms = self.ctx.now_ms()
+        user = {"email": email, "password_hash": password_hasher().hash(password), "workspace_id": workspace_id,
+                "role": "owner", "created_ms": now_ms, "password_changed_ms": now_ms}
+        try:
+            self.ctx.users.create(user)  # claims the email first: a taken email creates nothing
+        except UserExists:
+            raise ValidationFailed(SIGN_UP_REFUSED, {"fields": [{"field": "email", "message": SIGN_UP_REFUSED}]})
+        try:
+            WorkspaceService(self.ctx).create_workspace(name, "free", workspace_id=workspace_id, with_key=False)
+        except BaseException:
+            self.ctx.users.delete(email)
+            raise
+        return self._start(email, workspace_id)
+
+    def sign_in(self, email: str, password: str, client_ip: str,
+                previous_session_id: Optional[str] = None) -> StartedSession:
+        email = normalise_email(email)
+        self._hit(f"signin-ip#{client_ip}", SIGN_IN_PER_IP, "Too many sign-in attempts from this address")
+        self._hit(f"signin-account#{_scope_digest(email)}", SIGN_IN_PER_ACCOUNT,
+                  "Too many sign-in attempts for this account")
+        user = self.ctx.users.get(email) if email and len(email) <= MAX_EMAIL else None
+        password = (password or "")[:MAX_PASSWORD]
+        if user is None:
+            _verify(_dummy_hash(config.argon2_cost()), password)  # same work as a real check
+            raise Unauthorized(BAD_CREDENTIALS)
+        if not _verify(user["password_hash"], password):
+            raise Unauthorized(BAD_CREDENTIALS)
+        if password_hasher().check_needs_rehash(user["password_hash"]):
+            self.ctx.users.set_password(email, user["password_hash"], password_hasher().hash(password),
+                                        self.ctx.now_ms())
+        if previous_session_id:
+            self.sign_out(previous_session_id)  # rotation: the pre-sign-in id never becomes valid
+        return self._start(email, user["workspace_id"])
+
+    def sign_out(self, session_id: Optional[str]) -> None:
+        if session_id:
+            self.ctx.sessions.delete(hash_session_id(session_id))
+
+    def session(self, session_id: Optional[str]) -> Optional[Session]:
+        """The live session for a cookie value, or None (unknown, or expired: checked here, not by TTL)."""
+        if not session_id or len(session_id) > 200:
+            return None
+        digest = hash_session_id(session_id)
+        item = self.ctx.sessions.get(digest)
+        if item is None:
+            return None
+        if item["expires_ms"] <= self.ctx.now_ms():
+            self.ctx.sessions.delete(digest)
+            return None
+        return Session(digest, item["email"], item["workspace_id"], item["created_ms"], item["expires_ms"])
+
+    def change_password(self, session_id: str, current_password: str, new_password: str,
+                        client_ip: str) -> StartedSession:
+        session = self.session(session_id)
+        if session is None:
+            raise Unauthorized("Your session has ended; sign in again.")
+        self._hit(f"signin-account#{_scope_digest(session.email)}", SIGN_IN_PER_ACCOUNT,
+                  "Too many password attempts for this account")
+        user = self.ctx.users.get(session.email)
+        if user is None or not _verify(user["password_hash"], (current_password or "")[:MAX_PASSWORD]):
+            raise ValidationFailed("The current password is incorrect.",
+                                   {"fields": [{"field": "current_password", "message": "is incorrect"}]})
+        if not MIN_PASSWORD <= len(new_password or "") <= MAX_PASSWORD:
+            raise ValidationFailed.field("new_password", f"must be {MIN_PASSWORD} to {MAX_PASSWORD} characters")
+        if not self.ctx.users.set_password(session.email, user["password_hash"],
+                                           password_hasher().hash(new_password), self.ctx.now_ms()):
+            raise ValidationFailed("The password was changed at the same time; sign in again.")
+        # Every session of this person ends (a thief's too); this browser gets a fresh one.
+        self.ctx.sessions.delete_for_user(session.email)
+        return self._start(session.email, session.workspace_id)
+
+    def _start(self, email: str, workspace_id: str) -> StartedSession:
+        session_id = secrets.token_urlsafe(32)
+        now_ms = self.ctx.now_ms()
+        lifetime = config.dashboard_session_seconds()
+        session = Session(hash_session_id(session_id), email, workspace_id, now_ms, now_ms + lifetime * 1000)
+        self.ctx.sessions.create({"session_hash": session.session_hash, "email": email,
+                                  "workspace_id": workspace_id, "created_ms": now_ms,
+                                  "expires_ms": session.expires_ms,
+                                  "expires_at": now_ms // 1000 + lifetime + 3600})
+        return StartedSession(session_id, session)
+
+    # ---------------------------------------------------------------- CSRF
+
+    @staticmethod
+    def csrf_token(binding: str) -> str:
+        """A token for forms shown to the holder of `binding` (session id or anonymous cookie)."""
+        from itsdangerous import URLSafeTimedSerializer
+
+        serializer = URLSafeTimedSerializer(config.secret_key(), salt=CSRF_SALT)
+        return serializer.dumps(_binding_digest(binding))
+
+    @staticmethod
+    def check_csrf(binding: Optional[str], token: Optional[str]) -> bool:
+        from itsdangerous import BadData, URLSafeTimedSerializer
+
+        if not binding or not token or len(token) > 500:
+            return False
+        serializer = URLSafeTimedSerializer(config.secret_key(), salt=CSRF_SALT)
+        try:
+            value = serializer.loads(token, max_age=config.dashboard_session_seconds())
+        except BadData:
+            return False
+        return isinstance(value, str) and hmac.compare_digest(value, _binding_digest(binding))
+
+    # ---------------------------------------------------------------- rate limits
+
+    def _hit(self, scope: str, rule: tuple[int, int], what: str) -> None:
+        limit, window = rule
+        for _attempt in range(RATE_ATTEMPTS):
+            now_ms = self.ctx.now_ms()
+            item = self.ctx.rates.get(scope)
+            try:
+                decision = take_slot((item or {}).get("hits", []), now_ms, limit, window)
+            except RateLimited as exc:
+                raise RateLimited(exc.retry_after_seconds,
+                                  f"{what}; try again in {_human(exc.retry_after_seconds)}.") from None
+            if self.ctx.rates.claim(scope, (item or {}).get("seq", 0), decision.new_log,
+                                    now_ms // 1000 + window + 60):
+                return
+        raise RateLimited(1, f"{what}; try again in a moment.")
+
+
+def _binding_digest(binding: str) -> str:
+    return hashlib.sha256(("csrf:" + binding).encode("utf-8")).hexdigest()[:32]
+
+
+def _scope_digest(email: str) -> str:
+    return hashlib.sha256(email.encode("utf-8")).hexdigest()[:32]
+
+
+def _human(seconds: int) -> str:
+    if seconds < 90:
+        return f"{seconds} seconds"
+    return f"{(seconds + 59) // 60} minutes"

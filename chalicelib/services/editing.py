@@ -1,0 +1,106 @@
+"""What the dashboard does to documents beyond plain publish/get/update/delete:
+upload a file, Pro in-browser editing, restore a version, compare two versions.
+
+All of it goes through DocumentService.publish (so the 4 MiB rule, plan caps and
+optimistic concurrency are the same as for REST and MCP); the Pro rule for
+in-dashboard editing lives here, not in the adapter.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from pydantic import ValidationError
+
+from chalicelib.domain import plans
+from chalicelib.domain.diffs import LineDiff, line_diff
+from chalicelib.domain.limits import encoded_html
+from chalicelib.errors import FeatureNotInPlan, NoChange, ValidationFailed
+from chalicelib.models import MAX_HTML_BYTES, PublishRequest
+from chalicelib.services.context import Context, default_context
+from chalicelib.services.documents import DocumentService, Who, WriteResult
+
+FEATURE_MESSAGES = {
+    "dashboard_editing": "Editing in the dashboard is a Pro feature; upload a new version instead, "
+                         "or ask your operator to move this workspace to Pro.",
+}
+
+
+@dataclass(frozen=True)
+class VersionPair:
+    document: dict
+    old: dict
+    new: dict
+    diff: LineDiff
+
+
+def publish_request(**fields) -> PublishRequest:
+    """A PublishRequest from adapter fields, with the contract's validation error."""
+    try:
+        return PublishRequest.model_validate({k: v for k, v in fields.items() if v is not None})
+    except ValidationError as exc:
+        details = [{"field": ".".join(str(p) for p in e["loc"]) or "body",
+                    "message": "is required" if e["type"] == "missing" else e["msg"]}
+                   for e in exc.errors(include_url=False, include_input=False)]
+        raise ValidationFailed(f"{details[0]['field']}: {details[0]['message']}", {"fields": details}) from None
+
+
+def require_feature(ctx: Context, workspace_id: str, feature: str) -> None:
+    workspace = ctx.workspaces.get(workspace_id)
+    plan = (workspace or {}).get("plan", "free")
+    if not getattr(plans.entitlements(plan), feature):
+        raise FeatureNotInPlan(FEATURE_MESSAGES.get(feature, f"{feature} is a Pro feature."),
+                               {"feature": feature})
+
+
+class EditingService:
+    def __init__(self, ctx: Optional[Context] = None):
+        self.ctx = ctx or default_context()
+        self.documents = DocumentService(self.ctx)
+
+    def upload(self, who: Who, data: bytes, title: Optional[str] = None, note: Optional[str] = None,
+               document_id: Optional[str] = None, description: Optional[str] = None) -> WriteResult:
+        """Publish an uploaded HTML file as a new document, or as a new version of `document_id`
+        (keeping its title when none is given). Same 413 rule and message as publish."""
+        if len(data) > MAX_HTML_BYTES:
+            encoded_html(data.decode("utf-8", "replace"))  # raises the contract's 413
+        if data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+        if not data.strip():
+            raise ValidationFailed.field("file", "choose a non-empty HTML file")
+        try:
+            html = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValidationFailed.field("file", "must be UTF-8 encoded HTML") from None
+        title = (title or "").strip() or None
+        if document_id and title is None:
+            title = self.documents.get(who, document_id).title
+        return self.documents.publish(who, publish_request(
+            title=title, html=html, note=note or None, document_id=document_id,
+            description=description if description else None))
+
+    def save_html(self, who: Who, document_id: str, html: str, note: Optional[str] = None,
+                  base_version_id: Optional[str] = None) -> WriteResult:
+        """Pro: store HTML edited in the browser as a new version (409 if someone published meanwhile)."""
+        actor = self.documents._actor(who)
+        require_feature(self.ctx, actor.workspace_id, "dashboard_editing")
+        document = self.documents.get(actor, document_id)
+        return self.documents.publish(actor, publish_request(
+            title=document.title, html=html, note=note or None, document_id=document_id,
+            base_version_id=base_version_id or None))
+
+    def restore_version(self, who: Who, document_id: str, number: int) -> WriteResult:
+        """Publish an older version's HTML again, as the newest version."""
+        actor = self.documents._actor(who)
+        document, version, html = self.documents.get_html(actor, document_id, number)
+        if number == document["version_count"]:
+            raise NoChange(f"Version {number} is already the latest version.")
+        return self.documents.publish(actor, publish_request(
+            title=document["title"], html=html, note=f"Restored version {number}", document_id=document_id,
+            base_version_id=document["latest_version_id"]))
+
+    def compare(self, who: Who, document_id: str, old_number: int, new_number: int) -> VersionPair:
+        actor = self.documents._actor(who)
+        document, old, old_html = self.documents.get_html(actor, document_id, old_number)
+        _, new, new_html = self.documents.get_html(actor, document_id, new_number)
+        return VersionPair(document, old, new, line_diff(old_html, new_html))

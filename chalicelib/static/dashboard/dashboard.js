@@ -1,0 +1,61 @@
+// Docpub dashboard: progressive enhancement only. Every page works without this file.
+(function () {
+  "use strict";
+
+  function humanSize(n) {
+    if (n < 1024) return n + " B";
+    if (n < 1024 * 1024) return (n / 1024).toFixed(1) + " KiB";
+    return (n / 1024 / 1024).toFixed(2) + " MiB";
+  }
+
+  // Copy buttons: <button class="copy" data-copy="…" hidden> (hidden until this script runs).
+  document.querySelectorAll("button[data-copy]").forEach(function (button) {
+    button.hidden = false;
+    var label = button.textContent;
+    button.addEventListener("click", function () {
+      var done = function () {
+        button.textContent = "Copied";
+        setTimeout(function () { button.textContent = label; }, 1500);
+      };
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(button.dataset.copy).then(done, function () { button.textContent = "Copy failed"; });
+      } else {
+        var area = document.createElement("textarea");
+        area.value = button.dataset.copy;
+        document.body.appendChild(area);
+        area.select();
+        try { document.execCommand("copy"); done(); } catch (e) { button.textContent = "Copy failed"; }
+        area.remove();
+      }
+    });
+  });
+
+  // Confirmation before destructive forms: <form data-confirm="question">.
+  document.querySelectorAll("form[data-confirm]").forEach(function (form) {
+    form.addEventListener("submit", function (event) {
+      if (!window.confirm(form.dataset.confirm)) event.preventDefault();
+    });
+  });
+
+  // Live size counters for the 4 MiB limit: file inputs and the HTML editor.
+  document.querySelectorAll("[data-max-bytes]").forEach(function (field) {
+    var limit = parseInt(field.dataset.maxBytes, 10);
+    var note = document.querySelector('[data-size-for="' + field.name + '"]');
+    if (!note) return;
+    var update = function () {
+      var size = 0;
+      if (field.type === "file") {
+        if (!field.files || !field.files.length) { note.hidden = true; return; }
+        size = field.files[0].size;
+      } else {
+        size = new Blob([field.value]).size;
+      }
+      note.hidden = false;
+      note.textContent = humanSize(size) + " of " + humanSize(limit) + (size > limit ? ": too large. Inlined base64 images are the usual cause." : "");
+      note.classList.toggle("over", size > limit);
+      field.setCustomValidity(size > limit ? "This HTML is larger than 4 MiB." : "");
+    };
+    field.addEventListener(field.type === "file" ? "change" : "input", update);
+    update();
+  });
+})();
