@@ -471,8 +471,7 @@ class DocumentRepository:
 
     def get_with_versions(self, document_id: str) -> tuple[Optional[dict], list[dict]]:
         """Document and all its versions (oldest first) in one query of its partition."""
-        items = self.table.query_all("PK = :pk AND SK <= :meta", {":pk": f"DOC#{document_id}", ":meta": "META"},
-                                     consistent=True)
+        items = self.table.query_all("PK = :pk", {":pk": f"DOC#{document_id}"}, consistent=True)
         doc = next((i for i in items if i["SK"] == "META"), None)
         versions = [i for i in items if i["SK"].startswith("V#")]
         return doc, versions
