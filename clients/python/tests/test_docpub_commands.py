@@ -119,8 +119,10 @@ def test_list_find_and_paging(stack, tmp_path):
     cli = Cli(tmp_path, stack.base_url, key)
     assert cli.ok("list").stdout == ""
     token = uuid.uuid4().hex[:10]
-    ids = [publish_json(cli, tmp_path, f"<p>{i}</p>", "--title", f"Doc {i}",
-                        *(["--description", f"has {token}"] if i == 1 else []))["document_id"] for i in range(3)]
+    with stack.client(key) as http:  # setup over plain HTTP; publish itself is tested above
+        ids = [http.post("/api/v1/publish", json={"title": f"Doc {i}", "html": f"<p>{i}</p>",
+                                                  "description": f"has {token}" if i == 1 else ""}
+                         ).json()["document_id"] for i in range(3)]
     page = cli.json("list")
     assert [d["document_id"] for d in page["documents"]] == ids[::-1]  # newest first
     assert page["next_cursor"] is None

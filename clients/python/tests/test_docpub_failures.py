@@ -51,7 +51,9 @@ def test_free_plan_cap_is_a_limit_error(stack, tmp_path):
     cli = Cli(tmp_path, stack.base_url, key)
     page = tmp_path / "p.html"
     page.write_text("<p>x</p>")
-    ids = [cli.json("publish", str(page))["document_id"] for _ in range(5)]
+    with stack.client(key) as http:
+        ids = [http.post("/api/v1/publish", json={"title": "Free", "html": "<p>x</p>"}).json()["document_id"]
+               for _ in range(5)]
     sixth = cli("publish", str(page), "--json")
     assert sixth.returncode == 5
     assert json.loads(sixth.stdout)["error"] == {
