@@ -169,20 +169,24 @@ def short_time(value: Optional[str]) -> str:
     return value.replace("T", " ")[:16]
 
 
-def print_rows(columns: list[str], rows: list[list[str]], title: Optional[str] = None) -> None:
-    """A table on a terminal; tab-separated lines (no header) when piped."""
+def print_rows(columns: list[str], rows: list[list[str]], keep: Optional[list[int]] = None,
+               no_wrap: tuple[int, ...] = (0,)) -> None:
+    """A table on a terminal (only the ``keep`` columns, ids never wrapped);
+    tab-separated lines of every column (no header) when piped."""
     if not stdout_is_terminal():
         for row in rows:
             click.echo("\t".join(" ".join(str(c).split()) for c in row))
         return
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=title, show_lines=False, header_style="bold")
-    for column in columns:
-        table.add_column(column, overflow="fold")
+    keep = keep if keep is not None else list(range(len(columns)))
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
+    for index in keep:
+        table.add_column(columns[index], overflow="fold", no_wrap=index in no_wrap)
     for row in rows:
-        table.add_row(*[str(c) for c in row])
+        table.add_row(*[str(row[i]) for i in keep])
     Console().print(table)
 
 
@@ -192,7 +196,8 @@ def document_rows(documents: list[dict]) -> list[list[str]]:
             for d in documents]
 
 
-DOC_COLUMNS = ["ID", "Title", "Versions", "Updated (UTC)", "Open feedback", "Link"]
+DOC_COLUMNS = ["ID", "Title", "Ver.", "Updated (UTC)", "Feedback", "Link"]
+DOC_NO_WRAP = (0, 2, 3)
 
 
 class UploadProgress:
@@ -338,7 +343,7 @@ def get(document_id: str, as_html: bool, version: Optional[int]) -> None:
     click.echo("")
     print_rows(["#", "Version ID", "Created (UTC)", "Bytes", "Note"],
                [[str(v.get("number")), v.get("version_id", ""), short_time(v.get("created_at")),
-                 f"{v.get('size_bytes', 0):,}", v.get("note") or ""] for v in versions])
+                 f"{v.get('size_bytes', 0):,}", v.get("note") or ""] for v in versions], no_wrap=(1, 2))
 
 
 @command(cli, name="list")
@@ -373,7 +378,7 @@ def _listing(query: Optional[str], limit: Optional[int], cursor: Optional[str], 
     if not documents:
         info("no documents" if query is None else f"no documents match {query!r}")
         return
-    print_rows(DOC_COLUMNS, document_rows(documents))
+    print_rows(DOC_COLUMNS, document_rows(documents), keep=[0, 1, 2, 3], no_wrap=DOC_NO_WRAP)
     if page.get("next_cursor"):
         info(f"more: docpub list --cursor {page['next_cursor']}" if query is None
              else "more: use --all to list every match")
@@ -457,7 +462,8 @@ def feedback_list(document_id: Optional[str], status: Optional[str], limit: Opti
         return
     print_rows(["Feedback ID", "Status", "Document", "Created (UTC)", "From", "Message"],
                [[f.get("feedback_id", ""), f.get("status", ""), f.get("document_id", ""),
-                 short_time(f.get("created_at")), f.get("name") or "-", f.get("message", "")] for f in items])
+                 short_time(f.get("created_at")), f.get("name") or "-", f.get("message", "")] for f in items],
+               keep=[0, 1, 3, 4, 5], no_wrap=(0, 2))
     if page.get("next_cursor"):
         info(f"more: docpub feedback list --cursor {page['next_cursor']}")
 

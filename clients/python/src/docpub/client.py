@@ -274,7 +274,7 @@ class Client:
     def resolve_feedback(self, feedback_id: str, *, resolved: bool = True) -> dict:
         """Mark feedback resolved (or reopen it with ``resolved=False``)."""
         response, _ = self._request("POST", f"/api/v1/feedback/{_segment(feedback_id)}/resolve",
-                                    json_body={"resolved": resolved})
+                                    json_body={"resolved": resolved}, replay_safe=True)  # sets a state
         return self._result(response)
 
     # -- transport ------------------------------------------------------------------------------
