@@ -1,0 +1,3 @@
+from docpub.cli import main
+
+main()
