@@ -526,7 +526,7 @@ def test_share_pages_honour_origin_cache_control(resources, distribution):
     key = policy["ParametersInCacheKeyAndForwardedToOrigin"]
     assert key["CookiesConfig"] == {"CookieBehavior": "whitelist", "Cookies": [{"Ref": "UnlockCookieName"}]}
     assert key["HeadersConfig"] == {"HeaderBehavior": "none"}
-    assert key["QueryStringsConfig"] == {"QueryStringBehavior": "none"}
+    assert key["QueryStringsConfig"] == {"QueryStringBehavior": "whitelist", "QueryStrings": ["v"]}
     forwarded = resources[share["OriginRequestPolicyId"]["Ref"]]["Properties"]["OriginRequestPolicyConfig"]
     assert forwarded["CookiesConfig"] == {"CookieBehavior": "none"}
     assert set(forwarded["HeadersConfig"]["Headers"]) == {"Content-Type", "Origin", "Referer",
@@ -700,3 +700,13 @@ def test_base64_request_bodies_are_decoded_by_the_app(workspace, monkeypatch):
     raw = base64.b64decode(answer["body"]) if answer.get("isBase64Encoded") else answer["body"].encode()
     document = json.loads(raw)
     assert document["title"] == "Grüße" and document["html"] == "<p>日本語</p>"
+
+
+def test_share_cache_key_matches_the_app(template):
+    """CloudFront forwards exactly the cookie and query parameter the share pages use."""
+    from chalicelib.services.sharing import UNLOCK_COOKIE
+
+    resources = template["Resources"]
+    assert template["Parameters"]["UnlockCookieName"]["Default"] == UNLOCK_COOKIE
+    key = resources["ShareCachePolicy"]["Properties"]["CachePolicyConfig"]["ParametersInCacheKeyAndForwardedToOrigin"]
+    assert key["QueryStringsConfig"] == {"QueryStringBehavior": "whitelist", "QueryStrings": ["v"]}
