@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, quote, urlencode, urlparse
 from chalice import Blueprint, Response
 
 from chalicelib import config, errors
-from chalicelib.entrypoints.http import compress, request_id
+from chalicelib.entrypoints.http import client_ip, compress, request_id
 from chalicelib.models import MAX_HTML_BYTES
 
 log = logging.getLogger("docpub")
@@ -159,14 +159,6 @@ def _cookies(header: Optional[str]) -> dict[str, str]:
 
 def secure_cookies() -> bool:
     return config.base_url().startswith("https://")
-
-
-def client_ip(request) -> str:
-    if config.trust_cloudfront_ip_header():
-        viewer = (request.headers.get("cloudfront-viewer-address") or "").strip()
-        if viewer:
-            return viewer.rsplit(":", 1)[0].strip("[]")
-    return ((request.context or {}).get("identity") or {}).get("sourceIp") or "unknown"
 
 
 def parse_form(request) -> tuple[dict[str, str], dict[str, tuple[str, bytes]]]:

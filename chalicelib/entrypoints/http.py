@@ -43,6 +43,18 @@ def request_id(app) -> str:
     return getattr(context, "aws_request_id", None) or str(uuid.uuid4())
 
 
+def client_ip(request) -> str:
+    """The caller's address as API Gateway saw it; CloudFront's viewer address
+    only when the stage says CloudFront is in front (otherwise it is forgeable)."""
+    from chalicelib import config
+
+    if config.trust_cloudfront_ip_header():
+        viewer = (request.headers.get("cloudfront-viewer-address") or "").strip()
+        if viewer:  # "ip:port", IPv6 possibly bracketed
+            return viewer.rsplit(":", 1)[0].strip("[]") if ":" in viewer else viewer
+    return ((request.context or {}).get("identity") or {}).get("sourceIp") or "unknown"
+
+
 # ------------------------------------------------------------------ parsing
 
 def parse_body(request, model: type[M]) -> M:

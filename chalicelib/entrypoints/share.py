@@ -28,6 +28,7 @@ from chalice import Blueprint, Response
 from chalicelib import config, errors
 from chalicelib.entrypoints.http import (
     FORM_TYPE, compress, error_response, json_response, parse_form_or_json, unexpected,
+    client_ip as http_client_ip,
 )
 from chalicelib.models import FeedbackSubmission, RequestModel
 from chalicelib.services import registry
@@ -240,14 +241,7 @@ def _version_param() -> Optional[int]:
 
 
 def client_ip() -> str:
-    """API Gateway's view of the caller; CloudFront's header only when the stage trusts it."""
-    request = _request()
-    if config.trust_cloudfront_ip_header():
-        viewer = (request.headers.get("cloudfront-viewer-address") or "").strip()
-        if viewer:
-            return viewer.rsplit(":", 1)[0].strip("[]") if ":" in viewer else viewer
-    identity = (request.context or {}).get("identity") or {}
-    return identity.get("sourceIp") or "unknown"
+    return http_client_ip(_request())
 
 
 def _html_view(view):
