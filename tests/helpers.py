@@ -27,3 +27,26 @@ def post_json(client, path: str, body, key: str | None = None, headers: dict | N
         h["X-Api-Key"] = key
     h.update(headers or {})
     return client.http.post(path, headers=h, body=json.dumps(body))
+
+
+def run_together(targets):
+    """Start every callable at the same instant (a barrier); return (results, failures)
+    where failures are the exceptions' class names."""
+    import threading
+
+    barrier = threading.Barrier(len(targets))
+    results, failures = [], []
+
+    def run(target):
+        barrier.wait()
+        try:
+            results.append(target())
+        except Exception as exc:  # noqa: BLE001 - the caller asserts on what failed
+            failures.append(type(exc).__name__)
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results, failures

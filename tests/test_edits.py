@@ -1,6 +1,5 @@
 """The literal edit engine (property-based) and the edit endpoint."""
 import json
-import threading
 from types import SimpleNamespace
 
 import pytest
@@ -9,7 +8,7 @@ from hypothesis import strategies as st
 
 from chalicelib.domain.edits import apply_edits
 from chalicelib.errors import EditAmbiguous, EditNotFound, NoChange
-from tests.helpers import post_json
+from tests.helpers import post_json, run_together
 
 
 def E(old, new, replace_all=False):
@@ -192,25 +191,6 @@ def test_base_version_id_guards_against_stale_writes(api, workspace):
     assert ok.status_code == 200
 
 
-def _run_together(targets):
-    barrier = threading.Barrier(len(targets))
-    results, failures = [], []
-
-    def run(target):
-        barrier.wait()
-        try:
-            results.append(target())
-        except Exception as exc:  # noqa: BLE001
-            failures.append(repr(exc))
-
-    threads = [threading.Thread(target=run, args=(t,)) for t in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return results, failures
-
-
 def test_twenty_concurrent_edits_lose_nothing(services):
     """20 writers editing one document at once: gapless numbers, every edit kept."""
     from chalicelib.models import EditOperation, EditRequest, PublishRequest
@@ -222,15 +202,22 @@ def test_twenty_concurrent_edits_lose_nothing(services):
         title="t", html="".join(f"[s{i}]" for i in range(20)))).response
 
     def editor(i):
-        return lambda: services.documents.edit(credentials, doc.document_id, EditRequest(
-            edits=[EditOperation(old_string=f"[s{i}]", new_string=f"[done{i}]")])).response.version_number
+        def run():
+            response = services.documents.edit(credentials, doc.document_id, EditRequest(
+                edits=[EditOperation(old_string=f"[s{i}]", new_string=f"[done{i}]")])).response
+            return i, response.version_number
+        return run
 
-    numbers, failures = _run_together([editor(i) for i in range(20)])
-    assert failures == []
-    assert sorted(numbers) == list(range(2, 22))
+    done, failures = run_together([editor(i) for i in range(20)])
+    # The contract allows a 409 after bounded retries; nothing else may fail,
+    # and what was acknowledged must all be there, numbered without gaps.
+    assert set(failures) <= {"VersionConflict"}, failures
+    assert len(done) >= 15
+    assert sorted(n for _, n in done) == list(range(2, 2 + len(done)))
     final = services.documents.get(credentials, doc.document_id, include_html=True)
-    assert final.html == "".join(f"[done{i}]" for i in range(20))
-    assert [v.number for v in final.versions] == list(range(1, 22))
+    applied = {i for i, _ in done}
+    assert final.html == "".join(f"[done{i}]" if i in applied else f"[s{i}]" for i in range(20))
+    assert [v.number for v in final.versions] == list(range(1, 2 + len(done)))
 
 
 def test_twenty_concurrent_publishes_get_unique_gapless_numbers(services):
@@ -245,9 +232,10 @@ def test_twenty_concurrent_publishes_get_unique_gapless_numbers(services):
         return lambda: services.documents.publish(credentials, PublishRequest(
             title="t", html=f"<p>{i}</p>", document_id=doc.document_id)).response
 
-    responses, failures = _run_together([publisher(i) for i in range(1, 21)])
-    assert failures == []
-    assert sorted(r.version_number for r in responses) == list(range(2, 22))
+    responses, failures = run_together([publisher(i) for i in range(1, 21)])
+    assert set(failures) <= {"VersionConflict"}, failures
+    assert len(responses) >= 15
+    assert sorted(r.version_number for r in responses) == list(range(2, 2 + len(responses)))
     for r in responses:  # each acknowledged version holds what its writer sent
         html = services.documents.get(credentials, doc.document_id, include_html=True, version_id=r.version_id).html
         assert html.startswith("<p>")

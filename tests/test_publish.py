@@ -1,10 +1,9 @@
 """Publish: create, append, limits, plan cap, idempotency, large payloads."""
 import json
-import threading
 
 import pytest
 
-from tests.helpers import post_json
+from tests.helpers import post_json, run_together
 
 MIB4 = 4 * 1024 * 1024
 
@@ -161,22 +160,9 @@ def test_cap_holds_under_concurrency(services, workspace):
 
     ws, key = workspace
     credentials = credentials_from_key(key)
-    outcomes = []
-    barrier = threading.Barrier(10)
-
-    def create():
-        barrier.wait()
-        try:
-            services.documents.publish(credentials, PublishRequest(title="t", html="<p/>"))
-            outcomes.append("ok")
-        except PlanLimitReached:
-            outcomes.append("capped")
-
-    threads = [threading.Thread(target=create) for _ in range(10)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    create = lambda: services.documents.publish(credentials, PublishRequest(title="t", html="<p/>"))  # noqa: E731
+    created, failures = run_together([create] * 10)
+    outcomes = ["ok"] * len(created) + ["capped" if f == PlanLimitReached.__name__ else f for f in failures]
     assert sorted(outcomes) == ["capped"] * 5 + ["ok"] * 5
     assert services.workspaces.get_workspace(ws.id).document_count == 5
     assert len(services.documents.list(credentials, limit=100).documents) == 5
@@ -224,18 +210,10 @@ def test_concurrent_idempotent_retries_create_one_document(services, workspace):
 
     ws, key = workspace
     credentials = credentials_from_key(key)
-    results = []
-    barrier = threading.Barrier(5)
-
-    def go():
-        barrier.wait()
-        results.append(services.documents.publish(credentials, PublishRequest(title="t", html="<p/>"), "same").response)
-
-    threads = [threading.Thread(target=go) for _ in range(5)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    publish_once = lambda: services.documents.publish(  # noqa: E731
+        credentials, PublishRequest(title="t", html="<p/>"), "same").response
+    results, failures = run_together([publish_once] * 5)
+    assert failures == []
     assert len({r.document_id for r in results}) == 1
     assert services.workspaces.get_workspace(ws.id).document_count == 1
 

@@ -5,7 +5,7 @@ import pytest
 
 from chalicelib.domain.ratelimit import take_slot
 from chalicelib.errors import RateLimited
-from tests.helpers import post_json
+from tests.helpers import post_json, run_together
 
 
 def test_sliding_log_counts_down_and_refuses_the_61st():
@@ -96,28 +96,13 @@ def test_limit_is_per_key(api, services, clock, monkeypatch):
 
 def test_rate_limit_holds_under_concurrency(services, monkeypatch):
     """Concurrent writes with one key: exactly `limit` accepted."""
-    import threading
-
     from chalicelib.models import PublishRequest
     from chalicelib.services.auth import credentials_from_key
 
     monkeypatch.setenv("DOCPUB_WRITE_RATE_LIMIT", "5")
     key = services.workspaces.create_workspace("Pro", "pro")[1].api_key
     credentials = credentials_from_key(key)
-    outcomes = []
-    barrier = threading.Barrier(12)
-
-    def go():
-        barrier.wait()
-        try:
-            services.documents.publish(credentials, PublishRequest(title="t", html="<p/>"))
-            outcomes.append("ok")
-        except RateLimited:
-            outcomes.append("limited")
-
-    threads = [threading.Thread(target=go) for _ in range(12)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    write = lambda: services.documents.publish(credentials, PublishRequest(title="t", html="<p/>"))  # noqa: E731
+    accepted, failures = run_together([write] * 12)
+    outcomes = ["ok"] * len(accepted) + ["limited" if f == "RateLimited" else f for f in failures]
     assert outcomes.count("ok") == 5 and outcomes.count("limited") == 7
