@@ -229,13 +229,13 @@ def test_twenty_concurrent_publishes_get_unique_gapless_numbers(services):
     doc = services.documents.publish(credentials, PublishRequest(title="t", html="<p>0</p>")).response
 
     def publisher(i):
-        return lambda: services.documents.publish(credentials, PublishRequest(
-            title="t", html=f"<p>{i}</p>", document_id=doc.document_id)).response
+        return lambda: (i, services.documents.publish(credentials, PublishRequest(
+            title="t", html=f"<p>{i}</p>", document_id=doc.document_id)).response)
 
     responses, failures = run_together([publisher(i) for i in range(1, 21)])
     assert set(failures) <= {"VersionConflict"}, failures
     assert len(responses) >= 15
-    assert sorted(r.version_number for r in responses) == list(range(2, 2 + len(responses)))
-    for r in responses:  # each acknowledged version holds what its writer sent
+    assert sorted(r.version_number for _, r in responses) == list(range(2, 2 + len(responses)))
+    for i, r in responses:  # each acknowledged version holds what its writer sent
         html = services.documents.get(credentials, doc.document_id, include_html=True, version_id=r.version_id).html
-        assert html.startswith("<p>")
+        assert html == f"<p>{i}</p>"
