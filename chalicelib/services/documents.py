@@ -88,9 +88,10 @@ class DocumentService:
 
     # ---------------------------------------------------------------- loading
 
-    def _load(self, who: Who, document_id: Optional[str] = None, idempotency_digest: Optional[str] = None
-              ) -> tuple[Actor, Optional[dict], Optional[dict]]:
-        """Verify the caller and read the document (and idempotency record) in one round trip."""
+    def _load(self, who: Who, document_id: Optional[str] = None, idempotency_digest: Optional[str] = None,
+              include_deleting: bool = False) -> tuple[Actor, Optional[dict], Optional[dict]]:
+        """Verify the caller and read the document (and idempotency record) in one round trip.
+        `include_deleting` also finds a document whose delete was interrupted."""
         if isinstance(who, Actor):
             doc = self.ctx.documents.get(document_id) if document_id else None
             actor = who
@@ -99,7 +100,9 @@ class DocumentService:
             key_item, doc, idem = self.ctx.documents.get_with_key(who.key_id, document_id, idempotency_digest)
             key_item = auth.verify(who, key_item)
             actor = Actor(key_item["workspace_id"], key_item)
-        if document_id and not self._visible(doc, actor):
+        visible = (doc is not None and doc.get("workspace_id") == actor.workspace_id) if include_deleting \
+            else self._visible(doc, actor)
+        if document_id and not visible:
             raise NotFound(f"No document {document_id} in this workspace.")
         return actor, doc, idem
 
@@ -373,10 +376,7 @@ class DocumentService:
         return self.get(actor, document_id)
 
     def delete(self, who: Who, document_id: str) -> None:
-        actor = self._actor(who)
-        doc = self.ctx.documents.get(document_id)
-        if doc is None or doc.get("workspace_id") != actor.workspace_id:
-            raise NotFound(f"No document {document_id} in this workspace.")
+        _, doc, _ = self._load(who, document_id, include_deleting=True)  # key + document: one round trip
         if not doc.get("deleting"):
             try:
                 self.ctx.documents.begin_delete(doc)
