@@ -36,7 +36,7 @@ def apply_edits(html: str, edits: Iterable[Edit]) -> EditOutcome:
     applied = 0
     for index, edit in enumerate(edits):
         old, new = edit.old_string, edit.new_string
-        count = current.count(old)
+        result, count = _replace(current, old, new, edit.replace_all)
         if count == 0:
             details: dict = {"edit_index": index}
             hint = closest_match(current, old)
@@ -54,12 +54,39 @@ def apply_edits(html: str, edits: Iterable[Edit]) -> EditOutcome:
                 "to make it unique, or set replace_all to true",
                 {"edit_index": index, "match_count": count},
             )
-        current = current.replace(old, new)
+        current = result
         replacements += count
         applied += 1
     if current == html:
         raise NoChange("The edits leave the document unchanged.")
     return EditOutcome(html=current, edits_applied=applied, replacements=replacements)
+
+
+def _replace(text: str, old: str, new: str, replace_all: bool) -> tuple[Optional[str], int]:
+    """(text with the replacement made, number of non-overlapping matches).
+
+    The result is None when the edit must fail (no match, or several without
+    replace_all); the count is then exact. Each path scans the text about once
+    and copies it once, like a bare `str.replace` (bench/edit_engine.py):
+    - replace_all: replace, and derive the count from the change in length
+      (a separate count() pass only when old and new have the same length);
+    - otherwise: find the first match and look for a second non-overlapping one
+      after it (the same test as count() > 1), then replace just the first.
+    """
+    if replace_all:
+        if len(old) != len(new):
+            result = text.replace(old, new)
+            return result, (len(result) - len(text)) // (len(new) - len(old))
+        count = text.count(old)
+        return (text.replace(old, new) if count else None), count
+    first = text.find(old)
+    if first < 0:
+        return None, 0
+    if text.find(old, first + len(old)) >= 0:
+        count = text.count(old)
+        if count > 1:
+            return None, count
+    return text.replace(old, new, 1), 1
 
 
 def closest_match(text: str, needle: str) -> Optional[str]:
