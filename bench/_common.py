@@ -174,3 +174,57 @@ def body_json(response: dict):
             raw = gzip.decompress(raw)
         body = raw.decode("utf-8")
     return json.loads(body) if body else None
+
+
+# ------------------------------------------------------------------ an emulator in its own process
+
+_SERVER_SCRIPT = """
+import logging, sys
+from moto.server import ThreadedMotoServer
+logging.getLogger("werkzeug").setLevel(logging.ERROR)
+server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+server.start()
+host, port = server.get_host_and_port()
+print(f"http://{host}:{port}", flush=True)
+sys.stdin.read()  # until the parent closes our stdin
+server.stop()
+"""
+
+
+@contextmanager
+def moto_server():
+    """moto's server in a child process (its CPU time and memory stay out of
+    ours); yields the endpoint URL. The child ends when we close its stdin."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", _SERVER_SCRIPT], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        endpoint = child.stdout.readline().strip()
+        if not endpoint.startswith("http"):
+            raise RuntimeError("moto server did not start")
+        yield endpoint
+    finally:
+        child.stdin.close()
+        try:
+            child.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def use_endpoint(endpoint: str) -> None:
+    """Point the app's clients at `endpoint` and sign S3 bodies as Lambda does.
+
+    Over HTTPS with a checksum header (the app sends ChecksumSHA256) botocore
+    sends UNSIGNED-PAYLOAD; over plain http it would SHA-256 the whole body for
+    the signature, a cost Lambda never pays. Disable that here, explicitly."""
+    from botocore.config import Config
+
+    from chalicelib.adapters import aws
+
+    os.environ["AWS_ENDPOINT_URL"] = endpoint
+    base = aws._botocore_config()
+    aws._botocore_config = lambda: base.merge(Config(s3={"payload_signing_enabled": False}))
+    aws.reset_clients()

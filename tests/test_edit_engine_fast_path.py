@@ -52,14 +52,14 @@ edits = st.lists(st.builds(E, needle, st.text(alphabet="ab\u00e9\u732bx", max_si
                  min_size=1, max_size=6)
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(text, edits)
 def test_same_outcome_as_count_then_replace(html, batch):
     fast = outcome(lambda: (lambda o: (o.html, o.edits_applied, o.replacements))(apply_edits(html, batch)))
     assert fast == outcome(lambda: reference(html, batch))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(text, st.text(alphabet="ab\u00e9\u732b", max_size=4), st.text(alphabet="abx", max_size=4), st.booleans())
 def test_replace_counts_non_overlapping_matches(html, old, new, replace_all):
     result, count = _replace(html, old, new, replace_all)
@@ -76,3 +76,86 @@ def test_overlapping_occurrences_are_not_ambiguous_when_they_overlap():
     with pytest.raises(EditAmbiguous) as info:
         apply_edits("aaaa", [E("aa", "b")])
     assert info.value.details["match_count"] == 2
+
+
+utf8_text = st.text(alphabet="a\u00e9\u732b\U0001f600<>", max_size=40)
+utf8_needle = st.text(alphabet="a\u00e9\u732b\U0001f600<>", min_size=1, max_size=4)
+utf8_edits = st.lists(st.builds(E, utf8_needle, st.text(alphabet="a\u00e9\u732b\U0001f600x", max_size=5),
+                                st.booleans()), min_size=1, max_size=6)
+
+
+def _as_bytes_outcome(result):
+    if result[0] == "ok":
+        html, applied, replacements = result[1]
+        return "ok", (html.encode("utf-8") if isinstance(html, str) else html, applied, replacements)
+    return result
+
+
+@settings(max_examples=300, deadline=None)
+@given(utf8_text, utf8_edits)
+def test_utf8_engine_matches_the_str_engine(html, batch):
+    """Editing the stored bytes gives the encoded result of editing the text,
+    with the same counts, errors and closest_match hints."""
+    from chalicelib.domain.edits import apply_edits_utf8
+
+    def run(fn, data):
+        try:
+            o = fn(data, batch)
+            return ("ok", (o.html, o.edits_applied, o.replacements))
+        except (EditNotFound, EditAmbiguous, NoChange) as exc:
+            return (type(exc).__name__, exc.details, str(exc))
+
+    assert _as_bytes_outcome(run(apply_edits_utf8, html.encode("utf-8"))) == \
+        _as_bytes_outcome(run(apply_edits, html))
+
+
+def test_edit_summary_sizes_are_utf8_bytes(client, workspace):
+    import json
+
+    from tests.helpers import post_json
+
+    _, key = workspace
+    html = "<p>吾輩は猫である</p>"
+    doc = json.loads(post_json(client, "/api/v1/publish", {"title": "T", "html": html}, key).body)
+    r = post_json(client, f"/api/v1/documents/{doc['document_id']}/edit",
+                  {"edits": [{"old_string": "猫", "new_string": "犬です"}]}, key)
+    assert r.status_code == 200, r.body
+    summary = json.loads(r.body)["summary"]
+    assert summary["size_bytes_before"] == len(html.encode("utf-8"))
+    assert summary["size_bytes_after"] == len(html.replace("猫", "犬です").encode("utf-8"))
+    got = client.http.get(f"/api/v1/documents/{doc['document_id']}?include_html=true", headers={"X-Api-Key": key})
+    assert json.loads(got.body)["html"] == html.replace("猫", "犬です")
+
+
+@pytest.mark.parametrize("path,body", [
+    ("/api/v1/publish", '{"title": "T", "html": "<p>\\ud800</p>"}'),
+    ("/api/v1/publish", '{"title": "T\\udc00", "html": "<p>x</p>"}'),
+    ("/api/v1/publish", '{"title": "T", "html": "<p>x</p>", "\\ud800": 1}'),
+    ("/api/v1/publish", '{"title": "T", "html": "\\u732b\\ud800"}'),
+])
+def test_lone_surrogates_are_400_invalid_json(client, workspace, path, body):
+    import json
+
+    _, key = workspace
+    r = client.http.post(path, headers={"X-Api-Key": key, "Content-Type": "application/json"}, body=body)
+    assert r.status_code == 400, r.body
+    assert json.loads(r.body)["error"]["code"] == "invalid_json"
+
+
+def test_lone_surrogate_in_an_edit_is_400_and_a_pair_is_fine(client, workspace):
+    import json
+
+    from tests.helpers import post_json
+
+    _, key = workspace
+    doc = json.loads(post_json(client, "/api/v1/publish", {"title": "T", "html": "<p>a</p>"}, key).body)
+    path = f"/api/v1/documents/{doc['document_id']}/edit"
+    headers = {"X-Api-Key": key, "Content-Type": "application/json"}
+    r = client.http.post(path, headers=headers,
+                         body='{"edits": [{"old_string": "a", "new_string": "\\udc00"}]}')
+    assert r.status_code == 400 and json.loads(r.body)["error"]["code"] == "invalid_json"
+    r = client.http.post(path, headers=headers,
+                         body='{"edits": [{"old_string": "a", "new_string": "\\ud83d\\ude00"}]}')
+    assert r.status_code == 200, r.body
+    got = client.http.get(f"/api/v1/documents/{doc['document_id']}?include_html=true", headers={"X-Api-Key": key})
+    assert json.loads(got.body)["html"] == "<p>\U0001f600</p>"

@@ -20,8 +20,8 @@ from chalicelib.adapters.dynamodb import (
     BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
 )
 from chalicelib.domain import plans
-from chalicelib.domain.edits import apply_edits
-from chalicelib.domain.limits import encoded_html
+from chalicelib.domain.edits import apply_edits_utf8
+from chalicelib.domain.limits import checked_size, encoded_html
 from chalicelib.domain.ratelimit import SlotDecision, take_slot
 from chalicelib.errors import (
     DocpubError, NotFound, PlanLimitReached, ValidationFailed, VersionConflict,
@@ -78,8 +78,13 @@ def version_model(item: dict) -> VersionInfo:
                        created_at=rfc3339(item["created_ms"]), size_bytes=item["size_bytes"])
 
 
-def _sha256_b64(data: bytes) -> str:
-    return base64.b64encode(hashlib.sha256(data).digest()).decode()
+def _request_hash(request: PublishRequest, data: bytes) -> str:
+    """What Idempotency-Key replays compare: every field, the HTML as its UTF-8
+    bytes (already made), without serialising a 4 MiB document to JSON again."""
+    digest = hashlib.sha256(request.model_dump_json(exclude={"html"}).encode())
+    digest.update(b"\0")
+    digest.update(data)
+    return digest.hexdigest()
 
 
 class DocumentService:
@@ -135,7 +140,7 @@ class DocumentService:
             if not 1 <= len(idempotency_key) <= MAX_IDEMPOTENCY_KEY:
                 raise ValidationFailed.field("Idempotency-Key", "must be 1 to 255 characters")
             digest = hashlib.sha256(idempotency_key.encode()).hexdigest()
-            request_hash = hashlib.sha256(request.model_dump_json().encode()).hexdigest()
+            request_hash = _request_hash(request, data)
         actor, doc, idem = self._load(who, request.document_id, digest)
         if digest and actor.key_item is None:
             digest = None  # idempotency is a feature of API keys
@@ -154,7 +159,7 @@ class DocumentService:
                 now_ms = self.ctx.now_ms()
                 decision, slot = self._slot(actor, now_ms)
                 if not stored:
-                    self.ctx.blobs.put_html(object_key, data, _sha256_b64(data))
+                    self.ctx.blobs.put_html(object_key, data)
                     stored = True
                 version = {"version_id": version_id, "number": (doc["version_count"] + 1) if doc else 1,
                            "note": request.note, "created_ms": now_ms, "size_bytes": len(data),
@@ -247,19 +252,20 @@ class DocumentService:
         actor, doc, _ = self._load(who, document_id)
         if request.base_version_id and request.base_version_id != doc["latest_version_id"]:
             raise self._conflict(doc)
-        html = None
+        before = None
         for _attempt in range(MAX_WRITE_ATTEMPTS):
             now_ms = self.ctx.now_ms()
             decision, slot = self._slot(actor, now_ms)
-            if html is None:
-                html = self._read_html(doc, doc["latest_version_id"], doc["version_count"])
-            outcome = apply_edits(html, request.edits)
-            data = encoded_html(outcome.html)
+            if before is None:
+                before = self._read_bytes(doc, doc["latest_version_id"])
+            # The engine works on the stored UTF-8 bytes: no decode, no re-encode.
+            outcome = apply_edits_utf8(before, request.edits)
+            data = checked_size(outcome.html)
             version_id = new_version_id()
             object_key = version_key(actor.workspace_id, document_id, version_id)
             version = {"version_id": version_id, "number": doc["version_count"] + 1, "note": request.note,
                        "created_ms": now_ms, "size_bytes": len(data), "s3_key": object_key}
-            self.ctx.blobs.put_html(object_key, data, _sha256_b64(data))
+            self.ctx.blobs.put_html(object_key, data)
             try:
                 self.ctx.documents.append_version(doc, version, {}, slot, None)
             except GuardFailed:
@@ -273,13 +279,13 @@ class DocumentService:
                     raise NotFound(f"No document {document_id} in this workspace.")
                 if request.base_version_id:
                     raise self._conflict(doc)
-                html = None  # re-apply the batch to the new latest version
+                before = None  # re-apply the batch to the new latest version
                 continue
             except BaseException:
                 self._discard(object_key)
                 raise
             summary = EditSummary(edits_applied=outcome.edits_applied, replacements=outcome.replacements,
-                                  size_bytes_before=len(html.encode("utf-8")), size_bytes_after=len(data))
+                                  size_bytes_before=len(before), size_bytes_after=len(data))
             response = EditResponse(document_id=document_id, version_id=version_id,
                                     version_number=version["number"], share_url=share_url(doc["share_id"]),
                                     summary=summary)
@@ -289,8 +295,10 @@ class DocumentService:
 
     def _read_html(self, doc: dict, version_id: str, number: Optional[int] = None,
                    versions: Optional[list[dict]] = None) -> str:
-        key = version_key(doc["workspace_id"], doc["document_id"], version_id)
-        return self.ctx.blobs.get_html(key).decode("utf-8")
+        return self._read_bytes(doc, version_id).decode("utf-8")
+
+    def _read_bytes(self, doc: dict, version_id: str) -> bytes:
+        return self.ctx.blobs.get_html(version_key(doc["workspace_id"], doc["document_id"], version_id))
 
     # ---------------------------------------------------------------- reads
 
