@@ -18,12 +18,17 @@ MAX_NOTE = 2000
 MAX_EDITS = 100
 
 
+# defer_build: a model's validator and serializer are built on first use, not at
+# import: a cold start builds the two or three models its route needs instead
+# of all of them (bench/cold_start.py).
+
+
 class RequestModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False, defer_build=True)
 
 
 class ResponseModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 def _not_blank(value: Optional[str]) -> Optional[str]:
