@@ -31,6 +31,8 @@ TARGETS: dict[str, Optional[int]] = {
     "delete": None,
     "share view (unprotected)": 2,
     "share view (again)": 2,
+    "share content (version HTML)": 3,
+    "share content, If-None-Match (304)": 2,
 }
 
 
@@ -61,7 +63,7 @@ def run_operations(http, api_key: str, app=None) -> dict[str, Measured]:
             response = getattr(http, method)(path, headers=headers or auth,
                                              **({"body": json.dumps(body)} if body is not None else {}))
         results[name] = Measured(name, response.status_code, list(log.calls))
-        assert response.status_code < 400, (name, response.status_code, response.body)
+        assert response.status_code < 400, (name, response.status_code, response.body[:300])
         return json.loads(response.body) if response.body else {}
 
     html = "<h1>Round trips</h1><p>" + "lorem ipsum " * 200 + "</p><p>tail</p>"
@@ -77,14 +79,23 @@ def run_operations(http, api_key: str, app=None) -> dict[str, Measured]:
     run("get with html", "get", f"/api/v1/documents/{doc_id}?include_html=true")
     run("list", "get", "/api/v1/documents?limit=10")
     run("find (?query=)", "get", "/api/v1/documents?query=bench")
-    run("edit", "post", f"/api/v1/documents/{doc_id}/edit",
-        {"edits": [{"old_string": "<p>tail</p>", "new_string": "<p>end</p>"}]}, json_auth)
+    edited = run("edit", "post", f"/api/v1/documents/{doc_id}/edit",
+                 {"edits": [{"old_string": "<p>tail</p>", "new_string": "<p>end</p>"}]}, json_auth)
     run("/me", "get", "/api/v1/me")
     run("update (PATCH)", "patch", f"/api/v1/documents/{doc_id}", {"title": "Renamed"}, json_auth)
     if app is not None and has_share_routes(app):
         share_path = urlparse(doc["share_url"]).path
         run("share view (unprotected)", "get", share_path, headers={})
         run("share view (again)", "get", share_path, headers={})
+        if "/d/{share_id}/v/{version_id}" in app.routes:
+            content = f"{share_path}/v/{edited['version_id']}"
+            with count_aws_calls() as log:
+                response = http.get(content, headers={"Accept-Encoding": "gzip"})
+            assert response.status_code == 200, response.status_code
+            results["share content (version HTML)"] = Measured("share content (version HTML)", 200, list(log.calls))
+            etag = response.headers.get("etag") or response.headers.get("ETag")
+            run("share content, If-None-Match (304)", "get", content,
+                headers={"Accept-Encoding": "gzip", "If-None-Match": etag})
     run("delete", "delete", f"/api/v1/documents/{doc_id}")
     return results
 
