@@ -64,7 +64,8 @@ def run_operations(http, api_key: str, app=None) -> dict[str, Measured]:
                                              **({"body": json.dumps(body)} if body is not None else {}))
         results[name] = Measured(name, response.status_code, list(log.calls))
         assert response.status_code < 400, (name, response.status_code, response.body[:300])
-        return json.loads(response.body) if response.body else {}
+        is_json = "json" in (response.headers.get("content-type") or response.headers.get("Content-Type") or "")
+        return json.loads(response.body) if response.body and is_json else {}
 
     html = "<h1>Round trips</h1><p>" + "lorem ipsum " * 200 + "</p><p>tail</p>"
     doc = run("publish (new document)", "post", "/api/v1/publish", {"title": "Bench", "html": html}, json_auth)
