@@ -23,21 +23,26 @@ ENGINE_TARGET = 3.0
 
 
 def time_engine(kind: str, repeat: int) -> dict:
-    from chalicelib.domain.edits import apply_edits
+    from chalicelib.domain.edits import apply_edits, apply_edits_utf8
 
     html = document(kind)
+    data = html.encode("utf-8")
     edits = edit_batch(html)
     assert apply_edits(html, edits).html == str_replace_pass(html, edits)
-    floor, engine = [], []
-    for _ in range(repeat):  # interleaved, so load on the machine hits both alike
-        start = time.perf_counter()
+    assert apply_edits_utf8(data, edits).html == str_replace_pass(html, edits).encode("utf-8")
+    floor, engine, stored = [], [], []
+    for _ in range(repeat):  # interleaved, so load on the machine hits all alike
+        start = time.process_time()
         str_replace_pass(html, edits)
-        floor.append(time.perf_counter() - start)
-        start = time.perf_counter()
+        floor.append(time.process_time() - start)
+        start = time.process_time()
         apply_edits(html, edits)
-        engine.append(time.perf_counter() - start)
-    return {"kind": kind, "bytes": len(html.encode()), "edits": len(edits),
-            "floor": statistics.median(floor), "engine": statistics.median(engine)}
+        engine.append(time.process_time() - start)
+        start = time.process_time()
+        apply_edits_utf8(data, edits)
+        stored.append(time.process_time() - start)
+    return {"kind": kind, "bytes": len(data), "edits": len(edits), "floor": statistics.median(floor),
+            "engine": statistics.median(engine), "stored": statistics.median(stored)}
 
 
 def time_handler(kind: str, repeat: int) -> dict:
@@ -93,8 +98,11 @@ def main() -> None:
     for kind in ("ascii", "ja"):
         r = time_engine(kind, args.repeat)
         verdict = "met" if r["engine"] / r["floor"] < ENGINE_TARGET else "MISSED"
-        rows.append([f"engine, {kind} ({r['bytes']:,} B, {r['edits']} edits)", ms(r["floor"]), ms(r["engine"]),
-                     ratio(r["engine"], r["floor"]), f"< {ENGINE_TARGET:.0f}x {verdict}"])
+        rows.append([f"engine apply_edits (str), {kind} ({r['bytes']:,} B, {r['edits']} edits)", ms(r["floor"]),
+                     ms(r["engine"]), ratio(r["engine"], r["floor"]), f"< {ENGINE_TARGET:.0f}x {verdict}"])
+        verdict = "met" if r["stored"] / r["floor"] < ENGINE_TARGET else "MISSED"
+        rows.append([f"engine apply_edits_utf8 (stored bytes, as the service runs it), {kind}", ms(r["floor"]),
+                     ms(r["stored"]), ratio(r["stored"], r["floor"]), f"< {ENGINE_TARGET:.0f}x {verdict}"])
     for kind in ("ascii", "ja"):
         r = time_handler(kind, max(3, args.repeat // 2))
         rows.append([f"edit handler, {kind} (moto in-process, {r['calls']} AWS calls)", ms(r["floor"]),
@@ -103,6 +111,9 @@ def main() -> None:
         rows.append([f"edit handler minus moto's own work ({ms(r['aws'])}), {kind}", ms(r["floor"]),
                      ms(own), ratio(own, r["floor"]), "reported"])
     print_table(["measured", "floor: str.replace pass", "time (median)", "ratio", "target"], rows)
+    print("Engine rows: CPU time (process_time). Handler rows: wall time of the whole Lambda invocation\n"
+          "(parse, auth, S3 get, engine, S3 put, transaction) with moto in the same process; the\n"
+          "'minus moto' row subtracts the emulator's own work, timed with botocore before-send hooks.")
 
 
 if __name__ == "__main__":

@@ -92,8 +92,8 @@ def _as_bytes_outcome(result):
 
 
 @settings(max_examples=300, deadline=None)
-@given(utf8_text, utf8_edits)
-def test_utf8_engine_matches_the_str_engine(html, batch):
+@given(utf8_text, utf8_edits, st.sampled_from([0, 100]))
+def test_utf8_engine_matches_the_str_engine(html, batch, max_edits_on_bytes):
     """Editing the stored bytes gives the encoded result of editing the text,
     with the same counts, errors and closest_match hints."""
     from chalicelib.domain.edits import apply_edits_utf8
@@ -105,7 +105,10 @@ def test_utf8_engine_matches_the_str_engine(html, batch):
         except (EditNotFound, EditAmbiguous, NoChange) as exc:
             return (type(exc).__name__, exc.details, str(exc))
 
-    assert _as_bytes_outcome(run(apply_edits_utf8, html.encode("utf-8"))) == \
+    def utf8_engine(data, edits):
+        return apply_edits_utf8(data, edits, max_edits_on_bytes)
+
+    assert _as_bytes_outcome(run(utf8_engine, html.encode("utf-8"))) == \
         _as_bytes_outcome(run(apply_edits, html))
 
 
