@@ -28,8 +28,11 @@ test-fast: $(BIN)/.installed
 admin: $(BIN)/.installed
 	@$(BIN)/python -m scripts.admin $(ARGS)
 
+# Every bench prints a markdown table with its floor measured in the same run
+# (docs/performance.md). They use moto (in-process or a child server), never AWS.
+BENCHES := aws_calls edit_engine large_documents cold_start share_views
 bench: $(BIN)/.installed
-	$(BIN)/python -m bench.aws_calls
+	@set -e; for b in $(BENCHES); do $(BIN)/python -m bench.$$b; done
 
 # AWS: template + zip into $(BUILD_DIR)/, lint it, deploy it (docs/deploy.md).
 package: $(BIN)/.installed

@@ -10,7 +10,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Iterable, Optional, Protocol
 
-from chalicelib.errors import EditAmbiguous, EditNotFound, NoChange
+from chalicelib.errors import EditAmbiguous, EditNotFound, InvalidJson, NoChange
 
 CLOSEST_MATCH_MAX_CHARS = 200
 # Fuzzy search is quadratic-ish; only try it where it stays cheap.
@@ -25,21 +25,50 @@ class Edit(Protocol):
 
 @dataclass(frozen=True)
 class EditOutcome:
-    html: str
+    html: str  # bytes for apply_edits_utf8
     edits_applied: int
     replacements: int
 
 
 def apply_edits(html: str, edits: Iterable[Edit]) -> EditOutcome:
+    return _apply(html, edits, utf8=False)
+
+
+# Above this many edits a non-ASCII document is decoded first (see below).
+MAX_EDITS_ON_BYTES = 8
+
+
+def apply_edits_utf8(data: bytes, edits: Iterable[Edit], max_edits_on_bytes: int = MAX_EDITS_ON_BYTES
+                     ) -> EditOutcome:
+    """apply_edits on the UTF-8 bytes of a stored document: the same result
+    (encoded), counts and errors, by the cheaper of two equivalent routes.
+
+    Matching the encoded strings in the bytes is exact (UTF-8 is
+    self-synchronising: a match always falls on character boundaries, and the
+    non-overlapping occurrences are the same) and skips a decode and an encode
+    of up to 4 MiB (~17 ms for Japanese). But each edit then scans bytes, not
+    characters: 2.6x more units in CJK text, ~1.3 ms more per edit on 4 MiB. So
+    ASCII documents and short batches stay on bytes; long batches on non-ASCII
+    text are decoded, edited as str, and encoded (bench/edit_engine.py)."""
+    edits = list(edits)
+    if len(edits) <= max_edits_on_bytes or data.isascii():
+        return _apply(data, edits, utf8=True)
+    outcome = _apply(data.decode("utf-8"), edits, utf8=False)
+    return EditOutcome(_utf8(outcome.html), outcome.edits_applied, outcome.replacements)
+
+
+def _apply(html, edits: Iterable[Edit], utf8: bool) -> EditOutcome:
     current = html
     replacements = 0
     applied = 0
     for index, edit in enumerate(edits):
         old, new = edit.old_string, edit.new_string
-        count = current.count(old)
+        if utf8:
+            old, new = _utf8(old), _utf8(new)
+        result, count = _replace(current, old, new, edit.replace_all)
         if count == 0:
             details: dict = {"edit_index": index}
-            hint = closest_match(current, old)
+            hint = _closest_utf8(current, edit.old_string) if utf8 else closest_match(current, old)
             if hint is not None:
                 details["closest_match"] = hint
             raise EditNotFound(
@@ -54,12 +83,55 @@ def apply_edits(html: str, edits: Iterable[Edit]) -> EditOutcome:
                 "to make it unique, or set replace_all to true",
                 {"edit_index": index, "match_count": count},
             )
-        current = current.replace(old, new)
+        current = result
         replacements += count
         applied += 1
     if current == html:
         raise NoChange("The edits leave the document unchanged.")
     return EditOutcome(html=current, edits_applied=applied, replacements=replacements)
+
+
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # The HTTP layer leaves these fields to us (entrypoints/http.py); same error as there.
+        raise InvalidJson("The request body contains an unpaired UTF-16 surrogate.") from None
+
+
+def _closest_utf8(data: bytes, needle: str) -> Optional[str]:
+    # closest_match gives up above CLOSEST_MATCH_MAX_DOCUMENT characters; a
+    # character is at most 4 bytes, so decode only when it might not.
+    if len(data) > CLOSEST_MATCH_MAX_DOCUMENT * 4:
+        return None
+    return closest_match(data.decode("utf-8", "replace"), needle)
+
+
+def _replace(text, old, new, replace_all: bool):
+    """(text with the replacement made, number of non-overlapping matches).
+
+    The result is None when the edit must fail (no match, or several without
+    replace_all); the count is then exact. Each path scans the text about once
+    and copies it once, like a bare `str.replace` (bench/edit_engine.py):
+    - replace_all: replace, and derive the count from the change in length
+      (a separate count() pass only when old and new have the same length);
+    - otherwise: find the first match and look for a second non-overlapping one
+      after it (the same test as count() > 1), then replace just the first.
+    """
+    if replace_all:
+        if len(old) != len(new):
+            result = text.replace(old, new)
+            return result, (len(result) - len(text)) // (len(new) - len(old))
+        count = text.count(old)
+        return (text.replace(old, new) if count else None), count
+    first = text.find(old)
+    if first < 0:
+        return None, 0
+    if text.find(old, first + len(old)) >= 0:
+        count = text.count(old)
+        if count > 1:
+            return None, count
+    return text.replace(old, new, 1), 1
 
 
 def closest_match(text: str, needle: str) -> Optional[str]:

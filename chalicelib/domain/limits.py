@@ -1,13 +1,22 @@
 """Size rule shared by publish, edit and dashboard upload."""
 from __future__ import annotations
 
-from chalicelib.errors import DocumentTooLarge
+from chalicelib.errors import DocumentTooLarge, InvalidJson
 from chalicelib.models import MAX_HTML_BYTES
 
 
 def encoded_html(html: str) -> bytes:
     """UTF-8 bytes of a document, refusing anything over the limit with 413."""
-    data = html.encode("utf-8")
+    try:
+        data = html.encode("utf-8")
+    except UnicodeEncodeError:
+        # Only reachable with a lone surrogate the JSON parse let through.
+        raise InvalidJson("The request body contains an unpaired UTF-16 surrogate.") from None
+    return checked_size(data)
+
+
+def checked_size(data: bytes) -> bytes:
+    """`data` if within the limit, else 413 `document_too_large`."""
     if len(data) > MAX_HTML_BYTES:
         raise DocumentTooLarge(
             f"The HTML is {len(data):,} bytes; the limit is {MAX_HTML_BYTES:,} bytes (4 MiB). "

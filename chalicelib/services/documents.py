@@ -20,8 +20,8 @@ from chalicelib.adapters.dynamodb import (
     BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
 )
 from chalicelib.domain import plans
-from chalicelib.domain.edits import apply_edits
-from chalicelib.domain.limits import encoded_html
+from chalicelib.domain.edits import apply_edits_utf8
+from chalicelib.domain.limits import checked_size, encoded_html
 from chalicelib.domain.ratelimit import SlotDecision, take_slot
 from chalicelib.errors import (
     InvalidApiKey, NotFound, PlanLimitReached, ValidationFailed, VersionConflict,
@@ -80,8 +80,13 @@ def version_model(item: dict) -> VersionInfo:
                        created_at=rfc3339(item["created_ms"]), size_bytes=item["size_bytes"])
 
 
-def _sha256_b64(data: bytes) -> str:
-    return base64.b64encode(hashlib.sha256(data).digest()).decode()
+def _request_hash(request: PublishRequest, data: bytes) -> str:
+    """What Idempotency-Key replays compare: every field, the HTML as its UTF-8
+    bytes (already made), without serialising a 4 MiB document to JSON again."""
+    digest = hashlib.sha256(request.model_dump_json(exclude={"html"}).encode())
+    digest.update(b"\0")
+    digest.update(data)
+    return digest.hexdigest()
 
 
 class DocumentService:
@@ -90,9 +95,10 @@ class DocumentService:
 
     # ---------------------------------------------------------------- loading
 
-    def _load(self, who: Who, document_id: Optional[str] = None, idempotency_digest: Optional[str] = None
-              ) -> tuple[Actor, Optional[dict], Optional[dict]]:
-        """Verify the caller and read the document (and idempotency record) in one round trip."""
+    def _load(self, who: Who, document_id: Optional[str] = None, idempotency_digest: Optional[str] = None,
+              include_deleting: bool = False) -> tuple[Actor, Optional[dict], Optional[dict]]:
+        """Verify the caller and read the document (and idempotency record) in one round trip.
+        `include_deleting` also finds a document whose delete was interrupted."""
         if isinstance(who, Actor):
             doc = self.ctx.documents.get(document_id) if document_id else None
             actor = who
@@ -101,7 +107,9 @@ class DocumentService:
             key_item, doc, idem = self.ctx.documents.get_with_key(who.key_id, document_id, idempotency_digest)
             key_item = auth.verify(who, key_item)
             actor = Actor(key_item["workspace_id"], key_item)
-        if document_id and not self._visible(doc, actor):
+        visible = (doc is not None and doc.get("workspace_id") == actor.workspace_id) if include_deleting \
+            else self._visible(doc, actor)
+        if document_id and not visible:
             raise NotFound(f"No document {document_id} in this workspace.")
         return actor, doc, idem
 
@@ -134,7 +142,7 @@ class DocumentService:
             if not 1 <= len(idempotency_key) <= MAX_IDEMPOTENCY_KEY:
                 raise ValidationFailed.field("Idempotency-Key", "must be 1 to 255 characters")
             digest = hashlib.sha256(idempotency_key.encode()).hexdigest()
-            request_hash = hashlib.sha256(request.model_dump_json().encode()).hexdigest()
+            request_hash = _request_hash(request, data)
         actor, doc, idem = self._load(who, request.document_id, digest)
         if digest and actor.key_item is None:
             digest = None  # idempotency is a feature of API keys
@@ -154,7 +162,7 @@ class DocumentService:
                 now_ms = self.ctx.now_ms()
                 decision, slot = self._slot(actor, now_ms)
                 if not stored:
-                    self.ctx.blobs.put_html(object_key, data, _sha256_b64(data))
+                    self.ctx.blobs.put_html(object_key, data)
                     stored = True
                 version = {"version_id": version_id, "number": (doc["version_count"] + 1) if doc else 1,
                            "note": request.note, "created_ms": now_ms, "size_bytes": len(data),
@@ -247,20 +255,21 @@ class DocumentService:
         actor, doc, _ = self._load(who, document_id)
         if request.base_version_id and request.base_version_id != doc["latest_version_id"]:
             raise self._conflict(doc)
-        html = None
+        before = None
         for attempt in range(MAX_WRITE_ATTEMPTS):
             self.ctx.backoff(attempt)
             now_ms = self.ctx.now_ms()
             decision, slot = self._slot(actor, now_ms)
-            if html is None:
-                html = self._read_html(doc, doc["latest_version_id"])
-            outcome = apply_edits(html, request.edits)
-            data = encoded_html(outcome.html)
+            if before is None:
+                before = self._read_bytes(doc, doc["latest_version_id"])
+            # The engine works on the stored UTF-8 bytes: no decode, no re-encode.
+            outcome = apply_edits_utf8(before, request.edits)
+            data = checked_size(outcome.html)
             version_id = new_version_id()
             object_key = version_key(actor.workspace_id, document_id, version_id)
             version = {"version_id": version_id, "number": doc["version_count"] + 1, "note": request.note,
                        "created_ms": now_ms, "size_bytes": len(data), "s3_key": object_key}
-            self.ctx.blobs.put_html(object_key, data, _sha256_b64(data))
+            self.ctx.blobs.put_html(object_key, data)
             try:
                 self.ctx.documents.append_version(doc, version, {}, slot, None)
             except GuardFailed:
@@ -274,13 +283,13 @@ class DocumentService:
                     raise NotFound(f"No document {document_id} in this workspace.")
                 if request.base_version_id:
                     raise self._conflict(doc)
-                html = None  # re-apply the batch to the new latest version
+                before = None  # re-apply the batch to the new latest version
                 continue
             except BaseException:
                 self._discard(object_key)
                 raise
             summary = EditSummary(edits_applied=outcome.edits_applied, replacements=outcome.replacements,
-                                  size_bytes_before=len(html.encode("utf-8")), size_bytes_after=len(data))
+                                  size_bytes_before=len(before), size_bytes_after=len(data))
             response = EditResponse(document_id=document_id, version_id=version_id,
                                     version_number=version["number"], share_url=share_url(doc["share_id"]),
                                     summary=summary)
@@ -289,8 +298,10 @@ class DocumentService:
                               {"latest_version_id": doc["latest_version_id"]})
 
     def _read_html(self, doc: dict, version_id: str) -> str:
-        key = version_key(doc["workspace_id"], doc["document_id"], version_id)
-        return self.ctx.blobs.get_html(key).decode("utf-8")
+        return self._read_bytes(doc, version_id).decode("utf-8")
+
+    def _read_bytes(self, doc: dict, version_id: str) -> bytes:
+        return self.ctx.blobs.get_html(version_key(doc["workspace_id"], doc["document_id"], version_id))
 
     # ---------------------------------------------------------------- reads
 
@@ -376,10 +387,7 @@ class DocumentService:
         return self.get(actor, document_id)
 
     def delete(self, who: Who, document_id: str) -> None:
-        actor = self._actor(who)
-        doc = self.ctx.documents.get(document_id)
-        if doc is None or doc.get("workspace_id") != actor.workspace_id:
-            raise NotFound(f"No document {document_id} in this workspace.")
+        _, doc, _ = self._load(who, document_id, include_deleting=True)  # key + document: one round trip
         if not doc.get("deleting"):
             try:
                 self.ctx.documents.begin_delete(doc)
