@@ -57,7 +57,39 @@ def package(stage: str, out: Path) -> Path:
     template = out / TEMPLATE_NAME
     template.write_text(json.dumps(yaml.safe_load(written.read_text()), indent=2) + "\n")
     written.unlink()
+    precompile(out / "deployment.zip")
     return template
+
+
+def precompile(zip_path: Path) -> int:
+    """Add byte-code to the zip. Lambda's code folder is read-only, so without
+    shipped .pyc files every cold start compiles boto3, pydantic and our code
+    from source again. Unchecked-hash .pyc files are used without looking at
+    source timestamps (zip timestamps are meaningless). Returns files compiled."""
+    import compileall
+    import py_compile
+    import tempfile
+    import zipfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        with zipfile.ZipFile(zip_path) as archive:
+            modes = {info.filename: info.external_attr for info in archive.infolist()}
+            archive.extractall(root)
+        compileall.compile_dir(str(root), quiet=2, workers=0, legacy=False, optimize=-1,
+                               invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+        rebuilt = zip_path.with_suffix(".tmp")
+        compiled = 0
+        with zipfile.ZipFile(rebuilt, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for path in sorted(p for p in root.rglob("*") if p.is_file()):
+                name = path.relative_to(root).as_posix()
+                info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.external_attr = modes.get(name, 0o644 << 16)
+                compiled += name.endswith(".pyc")
+                archive.writestr(info, path.read_bytes())
+        rebuilt.replace(zip_path)
+    return compiled
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -710,3 +710,16 @@ def test_share_cache_key_matches_the_app(template):
     assert template["Parameters"]["UnlockCookieName"]["Default"] == UNLOCK_COOKIE
     key = resources["ShareCachePolicy"]["Properties"]["CachePolicyConfig"]["ParametersInCacheKeyAndForwardedToOrigin"]
     assert key["QueryStringsConfig"] == {"QueryStringBehavior": "whitelist", "QueryStrings": ["v"]}
+
+
+def test_zip_ships_bytecode_for_fast_cold_starts(build):
+    """Lambda cannot write .pyc files: the zip carries them, for our code and dependencies."""
+    import sys
+    import zipfile
+
+    tag = sys.implementation.cache_tag
+    with zipfile.ZipFile(build / "deployment.zip") as archive:
+        names = set(archive.namelist())
+    assert f"__pycache__/app.{tag}.pyc" in names
+    assert f"chalicelib/services/__pycache__/documents.{tag}.pyc" in names
+    assert f"pydantic/__pycache__/main.{tag}.pyc" in names
