@@ -6,7 +6,7 @@ PORT ?= 8000
 STAGE ?= dev
 export PORT
 
-.PHONY: run test test-fast admin bench package deploy lint-infra clean
+.PHONY: run test test-fast admin bench load openapi package deploy lint-infra clean
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,12 @@ admin: $(BIN)/.installed
 
 bench: $(BIN)/.installed
 	$(BIN)/python -m bench.aws_calls
+
+openapi: $(BIN)/.installed
+	$(BIN)/python -m scripts.export_openapi
+
+load: $(BIN)/.installed
+	$(BIN)/python -m bench.load $(ARGS)
 
 clean:
 	rm -rf build .pytest_cache
