@@ -69,6 +69,10 @@ class EditRequest(RequestModel):
 
 
 class UpdateDocumentRequest(RequestModel):
+    # The service wants at least one of them not null; say so in the schema too.
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"required": [name], "properties": {name: {"type": "string"}}} for name in ("title", "description")]})
+
     title: Optional[Title] = None
     description: Optional[Description] = None
 
