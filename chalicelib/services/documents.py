@@ -11,6 +11,7 @@ import base64
 import hashlib
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -78,6 +79,20 @@ def version_model(item: dict) -> VersionInfo:
                        created_at=rfc3339(item["created_ms"]), size_bytes=item["size_bytes"])
 
 
+_DOCUMENT_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+def well_formed_id(document_id: Optional[str]) -> bool:
+    """Only a UUID can name a document: anything else is 404 without a storage call
+    (DynamoDB refuses keys over 2 KB with an error that must not become a 5xx)."""
+    return isinstance(document_id, str) and _DOCUMENT_ID.match(document_id) is not None
+
+
+def document_not_found(document_id: str) -> NotFound:
+    shown = document_id if well_formed_id(document_id) else "with that id"
+    return NotFound(f"No document {shown} in this workspace.")
+
+
 def _sha256_b64(data: bytes) -> str:
     return base64.b64encode(hashlib.sha256(data).digest()).decode()
 
@@ -91,16 +106,17 @@ class DocumentService:
     def _load(self, who: Who, document_id: Optional[str] = None, idempotency_digest: Optional[str] = None
               ) -> tuple[Actor, Optional[dict], Optional[dict]]:
         """Verify the caller and read the document (and idempotency record) in one round trip."""
+        lookup_id = document_id if well_formed_id(document_id) else None
         if isinstance(who, Actor):
-            doc = self.ctx.documents.get(document_id) if document_id else None
+            doc = self.ctx.documents.get(lookup_id) if lookup_id else None
             actor = who
             idem = None
         else:
-            key_item, doc, idem = self.ctx.documents.get_with_key(who.key_id, document_id, idempotency_digest)
+            key_item, doc, idem = self.ctx.documents.get_with_key(who.key_id, lookup_id, idempotency_digest)
             key_item = auth.verify(who, key_item)
             actor = Actor(key_item["workspace_id"], key_item)
         if document_id and not self._visible(doc, actor):
-            raise NotFound(f"No document {document_id} in this workspace.")
+            raise document_not_found(document_id)
         return actor, doc, idem
 
     @staticmethod
@@ -178,7 +194,7 @@ class DocumentService:
                 except StaleDocument:
                     doc = self.ctx.documents.get(document_id)
                     if not self._visible(doc, actor):
-                        raise NotFound(f"No document {document_id} in this workspace.")
+                        raise document_not_found(document_id)
                     if request.base_version_id:
                         raise self._conflict(doc)
                     continue
@@ -267,7 +283,7 @@ class DocumentService:
                 self._discard(object_key)
                 doc = self.ctx.documents.get(document_id)
                 if not self._visible(doc, actor):
-                    raise NotFound(f"No document {document_id} in this workspace.")
+                    raise document_not_found(document_id)
                 if request.base_version_id:
                     raise self._conflict(doc)
                 html = None  # re-apply the batch to the new latest version
@@ -294,9 +310,11 @@ class DocumentService:
     def get(self, who: Who, document_id: str, include_html: bool = False,
             version_id: Optional[str] = None) -> DocumentDetail:
         actor = self._actor(who)
+        if not well_formed_id(document_id):
+            raise document_not_found(document_id)
         doc, versions = self.ctx.documents.get_with_versions(document_id)
         if not self._visible(doc, actor):
-            raise NotFound(f"No document {document_id} in this workspace.")
+            raise document_not_found(document_id)
         html = None
         if version_id is not None and not any(v["version_id"] == version_id for v in versions):
             raise NotFound(f"No version {version_id} of document {document_id}.")
@@ -308,9 +326,11 @@ class DocumentService:
     def get_html(self, who: Who, document_id: str, version_number: Optional[int] = None) -> tuple[dict, dict, str]:
         """(document, version, html) of the latest or a numbered version."""
         actor = self._actor(who)
+        if not well_formed_id(document_id):
+            raise document_not_found(document_id)
         doc = self.ctx.documents.get(document_id)
         if not self._visible(doc, actor):
-            raise NotFound(f"No document {document_id} in this workspace.")
+            raise document_not_found(document_id)
         number = version_number or doc["version_count"]
         version = self.ctx.documents.get_version(document_id, number)
         if version is None:
@@ -369,14 +389,16 @@ class DocumentService:
         try:
             self.ctx.documents.update_fields(doc, fields)
         except StaleDocument as exc:
-            raise NotFound(f"No document {document_id} in this workspace.") from exc
+            raise document_not_found(document_id) from exc
         return self.get(actor, document_id)
 
     def delete(self, who: Who, document_id: str) -> None:
         actor = self._actor(who)
+        if not well_formed_id(document_id):
+            raise document_not_found(document_id)
         doc = self.ctx.documents.get(document_id)
         if doc is None or doc.get("workspace_id") != actor.workspace_id:
-            raise NotFound(f"No document {document_id} in this workspace.")
+            raise document_not_found(document_id)
         if not doc.get("deleting"):
             try:
                 self.ctx.documents.begin_delete(doc)
