@@ -19,6 +19,7 @@ from chalicelib import config
 from chalicelib.adapters.blobs import document_prefix, version_key
 from chalicelib.adapters.dynamodb import (
     BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
+    definitely_not_applied,
 )
 from chalicelib.domain import plans
 from chalicelib.domain.edits import apply_edits
@@ -198,6 +199,13 @@ class DocumentService:
                     if request.base_version_id:
                         raise self._conflict(doc)
                     continue
+                except DocpubError:
+                    raise  # refused: nothing committed, the object is discarded below
+                except BaseException as exc:
+                    if not definitely_not_applied(exc):
+                        stored = False  # outcome unknown: keep the object (see _outcome_unknown)
+                        self._outcome_unknown(object_key)
+                    raise
                 stored = False  # committed: the object is referenced now
                 return WriteResult(response, decision.headers() if decision else {})
             raise VersionConflict("The document kept changing while publishing; retry.",
@@ -249,6 +257,13 @@ class DocumentService:
             log.warning("could not delete unreferenced object", extra={"s3_key": object_key})
 
     @staticmethod
+    def _outcome_unknown(object_key: str) -> None:
+        """The transaction failed without saying whether it committed (a timeout can
+        hide a commit). Deleting the object could leave a committed version without
+        its HTML, so it stays: sweep_orphans removes it if no version refers to it."""
+        log.warning("write outcome unknown; object left for the orphan sweep", extra={"s3_key": object_key})
+
+    @staticmethod
     def _conflict(doc: dict) -> VersionConflict:
         return VersionConflict(
             f"base_version_id is not the latest version; the latest is {doc['latest_version_id']}.",
@@ -288,8 +303,11 @@ class DocumentService:
                     raise self._conflict(doc)
                 html = None  # re-apply the batch to the new latest version
                 continue
-            except BaseException:
-                self._discard(object_key)
+            except BaseException as exc:
+                if definitely_not_applied(exc):
+                    self._discard(object_key)
+                else:
+                    self._outcome_unknown(object_key)
                 raise
             summary = EditSummary(edits_applied=outcome.edits_applied, replacements=outcome.replacements,
                                   size_bytes_before=len(html.encode("utf-8")), size_bytes_after=len(data))
