@@ -28,10 +28,13 @@ def _patch_route_miss() -> None:
         try:
             return original(self, method, path, headers, body)
         except chalice_local.ForbiddenError:
+            from chalicelib.entrypoints.http import HTML_SECURITY_HEADERS
+
             wants_html = path.startswith("/d/") or path.startswith("/dashboard")
+            headers = ({"Content-Type": "text/html; charset=utf-8", **HTML_SECURITY_HEADERS} if wants_html
+                       else {"Content-Type": "application/json; charset=utf-8"})
             return {"statusCode": 404,
-                    "headers": {"Content-Type": "text/html; charset=utf-8" if wants_html
-                                else "application/json; charset=utf-8"},
+                    "headers": headers,
                     "multiValueHeaders": {},
                     "body": (NOT_FOUND_HTML if wants_html else NOT_FOUND_JSON).decode()}
 
