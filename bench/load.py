@@ -261,7 +261,11 @@ def verify(base_url: str, key: str, stats: Stats) -> dict:
         list(pool.map(check, stats.acked))
         with httpx.Client(base_url=base_url, headers={"X-Api-Key": key}, timeout=60) as client:
             for document_id, markers in stats.shared_markers.items():
-                detail = client.get(f"/api/v1/documents/{document_id}", params={"include_html": "true"}).json()
+                r = client.get(f"/api/v1/documents/{document_id}", params={"include_html": "true"})
+                if r.status_code != 200:
+                    problems.append(f"shared {document_id}: {r.status_code} {r.text[:300]}")
+                    continue
+                detail = r.json()
                 missing = [m for m in markers if m not in detail["html"]]
                 if missing:
                     problems.append(f"shared {document_id}: {len(missing)} acknowledged edits lost")

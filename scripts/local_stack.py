@@ -31,12 +31,39 @@ def prepare_environment(data_dir: str) -> None:
     os.environ["DOCPUB_DATA_DIR"] = data_dir
 
 
+def serialize_emulated_dynamodb() -> None:
+    """One lock around every emulated DynamoDB request.
+
+    moto's DynamoDB is not safe under concurrent requests: TransactWriteItems
+    deep-copies each table it touches and, when any condition fails, puts that
+    copy back, wiping whatever other requests committed in between (documents
+    and acknowledged versions vanished under bench/load.py). Real DynamoDB
+    isolates transactions; serialising the emulator restores that guarantee.
+    """
+    import threading
+
+    from moto.dynamodb.responses import DynamoHandler
+
+    if getattr(DynamoHandler, "_docpub_serialized", False):
+        return
+    lock = threading.RLock()
+    call_action = DynamoHandler.call_action
+
+    def serialized(self):
+        with lock:
+            return call_action(self)
+
+    DynamoHandler.call_action = serialized
+    DynamoHandler._docpub_serialized = True
+
+
 def start_emulator():
     import logging
 
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per emulated call is noise
+    serialize_emulated_dynamodb()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
