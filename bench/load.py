@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -339,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-ops", type=int, default=200_000, help="stop after this many requests")
     parser.add_argument("--json", help="also write the result here")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--log", help="copy the stack's log here afterwards")
     parser.add_argument("--provision", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.provision:
@@ -354,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
             result = run(stack.base_url, keys, args.duration, args.max_ops, args.seed)
         finally:
             stack.stop()
+            if args.log:
+                shutil.copyfile(stack.log_path, args.log)
     print(markdown(result))
     if result["verification"]["problems"] or result["failures"]:
         print("\nFAILURES:", *result["failures"], *result["verification"]["problems"][:20], sep="\n")
