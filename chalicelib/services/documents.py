@@ -199,7 +199,7 @@ class DocumentService:
                     if request.base_version_id:
                         raise self._conflict(doc)
                     continue
-                except DocpubError:
+                except PlanLimitReached:
                     raise  # refused: nothing committed, the object is discarded below
                 except BaseException as exc:
                     if not definitely_not_applied(exc):
