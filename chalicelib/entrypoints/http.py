@@ -46,13 +46,14 @@ def request_id(app) -> str:
 
 # ------------------------------------------------------------------ parsing
 
-# Lambda's synchronous request payload limit: a deployed function never sees a
-# bigger body (API Gateway answers 413 itself). The same rule applies locally,
-# and it is checked before the body is decoded or parsed, so a body far over
-# the limit is never copied into a str and a dict. (Bodies between the 4 MiB
-# HTML limit and this one are parsed, and the service answers 413 with the
-# HTML's exact size.)
-MAX_REQUEST_BYTES = 6 * 1024 * 1024
+# The largest body that could still hold a valid request: a 4 MiB document with
+# every byte JSON-escaped (`\u00XX` is 6 characters), plus room for the other
+# fields. Anything bigger is refused before it is decoded or parsed, so it is
+# never copied into a str and a dict. (Deployed, API Gateway and Lambda refuse
+# bodies over 6 MB before the function runs; bodies between the 4 MiB HTML
+# limit and this bound are parsed, and the service answers 413 with the HTML's
+# exact size.)
+MAX_REQUEST_BYTES = 6 * MAX_HTML_BYTES + 1024 * 1024
 
 
 def check_body_size(request) -> None:
@@ -66,9 +67,9 @@ def check_body_size(request) -> None:
         size = len(raw) if raw else 0
     if size > MAX_REQUEST_BYTES:
         raise errors.DocumentTooLarge(
-            f"The request body is {size:,} bytes; bodies over {MAX_REQUEST_BYTES:,} bytes are refused "
-            f"unread. The HTML limit is {MAX_HTML_BYTES:,} bytes (4 MiB): host images at a URL instead "
-            "of inlining them.",
+            f"The request body is {size:,} bytes, more than any valid request ({MAX_REQUEST_BYTES:,}); "
+            f"it was not read. The HTML limit is {MAX_HTML_BYTES:,} bytes (4 MiB): host images at a URL "
+            "instead of inlining them.",
             {"limit_bytes": MAX_HTML_BYTES, "size_bytes": size})
 
 
