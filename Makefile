@@ -8,7 +8,7 @@ STACK ?= docpub-$(STAGE)
 BUILD_DIR ?= build
 export PORT
 
-.PHONY: run test test-fast admin bench package deploy lint-infra clean
+.PHONY: run test test-fast admin bench load openapi package deploy lint-infra clean
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,12 @@ lint-infra: package
 
 deploy: lint-infra
 	STAGE=$(STAGE) STACK=$(STACK) BUILD_DIR=$(BUILD_DIR) infra/deploy.sh
+
+openapi: $(BIN)/.installed
+	$(BIN)/python -m scripts.export_openapi
+
+load: $(BIN)/.installed
+	$(BIN)/python -m bench.load $(ARGS)
 
 clean:
 	rm -rf build .pytest_cache

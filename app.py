@@ -43,6 +43,14 @@ def health():
     return json_response(Health(status="ok"))
 
 
+@app.route("/api/v1/openapi.json", methods=["GET"])
+@api
+def openapi_document():
+    from chalicelib import openapi  # built on first request only
+
+    return json_response(openapi.document(app.routes))
+
+
 @app.route("/api/v1/me", methods=["GET"])
 @api
 def me():

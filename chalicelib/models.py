@@ -37,7 +37,10 @@ def _not_blank(value: Optional[str]) -> Optional[str]:
     return value
 
 
-Title = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TITLE)]
+# `_not_blank` enforces "not only whitespace"; the pattern says the same in the schema
+# (Python's `\s` is exactly what str.strip() removes).
+NOT_BLANK = Field(json_schema_extra={"pattern": r"\S"})
+Title = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TITLE), NOT_BLANK]
 Description = Annotated[str, StringConstraints(max_length=MAX_DESCRIPTION)]
 Note = Annotated[str, StringConstraints(max_length=MAX_NOTE)]
 def _bounded_text(min_length: int, max_length: int):
@@ -95,6 +98,10 @@ class EditRequest(RequestModel):
 
 
 class UpdateDocumentRequest(RequestModel):
+    # The service wants at least one of them not null; say so in the schema too.
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"required": [name], "properties": {name: {"type": "string"}}} for name in ("title", "description")]})
+
     title: Optional[Title] = None
     description: Optional[Description] = None
 
@@ -128,7 +135,7 @@ class ResolveFeedbackRequest(RequestModel):
 
 
 class FeedbackSubmission(RequestModel):
-    message: Annotated[str, StringConstraints(min_length=1, max_length=5000)]
+    message: Annotated[str, StringConstraints(min_length=1, max_length=5000), NOT_BLANK]
     name: Optional[Annotated[str, StringConstraints(max_length=100)]] = None
     quote: Optional[Annotated[str, StringConstraints(max_length=1000)]] = None
 

@@ -28,14 +28,48 @@ def _patch_route_miss() -> None:
         try:
             return original(self, method, path, headers, body)
         except chalice_local.ForbiddenError:
+            from chalicelib.entrypoints.http import HTML_SECURITY_HEADERS
+
             wants_html = path.startswith("/d/") or path.startswith("/dashboard")
+            headers = ({"Content-Type": "text/html; charset=utf-8", **HTML_SECURITY_HEADERS} if wants_html
+                       else {"Content-Type": "application/json; charset=utf-8"})
             return {"statusCode": 404,
-                    "headers": {"Content-Type": "text/html; charset=utf-8" if wants_html
-                                else "application/json; charset=utf-8"},
+                    "headers": headers,
                     "multiValueHeaders": {},
                     "body": (NOT_FOUND_HTML if wants_html else NOT_FOUND_JSON).decode()}
 
     chalice_local.LocalGateway.handle_request = handle_request
+
+
+def _patch_unsupported_methods() -> None:
+    """http.server answers methods without a `do_X` (TRACE, QUERY, …) with its own
+    501 HTML page; answer them like every other missing method: the contract's 405."""
+    from chalice.local import ChaliceRequestHandler, RouteMatcher
+
+    def method_not_allowed(self):
+        length = int(self.headers.get("content-length") or 0)
+        if length:
+            self.rfile.read(length)
+        app = self.local_gateway._app_object
+        try:
+            route = RouteMatcher(list(app.routes)).match_route(self.path).route
+        except ValueError:
+            route = None
+        if route is None:
+            return self._send_http_response(404, {"Content-Type": "application/json; charset=utf-8"},
+                                            NOT_FOUND_JSON)
+        allowed = ", ".join(sorted(m for m, e in app.routes[route].items() if e.view_name != "method_not_allowed"))
+        body = json.dumps({"error": {"code": "method_not_allowed",
+                                     "message": f"This route accepts {allowed}."}}).encode()
+        self._send_http_response(405, {"Content-Type": "application/json; charset=utf-8", "Allow": allowed}, body)
+
+    def any_other_method(self, name):
+        # http.server looks up `do_<METHOD>`; every method chalice does not route lands here.
+        if name.startswith("do_"):
+            return method_not_allowed.__get__(self)
+        raise AttributeError(name)
+
+    ChaliceRequestHandler.__getattr__ = any_other_method
 
 
 def main() -> int:
@@ -46,6 +80,7 @@ def main() -> int:
     parser.add_argument("--no-autoreload", action="store_true")
     args = parser.parse_args()
     _patch_route_miss()
+    _patch_unsupported_methods()
     from chalice.cli import create_local_server, reloader
     from chalice.cli.factory import CLIFactory
 

@@ -18,9 +18,9 @@ from tests.helpers import FakeClock  # noqa: E402
 
 @pytest.fixture(scope="session")
 def _aws():
-    from scripts.moto_atomic import make_dynamodb_atomic
+    from scripts.local_stack import serialize_emulated_dynamodb
 
-    make_dynamodb_atomic()
+    serialize_emulated_dynamodb()  # moto's transactions are not isolated under threads
     mock = moto.mock_aws()
     mock.start()
     yield mock

@@ -1,24 +1,52 @@
 """Lazily created, cached boto3 clients.
 
 Created on first use (cheap cold start; moto patches clients made after it is
-imported). Retries are deliberate: standard mode, bounded attempts, timeouts
-well below Lambda's so a slow call becomes a clean 503 rather than a timeout.
+imported). Retries are deliberate: standard mode (retries throttling, 5xx and
+transient network errors with jittered exponential backoff), bounded attempts,
+and timeouts short enough that one call that keeps failing ends well inside
+the Lambda timeout, as a clean 503 rather than an API Gateway 504.
 """
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 from chalicelib import config
 
+# .chalice/config.json `lambda_timeout` (API Gateway's own limit is 29 s); a test keeps them equal.
+LAMBDA_TIMEOUT_SECONDS = 29
+
+
+@dataclass(frozen=True)
+class RetryProfile:
+    connect_timeout: float
+    read_timeout: float
+    max_attempts: int  # total tries, the first one included
+
+    def worst_case_seconds(self) -> float:
+        """Every attempt times out, with the longest backoff between them
+        (standard mode waits up to 2**n seconds before retry n+1)."""
+        backoff = sum(min(20, 2 ** n) for n in range(self.max_attempts - 1))
+        return self.max_attempts * (self.connect_timeout + self.read_timeout) + backoff
+
+
+PROFILES = {
+    # DynamoDB answers in milliseconds; 3 s covers a busy transaction.
+    "dynamodb": RetryProfile(connect_timeout=1, read_timeout=3, max_attempts=3),
+    # S3 writes up to 4 MiB per version.
+    "s3": RetryProfile(connect_timeout=1, read_timeout=5, max_attempts=3),
+}
+
 
 @functools.lru_cache(maxsize=None)
-def _botocore_config():
+def _botocore_config(service: str):
     from botocore.config import Config
 
+    profile = PROFILES[service]
     return Config(
-        retries={"mode": "standard", "max_attempts": 3},
-        connect_timeout=2,
-        read_timeout=10,
+        retries={"mode": "standard", "total_max_attempts": profile.max_attempts},
+        connect_timeout=profile.connect_timeout,
+        read_timeout=profile.read_timeout,
         max_pool_connections=50,
     )
 
@@ -27,14 +55,14 @@ def _botocore_config():
 def dynamodb():
     import boto3
 
-    return boto3.client("dynamodb", region_name=config.aws_region(), config=_botocore_config())
+    return boto3.client("dynamodb", region_name=config.aws_region(), config=_botocore_config("dynamodb"))
 
 
 @functools.lru_cache(maxsize=None)
 def s3():
     import boto3
 
-    return boto3.client("s3", region_name=config.aws_region(), config=_botocore_config())
+    return boto3.client("s3", region_name=config.aws_region(), config=_botocore_config("s3"))
 
 
 def reset_clients() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
@@ -68,6 +69,25 @@ def decode_cursor(cursor: Optional[str], expected_keys: Iterable[str]) -> Option
             isinstance(v, dict) and set(v) == {"S"} and isinstance(v["S"], str) for v in data.values()):
         raise BadCursor("cursor is not valid")
     return data
+
+
+# DynamoDB refuses these before applying anything.
+_REFUSED_CODES = {"TransactionCanceledException", "ConditionalCheckFailedException", "ThrottlingException",
+                  "ProvisionedThroughputExceededException", "RequestLimitExceeded", "ValidationException"}
+
+
+def definitely_not_applied(exc: BaseException) -> bool:
+    """Whether a failed write is known not to have been applied. A timeout or a 5xx
+    may hide a commit; so may an earlier attempt of a call botocore retried (the
+    ClientRequestToken makes such retries idempotent, but a last attempt that was
+    refused says nothing about the first)."""
+    if isinstance(exc, ConditionFailed):
+        return True
+    if isinstance(exc, ClientError):
+        response = exc.response or {}
+        return (response.get("Error", {}).get("Code") in _REFUSED_CODES
+                and response.get("ResponseMetadata", {}).get("RetryAttempts", 0) == 0)
+    return False
 
 
 class ConditionFailed(Exception):
@@ -131,7 +151,9 @@ class Transaction:
         if not self.actions:
             return
         try:
-            aws.dynamodb().transact_write_items(TransactItems=self.actions)
+            # The token makes botocore's retries of this call idempotent: a retry of an
+            # attempt that committed but whose answer was lost succeeds instead of failing.
+            aws.dynamodb().transact_write_items(TransactItems=self.actions, ClientRequestToken=str(uuid.uuid4()))
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
                 raise

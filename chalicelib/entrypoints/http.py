@@ -15,6 +15,7 @@ from chalice import Response
 from pydantic import BaseModel, ValidationError
 
 from chalicelib import errors
+from chalicelib.models import MAX_HTML_BYTES
 
 log = logging.getLogger("docpub")
 
@@ -56,7 +57,35 @@ def client_ip(request) -> str:
 
 # ------------------------------------------------------------------ parsing
 
+# The largest body that could still hold a valid request: a 4 MiB document with
+# every byte JSON-escaped (`\u00XX` is 6 characters), plus room for the other
+# fields. Anything bigger is refused before it is decoded or parsed, so it is
+# never copied into a str and a dict. (Deployed, API Gateway and Lambda refuse
+# bodies over 6 MB before the function runs; bodies between the 4 MiB HTML
+# limit and this bound are parsed, and the service answers 413 with the HTML's
+# exact size.)
+MAX_REQUEST_BYTES = 6 * MAX_HTML_BYTES + 1024 * 1024
+
+
+def check_body_size(request) -> None:
+    """413 document_too_large for a body over MAX_REQUEST_BYTES, before any parsing."""
+    if request is None:
+        return
+    declared = request.headers.get("content-length")
+    size = int(declared) if declared and declared.isdigit() else 0
+    if size <= MAX_REQUEST_BYTES:
+        raw = request.raw_body  # already in memory; len() copies nothing
+        size = len(raw) if raw else 0
+    if size > MAX_REQUEST_BYTES:
+        raise errors.DocumentTooLarge(
+            f"The request body is {size:,} bytes, more than any valid request ({MAX_REQUEST_BYTES:,}); "
+            f"it was not read. The HTML limit is {MAX_HTML_BYTES:,} bytes (4 MiB): host images at a URL "
+            "instead of inlining them.",
+            {"limit_bytes": MAX_HTML_BYTES, "size_bytes": size})
+
+
 def parse_body(request, model: type[M]) -> M:
+    check_body_size(request)
     content_type = (request.headers.get("content-type") or "application/json").lower()
     if not content_type.startswith("application/json"):
         raise errors.UnsupportedMediaType("Send the body as application/json.")
@@ -177,6 +206,24 @@ def json_response(body: BaseModel | dict, status: int = 200, headers: Optional[d
     return Response(body=text, status_code=status, headers={"Content-Type": JSON_TYPE, **(headers or {})})
 
 
+HTML_TYPE = "text/html; charset=utf-8"
+# Every HTML page the service itself renders (share-link chrome, unlock form,
+# dashboard, error pages). A shared document's own HTML gets a sandboxing CSP
+# on top (API-CONTRACT.md section 6); tests/test_security.py checks all HTML answers.
+HTML_SECURITY_HEADERS = {
+    "Content-Security-Policy": ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+                                "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def html_response(body: str, status: int = 200, headers: Optional[dict] = None) -> Response:
+    return Response(body=body, status_code=status,
+                    headers={"Content-Type": HTML_TYPE, **HTML_SECURITY_HEADERS, **(headers or {})})
+
+
 def error_response(error: errors.DocpubError) -> Response:
     return json_response(error.body(), error.status, dict(error.headers))
 
@@ -218,6 +265,7 @@ def handles_errors(app) -> Callable:
         def wrapper(*args, **kwargs):
             request = app.current_request
             try:
+                check_body_size(request)
                 response = view(*args, **kwargs)
             except errors.DocpubError as exc:
                 response = error_response(exc)

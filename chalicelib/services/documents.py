@@ -11,6 +11,7 @@ import base64
 import hashlib
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -18,6 +19,7 @@ from chalicelib import config
 from chalicelib.adapters.blobs import document_prefix, version_key
 from chalicelib.adapters.dynamodb import (
     BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
+    definitely_not_applied,
 )
 from chalicelib.domain import plans
 from chalicelib.domain.edits import apply_edits_utf8
@@ -89,6 +91,20 @@ def _request_hash(request: PublishRequest, data: bytes) -> str:
     return digest.hexdigest()
 
 
+_DOCUMENT_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+def well_formed_id(document_id: Optional[str]) -> bool:
+    """Only a UUID can name a document: anything else is 404 without a storage call
+    (DynamoDB refuses keys over 2 KB with an error that must not become a 5xx)."""
+    return isinstance(document_id, str) and _DOCUMENT_ID.match(document_id) is not None
+
+
+def document_not_found(document_id: str) -> NotFound:
+    shown = document_id if well_formed_id(document_id) else "with that id"
+    return NotFound(f"No document {shown} in this workspace.")
+
+
 class DocumentService:
     def __init__(self, ctx: Optional[Context] = None):
         self.ctx = ctx or default_context()
@@ -99,18 +115,19 @@ class DocumentService:
               include_deleting: bool = False) -> tuple[Actor, Optional[dict], Optional[dict]]:
         """Verify the caller and read the document (and idempotency record) in one round trip.
         `include_deleting` also finds a document whose delete was interrupted."""
+        lookup_id = document_id if well_formed_id(document_id) else None
         if isinstance(who, Actor):
-            doc = self.ctx.documents.get(document_id) if document_id else None
+            doc = self.ctx.documents.get(lookup_id) if lookup_id else None
             actor = who
             idem = None
         else:
-            key_item, doc, idem = self.ctx.documents.get_with_key(who.key_id, document_id, idempotency_digest)
+            key_item, doc, idem = self.ctx.documents.get_with_key(who.key_id, lookup_id, idempotency_digest)
             key_item = auth.verify(who, key_item)
             actor = Actor(key_item["workspace_id"], key_item)
         visible = (doc is not None and doc.get("workspace_id") == actor.workspace_id) if include_deleting \
             else self._visible(doc, actor)
         if document_id and not visible:
-            raise NotFound(f"No document {document_id} in this workspace.")
+            raise document_not_found(document_id)
         return actor, doc, idem
 
     @staticmethod
@@ -189,10 +206,17 @@ class DocumentService:
                 except StaleDocument:
                     doc = self.ctx.documents.get(document_id)
                     if not self._visible(doc, actor):
-                        raise NotFound(f"No document {document_id} in this workspace.")
+                        raise document_not_found(document_id)
                     if request.base_version_id:
                         raise self._conflict(doc)
                     continue
+                except PlanLimitReached:
+                    raise  # refused: nothing committed, the object is discarded below
+                except BaseException as exc:
+                    if not definitely_not_applied(exc):
+                        stored = False  # outcome unknown: keep the object (see _outcome_unknown)
+                        self._outcome_unknown(object_key)
+                    raise
                 stored = False  # committed: the object is referenced now
                 return WriteResult(response, decision.headers() if decision else {})
             raise VersionConflict("The document kept changing while publishing; retry.",
@@ -244,6 +268,13 @@ class DocumentService:
             log.warning("could not delete unreferenced object", extra={"s3_key": object_key})
 
     @staticmethod
+    def _outcome_unknown(object_key: str) -> None:
+        """The transaction failed without saying whether it committed (a timeout can
+        hide a commit). Deleting the object could leave a committed version without
+        its HTML, so it stays: sweep_orphans removes it if no version refers to it."""
+        log.warning("write outcome unknown; object left for the orphan sweep", extra={"s3_key": object_key})
+
+    @staticmethod
     def _conflict(doc: dict) -> VersionConflict:
         return VersionConflict(
             f"base_version_id is not the latest version; the latest is {doc['latest_version_id']}.",
@@ -280,13 +311,16 @@ class DocumentService:
                 self._discard(object_key)
                 doc = self.ctx.documents.get(document_id)
                 if not self._visible(doc, actor):
-                    raise NotFound(f"No document {document_id} in this workspace.")
+                    raise document_not_found(document_id)
                 if request.base_version_id:
                     raise self._conflict(doc)
                 before = None  # re-apply the batch to the new latest version
                 continue
-            except BaseException:
-                self._discard(object_key)
+            except BaseException as exc:
+                if definitely_not_applied(exc):
+                    self._discard(object_key)
+                else:
+                    self._outcome_unknown(object_key)
                 raise
             summary = EditSummary(edits_applied=outcome.edits_applied, replacements=outcome.replacements,
                                   size_bytes_before=len(before), size_bytes_after=len(data))
@@ -308,9 +342,11 @@ class DocumentService:
     def get(self, who: Who, document_id: str, include_html: bool = False,
             version_id: Optional[str] = None) -> DocumentDetail:
         actor = self._actor(who)
+        if not well_formed_id(document_id):
+            raise document_not_found(document_id)
         doc, versions = self.ctx.documents.get_with_versions(document_id)
         if not self._visible(doc, actor):
-            raise NotFound(f"No document {document_id} in this workspace.")
+            raise document_not_found(document_id)
         html = None
         if version_id is not None and not any(v["version_id"] == version_id for v in versions):
             raise NotFound(f"No version {version_id} of document {document_id}.")
@@ -322,9 +358,11 @@ class DocumentService:
     def get_html(self, who: Who, document_id: str, version_number: Optional[int] = None) -> tuple[dict, dict, str]:
         """(document, version, html) of the latest or a numbered version."""
         actor = self._actor(who)
+        if not well_formed_id(document_id):
+            raise document_not_found(document_id)
         doc = self.ctx.documents.get(document_id)
         if not self._visible(doc, actor):
-            raise NotFound(f"No document {document_id} in this workspace.")
+            raise document_not_found(document_id)
         number = version_number or doc["version_count"]
         version = self.ctx.documents.get_version(document_id, number)
         if version is None:
@@ -383,7 +421,7 @@ class DocumentService:
         try:
             self.ctx.documents.update_fields(doc, fields)
         except StaleDocument as exc:
-            raise NotFound(f"No document {document_id} in this workspace.") from exc
+            raise document_not_found(document_id) from exc
         return self.get(actor, document_id)
 
     def delete(self, who: Who, document_id: str) -> None:

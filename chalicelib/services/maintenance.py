@@ -1,12 +1,18 @@
-"""Housekeeping: remove S3 objects that no stored version refers to.
+"""Housekeeping: remove S3 objects that no stored version refers to, and finish
+deletes that were interrupted.
 
-An object is written before the transaction that references it; if that
-transaction fails and the clean-up after it fails too, the object is orphaned.
-Objects younger than the grace period may belong to a write in flight.
+An object is written before the transaction that references it. If that
+transaction is refused, the object is deleted at once; if its outcome is
+unknown (a timeout may hide a commit) or the process dies in between, the
+object stays. Objects younger than the grace period may belong to a write in
+flight, so only older ones are removed.
+
+A DELETE first marks the document `deleting` (invisible from then on) and then
+removes objects and items; if it is cut off and never retried, the sweep finds
+the marked document through its remaining objects and finishes the job.
 """
 from __future__ import annotations
 
-import time
 from typing import Optional
 
 from chalicelib.services.context import Context, default_context
@@ -15,10 +21,12 @@ GRACE_SECONDS = 3600
 
 
 def sweep_orphans(ctx: Optional[Context] = None, grace_seconds: int = GRACE_SECONDS) -> dict:
+    from chalicelib.services.documents import DocumentService
+
     ctx = ctx or default_context()
-    now = ctx.clock() if ctx.clock else time.time()
-    known: dict[str, set[str]] = {}
-    checked = deleted = 0
+    now = ctx.clock()
+    known: dict[str, Optional[set[str]]] = {}
+    checked = deleted = finished = 0
     for key, modified in ctx.blobs.list_keys("documents/"):
         checked += 1
         parts = key.split("/")
@@ -27,8 +35,16 @@ def sweep_orphans(ctx: Optional[Context] = None, grace_seconds: int = GRACE_SECO
         document_id, version_id = parts[2], parts[3][:-len(".html")]
         if document_id not in known:
             doc, versions = ctx.documents.get_with_versions(document_id)
-            known[document_id] = {v["version_id"] for v in versions} if doc else set()
-        if version_id not in known[document_id] and now - modified > grace_seconds:
+            if doc is not None and doc.get("deleting"):
+                DocumentService(ctx).finish_delete(doc)  # idempotent, safe beside a running delete
+                finished += 1
+                known[document_id] = None
+            else:
+                known[document_id] = {v["version_id"] for v in versions} if doc else set()
+        versions_known = known[document_id]
+        if versions_known is None:
+            continue  # removed with its document
+        if version_id not in versions_known and now - modified > grace_seconds:
             ctx.blobs.delete(key)
             deleted += 1
-    return {"checked": checked, "deleted": deleted}
+    return {"checked": checked, "deleted": deleted, "deletes_finished": finished}

@@ -1,0 +1,288 @@
+"""OpenAPI 3.1 document of the REST API, generated from the pydantic models.
+
+`OPERATIONS` is the one declarative table beside app.py's route table: per REST
+operation its request body, query and response models, success status and the
+contract's error statuses. The document is built from it with pydantic's
+`model_json_schema` (refs point at `#/components/schemas`), and only for the
+routes that actually exist in `app.routes`: an operation declared here before
+its route is merged is simply left out, and a route without a declaration makes
+`document()` fail (tests/test_openapi.py keeps both sides and docs/openapi.json
+in step; `make openapi` rewrites the committed copy).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from pydantic import BaseModel, TypeAdapter
+
+from chalicelib import models
+
+REF_TEMPLATE = "#/components/schemas/{model}"
+API_PREFIX = "/api/v1"
+# The only view name routing.add_method_not_allowed gives its 405 fillers.
+FILLER_VIEW = "method_not_allowed"
+
+# What each error status means (API-CONTRACT.md section 3); every one is an ErrorBody.
+ERROR_TEXT = {
+    400: "`invalid_json`: the body is not valid JSON or not a JSON object.",
+    401: "`unauthorized` (no key) or `invalid_api_key` (unknown, revoked or malformed key).",
+    403: "`plan_limit_reached` or `feature_not_in_plan`.",
+    404: "`not_found`: no such document (or it belongs to another workspace).",
+    409: "`version_conflict`: `base_version_id` is not the latest version.",
+    413: "`document_too_large`: the HTML (or the request body) is over the size limit.",
+    415: "`unsupported_media_type`: the body is not `application/json`.",
+    422: "`validation_error`, or for edits `edit_not_found` / `edit_ambiguous` / `no_change`.",
+    429: "`rate_limited`: retry after `Retry-After` seconds.",
+    500: "`internal_error`: unexpected; `details.request_id` identifies it in the logs.",
+    503: "`service_unavailable`: storage is busy or unreachable; retry after `Retry-After` seconds.",
+}
+
+INT_HEADER = {"schema": {"type": "integer"}}
+RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.", "required": True,
+                               **INT_HEADER}}
+RATE_HEADERS = {
+    "X-RateLimit-Limit": {"description": "Accepted writes allowed per window.", **INT_HEADER},
+    "X-RateLimit-Remaining": {"description": "Writes left in the current rolling window.", **INT_HEADER},
+    "X-RateLimit-Reset": {"description": "Seconds until a write slot frees.", **INT_HEADER},
+}
+ERROR_HEADERS = {
+    401: {"WWW-Authenticate": {"description": "`Bearer realm=\"docpub\"`", "required": True,
+                               "schema": {"type": "string"}}},
+    429: RETRY_AFTER,
+    503: RETRY_AFTER,
+}
+
+# Path parameters by name: the schema says what the service can ever find.
+PATH_PARAMETERS: dict[str, tuple[Any, str]] = {
+    "document_id": (models.DocumentId, "A document's id (UUID)."),
+    "feedback_id": (str, "A feedback entry's id."),
+}
+
+SECURITY_SCHEMES = {
+    "ApiKeyHeader": {"type": "apiKey", "in": "header", "name": "X-Api-Key",
+                     "description": "An API key (`dpk_…`). Missing: 401 `unauthorized`; "
+                                    "unknown or revoked: 401 `invalid_api_key`."},
+    "BearerAuth": {"type": "http", "scheme": "bearer",
+                   "description": "The same API key as `Authorization: Bearer <key>`."},
+}
+KEY_SECURITY = [{"ApiKeyHeader": []}, {"BearerAuth": []}]
+
+
+def _link(operation_id: str, description: str) -> dict:
+    return {"operationId": operation_id, "description": description,
+            "parameters": {"document_id": "$response.body#/document_id"}}
+
+
+DOCUMENT_LINKS = {
+    "GetDocument": _link("getDocument", "Read the document just written."),
+    "EditDocument": _link("editDocument", "Edit the document just written."),
+    "UpdateDocument": _link("updateDocument", "Change its title or description."),
+    "DeleteDocument": _link("deleteDocument", "Delete it."),
+}
+
+
+@dataclass(frozen=True)
+class Operation:
+    method: str
+    path: str
+    operation_id: str
+    summary: str
+    response: Optional[type[BaseModel]] = None  # None: no body (204) or `response_schema`
+    status: int = 200
+    request: Optional[type[BaseModel]] = None
+    query: Optional[type[BaseModel]] = None
+    errors: tuple[int, ...] = ()
+    auth: bool = True
+    tag: str = "documents"
+    response_schema: Optional[dict] = None
+    response_headers: dict = field(default_factory=dict)
+    header_parameters: tuple[dict, ...] = ()
+    links: dict = field(default_factory=dict)
+    example: Optional[dict] = None  # a valid request body (also used by the authorization matrix)
+
+
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key", "in": "header", "required": False,
+    "description": "A retry with the same key and body within 24 h returns the first answer.",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+}
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation("GET", "/api/v1/health", "health", "Can the service reach its storage?",
+              models.Health, auth=False, tag="service"),
+    Operation("GET", "/api/v1/openapi.json", "openapi", "This OpenAPI document.",
+              response_schema={"type": "object"}, auth=False, tag="service"),
+    Operation("GET", "/api/v1/me", "getWorkspace", "The key's workspace, plan and entitlements.",
+              models.MeResponse, tag="workspace"),
+    Operation("POST", "/api/v1/publish", "publish", "Create a document or append a version.",
+              models.PublishResponse, request=models.PublishRequest, errors=(403, 404, 409, 413, 429),
+              response_headers=RATE_HEADERS, header_parameters=(IDEMPOTENCY_KEY,), links=DOCUMENT_LINKS,
+              example={"title": "Release notes", "html": "<h1>Release notes</h1><p>Draft</p>",
+                       "note": "first draft"}),
+    Operation("GET", "/api/v1/documents", "listDocuments", "List (or find) the workspace's documents.",
+              models.DocumentList, query=models.ListDocumentsQuery),
+    Operation("GET", "/api/v1/documents/{document_id}", "getDocument", "A document and its versions.",
+              models.DocumentDetail, query=models.GetDocumentQuery, errors=(404,)),
+    Operation("PATCH", "/api/v1/documents/{document_id}", "updateDocument",
+              "Change title and/or description (no new version).",
+              models.DocumentDetail, request=models.UpdateDocumentRequest, errors=(404,),
+              example={"title": "Release notes (final)"}),
+    Operation("DELETE", "/api/v1/documents/{document_id}", "deleteDocument",
+              "Delete a document, its versions, feedback and share link.", status=204, errors=(404,)),
+    Operation("POST", "/api/v1/documents/{document_id}/edit", "editDocument",
+              "Apply a batch of literal edits as one new version.",
+              models.EditResponse, request=models.EditRequest, errors=(404, 409, 413, 429),
+              response_headers=RATE_HEADERS, links=DOCUMENT_LINKS,
+              example={"edits": [{"old_string": "Draft", "new_string": "Final"}], "note": "final"}),
+    # Declared ahead of their routes: documented as soon as the routes exist.
+    Operation("GET", "/api/v1/feedback", "listFeedback", "Viewer feedback, newest first.",
+              models.FeedbackList, query=models.FeedbackListQuery, errors=(404,), tag="feedback"),
+    Operation("POST", "/api/v1/feedback/{feedback_id}/resolve", "resolveFeedback",
+              "Resolve (or reopen) a feedback entry.", models.Feedback,
+              request=models.ResolveFeedbackRequest, errors=(404,), tag="feedback",
+              example={"resolved": True}),
+    Operation("PUT", "/api/v1/documents/{document_id}/passphrase", "setPassphrase",
+              "Protect the share link with a passphrase (Pro).", status=204,
+              request=models.PassphraseRequest, errors=(403, 404), example={"passphrase": "correct horse"}),
+    Operation("DELETE", "/api/v1/documents/{document_id}/passphrase", "removePassphrase",
+              "Make the share link public again (Pro).", status=204, errors=(403, 404)),
+)
+
+
+class UndocumentedRoute(LookupError):
+    pass
+
+
+def _shape(path: str) -> str:
+    return re.sub(r"\{[^}]+\}", "{}", path)
+
+
+def rest_routes(routes: dict) -> list[tuple[str, str]]:
+    """(method, path) of every real REST operation in a Chalice route table."""
+    found = []
+    for path, methods in routes.items():
+        if not path.startswith(API_PREFIX):
+            continue
+        for method, entry in methods.items():
+            if method == "OPTIONS" or entry.view_name == FILLER_VIEW:
+                continue
+            found.append((method, path))
+    return sorted(found)
+
+
+def operation_for(method: str, path: str) -> Optional[Operation]:
+    shape = _shape(path)
+    return next((op for op in OPERATIONS if op.method == method and _shape(op.path) == shape), None)
+
+
+def model_schema(model: type[BaseModel], mode: str, components: dict) -> dict:
+    """The model's JSON schema as a $ref; its definitions go into components."""
+    schema = model.model_json_schema(ref_template=REF_TEMPLATE, mode=mode)
+    for name, definition in schema.pop("$defs", {}).items():
+        components[name] = definition
+    components[model.__name__] = schema
+    return {"$ref": REF_TEMPLATE.format(model=model.__name__)}
+
+
+def _error_response(status: int) -> dict:
+    response = {"description": ERROR_TEXT[status],
+                "content": {"application/json": {"schema": {"$ref": REF_TEMPLATE.format(model="ErrorBody")}}}}
+    if status in ERROR_HEADERS:
+        response["headers"] = ERROR_HEADERS[status]
+    return response
+
+
+def _query_schema(prop: dict) -> dict:
+    """A query parameter is absent or a string: drop the model's `null` branch."""
+    branches = [b for b in prop.get("anyOf", []) if b != {"type": "null"}]
+    if len(branches) == 1:
+        prop = {**{k: v for k, v in prop.items() if k not in ("anyOf", "default")}, **branches[0]}
+    return prop
+
+
+def _operation(op: Operation, path: str, components: dict) -> dict:
+    doc: dict[str, Any] = {"operationId": op.operation_id, "summary": op.summary, "tags": [op.tag],
+                           "security": KEY_SECURITY if op.auth else []}
+    parameters = []
+    for name in re.findall(r"\{([^}]+)\}", path):
+        kind, description = PATH_PARAMETERS.get(name, (str, name))
+        parameters.append({"name": name, "in": "path", "required": True, "description": description,
+                           "schema": TypeAdapter(kind).json_schema()})
+    if op.query is not None:
+        schema = op.query.model_json_schema(ref_template=REF_TEMPLATE, mode="validation")
+        required = set(schema.get("required", []))
+        for name, prop in schema["properties"].items():
+            parameters.append({"name": name, "in": "query", "required": name in required,
+                               "schema": _query_schema(prop)})
+    parameters.extend(op.header_parameters)
+    if parameters:
+        doc["parameters"] = parameters
+    if op.request is not None:
+        body: dict[str, Any] = {"schema": model_schema(op.request, "validation", components)}
+        if op.example is not None:
+            body["example"] = op.example
+        doc["requestBody"] = {"required": True, "content": {"application/json": body}}
+    success: dict[str, Any] = {"description": "Success." if op.status != 204 else "Done; no body."}
+    if op.response is not None:
+        success["content"] = {"application/json": {"schema": model_schema(op.response, "serialization",
+                                                                          components)}}
+    elif op.response_schema is not None:
+        success["content"] = {"application/json": {"schema": op.response_schema}}
+    if op.response_headers:
+        success["headers"] = op.response_headers
+    if op.links:
+        success["links"] = op.links
+    statuses = set(op.errors) | {500, 503}
+    if op.auth:
+        statuses.add(401)
+    if op.request is not None:
+        statuses |= {400, 413, 415, 422}  # 413: bodies over the request size limit
+    if op.query is not None:
+        statuses.add(422)
+    doc["responses"] = {str(op.status): success, **{str(s): _error_response(s) for s in sorted(statuses)}}
+    return doc
+
+
+def build(routes: dict) -> dict:
+    """The OpenAPI document for the REST routes that exist in `routes`."""
+    components: dict[str, Any] = {}
+    model_schema(models.ErrorBody, "serialization", components)
+    paths: dict[str, dict] = {}
+    missing = []
+    for method, path in rest_routes(routes):
+        op = operation_for(method, path)
+        if op is None:
+            missing.append(f"{method} {path}")
+            continue
+        paths.setdefault(path, {})[method.lower()] = _operation(op, path, components)
+    if missing:
+        raise UndocumentedRoute("no entry in chalicelib/openapi.py OPERATIONS for: " + ", ".join(missing))
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Docpub REST API", "version": "1.0.0",
+                 "description": "Publish HTML documents behind shareable links. Generated from the "
+                                "pydantic models in chalicelib/models.py; errors follow "
+                                "`{\"error\": {\"code\", \"message\", \"details\"?}}`."},
+        "tags": [{"name": t} for t in ("documents", "workspace", "feedback", "service")],
+        "paths": dict(sorted(paths.items())),
+        "components": {"schemas": dict(sorted(components.items())), "securitySchemes": SECURITY_SCHEMES},
+    }
+
+
+def document(routes: dict) -> dict:
+    """The document for a live route table (built once per distinct table)."""
+    key = tuple(rest_routes(routes))
+    cached = _CACHE.get(key)
+    if cached is None:
+        cached = _CACHE[key] = build(routes)
+    return cached
+
+
+_CACHE: dict[tuple, dict] = {}
+
+
+def dumps(doc: dict) -> str:
+    return json.dumps(doc, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
