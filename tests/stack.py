@@ -21,7 +21,9 @@ def free_port() -> int:
 
 
 class LocalStack:
-    def __init__(self, data_dir: Path, port: int | None = None, env: dict | None = None):
+    def __init__(self, data_dir: Path, port: int | None = None, env: dict | None = None,
+                 autoreload: bool = False):
+        self.autoreload = autoreload
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
@@ -35,7 +37,8 @@ class LocalStack:
                     "DOCPUB_BASE_URL": self.base_url, **self.extra_env})
         self._log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "scripts.local_stack", "--port", str(self.port), "--no-autoreload"],
+            [sys.executable, "-m", "scripts.local_stack", "--port", str(self.port)]
+            + ([] if self.autoreload else ["--no-autoreload"]),
             cwd=PROJECT_DIR, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -109,3 +109,36 @@ def test_gzip_and_error_shapes_over_http(stack):
         assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_json"
         wrong = http.delete("/api/v1/publish")
         assert wrong.status_code == 405 and wrong.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_data_survives_chalice_autoreload(tmp_path):
+    """A code change restarts chalice's worker; the data lives in the emulator, not the worker."""
+    import time
+    from pathlib import Path
+
+    stack = LocalStack(tmp_path / "data", autoreload=True).start()
+    app_py = Path(__file__).resolve().parent.parent / "app.py"
+    original = app_py.stat()
+    try:
+        with stack.client() as http:
+            doc = http.post("/api/v1/publish", json={"title": "reload", "html": "<p>r</p>"}).json()
+        before = stack.log_path.read_text().count("Serving on")
+        os.utime(app_py, (original.st_atime, original.st_mtime + 5))  # what an editor's save does
+        deadline = time.monotonic() + 60
+        while stack.log_path.read_text().count("Serving on") == before and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert stack.log_path.read_text().count("Serving on") > before, "the worker did not restart"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                got = httpx.get(f"{stack.base_url}/api/v1/documents/{doc['document_id']}",
+                                headers={"X-Api-Key": stack.api_key}, timeout=5)
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        assert got.status_code == 200 and got.json()["title"] == "reload"
+    finally:
+        os.utime(app_py, (original.st_atime, original.st_mtime))
+        stack.stop()
