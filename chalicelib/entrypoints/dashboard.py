@@ -14,7 +14,6 @@ import functools
 import logging
 import re
 from datetime import datetime
-from http.cookies import CookieError, SimpleCookie
 from pathlib import Path
 from typing import Any, Callable, Optional
 from urllib.parse import parse_qs, quote, urlencode, urlparse
@@ -22,7 +21,7 @@ from urllib.parse import parse_qs, quote, urlencode, urlparse
 from chalice import Blueprint, Response
 
 from chalicelib import config, errors
-from chalicelib.entrypoints.http import client_ip, compress, request_id
+from chalicelib.entrypoints.http import client_ip, compress, parse_cookies, request_id
 from chalicelib.models import MAX_HTML_BYTES
 
 log = logging.getLogger("docpub")
@@ -81,7 +80,7 @@ class Page:
 
     def __init__(self, request):
         self.request = request
-        self.cookies = _cookies(request.headers.get("cookie"))
+        self.cookies = parse_cookies(request.headers.get("cookie"))
         self.set_cookies: list[str] = []
         self.session_id = self.cookies.get(SESSION_COOKIE)
         self.session = accounts().session(self.session_id) if self.session_id else None
@@ -146,15 +145,6 @@ class Page:
 
     def clear_cookie(self, name: str) -> None:
         self.set_cookie(name, "", max_age=0)
-
-
-def _cookies(header: Optional[str]) -> dict[str, str]:
-    jar = SimpleCookie()
-    try:
-        jar.load(header or "")
-    except CookieError:
-        return {}
-    return {k: m.value for k, m in jar.items()}
 
 
 def secure_cookies() -> bool:
@@ -361,9 +351,14 @@ def _current_path(request) -> str:
     return path + ("?" + urlencode(query) if query else "")
 
 
+# Only plain path characters: no control characters (header injection), no scheme.
+_SAFE_PATH = re.compile(r"[A-Za-z0-9/_.~%?=&+-]*")
+
+
 def _safe_next(value: Optional[str]) -> str:
     base = url("")
-    if value and (value == base or value.startswith(base + "/")) and "//" not in value and "\\" not in value:
+    if (value and (value == base or value.startswith(base + "/")) and "//" not in value and "\\" not in value
+            and _SAFE_PATH.fullmatch(value)):
         return value
     return url("/documents")
 

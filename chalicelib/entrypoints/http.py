@@ -55,6 +55,18 @@ def client_ip(request) -> str:
     return ((request.context or {}).get("identity") or {}).get("sourceIp") or "unknown"
 
 
+def parse_cookies(header: Optional[str]) -> dict[str, str]:
+    """Cookies from a Cookie header, tolerantly: one malformed cookie set by some
+    other site on the parent domain must not hide the others (SimpleCookie
+    drops them all)."""
+    found: dict[str, str] = {}
+    for part in (header or "").split(";"):
+        name, sep, value = part.strip().partition("=")
+        if sep and name and name not in found:
+            found[name] = value.strip().strip('"')
+    return found
+
+
 # ------------------------------------------------------------------ parsing
 
 # The largest body that could still hold a valid request: a 4 MiB document with

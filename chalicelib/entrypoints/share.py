@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import re
 import logging
 from typing import Optional
 
@@ -28,7 +29,7 @@ from chalice import Blueprint, Response
 from chalicelib import config, errors
 from chalicelib.entrypoints.http import (
     FORM_TYPE, compress, error_response, json_response, parse_form_or_json, unexpected,
-    client_ip as http_client_ip,
+    client_ip as http_client_ip, parse_cookies,
 )
 from chalicelib.models import FeedbackSubmission, RequestModel
 from chalicelib.services import registry
@@ -222,12 +223,7 @@ def _request():
 
 
 def _cookie(name: str) -> Optional[str]:
-    raw = _request().headers.get("cookie") or ""
-    for part in raw.split(";"):
-        key, sep, value = part.strip().partition("=")
-        if sep and key == name:
-            return value.strip().strip('"')
-    return None
+    return parse_cookies(_request().headers.get("cookie")).get(name)
 
 
 def _version_param() -> Optional[int]:
@@ -235,7 +231,8 @@ def _version_param() -> Optional[int]:
     raw = (_request().query_params or {}).get("v")
     if raw is None or raw == "":
         return None
-    if not raw.isdigit() or len(raw) > 9 or int(raw) < 1:
+    # ASCII digits only: str.isdigit() also accepts "²", which int() refuses.
+    if not re.fullmatch(r"[0-9]{1,9}", raw) or int(raw) < 1:
         raise errors.NotFound("No such version.")
     return int(raw)
 

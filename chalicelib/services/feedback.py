@@ -7,6 +7,8 @@ document deletes its feedback (a DELETE_HOOK of the document service).
 """
 from __future__ import annotations
 
+import re
+
 from typing import Optional
 
 from chalicelib.adapters.dynamodb import BadCursor, FeedbackGone, GuardFailed, StaleDocument
@@ -25,6 +27,9 @@ def feedback_model(item: dict) -> Feedback:
                     version_id=item["version_id"], message=item["message"], name=item.get("name"),
                     quote=item.get("quote"), status=item["status"], created_at=rfc3339(item["created_ms"]),
                     resolved_at=rfc3339(item.get("resolved_ms")))
+
+
+_FEEDBACK_ID = re.compile(r"fb_[A-Za-z0-9_-]{8,64}")
 
 
 class FeedbackService:
@@ -84,9 +89,10 @@ class FeedbackService:
         actor = documents.DocumentService(self.ctx)._actor(who)
         wanted = "resolved" if resolved else "open"
         for _attempt in range(MAX_CLAIM_ATTEMPTS):
-            item = self.ctx.feedback.get(feedback_id) if isinstance(feedback_id, str) and feedback_id else None
+            # Ids we never issue are 404 without a lookup (DynamoDB refuses keys over 2 KB).
+            item = self.ctx.feedback.get(feedback_id) if _FEEDBACK_ID.fullmatch(feedback_id or "") else None
             if item is None or item.get("workspace_id") != actor.workspace_id:
-                raise NotFound(f"No feedback {feedback_id} in this workspace.")
+                raise NotFound("No such feedback in this workspace.")
             if item["status"] == wanted:
                 return feedback_model(item)
             now_ms = self.ctx.now_ms()
