@@ -2,6 +2,7 @@
 from chalice import Chalice
 
 from chalicelib import logs
+from chalicelib.errors import DocpubError
 from chalicelib.entrypoints.http import (
     empty_response, handles_errors, json_response, normalise_chalice_error, parse_body, parse_query,
 )
@@ -36,6 +37,20 @@ def _credentials():
     return credentials_from_headers(app.current_request.headers)
 
 
+def _authorized(parse, model, write=False):
+    """(credentials, parsed input), the key judged first: a missing or unknown key
+    is 401 whatever the input. The key is looked up here only when the input is
+    invalid; valid requests verify it inside the service call (no extra trip)."""
+    credentials = _credentials()
+    try:
+        return credentials, parse(_request(), model)
+    except DocpubError as exc:
+        key_item = registry.workspaces().authenticate(credentials)
+        if write:  # every publish/edit answer carries the rate-limit headers
+            exc.headers.update(registry.documents().rate_limit_headers(key_item))
+        raise
+
+
 @app.route("/api/v1/health", methods=["GET"])
 @api
 def health():
@@ -60,8 +75,8 @@ def me():
 @app.route("/api/v1/publish", methods=["POST"])
 @api
 def publish():
-    request = parse_body(_request(), PublishRequest)
-    result = registry.documents().publish(_credentials(), request,
+    credentials, request = _authorized(parse_body, PublishRequest, write=True)
+    result = registry.documents().publish(credentials, request,
                                           _request().headers.get("idempotency-key"))
     return json_response(result.response, headers=result.headers)
 
@@ -69,23 +84,23 @@ def publish():
 @app.route("/api/v1/documents", methods=["GET"])
 @api
 def list_documents():
-    query = parse_query(_request(), ListDocumentsQuery)
-    return json_response(registry.documents().list(_credentials(), query.limit, query.cursor, query.query))
+    credentials, query = _authorized(parse_query, ListDocumentsQuery)
+    return json_response(registry.documents().list(credentials, query.limit, query.cursor, query.query))
 
 
 @app.route("/api/v1/documents/{document_id}", methods=["GET"])
 @api
 def get_document(document_id):
-    query = parse_query(_request(), GetDocumentQuery)
-    document = registry.documents().get(_credentials(), document_id, query.include_html, query.version_id)
+    credentials, query = _authorized(parse_query, GetDocumentQuery)
+    document = registry.documents().get(credentials, document_id, query.include_html, query.version_id)
     return json_response(document, exclude_none=not query.include_html)
 
 
 @app.route("/api/v1/documents/{document_id}", methods=["PATCH"])
 @api
 def update_document(document_id):
-    request = parse_body(_request(), UpdateDocumentRequest)
-    return json_response(registry.documents().update(_credentials(), document_id, request), exclude_none=True)
+    credentials, request = _authorized(parse_body, UpdateDocumentRequest)
+    return json_response(registry.documents().update(credentials, document_id, request), exclude_none=True)
 
 
 @app.route("/api/v1/documents/{document_id}", methods=["DELETE"])
@@ -98,16 +113,16 @@ def delete_document(document_id):
 @app.route("/api/v1/documents/{document_id}/edit", methods=["POST"])
 @api
 def edit_document(document_id):
-    request = parse_body(_request(), EditRequest)
-    result = registry.documents().edit(_credentials(), document_id, request)
+    credentials, request = _authorized(parse_body, EditRequest, write=True)
+    result = registry.documents().edit(credentials, document_id, request)
     return json_response(result.response, headers=result.headers)
 
 
 @app.route("/api/v1/documents/{document_id}/passphrase", methods=["PUT"])
 @api
 def set_passphrase(document_id):
-    request = parse_body(_request(), PassphraseRequest)
-    registry.sharing().set_passphrase(_credentials(), document_id, request.passphrase)
+    credentials, request = _authorized(parse_body, PassphraseRequest)
+    registry.sharing().set_passphrase(credentials, document_id, request.passphrase)
     return empty_response(204)
 
 
@@ -121,17 +136,18 @@ def clear_passphrase(document_id):
 @app.route("/api/v1/feedback", methods=["GET"])
 @api
 def list_feedback():
-    query = parse_query(_request(), FeedbackListQuery)
-    return json_response(registry.feedback().list(_credentials(), query.document_id, query.status,
+    credentials, query = _authorized(parse_query, FeedbackListQuery)
+    return json_response(registry.feedback().list(credentials, query.document_id, query.status,
                                                   query.limit, query.cursor))
 
 
 @app.route("/api/v1/feedback/{feedback_id}/resolve", methods=["POST"])
 @api
 def resolve_feedback(feedback_id):
-    raw = _request().raw_body
-    request = parse_body(_request(), ResolveFeedbackRequest) if raw else ResolveFeedbackRequest()
-    return json_response(registry.feedback().resolve(_credentials(), feedback_id, request.resolved))
+    # The body is optional: none means {"resolved": true}.
+    parse = parse_body if _request().raw_body else (lambda _request, model: model())
+    credentials, request = _authorized(parse, ResolveFeedbackRequest)
+    return json_response(registry.feedback().resolve(credentials, feedback_id, request.resolved))
 
 
 app.register_blueprint(share_pages)

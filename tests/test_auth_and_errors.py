@@ -191,3 +191,45 @@ def test_unexpected_failure_is_clean_500(client, workspace, monkeypatch):
     assert error["code"] == "internal_error"
     assert "secret internals" not in r.body.decode()
     assert error["details"]["request_id"]
+
+
+def test_deeply_nested_json_is_400_not_500(client, workspace):
+    _, key = workspace
+    r = client.http.post("/api/v1/publish", headers={"X-Api-Key": key, "Content-Type": "application/json"},
+                         body="[" * 100000)
+    assert r.status_code == 400
+    assert _error(r)["code"] == "invalid_json"
+    r = client.http.post("/mcp", headers={"X-Api-Key": key, "Content-Type": "application/json",
+                                          "Accept": "application/json, text/event-stream"}, body="[" * 100000)
+    assert r.status_code == 400
+    assert _error(r)["code"] == "invalid_json"
+
+
+@pytest.mark.parametrize("method,path,body", [
+    ("post", "/api/v1/publish", "{}"),
+    ("post", "/api/v1/publish", "not json"),
+    ("get", "/api/v1/documents?limit=abc", None),
+    ("post", "/api/v1/documents/00000000-0000-4000-8000-000000000000/edit", "{}"),
+    ("get", "/api/v1/feedback?status=nope", None),
+])
+def test_key_is_judged_before_the_input(client, workspace, method, path, body):
+    headers = {"Content-Type": "application/json"}
+    kwargs = {"headers": headers, **({"body": body} if body is not None else {})}
+    assert getattr(client.http, method)(path, **kwargs).status_code == 401
+    headers["X-Api-Key"] = UNKNOWN_KEY
+    r = getattr(client.http, method)(path, **kwargs)
+    assert r.status_code == 401 and _error(r)["code"] == "invalid_api_key"
+    headers["X-Api-Key"] = workspace[1]
+    assert getattr(client.http, method)(path, **kwargs).status_code in (400, 422)
+
+
+def test_refused_writes_carry_rate_limit_headers(client, workspace):
+    _, key = workspace
+    for body in ({"title": ""}, {"title": "t", "html": "<p/>", "document_id": "00000000-0000-4000-8000-000000000000"}):
+        r = post_json(client, "/api/v1/publish", body, key)
+        assert r.status_code in (404, 422)
+        assert r.headers["X-RateLimit-Limit"] == "60" and r.headers["X-RateLimit-Remaining"] == "60"
+    first = post_json(client, "/api/v1/publish", {"title": "t", "html": "<p/>"}, key, {"Idempotency-Key": "a"})
+    replay = post_json(client, "/api/v1/publish", {"title": "t", "html": "<p/>"}, key, {"Idempotency-Key": "a"})
+    assert first.headers["X-RateLimit-Remaining"] == "59"
+    assert replay.status_code == 200 and replay.headers["X-RateLimit-Remaining"] == "59"

@@ -48,3 +48,12 @@ def take_slot(log: list[int], now_ms: int, limit: int, window_seconds: int) -> S
         remaining=limit - len(new_log),
         reset_seconds=min(window_seconds, _seconds_until(new_log[0] + window_ms - now_ms)),
     )
+
+
+def current_headers(log: list[int], now_ms: int, limit: int, window_seconds: int) -> dict[str, str]:
+    """X-RateLimit-* for an answer that claimed no slot (refusals, replays)."""
+    window_ms = window_seconds * 1000
+    recent = sorted(t for t in log if t > now_ms - window_ms)
+    reset = min(window_seconds, _seconds_until(recent[0] + window_ms - now_ms)) if recent else 0
+    return {"X-RateLimit-Limit": str(limit), "X-RateLimit-Remaining": str(max(0, limit - len(recent))),
+            "X-RateLimit-Reset": str(reset)}

@@ -124,6 +124,8 @@ def _decode_json(raw: bytes | str | None) -> Any:
         data = json.loads(text, object_pairs_hook=_object_without_lone_surrogates)
     except (UnicodeDecodeError, ValueError) as exc:
         raise errors.InvalidJson(f"The request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise errors.InvalidJson("The request body is nested too deeply.") from None
     if not isinstance(data, dict):
         raise errors.InvalidJson("The request body must be a JSON object.")
     return data

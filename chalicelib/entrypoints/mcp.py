@@ -58,6 +58,8 @@ def _check_json(body: bytes) -> None:
         json.loads(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise errors.InvalidJson(f"The request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise errors.InvalidJson("The request body is nested too deeply.") from None
 
 
 def _response(status: int, headers: dict[str, str], body: bytes) -> Response:

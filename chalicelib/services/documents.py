@@ -24,9 +24,9 @@ from chalicelib.adapters.dynamodb import (
 from chalicelib.domain import plans
 from chalicelib.domain.edits import apply_edits_utf8
 from chalicelib.domain.limits import checked_size, encoded_html
-from chalicelib.domain.ratelimit import SlotDecision, take_slot
+from chalicelib.domain.ratelimit import SlotDecision, current_headers, take_slot
 from chalicelib.errors import (
-    InvalidApiKey, NotFound, PlanLimitReached, ValidationFailed, VersionConflict,
+    DocpubError, InvalidApiKey, NotFound, PlanLimitReached, ValidationFailed, VersionConflict,
 )
 from chalicelib.models import (
     DocumentDetail, DocumentList, DocumentSummary, EditRequest, EditResponse, EditSummary,
@@ -112,9 +112,11 @@ class DocumentService:
     # ---------------------------------------------------------------- loading
 
     def _load(self, who: Who, document_id: Optional[str] = None, idempotency_digest: Optional[str] = None,
-              include_deleting: bool = False) -> tuple[Actor, Optional[dict], Optional[dict]]:
+              include_deleting: bool = False, seen: Optional[dict] = None
+              ) -> tuple[Actor, Optional[dict], Optional[dict]]:
         """Verify the caller and read the document (and idempotency record) in one round trip.
-        `include_deleting` also finds a document whose delete was interrupted."""
+        `include_deleting` also finds a document whose delete was interrupted;
+        `seen` receives the verified key item (for rate-limit headers on refusals)."""
         lookup_id = document_id if well_formed_id(document_id) else None
         if isinstance(who, Actor):
             doc = self.ctx.documents.get(lookup_id) if lookup_id else None
@@ -124,6 +126,8 @@ class DocumentService:
             key_item, doc, idem = self.ctx.documents.get_with_key(who.key_id, lookup_id, idempotency_digest)
             key_item = auth.verify(who, key_item)
             actor = Actor(key_item["workspace_id"], key_item)
+            if seen is not None:
+                seen["key_item"] = key_item
         visible = (doc is not None and doc.get("workspace_id") == actor.workspace_id) if include_deleting \
             else self._visible(doc, actor)
         if document_id and not visible:
@@ -150,17 +154,40 @@ class DocumentService:
                         decision.new_log, now_ms)
         return decision, slot
 
+    def rate_limit_headers(self, key_item: Optional[dict]) -> dict[str, str]:
+        """The key's current X-RateLimit-* (no slot claimed)."""
+        if key_item is None:
+            return {}
+        return current_headers(key_item.get("writes", []), self.ctx.now_ms(),
+                               config.write_rate_limit(), config.write_rate_window_seconds())
+
+    def _with_rate_headers(self, write):
+        """Every publish/edit answer carries X-RateLimit-*: refusals and replays too."""
+        seen: dict = {}
+        try:
+            result = write(seen)
+        except DocpubError as exc:
+            if "X-RateLimit-Limit" not in exc.headers:
+                exc.headers.update(self.rate_limit_headers(seen.get("key_item")))
+            raise
+        if "X-RateLimit-Limit" not in result.headers:
+            result.headers.update(self.rate_limit_headers(seen.get("key_item")))
+        return result
+
     # ---------------------------------------------------------------- publish
 
     def publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str] = None) -> WriteResult:
-        data = encoded_html(request.html)
-        digest = request_hash = None
+        return self._with_rate_headers(lambda seen: self._publish(who, request, idempotency_key, seen))
+
+    def _publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str], seen: dict) -> WriteResult:
+        digest = None
         if idempotency_key is not None:
             if not 1 <= len(idempotency_key) <= MAX_IDEMPOTENCY_KEY:
                 raise ValidationFailed.field("Idempotency-Key", "must be 1 to 255 characters")
             digest = hashlib.sha256(idempotency_key.encode()).hexdigest()
-            request_hash = _request_hash(request, data)
-        actor, doc, idem = self._load(who, request.document_id, digest)
+        actor, doc, idem = self._load(who, request.document_id, digest, seen=seen)
+        data = encoded_html(request.html)
+        request_hash = _request_hash(request, data) if digest else None
         if digest and actor.key_item is None:
             digest = None  # idempotency is a feature of API keys
         replay = self._replay(idem, request_hash)
@@ -283,7 +310,10 @@ class DocumentService:
     # ---------------------------------------------------------------- edit
 
     def edit(self, who: Who, document_id: str, request: EditRequest) -> WriteResult:
-        actor, doc, _ = self._load(who, document_id)
+        return self._with_rate_headers(lambda seen: self._edit(who, document_id, request, seen))
+
+    def _edit(self, who: Who, document_id: str, request: EditRequest, seen: dict) -> WriteResult:
+        actor, doc, _ = self._load(who, document_id, seen=seen)
         if request.base_version_id and request.base_version_id != doc["latest_version_id"]:
             raise self._conflict(doc)
         before = None
