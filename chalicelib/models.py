@@ -24,7 +24,13 @@ MAX_EDITS = 100
 
 
 class RequestModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False, defer_build=True)
+    # Strict: a JSON body's types must be right ("yes" is not a boolean, "5" not a number).
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False, defer_build=True, strict=True)
+
+
+class QueryModel(RequestModel):
+    # Query strings are text: "20" and "true" are converted (pydantic's lax mode).
+    model_config = ConfigDict(extra="forbid", defer_build=True, strict=False)
 
 
 class ResponseModel(BaseModel):
@@ -43,7 +49,7 @@ NOT_BLANK = Field(json_schema_extra={"pattern": r"\S"})
 Title = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TITLE), NOT_BLANK]
 Description = Annotated[str, StringConstraints(max_length=MAX_DESCRIPTION)]
 Note = Annotated[str, StringConstraints(max_length=MAX_NOTE)]
-def _bounded_text(min_length: int, max_length: int):
+def _bounded_text(min_length: int, max_length: Optional[int]):
     """A str with length bounds, checked with len() (O(1)) in Python.
 
     StringConstraints would make pydantic-core convert a non-ASCII str to
@@ -55,17 +61,19 @@ def _bounded_text(min_length: int, max_length: int):
         if len(value) < min_length:
             raise PydanticCustomError("string_too_short", "String should have at least {min_length} character"
                                       + ("s" if min_length != 1 else ""), {"min_length": min_length})
-        if len(value) > max_length:
+        if max_length is not None and len(value) > max_length:
             raise PydanticCustomError("string_too_long", "String should have at most {max_length} characters",
                                       {"max_length": max_length})
         return value
 
-    bounds = {"maxLength": max_length, **({"minLength": min_length} if min_length else {})}
+    bounds = {**({"maxLength": max_length} if max_length is not None else {}),
+              **({"minLength": min_length} if min_length else {})}
     return Annotated[str, Field(json_schema_extra=bounds), AfterValidator(check)]
 
 
-# Size in bytes is checked by the service (413); this bound only stops absurd bodies early.
-Html = _bounded_text(1, 5_000_000)
+# No length bound here: the one size rule is the service's 4 MiB of UTF-8 (413),
+# and the HTTP layer refuses bodies far over it before parsing.
+Html = _bounded_text(1, None)
 DocumentId = Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")]
 VersionId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 
@@ -84,9 +92,9 @@ class PublishRequest(RequestModel):
 
 
 class EditOperation(RequestModel):
-    old_string: Annotated[_bounded_text(1, 5_000_000), Field(
+    old_string: Annotated[_bounded_text(1, None), Field(
         description="Exact text to find (literal, case-sensitive, whitespace counts); not empty.")]
-    new_string: Annotated[_bounded_text(0, 5_000_000), Field(
+    new_string: Annotated[_bounded_text(0, None), Field(
         description="Replacement text (may be empty to delete old_string).")]
     replace_all: bool = Field(False, description="Replace every occurrence; false requires exactly one match.")
 
@@ -108,13 +116,13 @@ class UpdateDocumentRequest(RequestModel):
     _title_not_blank = field_validator("title")(_not_blank)
 
 
-class ListDocumentsQuery(RequestModel):
+class ListDocumentsQuery(QueryModel):
     limit: Annotated[int, Field(ge=1, le=100)] = 20
     cursor: Optional[Annotated[str, StringConstraints(max_length=2048)]] = None
     query: Optional[Annotated[str, StringConstraints(max_length=500)]] = None
 
 
-class GetDocumentQuery(RequestModel):
+class GetDocumentQuery(QueryModel):
     include_html: bool = False
     version_id: Optional[VersionId] = None
 
@@ -122,8 +130,10 @@ class GetDocumentQuery(RequestModel):
 class PassphraseRequest(RequestModel):
     passphrase: Annotated[str, StringConstraints(min_length=8, max_length=200)]
 
+    _passphrase_not_blank = field_validator("passphrase")(_not_blank)
 
-class FeedbackListQuery(RequestModel):
+
+class FeedbackListQuery(QueryModel):
     document_id: Optional[DocumentId] = None
     status: Literal["open", "resolved", "all"] = "open"
     limit: Annotated[int, Field(ge=1, le=100)] = 20

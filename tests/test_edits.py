@@ -239,3 +239,20 @@ def test_twenty_concurrent_publishes_get_unique_gapless_numbers(services):
     for i, r in responses:  # each acknowledged version holds what its writer sent
         html = services.documents.get(credentials, doc.document_id, include_html=True, version_id=r.version_id).html
         assert html == f"<p>{i}</p>"
+
+
+def test_edit_that_empties_the_document_is_422(api, workspace):
+    _, key = workspace
+    doc = publish(api, key, html="<p>x</p>")
+    r = edit(api, key, doc["document_id"], [{"old_string": "<p>x</p>", "new_string": ""}])
+    assert r.status_code == 422
+    assert json.loads(r.body)["error"]["details"]["fields"][0]["field"] == "edits"
+
+
+def test_wrong_json_types_are_refused_not_coerced(api, workspace):
+    _, key = workspace
+    doc = publish(api, key)
+    r = edit(api, key, doc["document_id"], [{"old_string": "Hello", "new_string": "x", "replace_all": "yes"}])
+    assert r.status_code == 422
+    r = post_json(api, "/api/v1/publish", {"title": 5, "html": "<p/>"}, key)
+    assert r.status_code == 422

@@ -224,3 +224,10 @@ def test_json_answers_keep_non_ascii(client, workspace):
     r = get(client, key, doc["document_id"])
     assert "日本語".encode() in r.body
     assert b"\\u" not in r.body
+
+
+def test_html_over_five_million_characters_is_413_not_422(client, workspace):
+    _, key = workspace
+    r = publish(client, key, html="a" * 5_000_001)
+    assert r.status_code == 413
+    assert json.loads(r.body)["error"]["code"] == "document_too_large"

@@ -325,6 +325,8 @@ class DocumentService:
                 before = self._read_bytes(doc, doc["latest_version_id"])
             # The engine works on the stored UTF-8 bytes: no decode, no re-encode.
             outcome = apply_edits_utf8(before, request.edits)
+            if not outcome.html:  # the same rule as publish: a document is never empty
+                raise ValidationFailed.field("edits", "the edits would leave the document empty")
             data = checked_size(outcome.html)
             version_id = new_version_id()
             object_key = version_key(actor.workspace_id, document_id, version_id)
