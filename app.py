@@ -93,14 +93,14 @@ def list_documents():
 def get_document(document_id):
     credentials, query = _authorized(parse_query, GetDocumentQuery)
     document = registry.documents().get(credentials, document_id, query.include_html, query.version_id)
-    return json_response(document, exclude_none=not query.include_html)
+    return json_response(document, exclude=None if query.include_html else {"html"})
 
 
 @app.route("/api/v1/documents/{document_id}", methods=["PATCH"])
 @api
 def update_document(document_id):
     credentials, request = _authorized(parse_body, UpdateDocumentRequest)
-    return json_response(registry.documents().update(credentials, document_id, request), exclude_none=True)
+    return json_response(registry.documents().update(credentials, document_id, request), exclude={"html"})
 
 
 @app.route("/api/v1/documents/{document_id}", methods=["DELETE"])

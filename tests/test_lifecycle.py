@@ -197,3 +197,26 @@ def test_concurrent_deletes_decrement_once(services, workspace):
         t.join()
     assert services.workspaces.get_workspace(ws.id).document_count == 1
     assert set(errors) <= {"NotFound"}
+
+
+def test_cursor_of_another_workspace_is_refused(api, services, clock):
+    key = pro_key(services)
+    other = services.workspaces.create_workspace("Other", "pro")[1].api_key
+    for i in range(3):
+        publish(api, key, title=f"d{i}")
+        clock.advance(1)
+    cursor = listing(api, key, "?limit=1")["next_cursor"]
+    r = api.http.get(f"/api/v1/documents?cursor={cursor}", headers={"X-Api-Key": other})
+    assert r.status_code == 422
+    assert json.loads(r.body)["error"]["details"]["fields"][0]["field"] == "cursor"
+
+
+def test_version_fields_are_the_same_with_and_without_html(api, workspace):
+    _, key = workspace
+    doc = publish(api, key)  # no note
+    path = f"/api/v1/documents/{doc['document_id']}"
+    plain = json.loads(api.http.get(path, headers={"X-Api-Key": key}).body)
+    full = json.loads(api.http.get(path + "?include_html=true", headers={"X-Api-Key": key}).body)
+    assert "html" not in plain and full["html"] == "<p>x</p>"
+    assert plain["versions"] == full["versions"]
+    assert plain["versions"][0]["note"] is None

@@ -522,6 +522,8 @@ class DocumentRepository:
 
     def list_page(self, workspace_id: str, limit: int, cursor: Optional[str]) -> tuple[list[dict], Optional[str]]:
         start = decode_cursor(cursor, ("PK", "SK", "GSI1PK", "GSI1SK"))
+        if start is not None and start["GSI1PK"]["S"] != documents_index_pk(workspace_id):
+            raise BadCursor("cursor belongs to another listing")
         items, last = self.table.query("GSI1PK = :pk", {":pk": documents_index_pk(workspace_id)},
                                        index="GSI1", limit=limit, start_key=start, forward=False)
         return items, encode_cursor(last)

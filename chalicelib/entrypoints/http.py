@@ -212,9 +212,9 @@ def parse_query(request, model: type[M]) -> M:
 # ------------------------------------------------------------------ answers
 
 def json_response(body: BaseModel | dict, status: int = 200, headers: Optional[dict] = None,
-                  exclude_none: bool = False) -> Response:
+                  exclude: Optional[set] = None) -> Response:
     if isinstance(body, BaseModel):
-        text = body.model_dump_json(exclude_none=exclude_none)
+        text = body.model_dump_json(exclude=exclude)
     else:
         text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
     return Response(body=text, status_code=status, headers={"Content-Type": JSON_TYPE, **(headers or {})})

@@ -87,16 +87,16 @@ def error_result(error: errors.DocpubError) -> CallToolResult:
     return CallToolResult(is_error=True, content=[TextContent(type="text", text=text)])
 
 
-def ok_result(model: BaseModel, exclude_none: bool = False) -> CallToolResult:
+def ok_result(model: BaseModel, exclude: Optional[set] = None) -> CallToolResult:
     """Structured content (the REST answer's JSON) plus the same JSON as text for older clients."""
-    data = model.model_dump(mode="json", exclude_none=exclude_none)
+    data = model.model_dump(mode="json", exclude=exclude)
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
-def _call(action: Callable[[], BaseModel], exclude_none: bool = False) -> CallToolResult:
+def _call(action: Callable[[], BaseModel], exclude: Optional[set] = None) -> CallToolResult:
     try:
-        return ok_result(action(), exclude_none)
+        return ok_result(action(), exclude)
     except errors.DocpubError as exc:
         return error_result(exc)
     except Exception as exc:  # noqa: BLE001 - storage trouble → 503-like, anything else → internal_error
@@ -105,7 +105,10 @@ def _call(action: Callable[[], BaseModel], exclude_none: bool = False) -> CallTo
 
 # ------------------------------------------------------------------ argument types
 
-FeedbackId = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+# Ids that REST takes in the path are plain strings here too: an id we never
+# issued is `not_found` on both surfaces, never a validation error on one.
+FeedbackId = Annotated[str, StringConstraints(min_length=1)]
+PathDocumentId = Annotated[str, StringConstraints(min_length=1)]
 Cursor = Annotated[str, StringConstraints(max_length=2048)]
 Limit = Annotated[int, Field(ge=1, le=100)]
 DOC_ID = "The document's id (a UUID) as returned by publish_document, list_documents or find_document."
@@ -144,7 +147,7 @@ async def publish_document(
 
 
 async def edit_document(
-    document_id: Annotated[DocumentId, Field(description=DOC_ID)],
+    document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
     edits: Annotated[list[EditOperation], Field(min_length=1, max_length=MAX_EDITS, description=(
         "1 to 100 search-and-replace edits, applied in order to the latest version; each edit sees the "
         "result of the previous ones. old_string must occur in the document exactly (literal, "
@@ -159,7 +162,7 @@ async def edit_document(
 
 
 async def get_document(
-    document_id: Annotated[DocumentId, Field(description=DOC_ID)],
+    document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
     include_html: Annotated[bool, Field(description=(
         "true to include the HTML (up to 4 MiB); leave false when you only need metadata."))] = False,
     version_id: Annotated[Optional[VersionId], Field(description=(
@@ -169,11 +172,11 @@ async def get_document(
         query = validate(GetDocumentQuery, _given(include_html=include_html, version_id=version_id))
         return registry.documents().get(_credentials(), document_id, query.include_html, query.version_id)
 
-    return _call(action, exclude_none=not include_html)
+    return _call(action, exclude=None if include_html else {"html"})
 
 
 async def update_document(
-    document_id: Annotated[DocumentId, Field(description=DOC_ID)],
+    document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
     title: Annotated[Optional[Title], Field(description="New title, 1 to 500 characters.")] = None,
     description: Annotated[Optional[Description], Field(description="New description, up to 5,000 characters.")] = None,
 ) -> Annotated[CallToolResult, DocumentDetail]:
@@ -181,11 +184,11 @@ async def update_document(
         request = validate(UpdateDocumentRequest, _given(title=title, description=description))
         return registry.documents().update(_credentials(), document_id, request)
 
-    return _call(action, exclude_none=True)
+    return _call(action, exclude={"html"})
 
 
 async def delete_document(
-    document_id: Annotated[DocumentId, Field(description=DOC_ID)],
+    document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
 ) -> Annotated[CallToolResult, DocumentDeleted]:
     def action():
         registry.documents().delete(_credentials(), document_id)
@@ -207,7 +210,7 @@ async def list_documents(
 
 
 async def find_document(
-    query: Annotated[str, StringConstraints(min_length=1, max_length=500), Field(description=(
+    query: Annotated[str, StringConstraints(max_length=500), Field(description=(
         "Words to look for in titles and descriptions (case-insensitive substring; exact title "
         "matches first)."))],
     limit: Annotated[Limit, Field(description="Page size, 1 to 100.")] = 20,
