@@ -167,7 +167,7 @@ def rest_routes(routes: dict) -> list[tuple[str, str]]:
         if not path.startswith(API_PREFIX):
             continue
         for method, entry in methods.items():
-            if method == "OPTIONS" or entry.view_name == FILLER_VIEW:
+            if method in ("OPTIONS", "HEAD") or entry.view_name == FILLER_VIEW:  # HEAD mirrors GET
                 continue
             found.append((method, path))
     return sorted(found)

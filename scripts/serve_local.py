@@ -40,6 +40,25 @@ def _patch_route_miss() -> None:
 
     chalice_local.LocalGateway.handle_request = handle_request
 
+    # A HEAD answer has headers only (http.server would otherwise write the body
+    # and corrupt the next response on a keep-alive connection).
+    send = chalice_local.ChaliceRequestHandler._send_http_response
+
+    def send_http_response(self, code, headers, body):
+        if self.command == "HEAD" and body:
+            headers = dict(headers)
+            length = len(body if isinstance(body, bytes) else body.encode("utf-8"))
+            self.send_response(code)
+            for name, value in headers.items():
+                for item in (value if isinstance(value, list) else [value]):
+                    self.send_header(name, item)
+            self.send_header("Content-Length", str(length))
+            self.end_headers()
+            return
+        return send(self, code, headers, body)
+
+    chalice_local.ChaliceRequestHandler._send_http_response = send_http_response
+
 
 def _patch_unsupported_methods() -> None:
     """http.server answers methods without a `do_X` (TRACE, QUERY, …) with its own

@@ -137,7 +137,7 @@ def test_wrong_method_is_405_with_allow(client, workspace):
     r = client.http.put("/api/v1/me", headers={"Content-Type": "application/json"}, body="{}")
     assert r.status_code == 405
     assert _error(r)["code"] == "method_not_allowed"
-    assert r.headers["Allow"] == "GET"
+    assert r.headers["Allow"] == "GET, HEAD"
 
 
 def test_validation_error_lists_fields(client, workspace):

@@ -17,6 +17,7 @@ import json
 from chalice import Blueprint, Response
 
 from chalicelib import errors
+from chalicelib.entrypoints.routing import method_not_allowed_view
 from chalicelib.entrypoints.http import JSON_TYPE, error_response, handles_errors
 from chalicelib.services import registry
 from chalicelib.services.auth import credentials_from_headers
@@ -45,6 +46,7 @@ def mcp_post():
 
 
 @bp.route("/mcp", methods=["GET", "DELETE"], content_types=["*/*"])
+@method_not_allowed_view
 def mcp_not_allowed():
     error = errors.MethodNotAllowed(
         "This MCP endpoint is stateless Streamable HTTP: send JSON-RPC messages with POST "
