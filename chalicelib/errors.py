@@ -46,6 +46,10 @@ class FeatureNotInPlan(DocpubError):
     status, code = 403, "feature_not_in_plan"
 
 
+class Forbidden(DocpubError):
+    status, code = 403, "forbidden"
+
+
 class NotFound(DocpubError):
     status, code = 404, "not_found"
 

@@ -290,17 +290,32 @@ def test_sign_in_rate_limited_per_ip(client, app_clock):
 
 
 def test_sign_in_rate_limited_per_account(client, app_clock, monkeypatch):
-    from chalicelib.services.accounts import SIGN_IN_PER_ACCOUNT
+    from chalicelib.services import accounts
 
+    monkeypatch.setattr(accounts, "SIGN_IN_PER_ACCOUNT", (12, 900))  # the real cap is 100: keep the test quick
     monkeypatch.setenv("DOCPUB_TRUST_CLOUDFRONT", "true")
     DashboardClient(client).sign_up()
-    limit, window = SIGN_IN_PER_ACCOUNT
+    limit, window = accounts.SIGN_IN_PER_ACCOUNT
     for i in range(limit):
         attacker = DashboardClient(client, headers={"CloudFront-Viewer-Address": f"198.51.100.{i}:443"})
         assert attacker.sign_in(password="guess number %d" % i).status == 401
     owner = DashboardClient(client, headers={"CloudFront-Viewer-Address": "203.0.113.9:443"})
     assert owner.sign_in().status == 429
     app_clock.advance(window + 1)
+    assert owner.sign_in().status == 303
+
+
+def test_guessing_from_one_address_does_not_lock_the_owner_out(client, app_clock, monkeypatch):
+    from chalicelib.services.accounts import SIGN_IN_PER_ACCOUNT_AND_IP
+
+    monkeypatch.setenv("DOCPUB_TRUST_CLOUDFRONT", "true")
+    DashboardClient(client).sign_up()
+    limit, _window = SIGN_IN_PER_ACCOUNT_AND_IP
+    attacker = DashboardClient(client, headers={"CloudFront-Viewer-Address": "198.51.100.7:443"})
+    for i in range(limit):
+        assert attacker.sign_in(password="guess number %d" % i).status == 401
+    assert attacker.sign_in().status == 429  # even the right password, from that address
+    owner = DashboardClient(client, headers={"CloudFront-Viewer-Address": "203.0.113.9:443"})
     assert owner.sign_in().status == 303
 
 

@@ -330,3 +330,26 @@ def test_feedback_on_a_document_being_deleted_is_refused(ctx, client, workspace)
     service.sharing.access = lambda *_a, **_k: access
     with pytest.raises(NotFound):
         service.submit(doc["share_id"], FeedbackSubmission(message="late"), "198.51.100.1", None)
+
+
+def test_cross_site_posts_are_refused(client, ctx, workspace):
+    """A third-party page (or the sandboxed document itself) cannot post the viewer forms."""
+    from chalicelib.models import PublishRequest
+    from chalicelib.services.auth import credentials_from_key
+    from chalicelib.services.documents import DocumentService
+
+    _, key = workspace
+    doc = DocumentService(ctx).publish(credentials_from_key(key), PublishRequest(title="t", html="<p/>")).response
+    path = "/d/" + doc.share_url.rsplit("/", 1)[1]
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    for headers in ({"Sec-Fetch-Site": "cross-site"}, {"Origin": "https://evil.example"}, {"Origin": "null"}):
+        r = client.http.post(path + "/feedback", headers={**form, **headers}, body="message=spam")
+        assert r.status_code == 403, headers
+        assert json.loads(r.body)["error"]["code"] == "forbidden"
+        assert client.http.post(path + "/unlock", headers={**form, **headers}, body="passphrase=x").status_code == 403
+    same = client.http.post(path + "/feedback", headers={**form, "Sec-Fetch-Site": "same-origin",
+                                                         "Origin": "http://127.0.0.1:8000"}, body="message=ok")
+    assert same.status_code == 201
+    scripted = client.http.post(path + "/feedback", headers={"Content-Type": "application/json"},
+                                body=json.dumps({"message": "from a script"}))
+    assert scripted.status_code == 201

@@ -55,6 +55,27 @@ def client_ip(request) -> str:
     return ((request.context or {}).get("identity") or {}).get("sourceIp") or "unknown"
 
 
+def refuse_cross_site(request) -> None:
+    """403 for a browser request made by another site, or by sandboxed user HTML
+    (an opaque origin): viewer forms must not be posted from elsewhere. Requests
+    without browser headers (curl, scripts) are not browser CSRF and pass."""
+    from urllib.parse import urlsplit
+
+    from chalicelib import config
+
+    fetch_site = (request.headers.get("sec-fetch-site") or "").lower()
+    if fetch_site:
+        cross = fetch_site not in ("same-origin", "none")
+    else:
+        origin = request.headers.get("origin")
+        base = urlsplit(config.base_url())
+        host = request.headers.get("host")
+        allowed = {f"{base.scheme}://{base.netloc}"} | ({f"https://{host}", f"http://{host}"} if host else set())
+        cross = origin is not None and origin not in allowed
+    if cross:
+        raise errors.Forbidden("This form can only be sent from the document's own page.")
+
+
 def parse_cookies(header: Optional[str]) -> dict[str, str]:
     """Cookies from a Cookie header, tolerantly: one malformed cookie set by some
     other site on the parent domain must not hide the others (SimpleCookie

@@ -29,7 +29,7 @@ from chalice import Blueprint, Response
 from chalicelib import config, errors
 from chalicelib.entrypoints.http import (
     FORM_TYPE, compress, error_response, json_response, parse_form_or_json, unexpected,
-    client_ip as http_client_ip, parse_cookies,
+    client_ip as http_client_ip, parse_cookies, refuse_cross_site,
 )
 from chalicelib.models import FeedbackSubmission, RequestModel
 from chalicelib.services import registry
@@ -314,6 +314,7 @@ class _UnlockForm(RequestModel):
 @bp.route("/d/{share_id}/unlock", methods=["POST"], content_types=FORM_TYPES)
 @_html_view
 def share_unlock(share_id):
+    refuse_cross_site(_request())
     version = _version_param()
     try:
         form = parse_form_or_json(_request(), _UnlockForm)
@@ -340,6 +341,7 @@ def share_feedback(share_id):
     """JSON API: 201 {"feedback_id"} or the contract's error body."""
     request = _request()
     try:
+        refuse_cross_site(request)
         version = _version_param()
         submission = parse_form_or_json(request, FeedbackSubmission)
         created = registry.feedback().submit(share_id, submission, client_ip(),

@@ -36,7 +36,10 @@ _EMAIL_SHAPE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$")
 
 # (limit, window seconds)
 SIGN_IN_PER_IP = (20, 15 * 60)
-SIGN_IN_PER_ACCOUNT = (10, 15 * 60)
+# Guessing one account's password from one address is stopped quickly; the
+# account-wide cap is high, so an attacker cannot lock its owner out cheaply.
+SIGN_IN_PER_ACCOUNT_AND_IP = (10, 15 * 60)
+SIGN_IN_PER_ACCOUNT = (100, 15 * 60)
 SIGN_UP_PER_IP = (10, 60 * 60)
 RATE_ATTEMPTS = 5
 
@@ -133,6 +136,8 @@ class AccountService:
                 previous_session_id: Optional[str] = None) -> StartedSession:
         email = normalise_email(email)
         self._hit(f"signin-ip#{client_ip}", SIGN_IN_PER_IP, "Too many sign-in attempts from this address")
+        self._hit(f"signin-account-ip#{_scope_digest(email + chr(0) + client_ip)}", SIGN_IN_PER_ACCOUNT_AND_IP,
+                  "Too many sign-in attempts for this account from this address")
         self._hit(f"signin-account#{_scope_digest(email)}", SIGN_IN_PER_ACCOUNT,
                   "Too many sign-in attempts for this account")
         user = self.ctx.users.get(email) if email and len(email) <= MAX_EMAIL else None
