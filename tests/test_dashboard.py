@@ -541,3 +541,11 @@ def test_key_last_used_is_listed(owner, client):
     assert "never" in owner.get("/dashboard/keys").text
     post_json(client, "/api/v1/publish", {"title": "T", "html": "<p>x</p>"}, key)
     assert "never" not in owner.get("/dashboard/keys").text.split("<tbody>")[1]
+
+
+def test_dashboard_saves_share_the_write_limit(owner, monkeypatch):
+    """No API key, same limit: uploads from a session cannot bypass it."""
+    monkeypatch.setenv("DOCPUB_WRITE_RATE_LIMIT", "3")
+    statuses = [upload(owner, f"<p>{i}</p>".encode(), title=f"d{i}").status for i in range(4)]
+    assert statuses[:3] == [303, 303, 303]
+    assert statuses[3] == 429

@@ -24,9 +24,9 @@ from typing import Optional
 
 from chalicelib import config
 from chalicelib.adapters.dynamodb import UserExists
-from chalicelib.domain.ratelimit import take_slot
-from chalicelib.errors import RateLimited, Unauthorized, ValidationFailed
+from chalicelib.errors import Unauthorized, ValidationFailed
 from chalicelib.services.context import Context, default_context, new_workspace_id
+from chalicelib.services import ratelimits
 from chalicelib.services.workspaces import MAX_WORKSPACE_NAME, WorkspaceService
 
 MIN_PASSWORD = 10
@@ -41,7 +41,6 @@ SIGN_IN_PER_IP = (20, 15 * 60)
 SIGN_IN_PER_ACCOUNT_AND_IP = (10, 15 * 60)
 SIGN_IN_PER_ACCOUNT = (100, 15 * 60)
 SIGN_UP_PER_IP = (10, 60 * 60)
-RATE_ATTEMPTS = 5
 
 BAD_CREDENTIALS = "Email or password is incorrect."
 SIGN_UP_REFUSED = ("We could not create an account with these details. "
@@ -229,18 +228,7 @@ class AccountService:
 
     def _hit(self, scope: str, rule: tuple[int, int], what: str) -> None:
         limit, window = rule
-        for _attempt in range(RATE_ATTEMPTS):
-            now_ms = self.ctx.now_ms()
-            item = self.ctx.rates.get(scope)
-            try:
-                decision = take_slot((item or {}).get("hits", []), now_ms, limit, window)
-            except RateLimited as exc:
-                raise RateLimited(exc.retry_after_seconds,
-                                  f"{what}; try again in {_human(exc.retry_after_seconds)}.") from None
-            if self.ctx.rates.claim(scope, (item or {}).get("seq", 0), decision.new_log,
-                                    now_ms // 1000 + window + 60):
-                return
-        raise RateLimited(1, f"{what}; try again in a moment.")
+        ratelimits.hit(self.ctx, scope, limit, window, what)
 
 
 def _binding_digest(binding: str) -> str:
@@ -250,8 +238,3 @@ def _binding_digest(binding: str) -> str:
 def _scope_digest(email: str) -> str:
     return hashlib.sha256(email.encode("utf-8")).hexdigest()[:32]
 
-
-def _human(seconds: int) -> str:
-    if seconds < 90:
-        return f"{seconds} seconds"
-    return f"{(seconds + 59) // 60} minutes"

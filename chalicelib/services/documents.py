@@ -32,7 +32,7 @@ from chalicelib.models import (
     DocumentDetail, DocumentList, DocumentSummary, EditRequest, EditResponse, EditSummary,
     PublishRequest, PublishResponse, UpdateDocumentRequest, VersionInfo,
 )
-from chalicelib.services import auth
+from chalicelib.services import auth, ratelimits
 from chalicelib.services.context import (
     Context, default_context, new_document_id, new_share_id, new_version_id, rfc3339,
 )
@@ -147,7 +147,7 @@ class DocumentService:
 
     def _slot(self, actor: Actor, now_ms: int) -> tuple[Optional[SlotDecision], Optional[RateSlot]]:
         if actor.key_item is None:
-            return None, None
+            return None, None  # dashboard writes are counted once, up front (_count_session_write)
         decision = take_slot(actor.key_item.get("writes", []), now_ms,
                              config.write_rate_limit(), config.write_rate_window_seconds())
         slot = RateSlot(actor.key_item["key_id"], actor.key_item.get("writes_seq", 0),
@@ -179,6 +179,13 @@ class DocumentService:
     def publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str] = None) -> WriteResult:
         return self._with_rate_headers(lambda seen: self._publish(who, request, idempotency_key, seen))
 
+    def _count_session_write(self, actor: Actor) -> None:
+        """Writes from a dashboard session have no API key; the same limit applies
+        to them per workspace, so uploads cannot bypass it."""
+        if actor.key_item is None:
+            ratelimits.hit(self.ctx, f"session-writes#{actor.workspace_id}", config.write_rate_limit(),
+                           config.write_rate_window_seconds(), "Too many saves in this workspace")
+
     def _publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str], seen: dict) -> WriteResult:
         digest = None
         if idempotency_key is not None:
@@ -187,6 +194,7 @@ class DocumentService:
             digest = hashlib.sha256(idempotency_key.encode()).hexdigest()
         actor, doc, idem = self._load(who, request.document_id, digest, seen=seen)
         data = encoded_html(request.html)
+        self._count_session_write(actor)
         request_hash = _request_hash(request, data) if digest else None
         if digest and actor.key_item is None:
             digest = None  # idempotency is a feature of API keys
@@ -314,6 +322,7 @@ class DocumentService:
 
     def _edit(self, who: Who, document_id: str, request: EditRequest, seen: dict) -> WriteResult:
         actor, doc, _ = self._load(who, document_id, seen=seen)
+        self._count_session_write(actor)
         if request.base_version_id and request.base_version_id != doc["latest_version_id"]:
             raise self._conflict(doc)
         before = None
