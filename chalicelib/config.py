@@ -50,6 +50,11 @@ def secret_key() -> str:
     return _get("DOCPUB_SECRET_KEY", "docpub-local-development-secret-not-for-production")
 
 
+def origin_secret() -> str:
+    """The value CloudFront sends in X-Docpub-Origin-Secret (empty: not required)."""
+    return _get("DOCPUB_ORIGIN_SECRET", "")
+
+
 def trust_cloudfront_ip_header() -> bool:
     return _get("DOCPUB_TRUST_CLOUDFRONT", "false").lower() in ("1", "true", "yes")
 

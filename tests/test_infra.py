@@ -437,7 +437,8 @@ def test_environment_is_wired_to_the_created_resources(resources):
     variables = resources["APIHandler"]["Properties"]["Environment"]["Variables"]
     table, _ = only(resources, "AWS::DynamoDB::Table")
     bucket, _ = only(resources, "AWS::S3::Bucket")
-    secret, _ = only(resources, "AWS::SecretsManager::Secret")
+    secret = "SecretKey"
+    assert resources[secret]["Type"] == "AWS::SecretsManager::Secret"
     assert variables["DOCPUB_TABLE"] == {"Ref": table}
     assert variables["DOCPUB_BUCKET"] == {"Ref": bucket}
     assert variables["DOCPUB_TRUST_CLOUDFRONT"] == "true"
@@ -723,3 +724,14 @@ def test_zip_ships_bytecode_for_fast_cold_starts(build):
     assert f"__pycache__/app.{tag}.pyc" in names
     assert f"chalicelib/services/__pycache__/documents.{tag}.pyc" in names
     assert f"pydantic/__pycache__/main.{tag}.pyc" in names
+
+
+def test_cloudfront_proves_itself_to_the_function(template):
+    """Per-IP limits trust CloudFront's viewer address only with CloudFront's origin secret."""
+    resources = template["Resources"]
+    origin = resources["Distribution"]["Properties"]["DistributionConfig"]["Origins"][0]
+    [header] = origin["OriginCustomHeaders"]
+    assert header["HeaderName"] == "X-Docpub-Origin-Secret"
+    variables = resources["APIHandler"]["Properties"]["Environment"]["Variables"]
+    assert variables["DOCPUB_ORIGIN_SECRET"] == header["HeaderValue"]
+    assert "OriginSecret" in json.dumps(header["HeaderValue"])

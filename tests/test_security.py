@@ -388,3 +388,22 @@ def test_share_ids_keys_and_version_ids_come_from_secrets(monkeypatch):
     assert re.fullmatch(r"[A-Za-z0-9_-]+", share_id)
     assert drawn[1][0] * 8 >= 256 and re.fullmatch(r"dpk_[A-Za-z0-9_-]{43}", api_key)
     assert len({context.new_share_id() for _ in range(1000)}) == 1000
+
+
+def test_client_ip_trusts_cloudfront_only_with_its_origin_secret(monkeypatch):
+    from types import SimpleNamespace
+
+    from chalicelib.entrypoints.http import client_ip
+
+    def request(headers):
+        return SimpleNamespace(headers=headers, context={"identity": {"sourceIp": "192.0.2.10"}})
+
+    forged = {"cloudfront-viewer-address": "198.51.100.1:443"}
+    assert client_ip(request(forged)) == "192.0.2.10"  # not trusted by default
+    monkeypatch.setenv("DOCPUB_TRUST_CLOUDFRONT", "true")
+    monkeypatch.setenv("DOCPUB_ORIGIN_SECRET", "s3cret-from-cloudfront")
+    assert client_ip(request(forged)) == "192.0.2.10"  # direct call to API Gateway: no secret
+    assert client_ip(request({**forged, "x-docpub-origin-secret": "wrong"})) == "192.0.2.10"
+    assert client_ip(request({**forged, "x-docpub-origin-secret": "s3cret-from-cloudfront"})) == "198.51.100.1"
+    v6 = {"cloudfront-viewer-address": "2001:db8:1:2:3:4:5:6:443", "x-docpub-origin-secret": "s3cret-from-cloudfront"}
+    assert client_ip(request(v6)) == "2001:db8:1:2::/64"  # one subscriber's block counts once

@@ -44,15 +44,31 @@ def request_id(app) -> str:
 
 
 def client_ip(request) -> str:
-    """The caller's address as API Gateway saw it; CloudFront's viewer address
-    only when the stage says CloudFront is in front (otherwise it is forgeable)."""
+    """The caller's address for per-IP limits: API Gateway's view of it, or
+    CloudFront's viewer address when the stage trusts CloudFront and the request
+    carries CloudFront's origin secret (else the header is forgeable). IPv6
+    callers are keyed by their /64, the block one subscriber usually holds."""
+    import hmac
+    import ipaddress
+
     from chalicelib import config
 
+    address = ((request.context or {}).get("identity") or {}).get("sourceIp") or "unknown"
     if config.trust_cloudfront_ip_header():
+        secret = config.origin_secret()
+        presented = request.headers.get("x-docpub-origin-secret") or ""
         viewer = (request.headers.get("cloudfront-viewer-address") or "").strip()
-        if viewer:  # "ip:port", IPv6 possibly bracketed
-            return viewer.rsplit(":", 1)[0].strip("[]") if ":" in viewer else viewer
-    return ((request.context or {}).get("identity") or {}).get("sourceIp") or "unknown"
+        if viewer and (not secret or hmac.compare_digest(presented.encode(), secret.encode())):
+            address = viewer.rsplit(":", 1)[0].strip("[]") if ":" in viewer else viewer
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if parsed.version == 6:
+        if parsed.ipv4_mapped:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
+    return str(parsed)
 
 
 def refuse_cross_site(request) -> None:
