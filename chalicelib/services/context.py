@@ -55,7 +55,7 @@ class Context:
     def backoff(self, attempt: int) -> None:
         """Short jittered pause before retrying a write that lost a race."""
         if attempt:
-            self.sleep(random.uniform(0, min(0.05, 0.002 * (2 ** min(attempt, 5)))))
+            self.sleep(random.uniform(0, min(0.1, 0.002 * (2 ** min(attempt, 6)))))
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)

@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 # Each round of a race lets at least one writer through, so this bounds the wait
 # of the unluckiest of that many simultaneous writers to one document or key.
-MAX_WRITE_ATTEMPTS = 30
+MAX_WRITE_ATTEMPTS = 50
 IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 MAX_IDEMPOTENCY_KEY = 255
 
