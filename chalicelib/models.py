@@ -74,7 +74,7 @@ def _bounded_text(min_length: int, max_length: Optional[int]):
 # No length bound here: the one size rule is the service's 4 MiB of UTF-8 (413),
 # and the HTTP layer refuses bodies far over it before parsing.
 Html = _bounded_text(1, None)
-DocumentId = Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")]
+DocumentId = Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"), AfterValidator(str.lower)]
 VersionId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 
 

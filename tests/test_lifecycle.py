@@ -220,3 +220,14 @@ def test_version_fields_are_the_same_with_and_without_html(api, workspace):
     assert "html" not in plain and full["html"] == "<p>x</p>"
     assert plain["versions"] == full["versions"]
     assert plain["versions"][0]["note"] is None
+
+
+def test_document_ids_are_case_insensitive(api, workspace):
+    _, key = workspace
+    doc = publish(api, key)
+    upper = doc["document_id"].upper()
+    r = api.http.get(f"/api/v1/documents/{upper}", headers={"X-Api-Key": key})
+    assert r.status_code == 200 and json.loads(r.body)["document_id"] == doc["document_id"]
+    assert publish(api, key, document_id=upper)["document_id"] == doc["document_id"]
+    assert api.http.delete(f"/api/v1/documents/{upper}", headers={"X-Api-Key": key}).status_code == 204
+    assert api.http.get(f"/api/v1/documents/{doc['document_id']}", headers={"X-Api-Key": key}).status_code == 404

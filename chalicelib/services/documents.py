@@ -100,6 +100,11 @@ def well_formed_id(document_id: Optional[str]) -> bool:
     return isinstance(document_id, str) and _DOCUMENT_ID.match(document_id) is not None
 
 
+def canonical_document_id(document_id):
+    """UUIDs are case-insensitive; documents are stored under the lowercase form."""
+    return document_id.lower() if well_formed_id(document_id) else document_id
+
+
 def document_not_found(document_id: str) -> NotFound:
     shown = document_id if well_formed_id(document_id) else "with that id"
     return NotFound(f"No document {shown} in this workspace.")
@@ -318,6 +323,7 @@ class DocumentService:
     # ---------------------------------------------------------------- edit
 
     def edit(self, who: Who, document_id: str, request: EditRequest) -> WriteResult:
+        document_id = canonical_document_id(document_id)
         return self._with_rate_headers(lambda seen: self._edit(who, document_id, request, seen))
 
     def _edit(self, who: Who, document_id: str, request: EditRequest, seen: dict) -> WriteResult:
@@ -382,6 +388,7 @@ class DocumentService:
 
     def get(self, who: Who, document_id: str, include_html: bool = False,
             version_id: Optional[str] = None) -> DocumentDetail:
+        document_id = canonical_document_id(document_id)
         actor = self._actor(who)
         if not well_formed_id(document_id):
             raise document_not_found(document_id)
@@ -398,6 +405,7 @@ class DocumentService:
 
     def get_html(self, who: Who, document_id: str, version_number: Optional[int] = None) -> tuple[dict, dict, str]:
         """(document, version, html) of the latest or a numbered version."""
+        document_id = canonical_document_id(document_id)
         actor = self._actor(who)
         if not well_formed_id(document_id):
             raise document_not_found(document_id)
@@ -454,6 +462,7 @@ class DocumentService:
     # ---------------------------------------------------------------- update / delete
 
     def update(self, who: Who, document_id: str, request: UpdateDocumentRequest) -> DocumentDetail:
+        document_id = canonical_document_id(document_id)
         fields = request.model_dump(exclude_unset=True, exclude_none=True)
         if not fields:
             raise ValidationFailed("Give title and/or description to change.",
@@ -466,6 +475,7 @@ class DocumentService:
         return self.get(actor, document_id)
 
     def delete(self, who: Who, document_id: str) -> None:
+        document_id = canonical_document_id(document_id)
         _, doc, _ = self._load(who, document_id, include_deleting=True)  # key + document: one round trip
         if not doc.get("deleting"):
             try:

@@ -278,13 +278,14 @@ class ShareService:
             raise NotFound(f"No document {document_id} in this workspace.") from exc
 
     def _owned(self, who, document_id: str, allow_free: bool) -> dict:
-        from chalicelib.services.documents import DocumentService
+        from chalicelib.services import documents as document_rules
 
-        documents = DocumentService(self.ctx)
-        actor = documents._actor(who)
-        doc = self.ctx.documents.get(document_id)
-        if not documents._visible(doc, actor):
-            raise NotFound(f"No document {document_id} in this workspace.")
+        service = document_rules.DocumentService(self.ctx)
+        actor = service._actor(who)
+        document_id = document_rules.canonical_document_id(document_id)
+        doc = self.ctx.documents.get(document_id) if document_rules.well_formed_id(document_id) else None
+        if not service._visible(doc, actor):
+            raise document_rules.document_not_found(document_id)
         workspace = self.ctx.workspaces.get(actor.workspace_id) or {}
         if not plans.entitlements(workspace.get("plan", "free")).passphrase_links and not (
                 allow_free and doc.get("passphrase_hash")):
