@@ -40,7 +40,7 @@ def test_not_found_reports_index_and_closest_match():
     assert info.value.details["closest_match"] == "Quarterly Report"
     with pytest.raises(EditNotFound) as info:
         apply_edits("<p>The colour is red</p>", [E("The color is red", "x")])
-    assert info.value.details["closest_match"] == "The colour is re" or "colour" in info.value.details["closest_match"]
+    assert "colour is red" in info.value.details["closest_match"]
 
 
 def test_ambiguous_unless_replace_all():

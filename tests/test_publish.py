@@ -98,7 +98,6 @@ def test_html_size_limit_counts_utf8_bytes(client, services):
 def test_large_non_ascii_document_fits_lambda_payload(client, services):
     """include_html=true on a 4 MiB Japanese document stays under 6 MB on the wire to Lambda."""
     from app import app
-    from chalicelib.entrypoints.http import RAW_BINARY_MIN_BYTES  # noqa: F401
 
     _, key = services.workspaces.create_workspace("Pro", "pro")
     html = ("日本語のテキスト" * (MIB4 // 24 + 1))
@@ -124,8 +123,6 @@ class _LambdaContext:
 
 
 def _api_event(method, path, query, headers):
-    from chalice.local import LambdaEventConverter, LocalGateway  # noqa: F401
-
     return {
         "resource": "/api/v1/documents/{document_id}", "path": path, "httpMethod": method,
         "headers": headers, "multiValueHeaders": {}, "queryStringParameters": query,
