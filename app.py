@@ -133,6 +133,12 @@ def clear_passphrase(document_id):
     return empty_response(204)
 
 
+@app.route("/api/v1/documents/{document_id}/share/rotate", methods=["POST"])
+@api
+def rotate_share_link(document_id):
+    return json_response(registry.sharing().rotate(_credentials(), document_id))
+
+
 @app.route("/api/v1/feedback", methods=["GET"])
 @api
 def list_feedback():

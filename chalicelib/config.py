@@ -76,3 +76,13 @@ def argon2_cost() -> tuple[int, int, int]:
     """argon2id (time_cost, memory_kib, parallelism); defaults are argon2-cffi's (RFC 9106 low-memory)."""
     return (int(_get("DOCPUB_ARGON2_TIME_COST", "3")), int(_get("DOCPUB_ARGON2_MEMORY_KIB", "65536")),
             int(_get("DOCPUB_ARGON2_PARALLELISM", "4")))
+
+
+def cdn_distribution_id() -> str:
+    """CloudFront distribution whose cache every link withdrawal invalidates (empty: none)."""
+    return _get("DOCPUB_CDN_DISTRIBUTION_ID", "")
+
+
+def cdn_distribution_parameter() -> str:
+    """SSM parameter holding that distribution's id (how the deployed stack passes it)."""
+    return _get("DOCPUB_CDN_DISTRIBUTION_PARAMETER", "")

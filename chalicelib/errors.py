@@ -62,6 +62,11 @@ class VersionConflict(DocpubError):
     status, code = 409, "version_conflict"
 
 
+class Gone(DocpubError):
+    """A share link past its `share_expires_at` (an HTML page on /d/...)."""
+    status, code = 410, "gone"
+
+
 class DocumentTooLarge(DocpubError):
     status, code = 413, "document_too_large"
 

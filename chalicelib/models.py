@@ -77,6 +77,30 @@ Html = _bounded_text(1, None)
 DocumentId = Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"), AfterValidator(str.lower)]
 VersionId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 
+# RFC 3339 with a time zone ("2026-12-01T00:00:00Z", "...+02:00"); normalised to UTC "Z".
+# Whether it is in the future and within a year depends on the clock: the service checks.
+_RFC3339 = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?"
+            r"([Zz]|[+-][0-9]{2}:[0-9]{2})$")
+
+
+def _utc_timestamp(value: str) -> str:
+    import re
+    from datetime import datetime, timezone
+
+    try:
+        if not re.fullmatch(_RFC3339, value):
+            raise ValueError(value)
+        parsed = datetime.fromisoformat(value.upper().replace("Z", "+00:00").replace(" ", "T"))
+    except ValueError:
+        raise PydanticCustomError("rfc3339", "must be an RFC 3339 timestamp such as 2026-12-01T09:00:00Z") from None
+    return parsed.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+ExpiresAt = Annotated[str, StringConstraints(max_length=40), AfterValidator(_utc_timestamp),
+                      Field(json_schema_extra={"pattern": _RFC3339, "format": "date-time"}, description="When the share link stops working (RFC 3339; future, at most 366 days "
+                                        "ahead); null: never.")]
+ShareEnabled = Annotated[bool, Field(description="false: the share link answers 404 (the document stays).")]
+
 
 # ---------------------------------------------------------------- requests
 
@@ -87,6 +111,8 @@ class PublishRequest(RequestModel):
     note: Optional[Note] = None
     description: Optional[Description] = None
     base_version_id: Optional[VersionId] = None
+    share_enabled: Optional[ShareEnabled] = None
+    share_expires_at: Optional[ExpiresAt] = None
 
     _title_not_blank = field_validator("title")(_not_blank)
 
@@ -106,12 +132,17 @@ class EditRequest(RequestModel):
 
 
 class UpdateDocumentRequest(RequestModel):
-    # The service wants at least one of them not null; say so in the schema too.
+    # The service wants at least one field given (title/description/share_enabled not null;
+    # share_expires_at may be null: that clears it); say so in the schema too.
     model_config = ConfigDict(json_schema_extra={"anyOf": [
-        {"required": [name], "properties": {name: {"type": "string"}}} for name in ("title", "description")]})
+        *({"required": [name], "properties": {name: {"type": "string"}}} for name in ("title", "description")),
+        {"required": ["share_enabled"], "properties": {"share_enabled": {"type": "boolean"}}},
+        {"required": ["share_expires_at"]}]})
 
     title: Optional[Title] = None
     description: Optional[Description] = None
+    share_enabled: Optional[ShareEnabled] = None
+    share_expires_at: Optional[ExpiresAt] = None
 
     _title_not_blank = field_validator("title")(_not_blank)
 
@@ -211,6 +242,8 @@ class DocumentSummary(ResponseModel):
     version_count: int
     latest_version_id: str
     open_feedback_count: int
+    share_enabled: bool = True
+    share_expires_at: Optional[str] = None
 
 
 class VersionInfo(ResponseModel):
@@ -225,6 +258,11 @@ class DocumentDetail(DocumentSummary):
     versions: list[VersionInfo]
     passphrase_protected: bool
     html: Optional[str] = None
+
+
+class ShareRotated(ResponseModel):
+    """POST /documents/:id/share/rotate: the new link (the old one is 404 at once)."""
+    share_url: str
 
 
 class DocumentList(ResponseModel):

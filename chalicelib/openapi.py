@@ -149,6 +149,9 @@ OPERATIONS: tuple[Operation, ...] = (
               request=models.PassphraseRequest, errors=(403, 404), example={"passphrase": "correct horse"}),
     Operation("DELETE", "/api/v1/documents/{document_id}/passphrase", "removePassphrase",
               "Make the share link public again (Pro).", status=204, errors=(403, 404)),
+    Operation("POST", "/api/v1/documents/{document_id}/share/rotate", "rotateShareLink",
+              "Give the document a new share link; the old one answers 404 at once.",
+              models.ShareRotated, errors=(404,)),
 )
 
 

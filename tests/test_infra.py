@@ -206,6 +206,14 @@ def test_table_and_bucket_actions_name_exactly_these_resources(resources, functi
                     assert target == {"Fn::GetAtt": [bucket, "Arn"]}
                 else:
                     assert target == {"Fn::Sub": f"${{{bucket}.Arn}}/{prefix}*"}, (action, target)
+            elif service == "cloudfront":
+                assert action == "cloudfront:CreateInvalidation"
+                assert target == {"Fn::Sub": "arn:${AWS::Partition}:cloudfront::${AWS::AccountId}:"
+                                             "distribution/${Distribution}"}, target
+            elif service == "ssm":
+                assert action == "ssm:GetParameter"
+                assert target == {"Fn::Sub": "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:"
+                                             "parameter${CdnDistributionParameter}"}, target
             else:
                 assert service == "logs", action
 
@@ -227,6 +235,9 @@ S3_ACTIONS = {
     "list_objects_v2": ["ListBucket"], "head_bucket": ["ListBucket"],
     "copy_object": ["GetObject", "PutObject"], "generate_presigned_url": [],
 }
+CLOUDFRONT_ACTIONS = {"create_invalidation": ["CreateInvalidation"]}
+SSM_ACTIONS = {"get_parameter": ["GetParameter"]}
+ACTIONS = {"dynamodb": DYNAMODB_ACTIONS, "s3": S3_ACTIONS, "cloudfront": CLOUDFRONT_ACTIONS, "ssm": SSM_ACTIONS}
 WAITERS = {("dynamodb", "table_exists"): ["DescribeTable"]}
 # Setup code that runs only against the local emulator (make run, tests), never in Lambda.
 LOCAL_ONLY = {("chalicelib/adapters/schema.py", "ensure_storage")}
@@ -240,7 +251,7 @@ def client_calls(path: Path) -> list[tuple[str, str, str]]:
     def client_of(node) -> str | None:
         if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "aws"
-                and node.func.attr in ("dynamodb", "s3")):
+                and node.func.attr in ACTIONS):
             return node.func.attr
         return None
 
@@ -303,13 +314,13 @@ def code_actions() -> dict[str, list[str]]:
                 names = WAITERS.get((service, method.split(":", 1)[1]))
             elif method.startswith("get_paginator:"):
                 method = method.split(":", 1)[1]
-                names = (DYNAMODB_ACTIONS if service == "dynamodb" else S3_ACTIONS).get(method)
+                names = ACTIONS[service].get(method)
             elif service == "dynamodb" and method == "transact_write_items":
                 names = [TRANSACTION_ACTIONS[k] for k in TRANSACTION_ACTIONS
                          if re.search(rf"[{{,]\s*[\"']{k}[\"']\s*:", (ROOT / "chalicelib").joinpath(
                              "adapters/dynamodb.py").read_text())]
             else:
-                names = (DYNAMODB_ACTIONS if service == "dynamodb" else S3_ACTIONS).get(method)
+                names = ACTIONS[service].get(method)
             assert names is not None, (
                 f"{where} calls {service}.{method}: add its IAM action(s) to tests/test_infra.py's "
                 "map and to DataAccessPolicy in infra/resources.yaml")
@@ -324,7 +335,7 @@ def test_code_scan_finds_the_known_calls():
     for action in ("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PutItem",
                    "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem",
                    "dynamodb:DescribeTable", "s3:GetObject", "s3:PutObject", "s3:DeleteObject",
-                   "s3:ListBucket"):
+                   "s3:ListBucket", "cloudfront:CreateInvalidation", "ssm:GetParameter"):
         assert action in needed, action
     assert "dynamodb:CreateTable" not in needed  # local-only setup is not Lambda's business
 
@@ -423,7 +434,8 @@ def config_variables() -> set[str]:
     return set(re.findall(r"_get\(\"(DOCPUB_[A-Z_]+)\"", text))
 
 
-LOCAL_ONLY_VARIABLES = {"DOCPUB_DATA_DIR"}  # the local stack's data folder
+LOCAL_ONLY_VARIABLES = {"DOCPUB_DATA_DIR",  # the local stack's data folder
+                        "DOCPUB_CDN_DISTRIBUTION_ID"}  # instead of the stack's SSM parameter, elsewhere
 
 
 def test_every_config_variable_is_set_on_the_function(resources):
@@ -544,6 +556,33 @@ def test_every_answer_gets_security_headers(resources, distribution):
         assert security["ContentTypeOptions"] == {"Override": True}
         assert security["ReferrerPolicy"]["ReferrerPolicy"] in ("strict-origin-when-cross-origin", "no-referrer",
                                                                 "same-origin", "strict-origin")
+
+
+def test_no_share_answer_outlives_the_withdrawal_bound_at_the_edge(template, resources, distribution):
+    """Whatever the origin says, CloudFront keeps a /d/* answer at most 60 s: the bound
+    docs/sharing.md promises for every withdrawal (delete, passphrase, disable, rotate)."""
+    from chalicelib.domain.links import EDGE_TTL_SECONDS
+
+    parameter = template["Parameters"]["ShareEdgeMaxTtl"]
+    assert parameter["Default"] <= EDGE_TTL_SECONDS and parameter["MaxValue"] <= EDGE_TTL_SECONDS
+    share = behaviours(distribution)["/d/*"]
+    policy = resources[share["CachePolicyId"]["Ref"]]["Properties"]["CachePolicyConfig"]
+    assert policy["MaxTTL"] == {"Ref": "ShareEdgeMaxTtl"} and policy["DefaultTTL"] == 0
+
+
+def test_the_function_may_invalidate_its_own_distribution_only(resources, function_role):
+    """cloudfront:CreateInvalidation on this stack's distribution alone, and the id reaches
+    the function through an SSM parameter (a direct reference would be a cycle)."""
+    granted = allowed(resources, function_role)
+    assert granted["cloudfront:CreateInvalidation"] == [
+        {"Fn::Sub": "arn:${AWS::Partition}:cloudfront::${AWS::AccountId}:distribution/${Distribution}"}]
+    assert not [a for a in granted if a.startswith("cloudfront:") and a != "cloudfront:CreateInvalidation"]
+    parameter = resources["CdnDistributionParameter"]["Properties"]
+    assert parameter["Value"] == {"Ref": "Distribution"}
+    env = resources["APIHandler"]["Properties"]["Environment"]["Variables"]
+    assert env["DOCPUB_CDN_DISTRIBUTION_PARAMETER"] == parameter["Name"]
+    assert granted["ssm:GetParameter"] == [
+        {"Fn::Sub": "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${CdnDistributionParameter}"}]
 
 
 def test_errors_are_not_kept_at_the_edge(distribution):

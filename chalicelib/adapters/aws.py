@@ -35,6 +35,9 @@ PROFILES = {
     "dynamodb": RetryProfile(connect_timeout=1, read_timeout=3, max_attempts=3),
     # S3 writes up to 4 MiB per version.
     "s3": RetryProfile(connect_timeout=1, read_timeout=5, max_attempts=3),
+    # Best effort, inside an API call: one try, short; a failure is retried later (services/cdn.py).
+    "cloudfront": RetryProfile(connect_timeout=1, read_timeout=2, max_attempts=1),
+    "ssm": RetryProfile(connect_timeout=1, read_timeout=2, max_attempts=2),
 }
 
 
@@ -65,7 +68,24 @@ def s3():
     return boto3.client("s3", region_name=config.aws_region(), config=_botocore_config("s3"))
 
 
+@functools.lru_cache(maxsize=None)
+def cloudfront():
+    import boto3
+
+    # CloudFront's API lives in us-east-1 whatever the stack's region.
+    return boto3.client("cloudfront", region_name="us-east-1", config=_botocore_config("cloudfront"))
+
+
+@functools.lru_cache(maxsize=None)
+def ssm():
+    import boto3
+
+    return boto3.client("ssm", region_name=config.aws_region(), config=_botocore_config("ssm"))
+
+
 def reset_clients() -> None:
     """Forget cached clients (tests that switch endpoints)."""
     dynamodb.cache_clear()
     s3.cache_clear()
+    cloudfront.cache_clear()
+    ssm.cache_clear()

@@ -302,6 +302,8 @@ def compress(request, response: Response) -> Response:
 
 def _vary(headers: dict) -> str:
     existing = headers.get("Vary")
+    if existing and "accept-encoding" in existing.lower():
+        return existing
     return f"{existing}, Accept-Encoding" if existing else "Accept-Encoding"
 
 

@@ -1,4 +1,4 @@
-"""The ten MCP tools: thin adapters over the same service functions as REST.
+"""The MCP tools: thin adapters over the same service functions as REST.
 
 Imported only by the `/mcp` route (and tests): importing this module imports the
 `mcp` SDK (~0.6 s), which must never happen when app.py is imported.
@@ -33,8 +33,8 @@ from chalicelib.entrypoints.http import unexpected, validate, validation_error
 from chalicelib.models import (
     MAX_EDITS, Description, DocumentDeleted, DocumentDetail, DocumentId, DocumentList, EditOperation,
     EditRequest, EditResponse, Feedback, FeedbackList, FeedbackListQuery, GetDocumentQuery, Html,
-    ListDocumentsQuery, MeResponse, Note, PublishRequest, PublishResponse, ResolveFeedbackRequest, Title,
-    UpdateDocumentRequest, VersionId,
+    ListDocumentsQuery, MeResponse, Note, PublishRequest, PublishResponse, ResolveFeedbackRequest, ShareRotated,
+    Title, UpdateDocumentRequest, VersionId,
 )
 from chalicelib.mcp_instructions import INSTRUCTIONS
 from chalicelib.services import registry
@@ -126,6 +126,24 @@ def _write(idempotent: bool, destructive: bool = False) -> ToolAnnotations:
 
 # ------------------------------------------------------------------ the tools
 
+SHARE_ENABLED = ("false: the share link answers 404 until set back to true (the document itself stays); "
+                 "true: it works again.")
+SHARE_EXPIRES_AT = ("When the share link stops working (it then answers 410 \"expired\"): an RFC 3339 "
+                    "timestamp in the future, at most 366 days ahead, e.g. 2026-12-31T23:00:00Z; null or "
+                    "\"never\" removes the expiry.")
+NEVER = "never"
+
+
+def _link_settings(share_enabled: Optional[bool], share_expires_at: Optional[str]) -> dict:
+    """The REST body's link fields: `"never"` is an explicit null (clears the expiry)."""
+    given: dict = {}
+    if share_enabled is not None:
+        given["share_enabled"] = share_enabled
+    if share_expires_at is not None:
+        given["share_expires_at"] = None if share_expires_at.strip().lower() == NEVER else share_expires_at
+    return given
+
+
 async def publish_document(
     title: Annotated[Title, Field(description="Document title, 1 to 500 characters, not only whitespace.")],
     html: Annotated[Html, Field(description=(
@@ -137,10 +155,13 @@ async def publish_document(
     note: Annotated[Optional[Note], Field(description="Optional note about this version (up to 2,000 characters).")] = None,
     description: Annotated[Optional[Description], Field(description=(
         "Optional description (up to 5,000 characters); searched by find_document."))] = None,
+    share_enabled: Annotated[Optional[bool], Field(description=SHARE_ENABLED)] = None,
+    share_expires_at: Annotated[Optional[str], Field(max_length=40, description=SHARE_EXPIRES_AT)] = None,
 ) -> Annotated[CallToolResult, PublishResponse]:
     def action():
-        request = validate(PublishRequest, _given(title=title, html=html, document_id=document_id,
-                                                  note=note, description=description))
+        request = validate(PublishRequest, {
+            **_given(title=title, html=html, document_id=document_id, note=note, description=description),
+            **_link_settings(share_enabled, share_expires_at)})
         return registry.documents().publish(_credentials(), request).response
 
     return _call(action)
@@ -179,12 +200,21 @@ async def update_document(
     document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
     title: Annotated[Optional[Title], Field(description="New title, 1 to 500 characters.")] = None,
     description: Annotated[Optional[Description], Field(description="New description, up to 5,000 characters.")] = None,
+    share_enabled: Annotated[Optional[bool], Field(description=SHARE_ENABLED)] = None,
+    share_expires_at: Annotated[Optional[str], Field(max_length=40, description=SHARE_EXPIRES_AT)] = None,
 ) -> Annotated[CallToolResult, DocumentDetail]:
     def action():
-        request = validate(UpdateDocumentRequest, _given(title=title, description=description))
+        request = validate(UpdateDocumentRequest, {**_given(title=title, description=description),
+                                                   **_link_settings(share_enabled, share_expires_at)})
         return registry.documents().update(_credentials(), document_id, request)
 
     return _call(action, exclude={"html"})
+
+
+async def rotate_share_link(
+    document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
+) -> Annotated[CallToolResult, ShareRotated]:
+    return _call(lambda: registry.sharing().rotate(_credentials(), document_id))
 
 
 async def delete_document(
@@ -283,8 +313,14 @@ TOOLS: dict[str, tuple[Callable, str, ToolAnnotations, str]] = {
         "count, and with include_html=true the HTML of the latest version (or of version_id). Use it "
         "before edit_document to see the exact text to replace.")),
     "update_document": (update_document, "Rename or redescribe a document", _write(idempotent=True), (
-        "Change a document's title and/or description without creating a version (the HTML is not "
-        "touched). Give at least one of title, description. Returns the document as get_document does.")),
+        "Change a document's title, description and share-link settings without creating a version "
+        "(the HTML is not touched): share_enabled=false withdraws the link (404) until set true again; "
+        "share_expires_at makes it stop working at that moment (410), null or \"never\" removes the "
+        "expiry. Give at least one field. Returns the document as get_document does.")),
+    "rotate_share_link": (rotate_share_link, "Replace the share link", _write(idempotent=False), (
+        "Give a document a new share_url, e.g. when the old link leaked: the old link answers 404 at "
+        "once (and is dropped from the CDN); versions, feedback and settings stay. Returns the new "
+        "share_url; share it with the people who should still have access.")),
     "delete_document": (delete_document, "Delete a document", _write(idempotent=True, destructive=True), (
         "Permanently delete a document: all its versions, its feedback and its share link (which then "
         "answers 404). Cannot be undone. Frees one of the free plan's 5 document slots.")),
@@ -317,6 +353,8 @@ class DocpubMCP(MCPServer):
         if tool is None:
             return error_result(errors.NotFound(f"There is no tool named {name!r}; the tools are "
                                                 + ", ".join(TOOLS) + "."))
+        if arguments.get("share_expires_at", NEVER) is None:
+            arguments = {**arguments, "share_expires_at": NEVER}  # an explicit null clears it, as in REST
         unknown = sorted(set(arguments) - set(tool.parameters.get("properties", {})))
         if unknown:
             return error_result(errors.ValidationFailed(

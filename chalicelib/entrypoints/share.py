@@ -10,10 +10,13 @@
 - `POST /d/<id>/unlock` (form field `passphrase`) and `POST /d/<id>/feedback`
   (JSON or form; answers JSON, the contract's error body on failure).
 
-Caching (docs/sharing.md): content is `public, max-age=31536000, immutable` with
-a strong ETag (a conditional GET answers 304 without reading S3); the wrapper
-`public, max-age=0, s-maxage=60` (a CDN keeps it up to 60 s, a browser always
-asks again); anything of a protected document `private, no-store`.
+Caching (docs/sharing.md, "Withdrawn means withdrawn at the edge"): a public
+answer may be kept by any cache at most 60 s and never past the link's
+`share_expires_at`: content is `public, max-age=N, s-maxage=N` with a strong
+ETag (a revalidation answers 304 without reading S3), the wrapper
+`public, max-age=0, s-maxage=N` (browsers always ask again), N = min(60, seconds
+left); anything of a protected document `private, no-store`. Every withdrawal
+also asks the CDN to drop `/d/<share_id>*` (services/cdn.py).
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from typing import Optional
 from chalice import Blueprint, Response
 
 from chalicelib import config, errors
+from chalicelib.domain import links
 from chalicelib.entrypoints.http import (
     FORM_TYPE, compress, error_response, json_response, parse_form_or_json, unexpected,
     client_ip as http_client_ip, parse_cookies, refuse_cross_site,
@@ -42,11 +46,25 @@ bp = Blueprint(__name__)
 FORM_TYPES = [FORM_TYPE, "application/json"]
 HTML_TYPE = "text/html; charset=utf-8"
 SANDBOX = "allow-scripts allow-forms allow-popups allow-modals"
-CACHE_IMMUTABLE = "public, max-age=31536000, immutable"
-# The latest-pointer page: shared caches (CloudFront) keep it at most 60 s, browsers
-# revalidate every time, so a new version shows within 60 s (at once without a CDN).
-CACHE_PAGE = "public, max-age=0, s-maxage=60"
+# A shared cache (CloudFront) keeps a public answer at most EDGE_TTL_SECONDS and never
+# past the link's expiry: that bounds how long a withdrawn link can still be served.
+CACHE_PAGE = f"public, max-age=0, s-maxage={links.EDGE_TTL_SECONDS}"
 CACHE_PRIVATE = "private, no-store"
+# Public answers differ by encoding (gzip or not): say so on every one, 304s included.
+VARY = "Accept-Encoding"
+
+
+def cache_page(seconds: int) -> str:
+    """The wrapper (the latest pointer): browsers revalidate every time, so a new
+    version shows at once without a CDN and within `seconds` through one."""
+    return f"public, max-age=0, s-maxage={seconds}"
+
+
+def cache_content(seconds: int) -> str:
+    """A version's content: the bytes never change, but access to them can be
+    withdrawn, so no cache keeps them longer than `seconds` without asking (a
+    revalidation is a 304 answered from DynamoDB alone)."""
+    return f"public, max-age={seconds}, s-maxage={seconds}"
 # Bump when the bytes served for a version change (e.g. the injected script).
 CONTENT_REVISION = "1"
 
@@ -128,9 +146,12 @@ CONTENT_CSP = f"sandbox {SANDBOX}; frame-ancestors 'self'"
 
 
 def _headers(csp: str, cache: str, extra: Optional[dict] = None) -> dict:
-    return {"Content-Type": HTML_TYPE, "Content-Security-Policy": csp, "Cache-Control": cache,
-            "X-Robots-Tag": "noindex, nofollow", "Referrer-Policy": "no-referrer",
-            "X-Content-Type-Options": "nosniff", **(extra or {})}
+    headers = {"Content-Type": HTML_TYPE, "Content-Security-Policy": csp, "Cache-Control": cache,
+               "X-Robots-Tag": "noindex, nofollow", "Referrer-Policy": "no-referrer",
+               "X-Content-Type-Options": "nosniff"}
+    if cache.startswith("public"):
+        headers["Vary"] = VARY
+    return {**headers, **(extra or {})}
 
 
 def _page(body_html: str, title: str, status: int = 200, cache: str = CACHE_PRIVATE,
@@ -147,6 +168,13 @@ def _not_found_page() -> Response:
     return _page("<main class=\"center\"><h1>Not found</h1><p>There is no document at this link. "
                  "It may have been deleted, or the link is mistyped.</p></main>",
                  "Not found", 404, CACHE_PAGE)
+
+
+def _expired_page() -> Response:
+    return _page("<main class=\"center\"><h1>This link has expired</h1><p>The person who shared this "
+                 "document set it to stop working after a date that has passed. Ask them for a new "
+                 "link if you still need it.</p></main>",
+                 "Link expired", 410, CACHE_PAGE)
 
 
 def _error_page(error: errors.DocpubError) -> Response:
@@ -212,7 +240,7 @@ def _viewer_page(page: SharePage) -> Response:
         f"<p id=\"fb-status\" class=\"status\" role=\"status\"></p></section>"
         f"<script>{PAGE_SCRIPT}</script>"
     )
-    cache = CACHE_PRIVATE if page.protected else CACHE_PAGE
+    cache = CACHE_PRIVATE if page.protected else cache_page(page.cache_seconds)
     return _page(body, page.title, 200, cache)
 
 
@@ -252,6 +280,8 @@ def _html_view(view):
             response = view(*args, **kwargs)
         except errors.NotFound:
             response = _not_found_page()
+        except errors.Gone:
+            response = _expired_page()
         except errors.DocpubError as exc:
             response = _error_page(exc)
         except Exception as exc:  # noqa: BLE001
@@ -296,7 +326,7 @@ def share_content(share_id, version_id):
                              "<p>This document is protected by a passphrase.</p>",
                         status_code=401, headers=_headers(CONTENT_CSP, CACHE_PRIVATE))
     etag = _etag(ref.version_id)
-    cache = CACHE_PRIVATE if ref.protected else CACHE_IMMUTABLE
+    cache = CACHE_PRIVATE if ref.protected else cache_content(ref.cache_seconds)
     headers = _headers(CONTENT_CSP, cache, {"ETag": etag})
     if _etag_matches(_request().headers.get("if-none-match"), etag):
         return Response(body="", status_code=304, headers=headers)

@@ -21,7 +21,7 @@ from chalicelib.adapters.dynamodb import (
     BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
     definitely_not_applied,
 )
-from chalicelib.domain import plans
+from chalicelib.domain import links, plans
 from chalicelib.domain.edits import apply_edits_utf8
 from chalicelib.domain.limits import checked_size, encoded_html
 from chalicelib.domain.ratelimit import SlotDecision, current_headers, take_slot
@@ -32,7 +32,7 @@ from chalicelib.models import (
     DocumentDetail, DocumentList, DocumentSummary, EditRequest, EditResponse, EditSummary,
     PublishRequest, PublishResponse, UpdateDocumentRequest, VersionInfo,
 )
-from chalicelib.services import auth, ratelimits
+from chalicelib.services import auth, cdn, ratelimits
 from chalicelib.services.context import (
     Context, default_context, new_document_id, new_share_id, new_version_id, rfc3339,
 )
@@ -74,6 +74,7 @@ def summary_model(doc: dict) -> DocumentSummary:
         updated_at=rfc3339(doc["updated_ms"]), version_count=doc["version_count"],
         latest_version_id=doc["latest_version_id"],
         open_feedback_count=doc.get("open_feedback_count", 0),
+        share_enabled=links.enabled(doc), share_expires_at=rfc3339(links.expires_ms(doc)),
     )
 
 
@@ -199,6 +200,7 @@ class DocumentService:
             digest = hashlib.sha256(idempotency_key.encode()).hexdigest()
         actor, doc, idem = self._load(who, request.document_id, digest, seen=seen)
         data = encoded_html(request.html)
+        link_changes = self._link_changes(request)
         self._count_session_write(actor)
         request_hash = _request_hash(request, data) if digest else None
         if digest and actor.key_item is None:
@@ -229,9 +231,10 @@ class DocumentService:
                 idem_record = self._idem_record(actor, digest, request_hash, response, now_ms)
                 try:
                     if doc is None:
-                        self._create(actor, document_id, share_id, request, version, slot, idem_record)
+                        self._create(actor, document_id, share_id, request, version, slot, idem_record,
+                                     link_changes)
                     else:
-                        changes = {"title": request.title}
+                        changes = {"title": request.title, **link_changes}
                         if request.description is not None:
                             changes["description"] = request.description
                         self.ctx.documents.append_version(doc, version, changes, slot, idem_record)
@@ -258,6 +261,8 @@ class DocumentService:
                         self._outcome_unknown(object_key)
                     raise
                 stored = False  # committed: the object is referenced now
+                if doc is not None and links.withdraws(doc, link_changes, now_ms):
+                    cdn.withdraw(self.ctx, doc["share_id"], "link settings")
                 return WriteResult(response, decision.headers() if decision else {})
             raise VersionConflict("The document kept changing while publishing; retry.",
                                   {"latest_version_id": doc["latest_version_id"] if doc else None})
@@ -265,8 +270,20 @@ class DocumentService:
             if stored:
                 self._discard(object_key)
 
+    def _link_changes(self, request) -> dict:
+        """Document item fields for the link settings a publish/PATCH body gives:
+        `share_enabled`, and `share_expires_ms` (None: clear it)."""
+        given = request.model_fields_set
+        changes: dict = {}
+        if "share_enabled" in given and request.share_enabled is not None:
+            changes["share_enabled"] = request.share_enabled
+        if "share_expires_at" in given:
+            changes["share_expires_ms"] = links.parse_expiry(request.share_expires_at, self.ctx.now_ms())
+        return changes
+
     def _create(self, actor: Actor, document_id: str, share_id: str, request: PublishRequest,
-                version: dict, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+                version: dict, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
+                link_changes: Optional[dict] = None) -> None:
         # The cap is a condition of the transaction (no read of the workspace first):
         # it holds unless the workspace's plan at commit time is uncapped.
         max_documents = plans.entitlements("free").max_documents
@@ -275,6 +292,7 @@ class DocumentService:
                "created_ms": version["created_ms"], "updated_ms": version["created_ms"],
                "version_count": 1, "latest_version_id": version["version_id"],
                "latest_size": version["size_bytes"], "open_feedback_count": 0}
+        doc.update({k: v for k, v in (link_changes or {}).items() if v is not None})
         try:
             self.ctx.documents.create(doc, version, max_documents, plans.UNCAPPED_PLANS, slot, idem)
         except DocumentCapReached as exc:
@@ -463,15 +481,20 @@ class DocumentService:
 
     def update(self, who: Who, document_id: str, request: UpdateDocumentRequest) -> DocumentDetail:
         document_id = canonical_document_id(document_id)
-        fields = request.model_dump(exclude_unset=True, exclude_none=True)
+        fields = request.model_dump(exclude_unset=True, exclude_none=True,
+                                    exclude={"share_enabled", "share_expires_at"})
+        fields.update(self._link_changes(request))
         if not fields:
-            raise ValidationFailed("Give title and/or description to change.",
-                                   {"fields": [{"field": "title", "message": "title or description is required"}]})
+            raise ValidationFailed(
+                "Give title, description, share_enabled and/or share_expires_at to change.",
+                {"fields": [{"field": "title", "message": "at least one field to change is required"}]})
         actor, doc, _ = self._load(who, document_id)
         try:
             self.ctx.documents.update_fields(doc, fields)
         except StaleDocument as exc:
             raise document_not_found(document_id) from exc
+        if links.withdraws(doc, fields, self.ctx.now_ms()):
+            cdn.withdraw(self.ctx, doc["share_id"], "link settings")
         return self.get(actor, document_id)
 
     def delete(self, who: Who, document_id: str) -> None:
@@ -482,6 +505,7 @@ class DocumentService:
                 self.ctx.documents.begin_delete(doc)
             except StaleDocument:
                 pass  # a concurrent delete got there first; finish the job with it
+        cdn.withdraw(self.ctx, doc["share_id"], "delete")
         self.finish_delete(doc)
 
     def finish_delete(self, doc: dict) -> None:

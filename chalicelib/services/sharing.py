@@ -20,12 +20,14 @@ from typing import Optional
 from chalicelib import config
 from chalicelib.adapters.blobs import version_key
 from chalicelib.adapters.dynamodb import RateClaim, StaleDocument
-from chalicelib.domain import plans
+from chalicelib.domain import links, plans
 from chalicelib.domain.ratelimit import take_slot
 from chalicelib.errors import (
-    FeatureNotInPlan, NotFound, RateLimited, Unauthorized, ValidationFailed,
+    FeatureNotInPlan, Gone, NotFound, RateLimited, Unauthorized, ValidationFailed,
 )
-from chalicelib.services.context import Context, default_context
+from chalicelib.models import ShareRotated
+from chalicelib.services import cdn
+from chalicelib.services.context import Context, default_context, new_share_id
 
 MIN_PASSPHRASE = 8
 MAX_PASSPHRASE = 200
@@ -64,6 +66,7 @@ class Access:
     workspace: dict
     version_id: str
     version_number: int
+    cache_seconds: int = links.EDGE_TTL_SECONDS
 
     @property
     def protected(self) -> bool:
@@ -83,6 +86,7 @@ class SharePage:
     version_count: Optional[int] = None
     latest: bool = True
     branding: Optional[Branding] = None
+    cache_seconds: int = links.EDGE_TTL_SECONDS  # how long a shared cache may keep this page
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,7 @@ class ContentRef:
     doc: dict
     version_id: str
     protected: bool
+    cache_seconds: int = links.EDGE_TTL_SECONDS
 
 
 @dataclass(frozen=True)
@@ -134,9 +139,16 @@ class ShareService:
         if not share_id or not _SHARE_ID.match(share_id):
             raise NotFound("No such link.")
         share, doc, workspace, version = self.ctx.documents.get_for_share(share_id, version_number)
-        if share is None or doc is None or doc.get("deleting") or doc.get("share_id") != share_id:
-            raise NotFound("No such link.")
+        if (share is None or doc is None or doc.get("deleting") or doc.get("share_id") != share_id
+                or not links.enabled(doc)):
+            raise NotFound("No such link.")  # unknown, deleted, rotated away or disabled
+        if links.expired(doc, self.ctx.now_ms()):
+            raise Gone("This link has expired.")
         return doc, workspace or {}, version
+
+    def cache_seconds(self, doc: dict) -> int:
+        """How long a shared cache may keep a public answer of this link (<= 60 s, never past expiry)."""
+        return links.cache_seconds(doc, self.ctx.now_ms())
 
     def access(self, share_id: str, unlock_cookie: Optional[str] = None,
                version_number: Optional[int] = None) -> Access:
@@ -147,11 +159,12 @@ class ShareService:
         doc, workspace, version = self._resolve(share_id, version_number)
         if doc.get("passphrase_hash") and not self.cookie_unlocks(doc, unlock_cookie):
             raise Locked("This document is protected by a passphrase.")
+        ttl = self.cache_seconds(doc)
         if version_number is None:
-            return Access(share_id, doc, workspace, doc["latest_version_id"], doc["version_count"])
+            return Access(share_id, doc, workspace, doc["latest_version_id"], doc["version_count"], ttl)
         if version is None:
             raise NotFound("No such version.")
-        return Access(share_id, doc, workspace, version["version_id"], version["number"])
+        return Access(share_id, doc, workspace, version["version_id"], version["number"], ttl)
 
     def page(self, share_id: str, version_number: Optional[int] = None,
              unlock_cookie: Optional[str] = None) -> SharePage:
@@ -164,7 +177,8 @@ class ShareService:
             share_id=share_id, locked=False, protected=access.protected, title=access.doc["title"],
             version_id=access.version_id, version_number=access.version_number,
             version_count=access.doc["version_count"], latest=version_number is None,
-            branding=Branding(ws.get("plan", "free"), ws.get("brand_name"), ws.get("brand_tagline")))
+            branding=Branding(ws.get("plan", "free"), ws.get("brand_name"), ws.get("brand_tagline")),
+            cache_seconds=access.cache_seconds)
 
     def open_content(self, share_id: str, version_id: str, unlock_cookie: Optional[str] = None) -> ContentRef:
         """Check (DynamoDB only) that this viewer may read `version_id` of the link's
@@ -175,7 +189,7 @@ class ShareService:
         protected = bool(doc.get("passphrase_hash"))
         if protected and not self.cookie_unlocks(doc, unlock_cookie):
             raise Locked("This document is protected by a passphrase.")
-        return ContentRef(doc, version_id, protected)
+        return ContentRef(doc, version_id, protected, self.cache_seconds(doc))
 
     def read_content(self, ref: ContentRef) -> bytes:
         from botocore.exceptions import ClientError
@@ -268,6 +282,7 @@ class ShareService:
             self.ctx.documents.set_passphrase(doc, _hasher().hash(passphrase))
         except StaleDocument as exc:
             raise NotFound(f"No document {document_id} in this workspace.") from exc
+        cdn.withdraw(self.ctx, doc["share_id"], "passphrase")  # set or changed: narrows access
 
     def clear_passphrase(self, who, document_id: str) -> None:
         # A workspace moved back to free may still remove a passphrase it set on Pro.
@@ -277,7 +292,29 @@ class ShareService:
         except StaleDocument as exc:
             raise NotFound(f"No document {document_id} in this workspace.") from exc
 
-    def _owned(self, who, document_id: str, allow_free: bool) -> dict:
+    # ---------------------------------------------------------------- rotate (owners)
+
+    def rotate(self, who, document_id: str) -> ShareRotated:
+        """Give the document a new share id: the old link is 404 at once (its share
+        item goes in the same transaction that adds the new one) and the CDN is asked
+        to drop it. Feedback, versions and settings stay with the document."""
+        from chalicelib.services.documents import share_url
+
+        actor, doc = self._owned_doc(who, document_id)
+        for _attempt in range(MAX_CLAIM_ATTEMPTS):
+            new_id = new_share_id()
+            try:
+                self.ctx.documents.rotate_share(doc, new_id)
+            except StaleDocument:
+                doc = self.ctx.documents.get(doc["document_id"])  # rotated meanwhile: again, from there
+                if doc is None or doc.get("deleting") or doc.get("workspace_id") != actor.workspace_id:
+                    raise NotFound(f"No document {document_id} in this workspace.") from None
+                continue
+            cdn.withdraw(self.ctx, doc["share_id"], "rotate")
+            return ShareRotated(share_url=share_url(new_id))
+        raise RateLimited(1, "The link is being rotated by another request; retry in 1 s.")
+
+    def _owned_doc(self, who, document_id: str):
         from chalicelib.services import documents as document_rules
 
         service = document_rules.DocumentService(self.ctx)
@@ -286,6 +323,10 @@ class ShareService:
         doc = self.ctx.documents.get(document_id) if document_rules.well_formed_id(document_id) else None
         if not service._visible(doc, actor):
             raise document_rules.document_not_found(document_id)
+        return actor, doc
+
+    def _owned(self, who, document_id: str, allow_free: bool) -> dict:
+        actor, doc = self._owned_doc(who, document_id)
         workspace = self.ctx.workspaces.get(actor.workspace_id) or {}
         if not plans.entitlements(workspace.get("plan", "free")).passphrase_links and not (
                 allow_free and doc.get("passphrase_hash")):

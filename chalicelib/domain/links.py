@@ -1,0 +1,74 @@
+"""Share-link lifecycle rules (pure, no I/O): expiry, disable, and how long a
+cache may keep an answer.
+
+A document item carries `share_enabled` (absent: true) and `share_expires_ms`
+(absent: never). A link is expired *at* its expiry instant (now >= expiry).
+
+Edge coherence (docs/sharing.md): every publicly cacheable share answer may be
+kept by a shared cache at most EDGE_TTL_SECONDS, and never past the link's
+expiry, so an expired link is never served from a cache after
+`share_expires_at` without anyone touching the document.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Optional
+
+from chalicelib.errors import ValidationFailed
+
+MAX_EXPIRY_DAYS = 366
+MAX_EXPIRY_MS = MAX_EXPIRY_DAYS * 24 * 3600 * 1000
+# The longest any shared cache (CloudFront) may keep a public share answer; the
+# bound on "withdrawn at the edge" when an invalidation is late or lost.
+EDGE_TTL_SECONDS = 60
+
+
+def parse_expiry(value: Optional[str], now_ms: int) -> Optional[int]:
+    """`share_expires_at` (RFC 3339 UTC, already normalised by the model) as epoch ms;
+    None clears. Must lie in the future and at most 366 days ahead."""
+    if value is None:
+        return None
+    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    expires_ms = int(moment.timestamp() * 1000)
+    if expires_ms <= now_ms:
+        raise ValidationFailed.field("share_expires_at", "must be in the future")
+    if expires_ms - now_ms > MAX_EXPIRY_MS:
+        raise ValidationFailed.field("share_expires_at", f"must be at most {MAX_EXPIRY_DAYS} days ahead")
+    return expires_ms
+
+
+def enabled(doc: dict) -> bool:
+    return doc.get("share_enabled", True) is not False
+
+
+def expires_ms(doc: dict) -> Optional[int]:
+    value = doc.get("share_expires_ms")
+    return int(value) if value is not None else None
+
+
+def expired(doc: dict, now_ms: int) -> bool:
+    moment = expires_ms(doc)
+    return moment is not None and now_ms >= moment
+
+
+def cache_seconds(doc: dict, now_ms: int, ceiling: int = EDGE_TTL_SECONDS) -> int:
+    """How long a cache may keep a public answer of this link: at most `ceiling`,
+    and never beyond the expiry (rounded down: a cached copy dies before the link)."""
+    moment = expires_ms(doc)
+    if moment is None:
+        return ceiling
+    return max(0, min(ceiling, (moment - now_ms) // 1000))
+
+
+def withdraws(before: dict, changes: dict, now_ms: int) -> bool:
+    """Does changing `before` by `changes` (document item fields) withdraw access that
+    a cache may still be serving? Disabling the link does; so does moving its expiry
+    earlier to a moment a copy cached before the change could outlive (cached copies
+    live at most EDGE_TTL_SECONDS, so a later expiry needs nothing)."""
+    if "share_enabled" in changes and enabled(before) and changes["share_enabled"] is False:
+        return True
+    new = changes.get("share_expires_ms")
+    if new is not None:
+        old = expires_ms(before)
+        return (old is None or new < old) and new - now_ms < EDGE_TTL_SECONDS * 1000
+    return False

@@ -1,0 +1,24 @@
+"""Ports for edge coherence: telling the CDN to drop a withdrawn link, and
+remembering the requests it did not accept (services/cdn.py)."""
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class CdnInvalidator(Protocol):
+    def invalidate(self, paths: list[str]) -> None:
+        """Ask the CDN to forget cached answers under these paths (`*` wildcards
+        allowed). Raises on any failure; the caller records it for a retry."""
+
+
+class PendingInvalidationRepository(Protocol):
+    def add(self, path: str, reason: str, now_ms: int, error: str) -> None:
+        """Record (or, if already pending, count one more failed attempt at) `path`;
+        the first `created_ms` is kept."""
+
+    def list(self, limit: int) -> list[dict]:
+        """Pending paths, oldest first: {path, reason, created_ms, attempts,
+        last_attempt_ms, last_error}."""
+
+    def remove(self, path: str) -> None:
+        """Forget `path` (accepted by the CDN); no error if it is not pending."""

@@ -1,0 +1,78 @@
+"""Edge coherence: every change that withdraws access to a share link asks the CDN
+to drop what it holds of that link.
+
+The guarantee does not rest on this: every public share answer may be cached at
+most 60 s and never past the link's expiry (entrypoints/share.py), so a
+withdrawal is honoured at the edge within 60 s even if the CDN is never told.
+The invalidation makes it happen in seconds instead. It is best effort: it never
+blocks or fails the API call that caused it (one try, short timeouts); a failure
+is logged and recorded as pending, and `retry_pending` (the maintenance sweep,
+`make admin ARGS=cdn-retry`) tries again; `make admin ARGS=cdn-pending` lists them.
+
+One wildcard path per withdrawal, `/d/<share_id>*`: the wrapper with any `?v=N`,
+every content URL, unlock and feedback. CloudFront counts a wildcard as one path
+(1,000 free paths a month) and allows 15 wildcard invalidations in progress.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+from chalicelib.services.context import Context, default_context
+
+log = logging.getLogger("docpub")
+
+# Why a link was withdrawn (recorded with a pending invalidation, shown to operators).
+REASONS = ("delete", "passphrase", "link settings", "rotate")
+# CloudFront allows 15 wildcard paths in progress per distribution: a retry sends at most that.
+RETRY_BATCH = 15
+
+
+def share_paths(share_id: str) -> list[str]:
+    """What a withdrawal of one link invalidates: everything under its path. Share ids
+    all have the same length, so the wildcard never reaches another link."""
+    return [f"/d/{share_id}*"]
+
+
+def withdraw(ctx: Context, share_id: str, reason: str) -> bool:
+    """Ask the CDN to forget the link; True when the request was accepted.
+    Never raises: a failure is logged and kept for a retry."""
+    paths = share_paths(share_id)
+    try:
+        ctx.cdn.invalidate(paths)
+        return True
+    except Exception as exc:  # noqa: BLE001 - best effort, whatever went wrong
+        error = f"{type(exc).__name__}: {exc}"[:500]
+        log.warning("cdn invalidation failed; kept for retry",
+                    extra={"share_id": share_id, "reason": reason, "error": error})
+        try:
+            ctx.cdn_pending.add(paths[0], reason, ctx.now_ms(), error)
+        except Exception:  # noqa: BLE001 - the 60 s cache bound still holds
+            log.exception("could not record a pending cdn invalidation", extra={"share_id": share_id})
+        return False
+
+
+def pending(ctx: Optional[Context] = None, limit: int = RETRY_BATCH) -> list[dict]:
+    """Invalidations not yet accepted by the CDN, oldest first."""
+    ctx = ctx or default_context()
+    return ctx.cdn_pending.list(limit)
+
+
+def retry_pending(ctx: Optional[Context] = None, limit: int = RETRY_BATCH) -> dict:
+    """Send every pending path again, in one invalidation; drop those accepted."""
+    ctx = ctx or default_context()
+    items = ctx.cdn_pending.list(limit)
+    if not items:
+        return {"pending": 0, "invalidated": 0}
+    paths = [item["path"] for item in items]
+    try:
+        ctx.cdn.invalidate(paths)
+    except Exception as exc:  # noqa: BLE001
+        error = f"{type(exc).__name__}: {exc}"[:500]
+        log.warning("cdn invalidation retry failed", extra={"paths": len(paths), "error": error})
+        for item in items:
+            ctx.cdn_pending.add(item["path"], item.get("reason", ""), ctx.now_ms(), error)
+        return {"pending": len(items), "invalidated": 0, "error": error}
+    for path in paths:
+        ctx.cdn_pending.remove(path)
+    return {"pending": 0, "invalidated": len(paths)}
