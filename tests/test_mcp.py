@@ -11,7 +11,8 @@ import pytest
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 TOOL_NAMES = {"publish_document", "edit_document", "get_document", "update_document", "delete_document",
-              "list_documents", "find_document", "get_workspace_info", "list_feedback", "resolve_feedback"}
+              "list_documents", "find_document", "get_workspace_info", "list_feedback", "resolve_feedback",
+              "rotate_share_link"}
 ACCEPT = "application/json, text/event-stream"
 
 
@@ -114,7 +115,8 @@ def test_tools_list_schemas_and_annotations(client, key):
         assert tool["annotations"]["openWorldHint"] is False
     publish = tools["publish_document"]
     assert publish["inputSchema"]["required"] == ["title", "html"]
-    assert set(publish["inputSchema"]["properties"]) == {"title", "html", "document_id", "note", "description"}
+    assert set(publish["inputSchema"]["properties"]) == {"title", "html", "document_id", "note", "description",
+                                                        "share_enabled", "share_expires_at"}
     assert publish["inputSchema"]["properties"]["title"]["maxLength"] == 500
     assert "4 MiB" in publish["description"] and "5 documents" in publish["description"]
     assert "60" in publish["description"]

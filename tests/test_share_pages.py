@@ -75,7 +75,7 @@ def test_pro_branding_replaces_the_docpub_mark(client, services, pro):
     assert "Published with" not in branded
 
 
-def test_content_is_sandboxed_immutable_and_carries_the_selection_script(client, workspace):
+def test_content_is_sandboxed_cacheable_60_s_and_carries_the_selection_script(client, workspace):
     _, key = workspace
     html = "<!doctype html><html><body><p>héllo 日本</p></body></html>"
     doc = publish(client, key, html=html)
@@ -86,7 +86,7 @@ def test_content_is_sandboxed_immutable_and_carries_the_selection_script(client,
     assert csp.startswith(f"sandbox {SANDBOX};")
     assert "allow-same-origin" not in csp
     assert "frame-ancestors 'self'" in csp
-    assert r.headers["Cache-Control"] == "public, max-age=31536000, immutable"
+    assert r.headers["Cache-Control"] == "public, max-age=60, s-maxage=60"  # withdrawals: docs/sharing.md
     etag = r.headers["ETag"]
     assert etag.startswith('"') and not etag.startswith("W/")
     text = r.body.decode("utf-8")
@@ -115,7 +115,7 @@ def test_conditional_get_answers_304_without_reading_s3(client, workspace, monke
         assert r.status_code == 304
         assert r.body == b""
         assert r.headers["ETag"] == etag
-        assert r.headers["Cache-Control"] == "public, max-age=31536000, immutable"
+        assert r.headers["Cache-Control"] == "public, max-age=60, s-maxage=60"  # withdrawals: docs/sharing.md
     monkeypatch.undo()
     r = client.http.get(path, headers={"If-None-Match": '"v_something.1"'})
     assert r.status_code == 200

@@ -650,6 +650,23 @@ class DocumentRepository:
         except ConditionFailed as exc:
             raise StaleDocument(None) from exc
 
+    def rotate_share(self, doc: dict, new_share_id: str) -> None:
+        """Move the link to a new share id in one transaction: the document points at it,
+        the new share item exists and the old one is gone (the old link is 404 at once).
+        StaleDocument if the document's share id changed (or it went) since `doc` was read."""
+        tx = Transaction()
+        tx.update(document_key(doc["document_id"]), "SET share_id = :new",
+                  "attribute_exists(PK) AND workspace_id = :ws AND share_id = :old "
+                  "AND attribute_not_exists(deleting)",
+                  values={":new": new_share_id, ":old": doc["share_id"], ":ws": doc["workspace_id"]})
+        tx.delete(share_key(doc["share_id"]))
+        tx.put({**share_key(new_share_id), "document_id": doc["document_id"],
+                "workspace_id": doc["workspace_id"]}, "attribute_not_exists(PK)")
+        try:
+            tx.commit()
+        except ConditionFailed as exc:
+            raise StaleDocument(None) from exc
+
     def begin_delete(self, doc: dict) -> None:
         """Step 1 of delete, atomically: hide the document from lists and share
         links and free its place in the plan count. The item stays, marked

@@ -11,6 +11,8 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from chalicelib.adapters.blobs import BlobStore
+from chalicelib.adapters.cdn import default_invalidator
+from chalicelib.adapters.cdn_pending import PendingInvalidationRepository
 from chalicelib.adapters.dynamodb import (
     ApiKeyRepository, DocumentRepository, FeedbackRepository, RateLimitRepository, SessionRepository,
     UserRepository, WorkspaceRepository,
@@ -48,6 +50,9 @@ class Context:
     blobs: BlobStore = field(default_factory=BlobStore)
     users: UserRepository = field(default_factory=UserRepository)
     sessions: SessionRepository = field(default_factory=SessionRepository)
+    # Edge coherence: the CDN to tell about withdrawn links, and what it did not accept yet.
+    cdn: object = field(default_factory=default_invalidator)
+    cdn_pending: PendingInvalidationRepository = field(default_factory=PendingInvalidationRepository)
     clock: Callable[[], float] = time.time
     # Backoff between optimistic-concurrency retries; tests may inject a no-op.
     sleep: Callable[[float], None] = time.sleep
