@@ -32,7 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
     revoke.add_argument("key_id")
     show = sub.add_parser("show-workspace")
     show.add_argument("workspace_id")
-    sub.add_parser("sweep-orphans", help="delete S3 objects no version refers to (older than 1 h)")
+    sub.add_parser("sweep-orphans", help="delete S3 objects no version refers to (older than 1 h); "
+                                         "retry pending CDN invalidations")
+    sub.add_parser("cdn-pending", help="CDN invalidations of withdrawn links not yet accepted (oldest first)")
+    sub.add_parser("cdn-retry", help="send pending CDN invalidations again")
     return parser
 
 
@@ -60,6 +63,14 @@ def run(args) -> dict:
             from chalicelib.services.maintenance import sweep_orphans
 
             return sweep_orphans()
+        if args.command == "cdn-pending":
+            from chalicelib.services import cdn
+
+            return {"pending": cdn.pending()}
+        if args.command == "cdn-retry":
+            from chalicelib.services import cdn
+
+            return cdn.retry_pending()
     except DocpubError as exc:
         return {"error": exc.body()["error"]}
     raise SystemExit(f"unknown command {args.command}")

@@ -10,6 +10,9 @@ flight, so only older ones are removed.
 A DELETE first marks the document `deleting` (invisible from then on) and then
 removes objects and items; if it is cut off and never retried, the sweep finds
 the marked document through its remaining objects and finishes the job.
+
+It also sends again the CDN invalidations of withdrawn links that the CDN did
+not accept at the time (services/cdn.py).
 """
 from __future__ import annotations
 
@@ -47,4 +50,7 @@ def sweep_orphans(ctx: Optional[Context] = None, grace_seconds: int = GRACE_SECO
         if version_id not in versions_known and now - modified > grace_seconds:
             ctx.blobs.delete(key)
             deleted += 1
-    return {"checked": checked, "deleted": deleted, "deletes_finished": finished}
+    from chalicelib.services import cdn
+
+    return {"checked": checked, "deleted": deleted, "deletes_finished": finished,
+            "cdn": cdn.retry_pending(ctx)}
