@@ -60,6 +60,8 @@ MESSAGES = {
     "passphrase-set": "Passphrase set: the share link now asks for it.",
     "passphrase-removed": "Passphrase removed: the share link is public again.",
     "branding-saved": "Branding saved.",
+    "link-saved": "Share link settings saved.",
+    "link-rotated": "New share link made: the old link no longer works.",
     "resolved": "Feedback resolved.",
     "reopened": "Feedback reopened.",
 }
@@ -594,6 +596,31 @@ def delete(page: Page, document_id: str):
     _document(page, document_id)
     documents().delete(page.actor, document_id)
     return redirect(url("/documents", m="deleted"))
+
+
+@route("/documents/{document_id}/link", methods=("POST",))
+def share_link(page: Page, document_id: str):
+    """Share link settings (enabled, expiry; times are UTC) or a new link (action=rotate)."""
+    from chalicelib.models import UpdateDocumentRequest
+
+    _document(page, document_id)
+    form = page.form()
+    sharing = optional_service("sharing")
+    if form.get("action") == "rotate" and sharing is not None:
+        sharing.rotate(page.actor, document_id)
+        return redirect(url(f"/documents/{document_id}", m="link-rotated"))
+    expires = (form.get("share_expires_at") or "").strip()
+    if expires and re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}", expires):
+        expires += ":00Z"  # <input type=datetime-local> has no zone: the page says UTC
+    try:
+        request = UpdateDocumentRequest.model_validate(
+            {"share_enabled": form.get("share_enabled") == "on", "share_expires_at": expires or None})
+    except Exception as exc:  # pydantic's error, said in the contract's words
+        from chalicelib.entrypoints.http import validation_error
+
+        raise validation_error(exc) from None
+    documents().update(page.actor, document_id, request)
+    return redirect(url(f"/documents/{document_id}", m="link-saved"))
 
 
 @route("/documents/{document_id}/passphrase", methods=("POST",))
