@@ -149,7 +149,7 @@ def test_even_a_failing_pending_store_does_not_fail_the_call(app, key, broken, c
         def add(self, *args):
             raise RuntimeError("storage down")
 
-    app.context.cdn_pending = Down()
+    app.context.repos.cdn_pending = Down()
     doc = publish(app, key)
     with caplog.at_level(logging.WARNING, logger="docpub"):
         assert delete(app, key, doc["document_id"]).status_code == 204
@@ -174,7 +174,7 @@ def test_admin_lists_and_retries_pending(app, key, broken, monkeypatch, capsys):
 
 @pytest.fixture
 def cloudfront(aws):
-    from chalicelib.adapters import aws as clients
+    from chalicelib.adapters.aws import clients
 
     client = clients.cloudfront()
     with Stubber(client) as stub:
@@ -189,7 +189,7 @@ def _created(paths):
 
 
 def test_cloudfront_adapter_sends_one_wildcard_invalidation(cloudfront):
-    from chalicelib.adapters.cdn import CloudFrontInvalidator
+    from chalicelib.adapters.aws.cdn import CloudFrontInvalidator
 
     paths = ["/d/abcdefghijklmnopqrstuv*"]
     cloudfront.add_response("create_invalidation", _created(paths), {
@@ -199,8 +199,8 @@ def test_cloudfront_adapter_sends_one_wildcard_invalidation(cloudfront):
 
 
 def test_cloudfront_adapter_reads_the_distribution_id_from_ssm_once(cloudfront):
-    from chalicelib.adapters import aws as clients
-    from chalicelib.adapters.cdn import CloudFrontInvalidator
+    from chalicelib.adapters.aws import clients
+    from chalicelib.adapters.aws.cdn import CloudFrontInvalidator
 
     with Stubber(clients.ssm()) as ssm:
         ssm.add_response("get_parameter", {"Parameter": {"Name": "/docpub-prod/cdn-distribution-id",
@@ -218,7 +218,7 @@ def test_cloudfront_adapter_reads_the_distribution_id_from_ssm_once(cloudfront):
 
 def test_cloudfront_quota_refusal_becomes_a_pending_retry(aws, cloudfront, clock):
     """CloudFront's own refusal (15 wildcard paths in progress) through the real adapter."""
-    from chalicelib.adapters.cdn import CloudFrontInvalidator
+    from chalicelib.adapters.aws.cdn import CloudFrontInvalidator
     from chalicelib.services import cdn as cdn_service
     from chalicelib.services.context import Context
 
@@ -232,7 +232,7 @@ def test_cloudfront_quota_refusal_becomes_a_pending_retry(aws, cloudfront, clock
 
 def test_cloudfront_calls_fail_fast(aws):
     """One try with short timeouts: an unreachable CloudFront costs an API call ~3 s at most."""
-    from chalicelib.adapters import aws as clients
+    from chalicelib.adapters.aws import clients
 
     profile = clients.PROFILES["cloudfront"]
     assert profile.max_attempts == 1 and profile.worst_case_seconds() <= 3
@@ -249,7 +249,9 @@ def test_no_cdn_configured_means_no_invalidation_client(monkeypatch):
     assert isinstance(cdn.default_invalidator(), cdn.NoCdn)
     cdn.default_invalidator.cache_clear()
     monkeypatch.setenv("DOCPUB_CDN_DISTRIBUTION_PARAMETER", "/s/cdn-distribution-id")
-    assert isinstance(cdn.default_invalidator(), cdn.CloudFrontInvalidator)
+    from chalicelib.adapters.aws.cdn import CloudFrontInvalidator
+
+    assert isinstance(cdn.default_invalidator(), CloudFrontInvalidator)
     cdn.default_invalidator.cache_clear()
 
 
