@@ -18,7 +18,8 @@ pytestmark = pytest.mark.e2e
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 TOOL_NAMES = {"publish_document", "edit_document", "get_document", "update_document", "delete_document",
-              "list_documents", "find_document", "get_workspace_info", "list_feedback", "resolve_feedback"}
+              "list_documents", "find_document", "get_workspace_info", "list_feedback", "resolve_feedback",
+              "rotate_share_link"}
 UNKNOWN_ID = "7d3c1a52-0b8e-4f4e-9a3c-2b1f0c9d8e7a"
 INSPECTOR = "@modelcontextprotocol/inspector@0.21.1"  # the newest release that runs on Node 20
 
@@ -64,7 +65,7 @@ def post_feedback(stack, share_url: str, message: str) -> str:
 
 @pytest.mark.parametrize("mode, version", [("legacy", "2025-11-25"), ("auto", "2026-07-28"),
                                            ("2026-07-28", "2026-07-28")])
-def test_official_client_lists_the_ten_tools(stack, key, mode, version):
+def test_official_client_lists_every_tool(stack, key, mode, version):
     async def main():
         async with http_client(stack, key, mode) as client:
             assert client.protocol_version == version
@@ -326,5 +327,35 @@ def test_feedback_tools_over_http_match_rest(stack, key):
             bad = await client.call_tool("list_feedback", {"status": "closed"})
             assert bad.is_error and text(bad).startswith("validation_error: status")
             await client.call_tool("delete_document", {"document_id": doc["document_id"]})
+
+    anyio.run(main)
+
+
+# ------------------------------------------------------------------ link lifecycle
+
+def test_link_tools_over_http_disable_expire_and_rotate(stack, key):
+    """The official client withdraws and replaces a link; the real stack's share pages follow."""
+    async def main():
+        async with http_client(stack, key) as client:
+            doc = (await client.call_tool("publish_document", {"title": "Leaky", "html": "<p>l</p>"})
+                   ).structured_content
+            old = doc["share_url"]
+            assert httpx.get(old, timeout=30).status_code == 200
+            off = await client.call_tool("update_document", {"document_id": doc["document_id"],
+                                                             "share_enabled": False})
+            assert off.structured_content["share_enabled"] is False
+            assert httpx.get(old, timeout=30).status_code == 404
+            on = await client.call_tool("update_document", {"document_id": doc["document_id"], "share_enabled": True,
+                                                            "share_expires_at": "2020-01-01T00:00:00Z"})
+            assert on.is_error and text(on).startswith("validation_error: share_expires_at")
+            await client.call_tool("update_document", {"document_id": doc["document_id"], "share_enabled": True})
+            rotated = await client.call_tool("rotate_share_link", {"document_id": doc["document_id"]})
+            assert rotated.is_error is False, text(rotated)
+            new = rotated.structured_content["share_url"]
+            assert new != old
+            assert httpx.get(old, timeout=30).status_code == 404
+            assert httpx.get(new, timeout=30).status_code == 200
+            await client.call_tool("delete_document", {"document_id": doc["document_id"]})
+            assert httpx.get(new, timeout=30).status_code == 404
 
     anyio.run(main)
