@@ -225,6 +225,6 @@ def use_endpoint(endpoint: str) -> None:
     from chalicelib.adapters.aws import clients as aws
 
     os.environ["AWS_ENDPOINT_URL"] = endpoint
-    base = aws._botocore_config()
-    aws._botocore_config = lambda: base.merge(Config(s3={"payload_signing_enabled": False}))
+    original = aws._botocore_config  # per service (retry profiles)
+    aws._botocore_config = lambda service: original(service).merge(Config(s3={"payload_signing_enabled": False}))
     aws.reset_clients()

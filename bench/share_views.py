@@ -99,7 +99,7 @@ def main() -> None:
     print_table(["document", "view", "status", "AWS calls", "calls made", "CPU (median)", "wall (median)",
                  "Lambda body", "Cache-Control"], rows)
     print("The 304 row is a revalidation (a CDN or browser holding the content sends If-None-Match);\n"
-          "the content URL is immutable, so browsers normally do not even revalidate it.")
+          "every cache does this at most once a minute per URL (docs/sharing.md, edge coherence).")
 
 
 if __name__ == "__main__":
