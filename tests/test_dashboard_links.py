@@ -54,6 +54,9 @@ def test_disable_expire_and_replace_the_link_from_the_document_page(owner, clien
     clock.advance(2 * 3600)
     assert client.http.get(link).status_code == 410
 
+    # Re-saving the form of an expired link keeps its (past) expiry: disabling still works.
+    done = owner.post(f"/dashboard/documents/{document_id}/link", {"share_expires_at": expires}, csrf=owner.token())
+    assert done.status == 303 and client.http.get(link).status_code == 404
     # A date in the past is refused with the field named; nothing changes.
     refused = owner.post(f"/dashboard/documents/{document_id}/link",
                          {"share_enabled": "on", "share_expires_at": _minute(clock, -3600)}, csrf=owner.token())

@@ -603,7 +603,7 @@ def share_link(page: Page, document_id: str):
     """Share link settings (enabled, expiry; times are UTC) or a new link (action=rotate)."""
     from chalicelib.models import UpdateDocumentRequest
 
-    _document(page, document_id)
+    document = _document(page, document_id)
     form = page.form()
     sharing = optional_service("sharing")
     if form.get("action") == "rotate" and sharing is not None:
@@ -612,9 +612,11 @@ def share_link(page: Page, document_id: str):
     expires = (form.get("share_expires_at") or "").strip()
     if expires and re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}", expires):
         expires += ":00Z"  # <input type=datetime-local> has no zone: the page says UTC
+    fields = {"share_enabled": form.get("share_enabled") == "on", "share_expires_at": expires or None}
+    if expires and expires[:16] == (document.share_expires_at or "")[:16]:
+        del fields["share_expires_at"]  # unchanged (the form shows minutes): keep it, even if already past
     try:
-        request = UpdateDocumentRequest.model_validate(
-            {"share_enabled": form.get("share_enabled") == "on", "share_expires_at": expires or None})
+        request = UpdateDocumentRequest.model_validate(fields)
     except Exception as exc:  # pydantic's error, said in the contract's words
         from chalicelib.entrypoints.http import validation_error
 
