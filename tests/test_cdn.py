@@ -291,3 +291,13 @@ def test_protected_answers_are_never_publicly_cacheable(app, key):
     for r in (wrapper(app, doc), content(app, doc), wrapper(app, doc, Cookie=cookie),
               content(app, doc, Cookie=cookie)):
         assert r.headers["Cache-Control"] == "private, no-store" and "Vary" not in r.headers
+
+
+def test_logs_never_name_the_link(app, key, broken, caplog):
+    doc = publish(app, key)
+    with caplog.at_level(logging.DEBUG):
+        delete(app, key, doc["document_id"])
+    records = [r for r in caplog.records if "cdn invalidation" in r.getMessage()]
+    assert records
+    for record in records:
+        assert doc["share_id"] not in json.dumps({k: str(v) for k, v in vars(record).items()})

@@ -15,6 +15,7 @@ every content URL, unlock and feedback. CloudFront counts a wildcard as one path
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 from typing import Optional
 
@@ -22,8 +23,6 @@ from chalicelib.services.context import Context, default_context
 
 log = logging.getLogger("docpub")
 
-# Why a link was withdrawn (recorded with a pending invalidation, shown to operators).
-REASONS = ("delete", "passphrase", "link settings", "rotate")
 # CloudFront allows 15 wildcard paths in progress per distribution: a retry sends at most that.
 RETRY_BATCH = 15
 
@@ -34,9 +33,15 @@ def share_paths(share_id: str) -> list[str]:
     return [f"/d/{share_id}*"]
 
 
+def link_ref(share_id: str) -> str:
+    """What logs say instead of a share id (a link is a capability: never logged)."""
+    return hashlib.sha256(share_id.encode()).hexdigest()[:12]
+
+
 def withdraw(ctx: Context, share_id: str, reason: str) -> bool:
-    """Ask the CDN to forget the link; True when the request was accepted.
-    Never raises: a failure is logged and kept for a retry."""
+    """Ask the CDN to forget the link (`reason`: delete, passphrase, link settings,
+    rotate); True when the request was accepted. Never raises: a failure is logged
+    and kept for a retry."""
     paths = share_paths(share_id)
     try:
         ctx.cdn.invalidate(paths)
@@ -44,24 +49,24 @@ def withdraw(ctx: Context, share_id: str, reason: str) -> bool:
     except Exception as exc:  # noqa: BLE001 - best effort, whatever went wrong
         error = f"{type(exc).__name__}: {exc}"[:500]
         log.warning("cdn invalidation failed; kept for retry",
-                    extra={"share_id": share_id, "reason": reason, "error": error})
+                    extra={"link": link_ref(share_id), "reason": reason, "error": error})
         try:
             ctx.cdn_pending.add(paths[0], reason, ctx.now_ms(), error)
         except Exception:  # noqa: BLE001 - the 60 s cache bound still holds
-            log.exception("could not record a pending cdn invalidation", extra={"share_id": share_id})
+            log.exception("could not record a pending cdn invalidation", extra={"link": link_ref(share_id)})
         return False
 
 
 def pending(ctx: Optional[Context] = None, limit: int = RETRY_BATCH) -> list[dict]:
     """Invalidations not yet accepted by the CDN, oldest first."""
     ctx = ctx or default_context()
-    return ctx.cdn_pending.list(limit)
+    return ctx.cdn_pending.list(limit) if ctx.cdn_pending is not None else []
 
 
 def retry_pending(ctx: Optional[Context] = None, limit: int = RETRY_BATCH) -> dict:
     """Send every pending path again, in one invalidation; drop those accepted."""
     ctx = ctx or default_context()
-    items = ctx.cdn_pending.list(limit)
+    items = pending(ctx, limit)
     if not items:
         return {"pending": 0, "invalidated": 0}
     paths = [item["path"] for item in items]
