@@ -29,16 +29,20 @@ def cdn():
     return RecordingCdn()
 
 
-@pytest.fixture
-def app(aws, clock, cdn, monkeypatch):
-    """chalice.test.Client whose services run on the fake clock and the recording CDN."""
+@pytest.fixture(params=["aws", "sqlite"])
+def app(request, aws, clock, cdn, monkeypatch, tmp_path):
+    """chalice.test.Client whose services run on the fake clock and the recording CDN,
+    on each storage adapter (DynamoDB + S3 in moto, SQLite + files)."""
     from chalice.test import Client
 
     from app import app as chalice_app
+    from chalicelib.adapters import build_repositories
+    from chalicelib.adapters.sqlite import repositories
     from chalicelib.services import registry
     from chalicelib.services.context import Context
 
-    context = Context(clock=clock, cdn=cdn)
+    repos = build_repositories("aws") if request.param == "aws" else repositories(tmp_path / "data", shared=False)
+    context = Context(repos=repos, clock=clock, cdn=cdn)
     registry.reset()
     monkeypatch.setattr(registry, "default_context", lambda: context)
     with Client(chalice_app) as test_client:

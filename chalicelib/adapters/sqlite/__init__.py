@@ -42,6 +42,7 @@ def repositories(data_dir: str | Path, shared: bool = True):
     """One of each repository over the database and blobs in `data_dir`; `shared`:
     opened once per process and folder (else anew: tests)."""
     from chalicelib.adapters.sqlite.accounts import SessionRepository, UserRepository
+    from chalicelib.adapters.sqlite.cdn import PendingInvalidationRepository
     from chalicelib.adapters.sqlite.documents import DocumentRepository
     from chalicelib.adapters.sqlite.feedback import FeedbackRepository
     from chalicelib.adapters.sqlite.rates import RateLimitRepository
@@ -52,4 +53,5 @@ def repositories(data_dir: str | Path, shared: bool = True):
     return Repositories(
         workspaces=WorkspaceRepository(db), keys=ApiKeyRepository(db), documents=DocumentRepository(db),
         feedback=FeedbackRepository(db), rates=RateLimitRepository(db), users=UserRepository(db),
-        sessions=SessionRepository(db), blobs=blobs, health=SqliteHealth(db, blobs), kind="sqlite")
+        sessions=SessionRepository(db), blobs=blobs, health=SqliteHealth(db, blobs), kind="sqlite",
+        cdn_pending=PendingInvalidationRepository(db))

@@ -132,6 +132,20 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX sessions_by_email ON sessions (email);
     """,
+    # 1 -> 2: share link lifecycle (disable, expiry) and CDN invalidations not yet accepted.
+    """
+    ALTER TABLE documents ADD COLUMN share_enabled INTEGER NOT NULL DEFAULT 1 CHECK (share_enabled IN (0, 1));
+    ALTER TABLE documents ADD COLUMN share_expires_ms INTEGER;  -- NULL: the link never expires
+    CREATE TABLE cdn_pending (
+        path            TEXT PRIMARY KEY,  -- e.g. /d/<share_id>*
+        reason          TEXT NOT NULL,
+        created_ms      INTEGER NOT NULL,
+        attempts        INTEGER NOT NULL,
+        last_attempt_ms INTEGER NOT NULL,
+        last_error      TEXT NOT NULL
+    );
+    CREATE INDEX cdn_pending_by_age ON cdn_pending (created_ms, path);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -154,6 +168,8 @@ def row_dict(row: Optional[sqlite3.Row]) -> Optional[dict]:
             if not value:
                 continue
             value = True
+        elif name == "share_enabled":
+            value = bool(value)
         out[name] = value
     return out
 

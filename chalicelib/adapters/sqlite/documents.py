@@ -18,7 +18,7 @@ from chalicelib.ports.records import (
     DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument, WriteRefused,
 )
 
-DOCUMENT_FIELDS = ("title", "description")
+DOCUMENT_FIELDS = ("title", "description", "share_enabled", "share_expires_ms")
 VERSION_COLUMNS = "version_id, number, note, created_ms, size_bytes, blob_key AS s3_key"
 LIVE = "document_id = ? AND workspace_id = ? AND deleting = 0"
 
@@ -133,11 +133,12 @@ class DocumentRepository:
             tx.execute("UPDATE workspaces SET document_count = document_count + 1 WHERE id = ?",
                        (doc["workspace_id"],))
             tx.execute("INSERT INTO documents (document_id, workspace_id, title, description, share_id, created_ms, "
-                       "updated_ms, version_count, latest_version_id, latest_size, open_feedback_count) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       "updated_ms, version_count, latest_version_id, latest_size, open_feedback_count, "
+                       "share_enabled, share_expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        (doc["document_id"], doc["workspace_id"], doc["title"], doc.get("description") or "",
                         doc["share_id"], doc["created_ms"], doc["updated_ms"], doc["version_count"],
-                        doc["latest_version_id"], doc["latest_size"], doc.get("open_feedback_count", 0)))
+                        doc["latest_version_id"], doc["latest_size"], doc.get("open_feedback_count", 0),
+                        0 if doc.get("share_enabled") is False else 1, doc.get("share_expires_ms")))
             self._insert_version(tx, doc["document_id"], version)
             tx.execute("INSERT INTO share_links (share_id, document_id, workspace_id) VALUES (?, ?, ?)",
                        (doc["share_id"], doc["document_id"], doc["workspace_id"]))
@@ -185,6 +186,16 @@ class DocumentRepository:
             if not changed:
                 raise StaleDocument(None)
             return _document(tx, doc["document_id"])
+
+    def rotate_share(self, doc: dict, new_share_id: str) -> None:
+        with self.db.write() as tx:
+            changed = tx.execute(f"UPDATE documents SET share_id = ? WHERE {LIVE} AND share_id = ?",  # noqa: S608
+                                 (new_share_id, doc["document_id"], doc["workspace_id"], doc["share_id"])).rowcount
+            if not changed or one(tx, "SELECT 1 AS x FROM share_links WHERE share_id = ?", (new_share_id,)):
+                raise StaleDocument(None)  # rolled back: nothing changed
+            tx.execute("DELETE FROM share_links WHERE share_id = ?", (doc["share_id"],))
+            tx.execute("INSERT INTO share_links (share_id, document_id, workspace_id) VALUES (?, ?, ?)",
+                       (new_share_id, doc["document_id"], doc["workspace_id"]))
 
     def begin_delete(self, doc: dict) -> None:
         with self.db.write() as tx:
