@@ -177,6 +177,9 @@ def test_offsets_are_normalised_to_utc(app, key, clock):
     ("2026-02-30T10:00:00Z", "RFC 3339"),
     (12345, "string"),
     (True, "string"),
+    ("0154-05-10T21:30:32.796722Z", "must be in the future"),  # found by schemathesis: was a 500
+    ("0001-01-01T00:00:00+05:00", "RFC 3339"),  # before year 1 in UTC
+    ("9999-12-31T23:59:59-05:00", "RFC 3339"),  # after year 9999 in UTC
 ])
 def test_bad_expiry_is_a_422_naming_the_field(app, key, clock, value, message):
     raw = at(clock, value[1]) if isinstance(value, tuple) else value
