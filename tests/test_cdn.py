@@ -301,3 +301,15 @@ def test_logs_never_name_the_link(app, key, broken, caplog):
     assert records
     for record in records:
         assert doc["share_id"] not in json.dumps({k: str(v) for k, v in vars(record).items()})
+
+
+def test_a_retry_without_a_cdn_configured_keeps_everything_pending(app, key, broken):
+    from chalicelib.adapters.cdn import NoCdn
+    from chalicelib.services import cdn as cdn_service
+
+    doc = publish(app, key)
+    delete(app, key, doc["document_id"])
+    app.context.cdn = NoCdn()
+    result = cdn_service.retry_pending(app.context)
+    assert result["invalidated"] == 0 and "DOCPUB_CDN_DISTRIBUTION_ID" in result["error"]
+    assert [p["path"] for p in cdn_service.pending(app.context)] == paths_for(doc)

@@ -11,6 +11,8 @@ from chalicelib import config
 class NoCdn:
     """Nothing caches share answers: nothing to invalidate."""
 
+    enabled = False
+
     def invalidate(self, paths: list[str]) -> None:
         return None
 

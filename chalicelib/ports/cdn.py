@@ -6,6 +6,9 @@ from typing import Protocol
 
 
 class CdnInvalidator(Protocol):
+    # False: no CDN in front of the share pages (nothing to invalidate, nothing to retry).
+    enabled: bool
+
     def invalidate(self, paths: list[str]) -> None:
         """Ask the CDN to forget cached answers under these paths (`*` wildcards
         allowed). Raises on any failure; the caller records it for a retry."""

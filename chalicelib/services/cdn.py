@@ -69,6 +69,9 @@ def retry_pending(ctx: Optional[Context] = None, limit: int = RETRY_BATCH) -> di
     items = pending(ctx, limit)
     if not items:
         return {"pending": 0, "invalidated": 0}
+    if not getattr(ctx.cdn, "enabled", True):  # e.g. the admin CLI run without the distribution's id
+        return {"pending": len(items), "invalidated": 0,
+                "error": "no CDN configured: set DOCPUB_CDN_DISTRIBUTION_ID (or DOCPUB_CDN_DISTRIBUTION_PARAMETER)"}
     paths = [item["path"] for item in items]
     try:
         ctx.cdn.invalidate(paths)

@@ -22,6 +22,8 @@ PENDING_INDEX_PK = "CDN#PENDING"
 
 
 class CloudFrontInvalidator:
+    enabled = True
+
     def __init__(self, distribution_id: Optional[str] = None, parameter: Optional[str] = None):
         self._distribution_id = distribution_id
         self._parameter = parameter
