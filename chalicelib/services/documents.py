@@ -30,7 +30,7 @@ from chalicelib.models import (
     PublishRequest, PublishResponse, UpdateDocumentRequest, VersionInfo,
 )
 from chalicelib.services import access, ratelimits
-from chalicelib.services.access import (  # noqa: F401  (re-exported: adapters and tests import them here)
+from chalicelib.services.access import (  # noqa: F401  (also imported from here by the dashboard)
     Actor, Who, canonical_document_id, document_not_found, well_formed_id,
 )
 from chalicelib.services.context import (
@@ -350,10 +350,6 @@ class DocumentService:
         if version is None:
             raise NotFound(f"No version {number} of document {document_id}.")
         return doc, version, self._read_html(doc, version["version_id"])
-
-    def actor(self, who: Who) -> Actor:
-        """The verified caller (see access.actor)."""
-        return access.actor(self.ctx, who)
 
     def list(self, who: Who, limit: int = 20, cursor: Optional[str] = None,
              query: Optional[str] = None) -> DocumentList:
