@@ -220,3 +220,21 @@ def test_standalone_limiter_counts_refuses_and_frees(ctx, clock: FakeClock):
     ratelimits.hit(ctx, "test#b", rule, "Too many tries")  # another scope has its own log
     clock.advance(57)
     ratelimits.hit(ctx, "test#a", rule, "Too many tries")
+
+
+def test_write_refusal_states_the_configured_limit(services, workspace, monkeypatch):
+    from chalicelib.errors import RateLimited
+    from chalicelib.models import PublishRequest
+    from chalicelib.services.auth import credentials_from_key
+
+    monkeypatch.setenv("DOCPUB_WRITE_RATE_LIMIT", "2")
+    monkeypatch.setenv("DOCPUB_WRITE_RATE_WINDOW", "3600")
+    who = credentials_from_key(workspace[1])
+    for i in range(2):
+        services.documents.publish(who, PublishRequest(title=f"d{i}", html="<p>x</p>"))
+    with pytest.raises(RateLimited) as caught:
+        services.documents.publish(who, PublishRequest(title="d3", html="<p>x</p>"))
+    assert caught.value.message == ("Write rate limit of 2 writes per hour per API key reached; "
+                                    "try again in 60 minutes.")
+    assert caught.value.headers["X-RateLimit-Remaining"] == "0"
+    assert caught.value.headers["Retry-After"] == "3600"
