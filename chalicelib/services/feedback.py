@@ -11,9 +11,9 @@ import re
 
 from typing import Optional
 
-from chalicelib.adapters.dynamodb import BadCursor, FeedbackGone, GuardFailed, StaleDocument
 from chalicelib.domain import limits
 from chalicelib.errors import NotFound, ValidationFailed
+from chalicelib.ports import BadCursor, FeedbackGone, GuardFailed, StaleDocument
 from chalicelib.models import Feedback, FeedbackCreated, FeedbackList, FeedbackSubmission
 from chalicelib.services import access, ratelimits
 from chalicelib.services.context import Context, default_context, new_feedback_id, rfc3339

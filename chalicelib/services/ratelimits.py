@@ -13,7 +13,7 @@ import hashlib
 import hmac
 
 from chalicelib import config
-from chalicelib.adapters.dynamodb import RateClaim
+from chalicelib.ports import RateClaim
 from chalicelib.domain import limits
 from chalicelib.domain.ratelimit import decide
 from chalicelib.errors import RateLimited

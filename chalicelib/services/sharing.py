@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from typing import Optional
 
 from chalicelib import config
-from chalicelib.adapters.blobs import version_key
-from chalicelib.adapters.dynamodb import StaleDocument
 from chalicelib.domain import limits, plans
 from chalicelib.errors import FeatureNotInPlan, NotFound, Unauthorized, ValidationFailed
+from chalicelib.ports import BlobNotFound, StaleDocument, version_key
 from chalicelib.services import access, ratelimits
 from chalicelib.services.context import Context, default_context
 
@@ -166,15 +165,11 @@ class ShareService:
         return ContentRef(doc, version_id, protected)
 
     def read_content(self, ref: ContentRef) -> bytes:
-        from botocore.exceptions import ClientError
-
         try:
             return self.ctx.blobs.get_html(version_key(ref.doc["workspace_id"], ref.doc["document_id"],
                                                        ref.version_id))
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
-                raise NotFound("No such version.") from exc
-            raise
+        except BlobNotFound as exc:
+            raise NotFound("No such version.") from exc
 
     # ---------------------------------------------------------------- unlock
 
