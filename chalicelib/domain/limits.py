@@ -1,4 +1,6 @@
-"""Every limit Docpub enforces, and the words that describe it: one table.
+"""Every limit of sizes, plans and rates Docpub enforces, and the words that
+describe it: one table. (Field lengths of requests live in models.py, the
+source of the OpenAPI schema.)
 
 Services enforce these values; the MCP tool descriptions and server
 instructions, the dashboard and the sign-up page describe them with the

@@ -270,8 +270,8 @@ TOOLS: dict[str, tuple[Callable, str, ToolAnnotations, str]] = {
         "Publish HTML as a new document and get its shareable link (share_url), or, with document_id, "
         "publish it as the next version of an existing document (same link; title and description are "
         "replaced). Use this to create a document or to replace all of its HTML; to change part of an "
-        "existing document prefer edit_document. Limits: HTML at most {html_size} (else "
-        "document_too_large); a free workspace holds at most {free_documents} (one more is "
+        "existing document prefer edit_document. Limits: HTML at most {html_size}, else "
+        "document_too_large; a free workspace holds at most {free_documents} (one more is "
         "plan_limit_reached; new versions of existing documents still work); publish and edit share a "
         "write rate limit of {write_rate} (rate_limited, with retry_after_seconds).")),
     "edit_document": (edit_document, "Edit a document", _write(idempotent=False), (
