@@ -103,12 +103,17 @@ def test_services_import_each_other_without_a_cycle():
 
 
 def test_no_service_reaches_into_another_services_private_methods():
-    for path in SERVICES_DIR.glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+    """A service's private methods (`_load`, `_visible`, ...) are called on `self` only."""
+    trees = {path.name: ast.parse(path.read_text()) for path in SERVICES_DIR.glob("*.py")}
+    private = {node.name for tree in trees.values() for cls in ast.walk(tree) if isinstance(cls, ast.ClassDef)
+               for node in cls.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and node.name.startswith("_") and not node.name.startswith("__")}
+    for name, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in private:
                 owner = node.value
                 assert isinstance(owner, ast.Name) and owner.id in ("self", "cls"), \
-                    f"{path.name}:{node.lineno} uses private {node.attr}"
+                    f"{name}:{node.lineno} calls another object's private {node.attr}"
 
 
 def test_deleting_a_document_deletes_its_feedback_without_importing_feedback(ctx, owned):
