@@ -202,17 +202,8 @@ def validate(model: type[M], data: Any) -> M:
 
 
 def validation_error(exc: ValidationError) -> errors.ValidationFailed:
-    fields = []
-    for err in exc.errors(include_url=False, include_input=False):
-        field = ".".join(str(p) for p in err["loc"]) or "body"
-        message = err["msg"]
-        if err["type"] == "extra_forbidden":
-            message = "is not a field of this request"
-        elif err["type"] == "missing":
-            message = "is required"
-        fields.append({"field": field, "message": message})
-    first = fields[0]
-    return errors.ValidationFailed(f"{first['field']}: {first['message']}", {"fields": fields})
+    """pydantic's error in the contract's shape and Docpub's words (errors.plain_message)."""
+    return errors.ValidationFailed.from_pydantic(exc.errors(include_url=False, include_input=False))
 
 
 FORM_TYPE = "application/x-www-form-urlencoded"
