@@ -539,6 +539,21 @@ def logout() -> None:
         info(f"removed {path}" if removed else f"no config file at {path}")
 
 
+@cli.command(name="mcp")
+@common_options
+def mcp_command() -> None:
+    """Serve Docpub's MCP tools on stdin/stdout (for MCP clients that launch a command).
+
+    \b
+    Lists the tools even when the service is down; each tool call is forwarded to
+    {DOCPUB_URL}/mcp with the API key. Needs `pip install 'docpub[mcp]'`.
+    Same as the `docpub-mcp` command.
+    """
+    from docpub import mcp_stdio
+
+    raise click.exceptions.Exit(mcp_stdio.run(state().url, state().api_key))
+
+
 def main(argv: Optional[list[str]] = None) -> None:
     try:
         code = cli.main(args=argv, prog_name="docpub", standalone_mode=False)
