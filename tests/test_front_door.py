@@ -166,3 +166,42 @@ def test_api_reference_in_chromium(stack, page):
     page.goto(stack.base_url + "/docs")
     page.screenshot(path=str(SCREENSHOTS / "api-reference.png"))
     assert seen == {"foreign": [], "errors": []}
+
+
+@pytest.mark.e2e
+@pytest.mark.browser
+def test_dashboard_upload_fills_the_title_from_the_files_title_element(stack, page, tmp_path):
+    seen = _watch(page, stack)
+    page.goto(stack.base_url + "/dashboard/sign-up")
+    page.fill("input[name=email]", "upload-title@example.com")
+    page.fill("input[name=password]", "a long enough password 42")
+    page.fill("input[name=workspace_name]", "Title Co")
+    page.click("button[type=submit] >> text=Create workspace")
+    page.wait_for_url("**/dashboard/keys**")
+
+    report = tmp_path / "q3.html"
+    report.write_text("<!doctype html><html><head><title>Q3  &amp; Q4\n report</title>"
+                      "<script>window.parent.pwned = 1</script></head><body><p>numbers</p></body></html>")
+    page.goto(stack.base_url + "/dashboard/upload")
+    title = page.locator("input[name=title]")
+    page.set_input_files("input[name=file]", str(report))
+    page.wait_for_function("document.querySelector('input[name=title]').value !== ''")
+    assert title.input_value() == "Q3 & Q4 report"
+    assert page.evaluate("window.pwned") is None  # parsing the file ran nothing
+
+    title.fill("Quarterly numbers")  # editable; choosing another file keeps what was typed
+    untitled = tmp_path / "plain-notes.html"
+    untitled.write_text("<p>no title element</p>")
+    page.set_input_files("input[name=file]", str(untitled))
+    assert title.input_value() == "Quarterly numbers"
+    title.fill("")
+    page.set_input_files("input[name=file]", str(report))
+    page.wait_for_function("document.querySelector('input[name=title]').value !== ''")
+    page.set_input_files("input[name=file]", str(untitled))  # an auto-filled title follows the file
+    page.wait_for_function("document.querySelector('input[name=title]').value === 'plain-notes'")
+    page.set_input_files("input[name=file]", str(report))
+    page.wait_for_function("document.querySelector('input[name=title]').value === 'Q3 & Q4 report'")
+    page.click("button[type=submit] >> text=Publish")
+    page.wait_for_url("**/dashboard/documents/**")
+    assert "Q3 &amp; Q4 report" in page.content()
+    assert seen == {"foreign": [], "errors": []}
