@@ -1,4 +1,4 @@
-"""The contract's error vocabulary (API-CONTRACT.md section 3).
+"""The contract's error vocabulary (docs/contract.md, Errors).
 
 Every failure the service can explain is one of these; adapters (REST, MCP,
 dashboard, share pages) turn them into their own shape in one place each.
