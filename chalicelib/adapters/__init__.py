@@ -22,3 +22,11 @@ def build_repositories(kind: Optional[str] = None):
 
         return repositories(config.data_dir())
     raise ValueError(f"DOCPUB_STORAGE must be 'sqlite' or 'aws', not {kind!r}")
+
+
+def build_cdn():
+    """The CDN withdrawn share links are invalidated in (ports/cdn.py): CloudFront when a
+    distribution is configured, else nothing (see chalicelib/adapters/cdn.py)."""
+    from chalicelib.adapters.cdn import default_invalidator
+
+    return default_invalidator()

@@ -46,9 +46,9 @@ def _configured_repositories() -> Repositories:
 
 
 def _configured_cdn() -> CdnInvalidator:
-    from chalicelib.adapters.cdn import default_invalidator
+    from chalicelib.adapters import build_cdn
 
-    return default_invalidator()
+    return build_cdn()
 
 
 @dataclass

@@ -263,8 +263,6 @@ class ShareService:
         """Give the document a new share id: the old link is 404 at once (its share
         item goes in the same transaction that adds the new one) and the CDN is asked
         to drop it. Feedback, versions and settings stay with the document."""
-        from chalicelib.services.documents import share_url
-
         found = access.find_document(self.ctx, who, document_id)  # key + document: one round trip
         doc = found.doc
         for _attempt in range(ROTATE_ATTEMPTS):
@@ -275,7 +273,7 @@ class ShareService:
                 doc = access.check_still_visible(self.ctx, found.actor, found.document_id)  # rotated meanwhile
                 continue
             cdn.withdraw(self.ctx, doc["share_id"], "rotate")
-            return ShareRotated(share_url=share_url(new_id))
+            return ShareRotated(share_url=config.base_url() + share_path(new_id))
         raise RateLimited(1, "The link is being rotated by another request; retry in 1 s.")
 
     def _owned(self, who, document_id: str, allow_free: bool) -> dict:
