@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from tests.helpers import post_json
-from tests.sharing_helpers import FORM, cookie_of, get_json, send_feedback, set_passphrase, unlock
+from tests.sharing_helpers import cookie_of, get_json, send_feedback, set_passphrase, unlock
 
 HOUR = 3600
 
