@@ -48,9 +48,12 @@ MAX_IDEMPOTENCY_KEY = 255
 
 @dataclass(frozen=True)
 class Actor:
-    """An authenticated caller. `key_item` is set for API keys (rate-limited)."""
+    """An authenticated caller. `key_item` is set for API keys (rate-limited in the
+    version's transaction); others (dashboard sessions, OAuth grants) count writes in
+    a standalone sliding log: `write_limit_scope`, default per workspace."""
     workspace_id: str
     key_item: Optional[dict] = None
+    write_limit_scope: Optional[str] = None
 
 
 Who = Union[auth.Credentials, Actor]
@@ -188,8 +191,10 @@ class DocumentService:
         """Writes from a dashboard session have no API key; the same limit applies
         to them per workspace, so uploads cannot bypass it."""
         if actor.key_item is None:
-            ratelimits.hit(self.ctx, f"session-writes#{actor.workspace_id}", config.write_rate_limit(),
-                           config.write_rate_window_seconds(), "Too many saves in this workspace")
+            ratelimits.hit(self.ctx, actor.write_limit_scope or f"session-writes#{actor.workspace_id}",
+                           config.write_rate_limit(), config.write_rate_window_seconds(),
+                           "Too many writes through this connection" if actor.write_limit_scope
+                           else "Too many saves in this workspace")
 
     def _publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str], seen: dict) -> WriteResult:
         digest = None
