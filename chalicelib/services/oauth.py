@@ -65,6 +65,8 @@ LOOPBACK_HOSTS = ("127.0.0.1", "[::1]", "localhost")
 REGISTER_PER_IP = (20, 3600)
 AUTHORIZE_PER_IP = (60, 600)
 TOKEN_PER_IP = (120, 600)
+LIMIT_ERRORS = {"register": "temporarily_unavailable", "authorize": "temporarily_unavailable",
+                "token": "slow_down"}
 
 
 class OAuthError(DocpubError):
@@ -249,8 +251,7 @@ class OAuthService:
             ratelimits.hit(self.ctx, ip_scope(kind, client_ip), rule[0], rule[1],
                            f"Too many OAuth {kind} requests from this address")
         except RateLimited as exc:
-            raise OAuthError("slow_down" if kind == "token" else "temporarily_unavailable", exc.message,
-                             status=429, headers=exc.headers) from None
+            raise OAuthError(LIMIT_ERRORS[kind], exc.message, status=429, headers=exc.headers) from None
 
     # ---------------------------------------------------------------- clients
 
@@ -409,11 +410,10 @@ class OAuthService:
             raise OAuthError("invalid_client", exc.message, status=401) from None
         if client is None:
             raise OAuthError("invalid_client", "Unknown or expired client_id: register again.", status=401)
-        if grant_type == "authorization_code":
-            return self._exchange_code(client, form)
-        if grant_type == "refresh_token":
-            return self._refresh(client, form)
-        raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token.")
+        handlers = {"authorization_code": self._exchange_code, "refresh_token": self._refresh}
+        if grant_type not in handlers:
+            raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token.")
+        return handlers[grant_type](client, form)
 
     def _exchange_code(self, client: dict, form: dict) -> dict:
         code, verifier = form.get("code"), form.get("code_verifier")
