@@ -28,7 +28,9 @@ FORM = ["application/x-www-form-urlencoded"]
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 
 
-def _json(body: dict, status: int = 200, headers: dict | None = None) -> Response:
+def _json(body, status: int = 200, headers: dict | None = None) -> Response:
+    if not isinstance(body, dict):  # a pydantic model
+        body = body.model_dump(mode="json", exclude_none=True)
     return Response(body=json.dumps(body, ensure_ascii=False, separators=(",", ":")), status_code=status,
                     headers={"Content-Type": JSON_TYPE, **NO_STORE, **(headers or {})})
 
@@ -57,7 +59,7 @@ def oauth_errors(view):
     return wrapper
 
 
-def _metadata(body: dict) -> Response:
+def _metadata(body) -> Response:
     return _json(body, headers={"Cache-Control": "public, max-age=300", "Access-Control-Allow-Origin": "*"})
 
 

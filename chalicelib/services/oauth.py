@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 from urllib.parse import urlencode, urlsplit
 
-from chalicelib import config
+from chalicelib import config, models
 from chalicelib.errors import DocpubError, RateLimited
 from chalicelib.services import ratelimits
 from chalicelib.services.context import Context, default_context, rfc3339
@@ -156,30 +156,31 @@ def challenge_header(error: Optional[str] = None, description: Optional[str] = N
     return "Bearer " + ", ".join(parts)
 
 
-def protected_resource_metadata() -> dict:
-    return {"resource": resource_url(), "authorization_servers": [issuer()],
-            "scopes_supported": list(SCOPES), "bearer_methods_supported": ["header"],
-            "resource_name": "Docpub", "resource_documentation": config.base_url() + "/dashboard"}
+def protected_resource_metadata() -> models.ProtectedResourceMetadata:
+    return models.ProtectedResourceMetadata(
+        resource=resource_url(), authorization_servers=[issuer()], scopes_supported=list(SCOPES),
+        bearer_methods_supported=["header"], resource_name="Docpub",
+        resource_documentation=config.base_url() + "/dashboard")
 
 
-def authorization_server_metadata() -> dict:
+def authorization_server_metadata() -> models.AuthorizationServerMetadata:
     base = config.base_url()
-    return {
-        "issuer": issuer(),
-        "authorization_endpoint": base + "/oauth/authorize",
-        "token_endpoint": base + "/oauth/token",
-        "registration_endpoint": base + "/oauth/register",
-        "revocation_endpoint": base + "/oauth/revoke",
-        "scopes_supported": list(SCOPES),
-        "response_types_supported": ["code"],
-        "response_modes_supported": ["query"],
-        "grant_types_supported": ["authorization_code", "refresh_token"],
-        "code_challenge_methods_supported": ["S256"],
-        "token_endpoint_auth_methods_supported": ["none"],
-        "revocation_endpoint_auth_methods_supported": ["none"],
-        "client_id_metadata_document_supported": True,
-        "authorization_response_iss_parameter_supported": True,
-    }
+    return models.AuthorizationServerMetadata(
+        issuer=issuer(),
+        authorization_endpoint=base + "/oauth/authorize",
+        token_endpoint=base + "/oauth/token",
+        registration_endpoint=base + "/oauth/register",
+        revocation_endpoint=base + "/oauth/revoke",
+        scopes_supported=list(SCOPES),
+        response_types_supported=["code"],
+        response_modes_supported=["query"],
+        grant_types_supported=["authorization_code", "refresh_token"],
+        code_challenge_methods_supported=["S256"],
+        token_endpoint_auth_methods_supported=["none"],
+        revocation_endpoint_auth_methods_supported=["none"],
+        client_id_metadata_document_supported=True,
+        authorization_response_iss_parameter_supported=True,
+    )
 
 
 def valid_redirect_uri(uri: str) -> bool:
@@ -255,7 +256,7 @@ class OAuthService:
 
     # ---------------------------------------------------------------- clients
 
-    def register(self, metadata: object) -> dict:
+    def register(self, metadata: object) -> models.ClientRegistration:
         """RFC 7591 dynamic registration of a public client. Returns the registration answer."""
         if not isinstance(metadata, dict):
             raise OAuthError("invalid_client_metadata", "The body must be a JSON object of client metadata.")
@@ -299,11 +300,10 @@ class OAuthService:
                 client[optional] = value
         self.repo.put_client(client)
         # The server assigns a public client: no secret, whatever was asked (RFC 7591 3.2.1).
-        answer = {"client_id": client["client_id"], "client_id_issued_at": now_ms // 1000,
-                  "redirect_uris": client["redirect_uris"], "client_name": name,
-                  "grant_types": client["grant_types"], "response_types": ["code"],
-                  "token_endpoint_auth_method": "none", "scope": " ".join(scopes)}
-        return {k: v for k, v in answer.items() if v is not None}
+        return models.ClientRegistration(
+            client_id=client["client_id"], client_id_issued_at=now_ms // 1000,
+            redirect_uris=client["redirect_uris"], client_name=name, grant_types=client["grant_types"],
+            response_types=["code"], token_endpoint_auth_method="none", scope=" ".join(scopes))
 
     def client(self, client_id: Optional[str]) -> Optional[dict]:
         """A usable client: registered and not expired, or a client ID metadata document."""
@@ -397,7 +397,7 @@ class OAuthService:
 
     # ---------------------------------------------------------------- token endpoint
 
-    def token(self, form: dict) -> dict:
+    def token(self, form: dict) -> models.TokenResponse:
         grant_type = form.get("grant_type")
         client_id = form.get("client_id")
         if not client_id:
@@ -415,7 +415,7 @@ class OAuthService:
             raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token.")
         return handlers[grant_type](client, form)
 
-    def _exchange_code(self, client: dict, form: dict) -> dict:
+    def _exchange_code(self, client: dict, form: dict) -> models.TokenResponse:
         code, verifier = form.get("code"), form.get("code_verifier")
         if not code:
             raise OAuthError("invalid_request", "code is required.")
@@ -447,7 +447,7 @@ class OAuthService:
             self.repo.keep_client(client["client_id"])
         return answer
 
-    def _refresh(self, client: dict, form: dict) -> dict:
+    def _refresh(self, client: dict, form: dict) -> models.TokenResponse:
         presented = form.get("refresh_token")
         if not presented:
             raise OAuthError("invalid_request", "refresh_token is required.")
@@ -477,7 +477,7 @@ class OAuthService:
                              "is revoked for safety. Connect again.")
         return answer
 
-    def _mint(self, grant: dict, now_ms: int) -> tuple[dict, dict, dict]:
+    def _mint(self, grant: dict, now_ms: int) -> tuple[dict, dict, models.TokenResponse]:
         access_token = ACCESS_TOKEN_PREFIX + secrets.token_urlsafe(32)
         refresh_token = REFRESH_TOKEN_PREFIX + secrets.token_urlsafe(32)
         access = {"token_hash": digest(access_token), "grant_id": grant["grant_id"],
@@ -487,8 +487,8 @@ class OAuthService:
         refresh = {"token_hash": digest(refresh_token), "grant_id": grant["grant_id"],
                    "client_id": grant["client_id"], "created_ms": now_ms,
                    "expires_ms": now_ms + REFRESH_SECONDS * 1000}
-        answer = {"access_token": access_token, "token_type": "Bearer", "expires_in": ACCESS_SECONDS,
-                  "refresh_token": refresh_token, "scope": " ".join(grant["scopes"])}
+        answer = models.TokenResponse(access_token=access_token, token_type="Bearer", expires_in=ACCESS_SECONDS,
+                                      refresh_token=refresh_token, scope=" ".join(grant["scopes"]))
         return access, refresh, answer
 
     # ---------------------------------------------------------------- revocation (RFC 7009)
