@@ -431,7 +431,7 @@ def test_api_keys_still_work_on_mcp(client):
 
 
 def test_tokens_are_stored_hashed_only(client, flow):
-    from chalicelib.adapters import aws
+    from chalicelib.adapters.aws import clients as aws
     from chalicelib import config
 
     tokens = flow.tokens()

@@ -14,39 +14,15 @@ seconds) only cleans up: the service checks `expires_ms` on every read.
 """
 from __future__ import annotations
 
-import hashlib
 from typing import Optional
 
 from chalicelib import config
-from chalicelib.adapters.dynamodb import ConditionFailed, Table, Transaction, to_item
+from chalicelib.adapters.aws.keys import (
+    access_key, client_key, code_key, grant_key, grants_index_pk, refresh_key,
+)
+from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, to_item
 
 EXPIRY_GRACE_SECONDS = 3600
-
-
-def client_key(client_id: str) -> dict:
-    if client_id.startswith("dpc_") and len(client_id) < 100:
-        return {"PK": f"OAUTHCLIENT#{client_id}", "SK": "CLIENT"}
-    return {"PK": "OAUTHCLIENT#url:" + hashlib.sha256(client_id.encode()).hexdigest(), "SK": "CLIENT"}
-
-
-def code_key(code_hash: str) -> dict:
-    return {"PK": f"OAUTHCODE#{code_hash}", "SK": "CODE"}
-
-
-def grant_key(grant_id: str) -> dict:
-    return {"PK": f"GRANT#{grant_id}", "SK": "GRANT"}
-
-
-def grants_index_pk(workspace_id: str) -> str:
-    return f"WS#{workspace_id}#GRANTS"
-
-
-def access_key(token_hash: str) -> dict:
-    return {"PK": f"ATOKEN#{token_hash}", "SK": "TOKEN"}
-
-
-def refresh_key(token_hash: str) -> dict:
-    return {"PK": f"RTOKEN#{token_hash}", "SK": "TOKEN"}
 
 
 def _ttl(record: dict) -> dict:
@@ -61,6 +37,8 @@ def _strip(item: Optional[dict]) -> Optional[dict]:
 
 
 class OAuthRepository:
+    """chalicelib.ports.oauth.OAuthRepository on the single table."""
+
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()
 
