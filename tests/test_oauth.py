@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import secrets
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -248,7 +249,7 @@ def test_full_flow_publish_edit_list_then_refresh_and_revoke(client, flow, dash)
 
     apps = dash.get("/dashboard/apps")
     assert "Test Client" in apps and "docs:write" in apps
-    grant_id = __import__("re").search(r"/dashboard/apps/([^/]+)/revoke", apps.text).group(1)
+    grant_id = re.search(r"/dashboard/apps/([^/]+)/revoke", apps.text).group(1)
     dash.post(f"/dashboard/apps/{grant_id}/revoke", {}, csrf=apps.csrf())
     r = mcp(client, new["access_token"], "tools/list")
     assert r.status_code == 401
@@ -383,13 +384,13 @@ def test_read_only_scope_cannot_write(client, dash):
 
 
 def test_token_of_workspace_a_cannot_see_document_of_workspace_b(client, dash):
+    from chalicelib.models import PublishRequest
     from chalicelib.services import registry
+    from chalicelib.services.auth import credentials_from_key
 
     _, key = registry.workspaces().create_workspace("B", "free")
-    other = registry.documents().publish(__import__("chalicelib.services.auth", fromlist=["x"])
-                                         .credentials_from_key(key.api_key),
-                                         __import__("chalicelib.models", fromlist=["x"])
-                                         .PublishRequest(title="B doc", html="<p>b</p>"))
+    other = registry.documents().publish(credentials_from_key(key.api_key),
+                                         PublishRequest(title="B doc", html="<p>b</p>"))
     doc_id = other.response.document_id
     access = Flow(client, dash).tokens()["access_token"]
     for name, arguments in [("get_document", {"document_id": doc_id}),
@@ -437,3 +438,19 @@ def test_tokens_are_stored_hashed_only(client, flow):
     tokens = flow.tokens()
     dump = json.dumps(aws.dynamodb().scan(TableName=config.table_name())["Items"])
     assert tokens["access_token"] not in dump and tokens["refresh_token"] not in dump
+
+
+def test_every_mcp_tool_has_a_scope():
+    from chalicelib.entrypoints.mcp_tools import TOOLS
+    from chalicelib.services.oauth import SCOPES, TOOL_SCOPES
+
+    assert set(TOOLS) <= set(TOOL_SCOPES)
+    assert set(TOOL_SCOPES.values()) == set(SCOPES)
+
+
+def test_token_form_with_charset_is_accepted(client, flow):
+    code, verifier = flow.code()
+    r = client.http.post("/oauth/token", headers={"Content-Type": "application/x-www-form-urlencoded; charset=UTF-8"},
+                         body=urlencode({"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT,
+                                         "client_id": flow.client_id, "code_verifier": verifier}))
+    assert r.status_code == 200, r.body

@@ -203,6 +203,9 @@ def test_official_client_with_dynamic_registration(stack):
     assert r.status_code == 401
     assert 'error="invalid_token"' in r.headers["www-authenticate"]
     assert "resource_metadata=" in r.headers["www-authenticate"]
+    log = stack.log_path.read_text(errors="replace")  # secrets never reach the logs
+    for secret in (seen["first"].access_token, seen["first"].refresh_token, seen["second"].refresh_token):
+        assert secret not in log
 
 
 # ------------------------------------------------------------------ client ID metadata document

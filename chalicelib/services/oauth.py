@@ -537,8 +537,8 @@ class OAuthService:
         """A token acts within its scopes only (API keys have every scope)."""
         if principal is None:
             return
-        needed = TOOL_SCOPES.get(tool)
-        if needed is not None and needed not in principal.scopes:
+        needed = TOOL_SCOPES.get(tool, "docs:write")  # a tool missing from the table: fail closed
+        if needed not in principal.scopes:
             raise InsufficientScope(
                 f"{tool} needs the {needed} scope; this connection was granted "
                 f"{' '.join(principal.scopes) or 'no scopes'}. Reconnect the app and allow {needed}.",
