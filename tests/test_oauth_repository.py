@@ -9,22 +9,27 @@ from tests.helpers import run_together
 NOW = 1_795_000_000_000
 
 
-ADAPTERS = ["aws"]
-
-
-@pytest.fixture(params=ADAPTERS)
-def repo(request):
+@pytest.fixture(params=["aws", "sqlite"])
+def repo(request, tmp_path):
     if request.param == "aws":
-        request.getfixturevalue("aws")
-        from chalicelib.services.context import Context
+        request.getfixturevalue("aws")  # moto reset + table
+        from chalicelib.adapters import build_repositories
 
-        return Context().oauth
-    raise AssertionError(request.param)
+        return build_repositories("aws").oauth
+    from chalicelib.adapters.sqlite import repositories
+
+    return repositories(tmp_path / "data", shared=False).oauth
 
 
 def grant(grant_id="gr_1", workspace_id="ws_1", created_ms=NOW):
     return {"grant_id": grant_id, "workspace_id": workspace_id, "user": "a@example.com", "client_id": "dpc_x",
             "client_name": "X", "scopes": ["docs:read"], "resource": "http://h/mcp", "created_ms": created_ms}
+
+
+def code(code_hash):
+    return {"code_hash": code_hash, "client_id": "dpc_x", "client_name": "X", "redirect_uri": "https://x/cb",
+            "code_challenge": "c" * 43, "resource": "http://h/mcp", "scopes": ["docs:read"], "workspace_id": "ws_1",
+            "user": "a@example.com", "expires_ms": NOW + 60_000}
 
 
 def token(token_hash, grant_id="gr_1", expires_ms=NOW + 3_600_000):
@@ -45,16 +50,16 @@ def test_clients_round_trip_and_keep(repo):
 
 
 def test_a_code_is_consumed_once_under_racing_threads(repo):
-    repo.put_code({"code_hash": "c1", "client_id": "dpc_x", "expires_ms": NOW + 60_000})
+    repo.put_code(code("c1"))
     results, failures = run_together([lambda: repo.consume_code("c1", NOW)] * 10)
     assert failures == []
     assert sorted(consumed for _, consumed in results) == [False] * 9 + [True]
-    assert all(record["client_id"] == "dpc_x" for record, _ in results)
+    assert all(record["client_id"] == "dpc_x" and record["scopes"] == ["docs:read"] for record, _ in results)
     assert repo.consume_code("nope", NOW) == (None, False)
 
 
 def test_grant_creation_links_the_code(repo):
-    repo.put_code({"code_hash": "c2", "client_id": "dpc_x", "expires_ms": NOW + 60_000})
+    repo.put_code(code("c2"))
     repo.consume_code("c2", NOW)
     repo.create_grant(grant(), token("a1"), {**token("r1"), "created_ms": NOW}, "c2")
     record, consumed = repo.consume_code("c2", NOW)
