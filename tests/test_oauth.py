@@ -27,11 +27,20 @@ def cheap_argon2(monkeypatch):
     monkeypatch.setenv("DOCPUB_BASE_URL", BASE)
 
 
-@pytest.fixture
-def app_clock(aws, clock):
-    from chalicelib.services.context import default_context
+@pytest.fixture(params=["aws", "sqlite"])
+def app_clock(request, aws, clock, monkeypatch, tmp_path):
+    """The app's services on the injected clock, over each storage adapter."""
+    from chalicelib.services import registry
+    from chalicelib.services.context import Context, default_context
 
-    default_context().clock = clock
+    if request.param == "aws":
+        default_context().clock = clock
+        return clock
+    from chalicelib.adapters.sqlite import repositories
+
+    context = Context(repos=repositories(tmp_path / "data", shared=False), clock=clock)
+    registry.reset()
+    monkeypatch.setattr(registry, "default_context", lambda: context)
     return clock
 
 
@@ -431,12 +440,15 @@ def test_api_keys_still_work_on_mcp(client):
     assert r.status_code == 200 and len(body(r)["result"]["tools"]) >= 10
 
 
-def test_tokens_are_stored_hashed_only(client, flow):
-    from chalicelib.adapters.aws import clients as aws
+def test_tokens_are_stored_hashed_only(client, flow, tmp_path):
     from chalicelib import config
+    from chalicelib.adapters.aws import clients as aws
 
     tokens = flow.tokens()
     dump = json.dumps(aws.dynamodb().scan(TableName=config.table_name())["Items"])
+    for path in (tmp_path / "data").glob("docpub.sqlite3*"):
+        dump += path.read_bytes().decode("latin-1")
+    assert "OAUTHCODE#" in dump or "oauth_codes" in dump  # the scan saw the storage in use
     assert tokens["access_token"] not in dump and tokens["refresh_token"] not in dump
 
 
