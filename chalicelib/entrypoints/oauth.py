@@ -26,6 +26,7 @@ log = logging.getLogger("docpub.oauth")
 bp = Blueprint(__name__)
 FORM = ["application/x-www-form-urlencoded"]
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+MAX_REGISTRATION_BYTES = 64 * 1024
 
 
 def _json(body, status: int = 200, headers: dict | None = None) -> Response:
@@ -91,6 +92,8 @@ def register():
 
     request = bp.current_request
     registry.oauth().limit("register", client_ip(request))
+    if len(request.raw_body or b"") > MAX_REGISTRATION_BYTES:
+        raise OAuthError("invalid_client_metadata", f"Client metadata is limited to {MAX_REGISTRATION_BYTES} bytes.")
     try:
         metadata = json.loads(request.raw_body or b"")
     except ValueError:
