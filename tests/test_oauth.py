@@ -466,3 +466,23 @@ def test_token_form_with_charset_is_accepted(client, flow):
                          body=urlencode({"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT,
                                          "client_id": flow.client_id, "code_verifier": verifier}))
     assert r.status_code == 200, r.body
+
+
+def test_scopes_beyond_docpubs_are_ignored_when_some_are_known(client, dash):
+    flow = Flow(client, dash, scope="docs:read offline_access openid")
+    assert flow.tokens()["scope"] == "docs:read"
+    _, challenge = pkce()
+    got = query(flow.authorize(challenge, scope="admin"))
+    assert got["error"] == "invalid_scope"
+
+
+def test_authorize_and_token_are_rate_limited_per_ip(client, flow):
+    _, challenge = pkce()
+    answers = [client.http.get("/oauth/authorize?" + urlencode(flow.params(challenge))).status_code
+               for _ in range(61)]
+    assert answers[:60] == [302] * 60 and answers[60] == 429
+    assert int(client.http.get("/oauth/authorize?" + urlencode(flow.params(challenge))).headers["Retry-After"]) > 0
+    answers = [form(client, "/oauth/token", {"grant_type": "refresh_token", "refresh_token": "dpr_x",
+                                             "client_id": flow.client_id}) for _ in range(121)]
+    assert {r.status_code for r in answers[:120]} == {400}
+    assert answers[120].status_code == 429 and body(answers[120])["error"] == "slow_down"

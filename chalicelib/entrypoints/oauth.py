@@ -115,18 +115,18 @@ def authorize():
     except RedirectError as exc:
         return Response(body="", status_code=302, headers={"Location": exc.location(), **NO_STORE})
     except (NotRedirectable, OAuthError) as exc:
-        return authorization_error_page(exc.error, exc.message, exc.status)
+        return authorization_error_page(exc.error, exc.message, exc.status, dict(exc.headers))
     consent = config.base_url() + "/dashboard/oauth/authorize?" + urlencode(params)
     return Response(body="", status_code=302, headers={"Location": consent, **NO_STORE})
 
 
-def authorization_error_page(error: str, message: str, status: int = 400) -> Response:
+def authorization_error_page(error: str, message: str, status: int = 400, headers: dict | None = None) -> Response:
     from html import escape
 
     body = ("<!doctype html><meta charset=utf-8><title>Cannot connect · Docpub</title>"
             "<h1>This app cannot connect to Docpub</h1>"
             f"<p>{escape(message)}</p><p><code>{escape(error)}</code></p>")
-    return html_response(body, status, headers=NO_STORE)
+    return html_response(body, status, headers={**NO_STORE, **(headers or {})})
 
 
 @bp.route("/oauth/token", methods=["POST"], content_types=FORM)

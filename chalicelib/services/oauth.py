@@ -222,8 +222,11 @@ def _scopes(value: Optional[str], allowed: Iterable[str] = SCOPES) -> tuple[str,
         return tuple(s for s in SCOPES if s in set(allowed))
     requested = value.split()
     unknown = [s for s in requested if s not in SCOPES]
-    if unknown:
+    if len(unknown) == len(requested):
         raise OAuthError("invalid_scope", f"Unknown scope {unknown[0]!r}; the scopes are {', '.join(SCOPES)}.")
+    # Others beside ours (offline_access, openid…) are ignored, as RFC 6749 3.3 allows:
+    # some clients always ask for them, and refresh tokens are issued anyway.
+    requested = [s for s in requested if s in SCOPES]
     outside = [s for s in requested if s not in set(allowed)]
     if outside:
         raise OAuthError("invalid_scope", f"Scope {outside[0]!r} was not registered for this client.")
