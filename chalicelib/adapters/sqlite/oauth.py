@@ -119,8 +119,9 @@ class OAuthRepository:
             if one(tx, "SELECT 1 AS x FROM oauth_grants WHERE grant_id = ? AND revoked_ms IS NULL",
                    (access["grant_id"],)) is None:
                 return False
-            if tx.execute("UPDATE oauth_refresh_tokens SET used_ms = ? WHERE token_hash = ? AND used_ms IS NULL",
-                          (now_ms, old_hash)).rowcount != 1:
+            used = tx.execute("UPDATE oauth_refresh_tokens SET used_ms = ? WHERE token_hash = ? AND used_ms IS NULL",
+                              (now_ms, old_hash))
+            if not used.rowcount:
                 return False
             tx.execute(*_insert("oauth_access_tokens", ACCESS_COLUMNS, access))
             tx.execute(*_insert("oauth_refresh_tokens", REFRESH_COLUMNS, refresh))
