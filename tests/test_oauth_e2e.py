@@ -153,9 +153,9 @@ def raw_call(base_url: str, access_token: str) -> httpx.Response:
                                "MCP-Protocol-Version": "2025-11-25"})
 
 
-def run_connector_flow(base_url: str, email: str, client_metadata_url=None) -> dict:
+def run_connector_flow(base_url: str, email: str, client_metadata_url=None, redirect_uri=None) -> dict:
     """The whole story; returns what the assertions after it need."""
-    redirect_uri = f"http://127.0.0.1:{free_port()}/callback"
+    redirect_uri = redirect_uri or f"http://127.0.0.1:{free_port()}/callback"
     storage = MemoryStorage()
     seen: dict = {}
 
@@ -263,20 +263,13 @@ def cimd_stack(tmp_path_factory, cimd_server):
 
 def test_official_client_with_a_client_id_metadata_document(cimd_stack, cimd_server):
     url = cimd_server["url"]
-    redirect_port = free_port()
-    # The person's redirect URI must be one the document lists: pin the port the flow will use.
-    import tests.test_oauth_e2e as me
-
-    original = me.free_port
-    me.free_port = lambda: redirect_port
+    redirect_uri = f"http://127.0.0.1:{free_port()}/callback"  # the one the document lists
     cimd_server["documents"]["/oauth/client.json"] = {
         "client_id": url, "client_name": "Metadata-document app", "token_endpoint_auth_method": "none",
-        "redirect_uris": [f"http://127.0.0.1:{redirect_port}/callback"],
-        "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"]}
-    try:
-        seen = run_connector_flow(cimd_stack.base_url, "cimd-person@example.com", client_metadata_url=url)
-    finally:
-        me.free_port = original
+        "redirect_uris": [redirect_uri], "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"]}
+    seen = run_connector_flow(cimd_stack.base_url, "cimd-person@example.com", client_metadata_url=url,
+                              redirect_uri=redirect_uri)
     assert seen["client_id"] == url  # no registration: the URL is the client id
     assert "Metadata-document app" in seen["consent"]
     assert seen["disconnected"] == 1
