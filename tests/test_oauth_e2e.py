@@ -82,6 +82,7 @@ class Person:
 
     async def disconnect_all(self) -> int:
         await self.page.goto(self.base + "/dashboard/apps")
+        self.apps_text = await self.page.inner_text("#apps")
         rows = await self.page.locator("#apps button.danger").count()
         for _ in range(rows):
             await self.page.locator("#apps button.danger").first.click()
@@ -181,6 +182,9 @@ def run_connector_flow(base_url: str, email: str, client_metadata_url=None, redi
                 seen["first"], seen["second"] = first, storage.tokens
             seen["client_id"] = storage.client_info.client_id
             seen["disconnected"] = await person.disconnect_all()
+            seen["apps"] = person.apps_text
+            # the very next call with the (unexpired) access token fails
+            seen["after_disconnect"] = raw_call(base_url, storage.tokens.access_token)
             await context.close()
 
     anyio.run(main)
@@ -192,17 +196,18 @@ def test_official_client_with_dynamic_registration(stack):
     assert seen["client_id"].startswith("dpc_")  # dynamic client registration
     assert "Chat app (e2e)" in seen["consent"] and "Chat workspace" in seen["consent"]
     assert "docs:write" in seen["consent"]
-    # the first refresh token was rotated away: reusing it is refused
-    r = httpx.post(stack.base_url + "/oauth/token", timeout=30,
-                   data={"grant_type": "refresh_token", "refresh_token": seen["first"].refresh_token,
-                         "client_id": seen["client_id"]})
-    assert r.status_code == 400 and r.json()["error"] == "invalid_grant"
-    # revoked in Connected apps (and by the reuse above): calls fail at once
+    assert "Chat app (e2e)" in seen["apps"] and "docs:write" in seen["apps"]
+    # revoked in Connected apps: calls fail at once
     assert seen["disconnected"] == 1
-    r = raw_call(stack.base_url, seen["second"].access_token)
+    r = seen["after_disconnect"]
     assert r.status_code == 401
     assert 'error="invalid_token"' in r.headers["www-authenticate"]
     assert "resource_metadata=" in r.headers["www-authenticate"]
+    # and the refresh token of the revoked grant is refused
+    r = httpx.post(stack.base_url + "/oauth/token", timeout=30,
+                   data={"grant_type": "refresh_token", "refresh_token": seen["second"].refresh_token,
+                         "client_id": seen["client_id"]})
+    assert r.status_code == 400 and r.json()["error"] == "invalid_grant"
     log = stack.log_path.read_text(errors="replace")  # secrets never reach the logs
     for secret in (seen["first"].access_token, seen["first"].refresh_token, seen["second"].refresh_token):
         assert secret not in log
@@ -272,8 +277,8 @@ def test_official_client_with_a_client_id_metadata_document(cimd_stack, cimd_ser
                               redirect_uri=redirect_uri)
     assert seen["client_id"] == url  # no registration: the URL is the client id
     assert "Metadata-document app" in seen["consent"]
-    assert seen["disconnected"] == 1
-    assert raw_call(cimd_stack.base_url, seen["second"].access_token).status_code == 401
+    assert seen["disconnected"] == 1 and "Metadata-document app" in seen["apps"]
+    assert seen["after_disconnect"].status_code == 401
 
 
 def test_metadata_documents_on_private_addresses_are_refused(stack):
