@@ -50,8 +50,9 @@ class Person:
         self.callbacks: list[str] = []
         self.consent_text = ""
         self.approvals = 0
+        self.signed_in_first = False
 
-    async def start(self, email: str):
+    async def start(self, email: str, sign_out: bool = False):
         async def capture(route):
             self.callbacks.append(route.request.url)
             await route.fulfill(status=200, content_type="text/html", body="<p>You can close this tab.</p>")
@@ -64,10 +65,19 @@ class Person:
         await self.page.fill("input[name=workspace_name]", "Chat workspace")
         await self.page.click("button[type=submit]")
         await self.page.wait_for_url("**/dashboard/keys**")
+        self.email = email
+        if sign_out:  # then the authorization starts with the dashboard's sign-in
+            await self.page.click("form.signout button")
+            await self.page.wait_for_url("**/dashboard/sign-in**")
 
     async def approve(self, authorization_url: str):
         """The client's redirect handler: the browser opens the URL, the person clicks Allow."""
         await self.page.goto(authorization_url)
+        if "/dashboard/sign-in" in self.page.url:
+            self.signed_in_first = True
+            await self.page.fill("input[name=email]", self.email)
+            await self.page.fill("input[name=password]", PASSWORD)
+            await self.page.click("button[type=submit]")
         await self.page.wait_for_selector("#allow")
         self.consent_text = await self.page.inner_text("main")
         self.approvals += 1
@@ -154,7 +164,8 @@ def raw_call(base_url: str, access_token: str) -> httpx.Response:
                                "MCP-Protocol-Version": "2025-11-25"})
 
 
-def run_connector_flow(base_url: str, email: str, client_metadata_url=None, redirect_uri=None) -> dict:
+def run_connector_flow(base_url: str, email: str, client_metadata_url=None, redirect_uri=None,
+                       sign_out: bool = False) -> dict:
     """The whole story; returns what the assertions after it need."""
     redirect_uri = redirect_uri or f"http://127.0.0.1:{free_port()}/callback"
     storage = MemoryStorage()
@@ -164,11 +175,12 @@ def run_connector_flow(base_url: str, email: str, client_metadata_url=None, redi
         async with chromium() as browser:
             context = await browser.new_context()
             person = Person(await context.new_page(), base_url, redirect_uri)
-            await person.start(email)
+            await person.start(email, sign_out)
             provider = oauth_provider(base_url, person, storage, client_metadata_url)
             async with mcp_session(base_url, provider) as client:
                 seen["doc_id"] = await publish_edit_list(client)
                 seen["consent"] = person.consent_text
+                seen["signed_in_first"] = person.signed_in_first
                 first = storage.tokens
                 assert person.approvals == 1
                 # The access token runs out: the client refreshes (rotation) and carries on.
@@ -274,7 +286,8 @@ def test_official_client_with_a_client_id_metadata_document(cimd_stack, cimd_ser
         "redirect_uris": [redirect_uri], "grant_types": ["authorization_code", "refresh_token"],
         "response_types": ["code"]}
     seen = run_connector_flow(cimd_stack.base_url, "cimd-person@example.com", client_metadata_url=url,
-                              redirect_uri=redirect_uri)
+                              redirect_uri=redirect_uri, sign_out=True)
+    assert seen["signed_in_first"]  # signed out: the dashboard asked for sign-in, then showed the consent
     assert seen["client_id"] == url  # no registration: the URL is the client id
     assert "Metadata-document app" in seen["consent"]
     assert seen["disconnected"] == 1 and "Metadata-document app" in seen["apps"]
