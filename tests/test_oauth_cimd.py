@@ -97,3 +97,17 @@ def test_oversized_document_is_refused(monkeypatch):
     monkeypatch.setattr(cimd, "_PinnedHTTPSConnection", Connection)
     with pytest.raises(cimd.MetadataError, match="larger than"):
         cimd.fetch("https://app.example/client.json")
+
+
+def test_a_trickling_server_cannot_hold_the_fetch_open(monkeypatch):
+    now = [1000.0]
+
+    class Trickle:
+        def read1(self, n):
+            now[0] += 1.0  # each byte takes a second
+            return b" "
+
+    monkeypatch.setattr(cimd.time, "monotonic", lambda: now[0])
+    with pytest.raises(cimd.MetadataError, match="too long"):
+        cimd._read_within(Trickle(), now[0] + cimd.TIMEOUT_SECONDS)
+    assert now[0] <= 1000.0 + cimd.TIMEOUT_SECONDS + 1

@@ -8,7 +8,7 @@ a request to an address chosen by a stranger, so it is fenced (SSRF):
   private, link-local, multicast, reserved…), and the connection goes to that
   vetted address (no second lookup a DNS rebinding could change), with TLS
   verified against the host name;
-- no redirects, 5 s timeout, at most 64 KiB;
+- no redirects, 5 s per network wait and 5 s for the whole body, at most 64 KiB;
 - the answer is cached (CACHE_SECONDS) by the OAuth service.
 `DOCPUB_CIMD_ALLOWED_HOSTS` (comma-separated `host:port`) exempts named hosts
 from the public-address rule, so tests can serve a document locally;
@@ -21,6 +21,7 @@ import ipaddress
 import json
 import socket
 import ssl
+import time
 from typing import Optional
 from urllib.parse import urlsplit
 
@@ -102,7 +103,7 @@ def fetch(url: str) -> dict:
         response = connection.getresponse()
         if response.status != 200:
             raise MetadataError(f"fetching it answered HTTP {response.status}")
-        body = response.read(MAX_BYTES + 1)
+        body = _read_within(response, time.monotonic() + TIMEOUT_SECONDS)
     except (OSError, http.client.HTTPException, ssl.SSLError) as exc:
         raise MetadataError(f"it could not be fetched ({type(exc).__name__})") from None
     finally:
@@ -116,6 +117,21 @@ def fetch(url: str) -> dict:
     if not isinstance(document, dict):
         raise MetadataError("the document is not a JSON object")
     return document
+
+
+def _read_within(response, deadline: float) -> bytes:
+    """At most MAX_BYTES + 1 bytes, and no later than `deadline` (a server that
+    trickles bytes cannot hold the request open beyond the time limit)."""
+    body = b""
+    while len(body) <= MAX_BYTES:
+        if time.monotonic() > deadline:
+            raise MetadataError("fetching it took too long")
+        chunk = response.read1(min(16384, MAX_BYTES + 1 - len(body))) if hasattr(response, "read1") \
+            else response.read(MAX_BYTES + 1 - len(body))
+        if not chunk:
+            break
+        body += chunk
+    return body
 
 
 def client_from_document(client_id: str, document: dict) -> dict:
