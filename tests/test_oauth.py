@@ -28,19 +28,17 @@ def cheap_argon2(monkeypatch):
 
 
 @pytest.fixture(params=["aws", "sqlite"])
-def app_clock(request, aws, clock, monkeypatch, tmp_path):
-    """The app's services on the injected clock, over each storage adapter."""
-    from chalicelib.services import registry
-    from chalicelib.services.context import Context, default_context
+def storage(request):
+    """Every test of this module runs on both storage adapters."""
+    return request.getfixturevalue(f"{request.param}_storage")
 
-    if request.param == "aws":
-        default_context().clock = clock
-        return clock
-    from chalicelib.adapters.sqlite import repositories
 
-    context = Context(repos=repositories(tmp_path / "data", shared=False), clock=clock)
-    registry.reset()
-    monkeypatch.setattr(registry, "default_context", lambda: context)
+@pytest.fixture
+def app_clock(storage, clock):
+    """The app's services on the injected clock."""
+    from chalicelib.services.context import default_context
+
+    default_context().clock = clock
     return clock
 
 
@@ -440,15 +438,21 @@ def test_api_keys_still_work_on_mcp(client):
     assert r.status_code == 200 and len(body(r)["result"]["tools"]) >= 10
 
 
-def test_tokens_are_stored_hashed_only(client, flow, tmp_path):
+def test_tokens_are_stored_hashed_only(client, flow, storage):
+    import os
+    from pathlib import Path
+
     from chalicelib import config
     from chalicelib.adapters.aws import clients as aws
 
     tokens = flow.tokens()
-    dump = json.dumps(aws.dynamodb().scan(TableName=config.table_name())["Items"])
-    for path in (tmp_path / "data").glob("docpub.sqlite3*"):
-        dump += path.read_bytes().decode("latin-1")
-    assert "OAUTHCODE#" in dump or "oauth_codes" in dump  # the scan saw the storage in use
+    if storage == "aws":
+        dump = json.dumps(aws.dynamodb().scan(TableName=config.table_name())["Items"])
+        assert "OAUTHCODE#" in dump and "RTOKEN#" in dump  # the scan saw the OAuth items
+    else:
+        dump = "".join(p.read_bytes().decode("latin-1")
+                       for p in Path(os.environ["DOCPUB_DATA_DIR"]).glob("docpub.sqlite3*"))
+        assert "dpc_" in dump  # the file holds the registration
     assert tokens["access_token"] not in dump and tokens["refresh_token"] not in dump
 
 

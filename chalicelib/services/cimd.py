@@ -26,6 +26,7 @@ from typing import Optional
 from urllib.parse import urlsplit
 
 from chalicelib import config
+from chalicelib.domain.clients import MAX_CLIENT_NAME, MAX_REDIRECT_URIS, valid_redirect_uri
 
 CACHE_SECONDS = 3600
 MAX_BYTES = 64 * 1024
@@ -136,8 +137,6 @@ def _read_within(response, deadline: float) -> bytes:
 
 def client_from_document(client_id: str, document: dict) -> dict:
     """The client record a metadata document describes (public client)."""
-    from chalicelib.services.oauth import MAX_CLIENT_NAME, MAX_REDIRECT_URIS, valid_redirect_uri
-
     if document.get("client_id") != client_id:
         raise MetadataError("its client_id does not equal the URL it was fetched from")
     uris = document.get("redirect_uris")

@@ -23,13 +23,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import ipaddress
 import secrets
 from dataclasses import dataclass
 from typing import Iterable, Optional
 from urllib.parse import urlencode, urlsplit
 
 from chalicelib import config, models
+from chalicelib.domain import limits
+from chalicelib.domain.clients import MAX_CLIENT_NAME, MAX_PARAM, MAX_REDIRECT_URIS, valid_redirect_uri
 from chalicelib.errors import DocpubError, RateLimited
 from chalicelib.services import ratelimits
 from chalicelib.services.context import Context, default_context, rfc3339
@@ -56,15 +57,8 @@ ACCESS_SECONDS = 3600
 REFRESH_SECONDS = 30 * 24 * 3600
 UNUSED_CLIENT_SECONDS = 24 * 3600
 TOUCH_EVERY_MS = 60_000
-MAX_REDIRECT_URIS = 10
-MAX_CLIENT_NAME = 100
-MAX_PARAM = 2048
-LOOPBACK_HOSTS = ("127.0.0.1", "[::1]", "localhost")
 
-# per-IP limits (events, window seconds)
-REGISTER_PER_IP = (20, 3600)
-AUTHORIZE_PER_IP = (60, 600)
-TOKEN_PER_IP = (120, 600)
+# per-IP limits: chalicelib/domain/limits.py (OAUTH_*_PER_IP)
 LIMIT_ERRORS = {"register": "temporarily_unavailable", "authorize": "temporarily_unavailable",
                 "token": "slow_down"}
 
@@ -101,7 +95,7 @@ class Principal:
 
     @property
     def write_limit_scope(self) -> str:
-        return f"grant-writes#{self.grant_id}"
+        return ratelimits.scope_key("grant-writes", self.grant_id)
 
 
 @dataclass(frozen=True)
@@ -183,30 +177,6 @@ def authorization_server_metadata() -> models.AuthorizationServerMetadata:
     )
 
 
-def valid_redirect_uri(uri: str) -> bool:
-    """https anywhere, or http on a loopback address (desktop clients); no fragment."""
-    if not isinstance(uri, str) or not uri or len(uri) > MAX_PARAM:
-        return False
-    try:
-        parts = urlsplit(uri)
-        parts.port  # noqa: B018 - raises on a malformed port
-    except ValueError:
-        return False
-    if parts.fragment or not parts.hostname or any(c.isspace() for c in uri):
-        return False
-    if parts.scheme == "https":
-        return True
-    if parts.scheme == "http":
-        host = parts.hostname
-        if host == "localhost":
-            return True
-        try:
-            return ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            return False
-    return False
-
-
 def redirect_with(redirect_uri: str, **params: Optional[str]) -> str:
     query = urlencode({k: v for k, v in params.items() if v is not None})
     return redirect_uri + ("&" if "?" in redirect_uri else "?") + query
@@ -234,8 +204,9 @@ def _scopes(value: Optional[str], allowed: Iterable[str] = SCOPES) -> tuple[str,
 
 
 def ip_scope(kind: str, client_ip: str) -> str:
+    """Rate-log scope per client IP; the IP is stored only as a keyed hash."""
     key = hmac.new(config.secret_key().encode(), client_ip.encode(), hashlib.sha256).hexdigest()[:32]
-    return f"oauth-{kind}#{key}"
+    return ratelimits.scope_key(f"oauth-{kind}", key)
 
 
 class OAuthService:
@@ -250,10 +221,10 @@ class OAuthService:
     # ---------------------------------------------------------------- limits
 
     def limit(self, kind: str, client_ip: str) -> None:
-        rule = {"register": REGISTER_PER_IP, "authorize": AUTHORIZE_PER_IP, "token": TOKEN_PER_IP}[kind]
+        rate = {"register": limits.OAUTH_REGISTER_PER_IP, "authorize": limits.OAUTH_AUTHORIZE_PER_IP,
+                "token": limits.OAUTH_TOKEN_PER_IP}[kind]
         try:
-            ratelimits.hit(self.ctx, ip_scope(kind, client_ip), rule[0], rule[1],
-                           f"Too many OAuth {kind} requests from this address")
+            ratelimits.hit(self.ctx, ip_scope(kind, client_ip), rate, limits.REFUSALS[f"oauth-{kind}"])
         except RateLimited as exc:
             raise OAuthError(LIMIT_ERRORS[kind], exc.message, status=429, headers=exc.headers) from None
 

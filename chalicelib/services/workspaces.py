@@ -51,7 +51,7 @@ class WorkspaceService:
 
     def me(self, who) -> MeResponse:
         """The caller's workspace: `who` is API-key credentials or an authenticated Actor."""
-        from chalicelib.services.documents import Actor
+        from chalicelib.services.access import Actor
 
         workspace_id = who.workspace_id if isinstance(who, Actor) else self.authenticate(who)["workspace_id"]
         return MeResponse(workspace=self.get_workspace(workspace_id))

@@ -8,6 +8,7 @@ transaction; only after the commit are the old files renamed (to
 twice (INSERT OR IGNORE) and finishes the renames."""
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import sqlite3
@@ -73,8 +74,8 @@ _DEFAULTS = {"document_count": 0, "key_count": 0, "writes": [], "writes_seq": 0,
              "open_feedback_count": 0, "passphrase_epoch": 0, "deleting": 0}
 
 
-def _row(table: str, item: dict) -> Optional[dict]:
-    pk, sk = item["PK"], item["SK"]
+def _row(table: str, item: dict) -> dict:
+    pk = item["PK"]
     row = dict(item)
     if table == "versions":
         row["document_id"] = pk[len("DOC#"):]
@@ -88,9 +89,6 @@ def _row(table: str, item: dict) -> Optional[dict]:
         row["scope"] = pk[len("RATE#"):]
     elif table == "documents":
         row["deleting"] = 1 if item.get("deleting") else 0
-    elif table == "sessions" and "email" not in row:
-        return None
-    del sk
     return row
 
 
@@ -105,14 +103,23 @@ def _table_of(item: dict) -> Optional[str]:
 
 def import_snapshot(data_dir: str | Path) -> Optional[dict]:
     """Import the snapshot in data_dir if there is one; counts per table, or None."""
-    from chalicelib.adapters.sqlite import BLOBS_FOLDER, DATABASE_FILE
-    from chalicelib.adapters.sqlite.blobs import FileBlobStore
-    from chalicelib.adapters.sqlite.db import Database
-
     folder = Path(data_dir)
     items_file, objects = folder / ITEMS_FILE, folder / OBJECTS_FOLDER
     if not items_file.exists() and not objects.is_dir():
         return None
+    # Two processes opening the folder at once (server and admin CLI): one imports.
+    with open(folder / ".import.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not items_file.exists() and not objects.is_dir():
+            return None
+        return _import(folder, items_file, objects)
+
+
+def _import(folder: Path, items_file: Path, objects: Path) -> dict:
+    from chalicelib.adapters.sqlite import BLOBS_FOLDER, DATABASE_FILE
+    from chalicelib.adapters.sqlite.blobs import FileBlobStore
+    from chalicelib.adapters.sqlite.db import Database
+
     blobs = FileBlobStore(folder / BLOBS_FOLDER)
     copied = 0
     if objects.is_dir():
@@ -138,8 +145,6 @@ def import_snapshot(data_dir: str | Path) -> Optional[dict]:
                     inserted = 0
                     for item in by_table.get(table, []):
                         row = _row(table, item)
-                        if row is None:
-                            continue
                         values = tuple(json.dumps(row.get(c, _DEFAULTS.get(c))) if c in ("writes", "hits")
                                        else row.get(c, _DEFAULTS.get(c)) for c in columns)
                         try:
