@@ -98,3 +98,26 @@ def test_list_touch_and_delete(repo):
     assert repo.get_grant("gr_old")["last_used_ms"] == NOW + 10
     repo.delete_access("a1")
     assert repo.get_access("a1") == (None, None)
+
+
+def test_an_existing_database_gains_the_oauth_tables(tmp_path):
+    """A data folder from before OAuth (schema 1) is migrated on open; its data stays."""
+    import sqlite3
+
+    from chalicelib.adapters.sqlite import db
+
+    path = tmp_path / "old.sqlite3"
+    conn = sqlite3.connect(path, isolation_level=None)
+    for statement in db._statements(db.MIGRATIONS[0]):
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute("INSERT INTO workspaces (id, name, plan, created_ms) VALUES ('ws_old', 'Old', 'free', 1)")
+    conn.close()
+    database = db.Database(path)
+    assert database.one("PRAGMA user_version")["user_version"] == db.SCHEMA_VERSION >= 2
+    assert database.one("SELECT name FROM workspaces WHERE id = 'ws_old'")["name"] == "Old"
+    from chalicelib.adapters.sqlite.oauth import OAuthRepository
+
+    repo = OAuthRepository(database)
+    repo.create_grant(grant(), token("a1"), token("r1"), None)
+    assert repo.get_access("a1")[1]["grant_id"] == "gr_1"
