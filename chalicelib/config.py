@@ -93,3 +93,14 @@ def cdn_distribution_id() -> str:
 def cdn_distribution_parameter() -> str:
     """SSM parameter holding that distribution's id (how the deployed stack passes it)."""
     return _get("DOCPUB_CDN_DISTRIBUTION_PARAMETER", "")
+
+
+def cimd_allowed_hosts() -> str:
+    """Comma-separated `host:port` whose client ID metadata documents may be fetched
+    from non-public addresses (a local test server). Empty in production."""
+    return _get("DOCPUB_CIMD_ALLOWED_HOSTS", "")
+
+
+def cimd_ca_file() -> str:
+    """An extra CA certificate (PEM file) to trust when fetching client metadata documents."""
+    return _get("DOCPUB_CIMD_CA_FILE", "")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional, Protocol
 
+from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.records import IdempotencyRecord, RateClaim, RateSlot
 
 
@@ -210,5 +211,6 @@ class Repositories:
     blobs: BlobStore
     health: StorageHealth
     kind: str = ""
+    oauth: Optional[OAuthRepository] = None  # chalicelib/ports/oauth.py (clients, codes, grants, tokens)
     # Pending CDN invalidations (chalicelib/ports/cdn.py PendingInvalidationRepository).
     cdn_pending: Optional[object] = None

@@ -15,6 +15,7 @@ from chalicelib.ports import (
     SessionRepository, StorageHealth, UserRepository, WorkspaceRepository,
 )
 from chalicelib.ports.cdn import CdnInvalidator, PendingInvalidationRepository
+from chalicelib.ports.oauth import OAuthRepository
 
 
 def new_document_id() -> str:
@@ -99,6 +100,10 @@ class Context:
     @property
     def sessions(self) -> SessionRepository:
         return self.repos.sessions
+
+    @property
+    def oauth(self) -> OAuthRepository:
+        return self.repos.oauth
 
     @property
     def health(self) -> StorageHealth:

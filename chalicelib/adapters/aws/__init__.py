@@ -21,6 +21,7 @@ def repositories():
     from chalicelib.adapters.aws.cdn import PendingInvalidationRepository
     from chalicelib.adapters.aws.documents import DocumentRepository
     from chalicelib.adapters.aws.feedback import FeedbackRepository
+    from chalicelib.adapters.aws.oauth import OAuthRepository
     from chalicelib.adapters.aws.rates import RateLimitRepository
     from chalicelib.adapters.aws.table import Table
     from chalicelib.adapters.aws.workspaces import ApiKeyRepository, WorkspaceRepository
@@ -31,4 +32,4 @@ def repositories():
         workspaces=WorkspaceRepository(table), keys=ApiKeyRepository(table), documents=DocumentRepository(table),
         feedback=FeedbackRepository(table), rates=RateLimitRepository(table), users=UserRepository(table),
         sessions=SessionRepository(table), blobs=BlobStore(), health=AwsHealth(), kind="aws",
-        cdn_pending=PendingInvalidationRepository(table))
+        oauth=OAuthRepository(table), cdn_pending=PendingInvalidationRepository(table))

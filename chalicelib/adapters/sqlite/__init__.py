@@ -59,6 +59,7 @@ def repositories(data_dir: str | Path, shared: bool = True):
     from chalicelib.adapters.sqlite.cdn import PendingInvalidationRepository
     from chalicelib.adapters.sqlite.documents import DocumentRepository
     from chalicelib.adapters.sqlite.feedback import FeedbackRepository
+    from chalicelib.adapters.sqlite.oauth import OAuthRepository
     from chalicelib.adapters.sqlite.rates import RateLimitRepository
     from chalicelib.adapters.sqlite.workspaces import ApiKeyRepository, WorkspaceRepository
     from chalicelib.ports import Repositories
@@ -68,4 +69,4 @@ def repositories(data_dir: str | Path, shared: bool = True):
         workspaces=WorkspaceRepository(db), keys=ApiKeyRepository(db), documents=DocumentRepository(db),
         feedback=FeedbackRepository(db), rates=RateLimitRepository(db), users=UserRepository(db),
         sessions=SessionRepository(db), blobs=blobs, health=SqliteHealth(db, blobs), kind="sqlite",
-        cdn_pending=PendingInvalidationRepository(db))
+        oauth=OAuthRepository(db), cdn_pending=PendingInvalidationRepository(db))
