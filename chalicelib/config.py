@@ -76,3 +76,12 @@ def argon2_cost() -> tuple[int, int, int]:
     """argon2id (time_cost, memory_kib, parallelism); defaults are argon2-cffi's (RFC 9106 low-memory)."""
     return (int(_get("DOCPUB_ARGON2_TIME_COST", "3")), int(_get("DOCPUB_ARGON2_MEMORY_KIB", "65536")),
             int(_get("DOCPUB_ARGON2_PARALLELISM", "4")))
+
+
+def view_rate_limit() -> int:
+    """Counted views per document per client address per window (beacon flood cap)."""
+    return int(_get("DOCPUB_VIEW_RATE_LIMIT", "30"))
+
+
+def view_rate_window_seconds() -> int:
+    return int(_get("DOCPUB_VIEW_RATE_WINDOW", "600"))

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from chalicelib.adapters.blobs import BlobStore
+from chalicelib.adapters.views_dynamodb import ViewCounterRepository
 from chalicelib.adapters.dynamodb import (
     ApiKeyRepository, DocumentRepository, FeedbackRepository, RateLimitRepository, SessionRepository,
     UserRepository, WorkspaceRepository,
@@ -48,6 +49,7 @@ class Context:
     blobs: BlobStore = field(default_factory=BlobStore)
     users: UserRepository = field(default_factory=UserRepository)
     sessions: SessionRepository = field(default_factory=SessionRepository)
+    views: ViewCounterRepository = field(default_factory=ViewCounterRepository)
     clock: Callable[[], float] = time.time
     # Backoff between optimistic-concurrency retries; tests may inject a no-op.
     sleep: Callable[[float], None] = time.sleep

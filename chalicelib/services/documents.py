@@ -387,7 +387,7 @@ class DocumentService:
     # ---------------------------------------------------------------- reads
 
     def get(self, who: Who, document_id: str, include_html: bool = False,
-            version_id: Optional[str] = None) -> DocumentDetail:
+            version_id: Optional[str] = None, with_views: bool = True) -> DocumentDetail:
         document_id = canonical_document_id(document_id)
         actor = self._actor(who)
         if not well_formed_id(document_id):
@@ -400,8 +400,14 @@ class DocumentService:
             raise NotFound(f"No version {version_id} of document {document_id}.")
         if include_html:
             html = self._read_html(doc, version_id or doc["latest_version_id"])
+        views_total, last_viewed_at = 0, None
+        if with_views:
+            from chalicelib.services.views import ViewService
+
+            views_total, last_viewed_at = ViewService(self.ctx).totals(document_id)
         return DocumentDetail(**summary_model(doc).model_dump(), versions=[version_model(v) for v in versions],
-                              passphrase_protected=bool(doc.get("passphrase_hash")), html=html)
+                              passphrase_protected=bool(doc.get("passphrase_hash")), html=html,
+                              views_total=views_total, last_viewed_at=last_viewed_at)
 
     def get_html(self, who: Who, document_id: str, version_number: Optional[int] = None) -> tuple[dict, dict, str]:
         """(document, version, html) of the latest or a numbered version."""
@@ -519,3 +525,7 @@ def _decode_offset(cursor: Optional[str]) -> int:
 # Registers the feedback service's delete hook wherever documents can be deleted
 # (at the end: feedback imports this module).
 from chalicelib.services import feedback as _feedback  # noqa: E402,F401
+from chalicelib.services import views as _views  # noqa: E402
+
+if _views.delete_document_views not in DELETE_HOOKS:
+    DELETE_HOOKS.append(_views.delete_document_views)

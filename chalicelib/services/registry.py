@@ -48,6 +48,13 @@ def editing():
     return EditingService(default_context())
 
 
+@functools.lru_cache(maxsize=None)
+def views():
+    from chalicelib.services.views import ViewService
+
+    return ViewService(default_context())
+
+
 def reset() -> None:
     """Forget cached instances (tests that swap the context)."""
     from chalicelib.services import context
@@ -58,4 +65,5 @@ def reset() -> None:
     feedback.cache_clear()
     accounts.cache_clear()
     editing.cache_clear()
+    views.cache_clear()
     context.default_context.cache_clear()
