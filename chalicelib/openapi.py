@@ -149,6 +149,9 @@ OPERATIONS: tuple[Operation, ...] = (
               request=models.PassphraseRequest, errors=(403, 404), example={"passphrase": "correct horse"}),
     Operation("DELETE", "/api/v1/documents/{document_id}/passphrase", "removePassphrase",
               "Make the share link public again (Pro).", status=204, errors=(403, 404)),
+    Operation("GET", "/api/v1/documents/{document_id}/stats", "getDocumentStats",
+              "Views of the share link: all time, per version, per UTC day of the window.",
+              models.DocumentStats, query=models.StatsQuery, errors=(404,)),
 )
 
 

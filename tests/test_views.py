@@ -231,3 +231,24 @@ def test_delete_forgets_views(api, workspace, ctx):
     r = api.http.delete(f"/api/v1/documents/{doc['document_id']}", headers={"X-Api-Key": key})
     assert r.status_code == 204
     assert ctx.views.counts(doc["document_id"], "2000-01-01", "2100-01-01").total == 0
+
+
+# ---------------------------------------------------------------- MCP
+
+def test_mcp_get_document_stats_mirrors_rest(client):
+    from chalicelib.services import registry
+    from tests.test_mcp import call
+
+    _, created = registry.workspaces().create_workspace("MCP views", "free")
+    key = created.api_key
+    doc = publish(client, key, "Stats over MCP")
+    assert beacon(client, doc["share_id"]).status_code == 204
+    result = call(client, key, "get_document_stats", {"document_id": doc["document_id"], "days": 7})
+    assert result["isError"] is False
+    rest = json.loads(stats(client, key, doc["document_id"], 7).body)
+    assert result["structuredContent"] == rest
+    assert rest["views_total"] == 1 and len(rest["days"]) == 7
+    bad = call(client, key, "get_document_stats", {"document_id": doc["document_id"], "days": 91})
+    assert bad["isError"] is True and bad["content"][0]["text"].startswith("validation_error")
+    missing = call(client, key, "get_document_stats", {"document_id": "00000000-0000-4000-8000-000000000000"})
+    assert missing["isError"] is True and missing["content"][0]["text"].startswith("not_found")

@@ -1,4 +1,4 @@
-"""The ten MCP tools: thin adapters over the same service functions as REST.
+"""The MCP tools: thin adapters over the same service functions as REST.
 
 Imported only by the `/mcp` route (and tests): importing this module imports the
 `mcp` SDK (~0.6 s), which must never happen when app.py is imported.
@@ -31,9 +31,9 @@ from pydantic import BaseModel, Field, StringConstraints, ValidationError
 from chalicelib import errors
 from chalicelib.entrypoints.http import unexpected, validate, validation_error
 from chalicelib.models import (
-    MAX_EDITS, Description, DocumentDeleted, DocumentDetail, DocumentId, DocumentList, EditOperation,
+    MAX_EDITS, Description, DocumentDeleted, DocumentDetail, DocumentStats, DocumentId, DocumentList, EditOperation,
     EditRequest, EditResponse, Feedback, FeedbackList, FeedbackListQuery, GetDocumentQuery, Html,
-    ListDocumentsQuery, MeResponse, Note, PublishRequest, PublishResponse, ResolveFeedbackRequest, Title,
+    ListDocumentsQuery, MeResponse, Note, PublishRequest, PublishResponse, ResolveFeedbackRequest, StatsQuery, Title,
     UpdateDocumentRequest, VersionId,
 )
 from chalicelib.mcp_instructions import INSTRUCTIONS
@@ -256,6 +256,17 @@ async def resolve_feedback(
     return _call(action)
 
 
+async def get_document_stats(
+    document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
+    days: Annotated[int, Field(ge=1, le=90, description="Days of the window, ending today (UTC), 1 to 90.")] = 30,
+) -> Annotated[CallToolResult, DocumentStats]:
+    def action():
+        query = validate(StatsQuery, {"days": days})
+        return registry.views().stats(_credentials(), document_id, query.days)
+
+    return _call(action)
+
+
 def _given(**values: Any) -> dict:
     """Only the arguments the caller gave (None = not given), as REST would see them."""
     return {k: v for k, v in values.items() if v is not None}
@@ -306,6 +317,10 @@ TOOLS: dict[str, tuple[Callable, str, ToolAnnotations, str]] = {
     "resolve_feedback": (resolve_feedback, "Resolve feedback", _write(idempotent=True), (
         "Mark a feedback item resolved (or reopen it with resolved=false), e.g. after fixing the "
         "document with edit_document. Returns the updated feedback item.")),
+    "get_document_stats": (get_document_stats, "View statistics", _read_only(), (
+        "How often a document's share link was viewed (never by whom): views_total (all time), views "
+        "per UTC day over the last `days` days (1 to 90, default 30; oldest first, zeros included) and "
+        "all-time views per version. Bots and prefetches are not counted.")),
 }
 
 
