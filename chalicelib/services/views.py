@@ -29,6 +29,19 @@ from chalicelib.ports.views import ViewCounts
 from chalicelib.services.context import Context, default_context, rfc3339
 
 
+# Most viewed: ranks the workspace's most recently updated documents (a
+# workspace with more than this many documents ranks only these).
+MOST_VIEWED_SCAN = 200
+
+
+@dataclass(frozen=True)
+class Ranked:
+    document_id: str
+    title: str
+    views_in_window: int
+    views_total: int
+
+
 @dataclass(frozen=True)
 class Recorded:
     counted: bool
@@ -92,6 +105,31 @@ class ViewService:
         """(views_total, last_viewed_at) of a document."""
         _, counts = self.counts(document_id, 1)
         return counts.total, rfc3339(counts.last_viewed_ms)
+
+    def sparklines(self, document_ids: list[str], days: int = 7) -> dict[str, tuple[list[str], list[int]]]:
+        """Per document: (days, views per day) of the last `days` days."""
+        out = {}
+        for document_id in document_ids:
+            window, counts = self.counts(document_id, days)
+            out[document_id] = (window, [counts.days.get(day, 0) for day in window])
+        return out
+
+    def most_viewed(self, who, days: int = 30, limit: int = 5) -> list[Ranked]:
+        """The workspace's documents with the most views in the last `days` days
+        (ties: more all-time views first); documents never viewed are left out."""
+        from chalicelib.services.documents import DocumentService
+
+        actor = DocumentService(self.ctx)._actor(who)
+        ranked = []
+        for doc in self.ctx.documents.list_all(actor.workspace_id)[:MOST_VIEWED_SCAN]:
+            if doc.get("deleting"):
+                continue
+            window, counts = self.counts(doc["document_id"], days)
+            if counts.total:
+                in_window = sum(counts.days.get(day, 0) for day in window)
+                ranked.append(Ranked(doc["document_id"], doc["title"], in_window, counts.total))
+        ranked.sort(key=lambda r: (-r.views_in_window, -r.views_total, r.title))
+        return ranked[:limit]
 
 
 def delete_document_views(ctx: Context, doc: dict) -> None:
