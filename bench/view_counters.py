@@ -48,9 +48,9 @@ def main() -> int:
 
 
 def run(args) -> int:
-    from chalicelib.adapters import aws
-    from chalicelib.adapters.schema import ensure_storage
-    from chalicelib.adapters.views_dynamodb import ViewCounterRepository
+    from chalicelib.adapters.aws import clients as aws
+    from chalicelib.adapters.aws.schema import ensure_storage
+    from chalicelib.adapters.aws.views import ViewCounterRepository
     from chalicelib.domain import views as rules
 
     ensure_storage()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from chalicelib.adapters.dynamodb import ConditionFailed, Table
+from chalicelib.adapters.aws.table import ConditionFailed, Table
 from chalicelib.ports.views import ViewCounts
 
 VERSION_PREFIX = "v#"
