@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import random
+import secrets
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional
 
@@ -56,7 +56,7 @@ def address_scope(document_id: str, client_ip: str) -> str:
 class ViewService:
     def __init__(self, ctx: Optional[Context] = None, shard: Optional[Callable[[], int]] = None):
         self.ctx = ctx or default_context()
-        self.shard = shard or (lambda: random.randrange(rules.SHARDS))
+        self.shard = shard or (lambda: secrets.randbelow(rules.SHARDS))
 
     # ---------------------------------------------------------------- viewers
 
