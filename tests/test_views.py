@@ -149,21 +149,34 @@ def test_flood_from_one_address_is_capped(api, workspace, clock, monkeypatch):
     assert get_doc(api, key, doc["document_id"])["views_total"] == 6
 
 
-def test_fifty_concurrent_beacons_are_counted_exactly(aws, clock, workspace, monkeypatch):
-    monkeypatch.setenv("DOCPUB_VIEW_RATE_LIMIT", "1000")
+@pytest.fixture(params=["aws", "sqlite"])
+def any_ctx(request, tmp_path, clock):
+    """A Context on either adapter (DynamoDB via moto, or SQLite in a temporary folder)."""
     from chalicelib.services.context import Context
+
+    if request.param == "aws":
+        request.getfixturevalue("aws")
+        from chalicelib.adapters import build_repositories
+
+        return Context(repos=build_repositories("aws"), clock=clock)
+    from chalicelib.adapters.sqlite import repositories
+
+    return Context(repos=repositories(tmp_path / "data", shared=False), clock=clock)
+
+
+def test_fifty_concurrent_beacons_are_counted_exactly(any_ctx, monkeypatch):
+    monkeypatch.setenv("DOCPUB_VIEW_RATE_LIMIT", "1000")
+    from chalicelib.models import PublishRequest
+    from chalicelib.services.auth import credentials_from_headers
     from chalicelib.services.documents import DocumentService
     from chalicelib.services.views import ViewService
-    from chalicelib.models import PublishRequest
+    from chalicelib.services.workspaces import WorkspaceService
 
-    ws, key = workspace
-    ctx = Context(clock=clock)
-    docs = DocumentService(ctx)
-    from chalicelib.services.auth import credentials_from_headers
-    who = credentials_from_headers({"x-api-key": key})
-    published = docs.publish(who, PublishRequest(title="Hot", html="<p>x</p>")).response
+    _, key = WorkspaceService(any_ctx).create_workspace("Hot", "free")
+    who = credentials_from_headers({"x-api-key": key.api_key})
+    published = DocumentService(any_ctx).publish(who, PublishRequest(title="Hot", html="<p>x</p>")).response
     share_id = published.share_url.rsplit("/", 1)[1]
-    service = ViewService(ctx)
+    service = ViewService(any_ctx)
     results, failures = run_together([
         (lambda i=i: service.record(share_id, None, None, f"10.0.0.{i}", CHROME, {})) for i in range(50)])
     assert failures == []
@@ -172,6 +185,26 @@ def test_fifty_concurrent_beacons_are_counted_exactly(aws, clock, workspace, mon
     assert stats_.views_total == 50
     assert stats_.days[-1].views == 50
     assert stats_.versions[0].views == 50
+
+
+def test_one_address_flooding_in_parallel_gets_exactly_the_cap(any_ctx, monkeypatch):
+    monkeypatch.setenv("DOCPUB_VIEW_RATE_LIMIT", "20")
+    from chalicelib.errors import RateLimited
+    from chalicelib.models import PublishRequest
+    from chalicelib.services.auth import credentials_from_headers
+    from chalicelib.services.documents import DocumentService
+    from chalicelib.services.views import ViewService
+    from chalicelib.services.workspaces import WorkspaceService
+
+    _, key = WorkspaceService(any_ctx).create_workspace("Flood", "free")
+    who = credentials_from_headers({"x-api-key": key.api_key})
+    published = DocumentService(any_ctx).publish(who, PublishRequest(title="F", html="<p>x</p>")).response
+    share_id = published.share_url.rsplit("/", 1)[1]
+    service = ViewService(any_ctx)
+    results, failures = run_together([
+        (lambda: service.record(share_id, None, None, "203.0.113.9", CHROME, {})) for _ in range(50)])
+    assert len(results) == 20 and failures == [RateLimited.__name__] * 30
+    assert service.stats(who, published.document_id, 1).views_total == 20
 
 
 # ---------------------------------------------------------------- stats windows

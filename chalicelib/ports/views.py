@@ -14,7 +14,9 @@ from typing import Optional, Protocol
 @dataclass
 class ViewCounts:
     """A document's views: all time (total, per version, last view) and per day
-    of the requested window (days without views are absent)."""
+    of the requested window (days without views are absent). `last_viewed_ms`
+    is exact for views that do not race; among racing views it may be a few ms
+    older than the newest (DynamoDB keeps the last write per shard)."""
     total: int = 0
     last_viewed_ms: Optional[int] = None
     days: dict[str, int] = field(default_factory=dict)

@@ -132,6 +132,29 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX sessions_by_email ON sessions (email);
     """,
+    # 1 -> 2: view counters (chalicelib/adapters/sqlite/views.py).
+    """
+    CREATE TABLE view_days (
+        document_id     TEXT NOT NULL,
+        day             TEXT NOT NULL,  -- UTC, YYYY-MM-DD
+        views           INTEGER NOT NULL CHECK (views >= 0),
+        PRIMARY KEY (document_id, day)
+    ) WITHOUT ROWID;
+    CREATE TABLE view_versions (
+        document_id     TEXT NOT NULL,
+        version_id      TEXT NOT NULL,
+        views           INTEGER NOT NULL CHECK (views >= 0),
+        last_ms         INTEGER NOT NULL,
+        PRIMARY KEY (document_id, version_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE view_limits (
+        scope           TEXT NOT NULL,  -- document id + keyed hash of the address (never the address)
+        window_no       INTEGER NOT NULL,
+        admitted        INTEGER NOT NULL,
+        expires_at      INTEGER NOT NULL,
+        PRIMARY KEY (scope, window_no)
+    ) WITHOUT ROWID;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
