@@ -32,7 +32,7 @@ def bar_chart(chart_id: str, title: str, points: Sequence[tuple[str, int]], labe
     left, bottom, top_pad = 36, 22, 10
     plot_w, plot_h = width - left - 4, height - bottom - top_pad
     slot = plot_w / max(len(points), 1)
-    bar_w = max(1.0, slot * 0.72)
+    bar_w = min(48.0, max(1.0, slot * 0.72))
     busiest = max(points, key=lambda p: p[1]) if points and top else None
     desc = (f"{_plural(total)} in total" + (f"; the most on {busiest[0]} ({_plural(busiest[1])})" if busiest else "")
             + ".")
@@ -49,7 +49,8 @@ def bar_chart(chart_id: str, title: str, points: Sequence[tuple[str, int]], labe
         y = top_pad + plot_h - h
         parts.append(f'<rect class="bar" x="{x:.1f}" y="{y:.1f}" width="{bar_w:.1f}" height="{max(h, 0):.1f}">'
                      f'<title>{_e(label)}: {_e(_plural(value))}</title></rect>')
-        if index % label_every == 0 or index == len(points) - 1:
+        last = len(points) - 1
+        if index == last or (index % label_every == 0 and last - index >= max(1, label_every // 2)):
             parts.append(f'<text class="tick" x="{left + index * slot + slot / 2:.1f}" y="{height - 6}" '
                          f'text-anchor="middle">{_e(label[5:] if len(label) == 10 else label)}</text>')
     parts.append("</svg>")
