@@ -285,3 +285,36 @@ def test_mcp_get_document_stats_mirrors_rest(client):
     assert bad["isError"] is True and bad["content"][0]["text"].startswith("validation_error")
     missing = call(client, key, "get_document_stats", {"document_id": "00000000-0000-4000-8000-000000000000"})
     assert missing["isError"] is True and missing["content"][0]["text"].startswith("not_found")
+
+
+def test_beacon_and_stats_over_http_on_sqlite(tmp_path, monkeypatch, clock):
+    """The same HTTP path on the embedded adapter (what `make run` uses)."""
+    from chalice.test import Client
+
+    from app import app
+    from chalicelib.adapters.sqlite import repositories
+    from chalicelib.services import registry
+    from chalicelib.services.context import Context
+
+    context = Context(repos=repositories(tmp_path / "data", shared=False), clock=clock)
+    registry.reset()
+    monkeypatch.setattr(registry, "default_context", lambda: context)
+    try:
+        _, created = registry.workspaces().create_workspace("Embedded", "free")
+        key = created.api_key
+        with Client(app) as http:
+            doc = publish(http, key, "On SQLite")
+            assert beacon(http, doc["share_id"]).status_code == 204
+            assert beacon(http, doc["share_id"], ua="curl/8.5.0").status_code == 204
+            clock.advance(DAY)
+            assert beacon(http, doc["share_id"], v=1).status_code == 204
+            body = json.loads(stats(http, key, doc["document_id"], 2).body)
+            assert body["views_total"] == 2
+            assert [d["views"] for d in body["days"]] == [1, 1]
+            assert body["versions"] == [{"version_id": doc["version_id"], "views": 2}]
+            assert get_doc(http, key, doc["document_id"])["views_total"] == 2
+            assert http.http.delete(f"/api/v1/documents/{doc['document_id']}",
+                                    headers={"X-Api-Key": key}).status_code == 204
+            assert context.views.counts(doc["document_id"], "2000-01-01", "2100-01-01").total == 0
+    finally:
+        registry.reset()
