@@ -117,9 +117,9 @@ class ViewService:
     def most_viewed(self, who, days: int = 30, limit: int = 5) -> list[Ranked]:
         """The workspace's documents with the most views in the last `days` days
         (ties: more all-time views first); documents never viewed are left out."""
-        from chalicelib.services.documents import DocumentService
+        from chalicelib.services import access
 
-        actor = DocumentService(self.ctx)._actor(who)
+        actor = access.actor(self.ctx, who)
         ranked = []
         for doc in self.ctx.documents.list_all(actor.workspace_id)[:MOST_VIEWED_SCAN]:
             if doc.get("deleting"):
@@ -131,6 +131,3 @@ class ViewService:
         ranked.sort(key=lambda r: (-r.views_in_window, -r.views_total, r.title))
         return ranked[:limit]
 
-
-def delete_document_views(ctx: Context, doc: dict) -> None:
-    ctx.views.delete_for_document(doc["document_id"])

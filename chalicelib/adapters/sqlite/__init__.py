@@ -33,9 +33,23 @@ def open_storage(data_dir: str | Path):
     return Database(folder / DATABASE_FILE), FileBlobStore(folder / BLOBS_FOLDER)
 
 
+_SHARED_OPENED: list = []
+
+
 @functools.lru_cache(maxsize=None)
 def _shared(data_dir: str):
-    return open_storage(data_dir)
+    opened = open_storage(data_dir)
+    _SHARED_OPENED.append(opened)
+    return opened
+
+
+def close_shared() -> None:
+    """Close the shared databases' connections of this thread and forget them (tests)."""
+    if _shared.cache_info().currsize:
+        for db, _blobs in list(_SHARED_OPENED):
+            db.close()
+    _SHARED_OPENED.clear()
+    _shared.cache_clear()
 
 
 def repositories(data_dir: str | Path, shared: bool = True):

@@ -31,9 +31,10 @@ class UserRepository:
 
     def set_password(self, email_lower: str, expected_hash: str, new_hash: str, now_ms: int) -> bool:
         with self.db.write() as tx:
-            return tx.execute("UPDATE users SET password_hash = ?, password_changed_ms = ? "
-                              "WHERE email = ? AND password_hash = ?",
-                              (new_hash, now_ms, email_lower, expected_hash)).rowcount == 1
+            updated = tx.execute("UPDATE users SET password_hash = ?, password_changed_ms = ? "
+                                 "WHERE email = ? AND password_hash = ?",
+                                 (new_hash, now_ms, email_lower, expected_hash))
+        return updated.rowcount > 0
 
 
 class SessionRepository:

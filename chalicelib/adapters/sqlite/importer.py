@@ -73,8 +73,8 @@ _DEFAULTS = {"document_count": 0, "key_count": 0, "writes": [], "writes_seq": 0,
              "open_feedback_count": 0, "passphrase_epoch": 0, "deleting": 0}
 
 
-def _row(table: str, item: dict) -> Optional[dict]:
-    pk, sk = item["PK"], item["SK"]
+def _row(table: str, item: dict) -> dict:
+    pk = item["PK"]
     row = dict(item)
     if table == "versions":
         row["document_id"] = pk[len("DOC#"):]
@@ -88,9 +88,6 @@ def _row(table: str, item: dict) -> Optional[dict]:
         row["scope"] = pk[len("RATE#"):]
     elif table == "documents":
         row["deleting"] = 1 if item.get("deleting") else 0
-    elif table == "sessions" and "email" not in row:
-        return None
-    del sk
     return row
 
 
@@ -138,8 +135,6 @@ def import_snapshot(data_dir: str | Path) -> Optional[dict]:
                     inserted = 0
                     for item in by_table.get(table, []):
                         row = _row(table, item)
-                        if row is None:
-                            continue
                         values = tuple(json.dumps(row.get(c, _DEFAULTS.get(c))) if c in ("writes", "hits")
                                        else row.get(c, _DEFAULTS.get(c)) for c in columns)
                         try:
