@@ -29,6 +29,7 @@ from chalicelib.models import (
     PublishRequest, PublishResponse, UpdateDocumentRequest, VersionInfo,
 )
 from chalicelib.services import access, ratelimits
+from chalicelib.services.views import ViewService
 from chalicelib.services.access import (  # noqa: F401  (also imported from here by the dashboard)
     Actor, Who, canonical_document_id, document_not_found, well_formed_id,
 )
@@ -329,7 +330,7 @@ class DocumentService:
     # ---------------------------------------------------------------- reads
 
     def get(self, who: Who, document_id: str, include_html: bool = False,
-            version_id: Optional[str] = None, with_views: bool = True) -> DocumentDetail:
+            version_id: Optional[str] = None) -> DocumentDetail:
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
         doc, versions, document_id = found.doc, found.versions, found.document_id
         html = None
@@ -337,11 +338,7 @@ class DocumentService:
             raise NotFound(f"No version {version_id} of document {document_id}.")
         if include_html:
             html = self._read_html(doc, version_id or doc["latest_version_id"])
-        views_total, last_viewed_at = 0, None
-        if with_views:
-            from chalicelib.services.views import ViewService
-
-            views_total, last_viewed_at = ViewService(self.ctx).totals(document_id)
+        views_total, last_viewed_at = ViewService(self.ctx).totals(document_id)
         return DocumentDetail(**summary_model(doc).model_dump(), versions=[version_model(v) for v in versions],
                               passphrase_protected=bool(doc.get("passphrase_hash")), html=html,
                               views_total=views_total, last_viewed_at=last_viewed_at)

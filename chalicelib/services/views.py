@@ -26,7 +26,9 @@ from chalicelib.domain import views as rules
 from chalicelib.errors import RateLimited
 from chalicelib.models import DayViews, DocumentStats, VersionViews
 from chalicelib.ports.views import ViewCounts
+from chalicelib.services import access
 from chalicelib.services.context import Context, default_context, rfc3339
+from chalicelib.services.sharing import ShareService
 
 
 # Most viewed: ranks the workspace's most recently updated documents (a
@@ -64,21 +66,19 @@ class ViewService:
                client_ip: str, user_agent: Optional[str], headers: Mapping[str, str]) -> Recorded:
         """Count one view, or not (bot, prefetch). Raises NotFound / Locked like the
         page itself, RateLimited past the per-address limit."""
-        from chalicelib.services.sharing import ShareService
-
         if rules.is_bot(user_agent):
             return Recorded(False, "bot")
         if rules.is_prefetch(headers):
             return Recorded(False, "prefetch")
-        access = ShareService(self.ctx).access(share_id, unlock_cookie, version_number)
-        document_id = access.doc["document_id"]
+        granted = ShareService(self.ctx).access(share_id, unlock_cookie, version_number)
+        document_id = granted.doc["document_id"]
         now_ms = self.ctx.now_ms()
         window_seconds = config.view_rate_window_seconds()
         window, retry = rules.rate_window(now_ms, window_seconds)
         if not self.ctx.views.admit(address_scope(document_id, client_ip), window, config.view_rate_limit(),
                                     now_ms // 1000 + window_seconds + 60):
             raise RateLimited(retry, "Too many views of this document from your address; not counted.")
-        self.ctx.views.add_view(document_id, access.version_id, rules.day_of(now_ms), now_ms, self.shard())
+        self.ctx.views.add_view(document_id, granted.version_id, rules.day_of(now_ms), now_ms, self.shard())
         return Recorded(True, "counted")
 
     # ---------------------------------------------------------------- owners
@@ -88,10 +88,9 @@ class ViewService:
         return window, self.ctx.views.counts(document_id, window[0], window[-1])
 
     def stats(self, who, document_id: str, days: int = rules.DEFAULT_STATS_DAYS) -> DocumentStats:
-        from chalicelib.services.documents import DocumentService
-
-        detail = DocumentService(self.ctx).get(who, document_id, with_views=False)
-        return self.stats_for(detail.document_id, [v.version_id for v in detail.versions], days)
+        found = access.find_document(self.ctx, who, document_id, with_versions=True)
+        versions = sorted(found.versions, key=lambda v: v["number"])
+        return self.stats_for(found.document_id, [v["version_id"] for v in versions], days)
 
     def stats_for(self, document_id: str, version_ids: list[str], days: int) -> DocumentStats:
         """Stats of a document the caller was already allowed to read."""
@@ -117,8 +116,6 @@ class ViewService:
     def most_viewed(self, who, days: int = 30, limit: int = 5) -> list[Ranked]:
         """The workspace's documents with the most views in the last `days` days
         (ties: more all-time views first); documents never viewed are left out."""
-        from chalicelib.services import access
-
         actor = access.actor(self.ctx, who)
         ranked = []
         for doc in self.ctx.documents.list_all(actor.workspace_id)[:MOST_VIEWED_SCAN]:
