@@ -18,10 +18,10 @@ def render() -> str:
     import anyio
 
     from chalicelib.entrypoints.mcp_tools import build_server
-    from chalicelib.mcp_instructions import INSTRUCTIONS
+    from chalicelib.mcp_instructions import instructions
 
     tools = anyio.run(build_server().list_tools)
-    data = {"instructions": INSTRUCTIONS,
+    data = {"instructions": instructions(),
             "tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]}
     return json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
 
