@@ -21,7 +21,7 @@ from chalicelib.ports import BlobNotFound, StorageUnavailable, WriteRefused, ver
 
 PROJECT = Path(__file__).resolve().parent.parent
 TABLES = {"workspaces", "api_keys", "documents", "versions", "share_links", "idempotency", "rate_logs",
-          "feedback", "users", "sessions"}
+          "feedback", "users", "sessions", "view_days", "view_versions", "view_limits"}
 
 
 @pytest.fixture

@@ -70,6 +70,8 @@ def test_document_page_charts_views_per_day_and_version(owner, client, app_clock
     assert '<svg class="chart" id="views-days" role="img"' in page.text
     assert "<title id=\"views-days-title\">Views per day, last 30 days</title>" in page.text
     assert f"7 views in total; the most on {day_b} (5 views)." in page.text  # the chart's <desc>
+    assert f"Views per day, last 30 days: 7 views in total; the most on {day_b} (5 views)." in text_of(
+        page.text.split("<figcaption", 1)[1])  # and its visible caption
     assert page.text.count('<rect class="bar"') == 30 + 2  # 30 days + 2 versions
     seen = text_of(page.text)
     assert f"{day_a} 2" in seen and f"{day_b} 5" in seen  # the day table

@@ -25,7 +25,8 @@ def _plural(n: int, word: str = "view") -> str:
 def bar_chart(chart_id: str, title: str, points: Sequence[tuple[str, int]], label_every: int = 7,
               width: int = 720, height: int = 180) -> Markup:
     """Vertical bars, one per point (label, value), oldest first; an axis with the
-    maximum, the first and every `label_every`-th label, and a data table."""
+    maximum, the first and every `label_every`-th label; a visible caption says
+    the total and the busiest point in words."""
     values = [v for _, v in points]
     top = max(values, default=0)
     total = sum(values)
@@ -36,7 +37,7 @@ def bar_chart(chart_id: str, title: str, points: Sequence[tuple[str, int]], labe
     busiest = max(points, key=lambda p: p[1]) if points and top else None
     desc = (f"{_plural(total)} in total" + (f"; the most on {busiest[0]} ({_plural(busiest[1])})" if busiest else "")
             + ".")
-    parts = [f'<svg class="chart" id="{_e(chart_id)}" role="img" viewBox="0 0 {width} {height}" '
+    parts = [f'<figure class="chart"><svg class="chart" id="{_e(chart_id)}" role="img" viewBox="0 0 {width} {height}" '
              f'aria-labelledby="{_e(chart_id)}-title {_e(chart_id)}-desc" xmlns="http://www.w3.org/2000/svg">',
              f'<title id="{_e(chart_id)}-title">{_e(title)}</title>',
              f'<desc id="{_e(chart_id)}-desc">{_e(desc)}</desc>',
@@ -53,7 +54,7 @@ def bar_chart(chart_id: str, title: str, points: Sequence[tuple[str, int]], labe
         if index == last or (index % label_every == 0 and last - index >= max(1, label_every // 2)):
             parts.append(f'<text class="tick" x="{left + index * slot + slot / 2:.1f}" y="{height - 6}" '
                          f'text-anchor="middle">{_e(label[5:] if len(label) == 10 else label)}</text>')
-    parts.append("</svg>")
+    parts.append(f'</svg><figcaption class="muted">{_e(title)}: {_e(desc)}</figcaption></figure>')
     return Markup("".join(parts))
 
 
