@@ -238,6 +238,25 @@ def test_stats_windows_follow_the_clock(api, workspace, clock):
     assert len(json.loads(stats(api, key, doc["document_id"]).body)["days"]) == 30
 
 
+def test_stats_window_edges_are_utc_midnights(api, workspace, clock):
+    from datetime import datetime, timezone
+
+    _, key = workspace
+    doc = publish(api, key)
+    midnight = datetime(2026, 11, 15, tzinfo=timezone.utc).timestamp()
+    clock.now = midnight - 1  # 2026-11-14T23:59:59Z
+    beacon(api, doc["share_id"])
+    clock.now = midnight  # 2026-11-15T00:00:00Z
+    beacon(api, doc["share_id"])
+    beacon(api, doc["share_id"])
+    clock.now = midnight + 6 * DAY + 3600  # 2026-11-21T01:00Z: a 7-day window starts on the 15th
+    week = json.loads(stats(api, key, doc["document_id"], 7).body)["days"]
+    assert week[0] == {"date": "2026-11-15", "views": 2}
+    assert week[-1]["date"] == "2026-11-21"
+    eight = json.loads(stats(api, key, doc["document_id"], 8).body)["days"]
+    assert eight[:2] == [{"date": "2026-11-14", "views": 1}, {"date": "2026-11-15", "views": 2}]
+
+
 @pytest.mark.parametrize("days", ["0", "91", "abc", "-1"])
 def test_stats_days_out_of_range_is_422(api, workspace, days):
     _, key = workspace
