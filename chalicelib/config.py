@@ -85,6 +85,17 @@ def argon2_cost() -> tuple[int, int, int]:
             int(_get("DOCPUB_ARGON2_PARALLELISM", "4")))
 
 
+def cimd_allowed_hosts() -> str:
+    """Comma-separated `host:port` whose client ID metadata documents may be fetched
+    from non-public addresses (a local test server). Empty in production."""
+    return _get("DOCPUB_CIMD_ALLOWED_HOSTS", "")
+
+
+def cimd_ca_file() -> str:
+    """An extra CA certificate (PEM file) to trust when fetching client metadata documents."""
+    return _get("DOCPUB_CIMD_CA_FILE", "")
+
+
 def view_rate_limit() -> int:
     """Counted views per document per client address per window (beacon flood cap)."""
     return int(_get("DOCPUB_VIEW_RATE_LIMIT", "30"))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional, Protocol
 
+from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.records import IdempotencyRecord, RateClaim, RateSlot
 from chalicelib.ports.views import ViewCounterRepository
 
@@ -207,3 +208,4 @@ class Repositories:
     health: StorageHealth
     views: ViewCounterRepository
     kind: str = ""
+    oauth: Optional[OAuthRepository] = None  # chalicelib/ports/oauth.py (clients, codes, grants, tokens)

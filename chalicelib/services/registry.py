@@ -55,6 +55,13 @@ def views():
     return ViewService(default_context())
 
 
+@functools.lru_cache(maxsize=None)
+def oauth():
+    from chalicelib.services.oauth import OAuthService
+
+    return OAuthService(default_context())
+
+
 def reset() -> None:
     """Forget cached instances (tests that swap the context)."""
     from chalicelib.services import context
@@ -66,4 +73,5 @@ def reset() -> None:
     accounts.cache_clear()
     editing.cache_clear()
     views.cache_clear()
+    oauth.cache_clear()
     context.default_context.cache_clear()

@@ -63,7 +63,7 @@ def test_a_database_of_the_previous_schema_gains_the_view_tables(tmp_path, monke
     from chalicelib.adapters.sqlite.views import ViewCounterRepository
 
     path = tmp_path / "old.sqlite3"
-    monkeypatch.setattr(sqlite_db, "SCHEMA_VERSION", 1)
+    monkeypatch.setattr(sqlite_db, "SCHEMA_VERSION", len(sqlite_db.MIGRATIONS) - 1)  # before the views
     old = sqlite_db.Database(path)
     with old.write() as tx:
         tx.execute("INSERT INTO workspaces (id, name, plan, created_ms) VALUES ('ws_old', 'Old', 'free', 1)")

@@ -20,6 +20,7 @@ def repositories():
     from chalicelib.adapters.aws.blobs import BlobStore
     from chalicelib.adapters.aws.documents import DocumentRepository
     from chalicelib.adapters.aws.feedback import FeedbackRepository
+    from chalicelib.adapters.aws.oauth import OAuthRepository
     from chalicelib.adapters.aws.rates import RateLimitRepository
     from chalicelib.adapters.aws.table import Table
     from chalicelib.adapters.aws.views import ViewCounterRepository
@@ -31,4 +32,4 @@ def repositories():
         workspaces=WorkspaceRepository(table), keys=ApiKeyRepository(table), documents=DocumentRepository(table),
         feedback=FeedbackRepository(table), rates=RateLimitRepository(table), users=UserRepository(table),
         sessions=SessionRepository(table), blobs=BlobStore(), health=AwsHealth(),
-        views=ViewCounterRepository(table), kind="aws")
+        views=ViewCounterRepository(table), kind="aws", oauth=OAuthRepository(table))
