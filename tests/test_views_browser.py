@@ -26,15 +26,21 @@ def browser():
         launched.close()
 
 
-def _publish(stack, title):
-    with stack.client(stack.api_key) as http:
+@pytest.fixture(scope="module")
+def key(stack):
+    """A workspace of its own (the shared dev workspace's free cap belongs to other tests)."""
+    return stack.admin("create-workspace", "--name", "Views browser", "--plan", "pro")["api_key"]
+
+
+def _publish(stack, key, title):
+    with stack.client(key) as http:
         r = http.post("/api/v1/publish", json={"title": title, "html": f"<h1>{title}</h1><p>Read me.</p>"})
         assert r.status_code == 200, r.text
         return r.json()
 
 
-def _stats(stack, document_id):
-    with stack.client(stack.api_key) as http:
+def _stats(stack, key, document_id):
+    with stack.client(key) as http:
         r = http.get(f"/api/v1/documents/{document_id}/stats", params={"days": 1})
         assert r.status_code == 200, r.text
         return r.json()
@@ -47,8 +53,8 @@ def _beacons(page) -> list:
     return sent
 
 
-def test_each_page_load_counts_once(stack, browser):
-    doc = _publish(stack, "Counted once per load")
+def test_each_page_load_counts_once(stack, browser, key):
+    doc = _publish(stack, key, "Counted once per load")
     context = browser.new_context(user_agent=DESKTOP_CHROME)
     context.set_default_timeout(15_000)
     page = context.new_page()
@@ -67,7 +73,7 @@ def test_each_page_load_counts_once(stack, browser):
         assert second.value.status == 204
         assert len(sent) == 2, [r.url for r in sent]  # one per load, nothing in between
         assert all("dp_" not in (r.headers.get("cookie") or "") for r in sent)
-        stats = _stats(stack, doc["document_id"])
+        stats = _stats(stack, key, doc["document_id"])
         assert stats["views_total"] == 2
         assert stats["days"][-1]["views"] == 2
         assert stats["versions"] == [{"version_id": doc["version_id"], "views": 2}]
@@ -76,8 +82,8 @@ def test_each_page_load_counts_once(stack, browser):
         context.close()
 
 
-def test_headless_browser_is_not_counted(stack, browser):
-    doc = _publish(stack, "Robots do not count")
+def test_headless_browser_is_not_counted(stack, browser, key):
+    doc = _publish(stack, key, "Robots do not count")
     context = browser.new_context()  # Playwright's default: a HeadlessChrome User-Agent
     context.set_default_timeout(15_000)
     page = context.new_page()
@@ -86,6 +92,6 @@ def test_headless_browser_is_not_counted(stack, browser):
         with page.expect_response(lambda r: urlparse(r.url).path.endswith("/view")) as beacon:
             page.goto(doc["share_url"])
         assert beacon.value.status == 204  # answered like any beacon, but not counted
-        assert _stats(stack, doc["document_id"])["views_total"] == 0
+        assert _stats(stack, key, doc["document_id"])["views_total"] == 0
     finally:
         context.close()
