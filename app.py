@@ -13,7 +13,7 @@ from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
 from chalicelib.entrypoints.oauth import bp as oauth_blueprint
 from chalicelib.models import (
     EditRequest, FeedbackListQuery, GetDocumentQuery, Health, ListDocumentsQuery, PassphraseRequest,
-    PublishRequest, ResolveFeedbackRequest, UpdateDocumentRequest,
+    PublishRequest, ResolveFeedbackRequest, StatsQuery, UpdateDocumentRequest,
 )
 from chalicelib.services import registry
 from chalicelib.services.auth import credentials_from_headers
@@ -133,6 +133,13 @@ def edit_document(document_id):
     credentials, request = _authorized(parse_body, EditRequest, write=True)
     result = registry.documents().edit(credentials, document_id, request)
     return json_response(result.response, headers=result.headers)
+
+
+@app.route("/api/v1/documents/{document_id}/stats", methods=["GET"])
+@api
+def document_stats(document_id):
+    credentials, query = _authorized(parse_query, StatsQuery)
+    return json_response(registry.views().stats(credentials, document_id, query.days))
 
 
 @app.route("/api/v1/documents/{document_id}/passphrase", methods=["PUT"])

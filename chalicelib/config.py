@@ -104,3 +104,12 @@ def cimd_allowed_hosts() -> str:
 def cimd_ca_file() -> str:
     """An extra CA certificate (PEM file) to trust when fetching client metadata documents."""
     return _get("DOCPUB_CIMD_CA_FILE", "")
+
+
+def view_rate_limit() -> int:
+    """Counted views per document per client address per window (beacon flood cap)."""
+    return int(_get("DOCPUB_VIEW_RATE_LIMIT", "30"))
+
+
+def view_rate_window_seconds() -> int:
+    return int(_get("DOCPUB_VIEW_RATE_WINDOW", "600"))

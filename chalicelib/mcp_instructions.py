@@ -24,6 +24,7 @@ def instructions() -> str:
         "for its HTML); list_feedback and resolve_feedback handle what viewers wrote on shared documents; "
         "update_document can disable a share link (share_enabled=false) or make it expire (share_expires_at), "
         "and rotate_share_link replaces a leaked link with a new one. "
+        "get_document_stats tells how often a share link was viewed, per day and per version. "
         "Limits: HTML up to {html_size}; free workspaces hold at most {free_documents}; "
         "publish and edit together allow {write_rate}. A failed call returns text "
         "starting with an error code (e.g. 'edit_not_found: ...') that says how to correct the call."

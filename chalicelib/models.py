@@ -173,6 +173,10 @@ class FeedbackListQuery(QueryModel):
     cursor: Optional[Annotated[str, StringConstraints(max_length=2048)]] = None
 
 
+class StatsQuery(QueryModel):
+    days: Annotated[int, Field(ge=1, le=90, description="Days of the window, ending today (UTC).")] = 30
+
+
 class ResolveFeedbackRequest(RequestModel):
     resolved: bool = True
 
@@ -259,12 +263,31 @@ class VersionInfo(ResponseModel):
 class DocumentDetail(DocumentSummary):
     versions: list[VersionInfo]
     passphrase_protected: bool
+    views_total: int = Field(0, description="Counted views of the share link, all versions, all time.")
+    last_viewed_at: Optional[str] = Field(None, description="When the link was last viewed (RFC 3339), or null.")
     html: Optional[str] = None
 
 
 class ShareRotated(ResponseModel):
     """POST /documents/:id/share/rotate: the new link (the old one is 404 at once)."""
     share_url: str
+
+
+class DayViews(ResponseModel):
+    date: str = Field(description="UTC day, YYYY-MM-DD.")
+    views: int
+
+
+class VersionViews(ResponseModel):
+    version_id: str
+    views: int
+
+
+class DocumentStats(ResponseModel):
+    """Views of a document's share link: never who, only how many and when."""
+    views_total: int = Field(description="All counted views, all time.")
+    days: list[DayViews] = Field(description="Every day of the window, oldest first, zeros included.")
+    versions: list[VersionViews] = Field(description="All-time views per version, oldest version first.")
 
 
 class DocumentList(ResponseModel):

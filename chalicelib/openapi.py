@@ -152,6 +152,9 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("POST", "/api/v1/documents/{document_id}/share/rotate", "rotateShareLink",
               "Give the document a new share link; the old one answers 404 at once.",
               models.ShareRotated, errors=(404,)),
+    Operation("GET", "/api/v1/documents/{document_id}/stats", "getDocumentStats",
+              "Views of the share link: all time, per version, per UTC day of the window.",
+              models.DocumentStats, query=models.StatsQuery, errors=(404,)),
 )
 
 

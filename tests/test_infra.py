@@ -529,9 +529,18 @@ def test_dynamic_paths_are_never_cached(distribution):
         assert "POST" in found[pattern]["AllowedMethods"]
 
 
+def test_view_beacon_is_never_cached_and_sees_the_viewer(distribution):
+    beacon = behaviours(distribution)["/d/*/view"]
+    assert beacon["CachePolicyId"] == CACHING_DISABLED
+    # User-Agent and Sec-Purpose (the bot/prefetch rule) and the unlock cookie reach the origin.
+    assert beacon["OriginRequestPolicyId"] == ALL_VIEWER_EXCEPT_HOST
+    assert "POST" in beacon["AllowedMethods"]
+
+
 def test_share_pages_honour_origin_cache_control(resources, distribution):
     share = behaviours(distribution)["/d/*"]
-    assert distribution["CacheBehaviors"][0]["PathPattern"] == "/d/*"
+    # The view beacon's more specific pattern comes first (CloudFront takes the first match).
+    assert [b["PathPattern"] for b in distribution["CacheBehaviors"][:2]] == ["/d/*/view", "/d/*"]
     assert "POST" in share["AllowedMethods"] and share["CachedMethods"] == ["GET", "HEAD"]
     policy = resources[share["CachePolicyId"]["Ref"]]["Properties"]["CachePolicyConfig"]
     # DefaultTTL 0: cached only when (and as long as) the origin's Cache-Control says.

@@ -12,8 +12,9 @@ from bench.aws_calls import TARGETS, has_share_routes, run_operations
 pytestmark = pytest.mark.aws  # DynamoDB/S3 round trips
 
 # Operations without a target in the issue: today's counts, so a regression shows.
-# Delete: 6, plus one Query per registered delete hook (feedback, once merged).
-CURRENT = {"publish replay (same Idempotency-Key)": 1, "update (PATCH)": 3, "delete": 7}
+# Delete: 6, plus one Query per registered delete hook (feedback, views).
+# PATCH answers the document as GET does, view counters included.
+CURRENT = {"publish replay (same Idempotency-Key)": 1, "update (PATCH)": 4, "delete": 8}
 
 
 @pytest.fixture
@@ -36,8 +37,10 @@ def test_exact_calls_of_the_hot_paths(measured):
         "dynamodb.GetItem", "s3.PutObject", "dynamodb.TransactWriteItems"]
     assert measured["publish (new version)"].calls == [
         "dynamodb.BatchGetItem", "s3.PutObject", "dynamodb.TransactWriteItems"]
-    assert measured["get without html"].calls == ["dynamodb.GetItem", "dynamodb.Query"]
-    assert measured["get with html"].calls == ["dynamodb.GetItem", "dynamodb.Query", "s3.GetObject"]
+    # The second Query reads the view counters (views_total, last_viewed_at).
+    assert measured["get without html"].calls == ["dynamodb.GetItem", "dynamodb.Query", "dynamodb.Query"]
+    assert measured["get with html"].calls == ["dynamodb.GetItem", "dynamodb.Query", "s3.GetObject",
+                                               "dynamodb.Query"]
     assert measured["edit"].calls == [
         "dynamodb.BatchGetItem", "s3.GetObject", "s3.PutObject", "dynamodb.TransactWriteItems"]
 

@@ -23,7 +23,8 @@ PROJECT = Path(__file__).resolve().parent.parent
 TABLES = {"workspaces", "api_keys", "documents", "versions", "share_links", "idempotency", "rate_logs",
           "feedback", "users", "sessions", "cdn_pending",
           # OAuth for MCP (adapters/sqlite/oauth.py)
-          "oauth_clients", "oauth_codes", "oauth_grants", "oauth_access_tokens", "oauth_refresh_tokens"}
+          "oauth_clients", "oauth_codes", "oauth_grants", "oauth_access_tokens", "oauth_refresh_tokens",
+          "view_days", "view_versions", "view_limits"}
 
 
 @pytest.fixture

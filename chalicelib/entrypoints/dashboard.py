@@ -472,7 +472,41 @@ def document_list(page: Page):
     cursor = page.query.get("cursor") or None
     listing = documents().list(page.actor, 20, cursor, query or None)
     workspace = workspaces().get_workspace(page.workspace_id)
-    return render(page, "documents.html", active="documents", listing=listing, q=query, workspace=workspace)
+    return render(page, "documents.html", active="documents", listing=listing, q=query, workspace=workspace,
+                  sparklines=_sparklines([d.document_id for d in listing.documents]))
+
+
+def _sparklines(document_ids: list[str]) -> dict:
+    from chalicelib.entrypoints import charts
+
+    service = optional_service("views")
+    if service is None:
+        return {}
+    return {document_id: charts.sparkline(values, days)
+            for document_id, (days, values) in service.sparklines(document_ids, 7).items()}
+
+
+def _views_charts(document) -> Optional[dict]:
+    """The document page's views section: per day over 30 days, per version."""
+    from chalicelib.entrypoints import charts
+
+    service = optional_service("views")
+    if service is None:
+        return None
+    stats = service.stats_for(document.document_id, [v.version_id for v in document.versions], 30)
+    days = [(d.date, d.views) for d in stats.days]
+    numbers = {v.version_id: v.number for v in document.versions}
+    versions = [(f"v{numbers[v.version_id]}", v.views) for v in stats.versions]
+    return {
+        "stats": stats,
+        "in_window": sum(v for _, v in days),
+        "by_version": {v.version_id: v.views for v in stats.versions},
+        "days_chart": charts.bar_chart("views-days", "Views per day, last 30 days", days),
+        "days_table": charts.data_table("Views per day, last 30 days (UTC)", ("Day", "Views"),
+                                        list(reversed(days))),
+        "versions_chart": charts.bar_chart("views-versions", "Views per version, all time", versions,
+                                           label_every=max(1, len(versions) // 10), height=140),
+    }
 
 
 @route("/upload")
@@ -511,7 +545,7 @@ def document_page(page: Page, document_id: str):
     document = _document(page, document_id)
     workspace = workspaces().get_workspace(page.workspace_id)
     return render(page, "document.html", active="documents", document=document, workspace=workspace,
-                  sharing_available=optional_service("sharing") is not None)
+                  sharing_available=optional_service("sharing") is not None, views=_views_charts(document))
 
 
 def _document(page: Page, document_id: str):
@@ -797,8 +831,10 @@ def workspace_page(page: Page):
 def _workspace_page(page: Page, status: int = 200, error=None, form=None) -> Response:
     workspace = workspaces().get_workspace(page.workspace_id)
     active_keys = [k for k in workspaces().list_keys(page.workspace_id) if not k["revoked"]]
+    views = optional_service("views")
     return render(page, "workspace.html", status=status, active="workspace", workspace=workspace,
-                  key_count=len(active_keys), error=error, form=form or {})
+                  key_count=len(active_keys), error=error, form=form or {},
+                  most_viewed=views.most_viewed(page.actor) if views else None)
 
 
 @route("/workspace/branding", methods=("POST",))

@@ -32,10 +32,11 @@ from chalicelib import errors
 from chalicelib.domain import limits
 from chalicelib.entrypoints.http import unexpected, validate, validation_error
 from chalicelib.models import (
-    MAX_EDITS, Description, DocumentDeleted, DocumentDetail, DocumentId, DocumentList, EditOperation,
+    MAX_EDITS, Description, DocumentDeleted, DocumentDetail, DocumentStats, DocumentId, DocumentList, EditOperation,
     EditRequest, EditResponse, Feedback, FeedbackList, FeedbackListQuery, GetDocumentQuery, Html,
-    ListDocumentsQuery, MeResponse, Note, PublishRequest, PublishResponse, ResolveFeedbackRequest, ShareRotated,
-    Title, UpdateDocumentRequest, VersionId,
+    ListDocumentsQuery, MeResponse, Note, PublishRequest, PublishResponse, ResolveFeedbackRequest, ShareRotated, StatsQuery,
+    Title,
+    UpdateDocumentRequest, VersionId,
 )
 from chalicelib.mcp_instructions import instructions, limit_words
 from chalicelib.services import registry
@@ -299,6 +300,17 @@ async def resolve_feedback(
     return _call(action)
 
 
+async def get_document_stats(
+    document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
+    days: Annotated[int, Field(ge=1, le=90, description="Days of the window, ending today (UTC), 1 to 90.")] = 30,
+) -> Annotated[CallToolResult, DocumentStats]:
+    def action():
+        query = validate(StatsQuery, {"days": days})
+        return registry.views().stats(_credentials(), document_id, query.days)
+
+    return _call(action)
+
+
 def _given(**values: Any) -> dict:
     """Only the arguments the caller gave (None = not given), as REST would see them."""
     return {k: v for k, v in values.items() if v is not None}
@@ -356,6 +368,10 @@ TOOLS: dict[str, tuple[Callable, str, ToolAnnotations, str]] = {
     "resolve_feedback": (resolve_feedback, "Resolve feedback", _write(idempotent=True), (
         "Mark a feedback item resolved (or reopen it with resolved=false), e.g. after fixing the "
         "document with edit_document. Returns the updated feedback item.")),
+    "get_document_stats": (get_document_stats, "View statistics", _read_only(), (
+        "How often a document's share link was viewed (never by whom): views_total (all time), views "
+        "per UTC day over the last `days` days (1 to 90, default 30; oldest first, zeros included) and "
+        "all-time views per version. Bots and prefetches are not counted.")),
 }
 
 

@@ -50,6 +50,7 @@ SANDBOX = "allow-scripts allow-forms allow-popups allow-modals"
 # past the link's expiry: that bounds how long a withdrawn link can still be served.
 CACHE_PAGE = f"public, max-age=0, s-maxage={links.EDGE_TTL_SECONDS}"
 CACHE_PRIVATE = "private, no-store"
+CACHE_NO_STORE = "no-store"  # the view beacon: never kept by any cache
 # Public answers differ by encoding (gzip or not): say so on every one, 304s included.
 VARY = "Accept-Encoding"
 
@@ -130,6 +131,19 @@ PAGE_SCRIPT = (
     "res[1].feedback_id);}else{status.textContent=(res[1].error&&res[1].error.message)||"
     "'Could not send your feedback.';}})"
     ".catch(function(){status.textContent='Could not send your feedback; check your connection.';});});"
+    "})();"
+    # Views: one beacon per page load, sent once the page is visible (a prerendered
+    # or background page waits until shown; a page restored from the back/forward
+    # cache is not a new load). No cookie is set; the server drops bots.
+    "(function(){"
+    "var frame=document.getElementById('doc'),url=frame&&frame.getAttribute('data-view'),sent=false;"
+    "if(!url)return;"
+    "function send(){if(sent||document.prerendering||document.visibilityState!=='visible')return;sent=true;"
+    "try{if(!(navigator.sendBeacon&&navigator.sendBeacon(url))){"
+    "fetch(url,{method:'POST',credentials:'same-origin',keepalive:true});}}catch(e){}}"
+    "document.addEventListener('visibilitychange',send);"
+    "document.addEventListener('prerenderingchange',send);"
+    "send();"
     "})();"
 )
 
@@ -224,7 +238,7 @@ def _viewer_page(page: SharePage) -> Response:
     body = (
         f"<header class=\"bar\"><h1>{title}</h1><span class=\"meta\">{meta}</span></header>"
         f"<iframe id=\"doc\" class=\"doc\" title=\"{title}\" src=\"{content_src}\" sandbox=\"{SANDBOX}\" "
-        f"referrerpolicy=\"no-referrer\"></iframe>"
+        f"referrerpolicy=\"no-referrer\" data-view=\"{base}/view?v={page.version_number}\"></iframe>"
         f"<footer class=\"foot\">{_mark(page)}"
         f"<button id=\"fb-open\" class=\"plain\" type=\"button\">Feedback</button></footer>"
         f"<section id=\"fb\" class=\"panel\" hidden aria-label=\"Send feedback\"><h2>Send feedback</h2>"
@@ -364,6 +378,27 @@ def share_unlock(share_id):
     return Response(body="", status_code=303,
                     headers={"Location": location, "Set-Cookie": cookie, "Cache-Control": CACHE_PRIVATE,
                              "Referrer-Policy": "no-referrer", "X-Robots-Tag": "noindex, nofollow"})
+
+
+@bp.route("/d/{share_id}/view", methods=["POST"], content_types=["*/*"])
+def share_view(share_id):
+    """The wrapper page's view beacon: 204 whether counted or not (bots and
+    prefetches are dropped silently), 404/401 like the page, 429 past the
+    per-address limit. Never cached; sets no cookie."""
+    request = _request()
+    try:
+        refuse_cross_site(request)
+        version = _version_param()
+        registry.views().record(share_id, version, _cookie(UNLOCK_COOKIE), client_ip(),
+                                request.headers.get("user-agent"), request.headers)
+        response = Response(body="", status_code=204, headers={})
+    except errors.DocpubError as exc:
+        response = error_response(exc)
+    except Exception as exc:  # noqa: BLE001
+        response = error_response(unexpected(bp, exc))
+    response.headers.update({"Cache-Control": CACHE_NO_STORE, "X-Robots-Tag": "noindex, nofollow",
+                             "X-Content-Type-Options": "nosniff"})
+    return response
 
 
 @bp.route("/d/{share_id}/feedback", methods=["POST"], content_types=FORM_TYPES)

@@ -11,11 +11,12 @@ from chalicelib.ports.repositories import (
     Repositories, SessionRepository, StorageHealth, UserRepository, WorkspaceRepository, document_prefix,
     version_key,
 )
+from chalicelib.ports.views import ViewCounterRepository, ViewCounts
 
 __all__ = [
     "ApiKeyRepository", "OAuthRepository", "BadCursor", "BlobNotFound", "BlobStore", "DocumentCapReached", "DocumentRepository",
     "FeedbackGone", "FeedbackRepository", "GuardFailed", "IdempotencyRecord", "KeyCapReached", "OutcomeUnknown",
     "RateClaim", "RateLimitRepository", "RateSlot", "Repositories", "SessionRepository", "StaleDocument",
     "StorageHealth", "StorageUnavailable", "UserExists", "UserRepository", "WorkspaceRepository", "WriteRefused",
-    "definitely_not_applied", "BLOB_ROOT", "document_prefix", "version_key",
+    "definitely_not_applied", "BLOB_ROOT", "document_prefix", "version_key", "ViewCounterRepository", "ViewCounts",
 ]

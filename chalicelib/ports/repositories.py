@@ -14,6 +14,7 @@ from typing import Iterable, Optional, Protocol
 
 from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.records import IdempotencyRecord, RateClaim, RateSlot
+from chalicelib.ports.views import ViewCounterRepository
 
 
 class WorkspaceRepository(Protocol):
@@ -210,6 +211,7 @@ class Repositories:
     sessions: SessionRepository
     blobs: BlobStore
     health: StorageHealth
+    views: ViewCounterRepository
     kind: str = ""
     oauth: Optional[OAuthRepository] = None  # chalicelib/ports/oauth.py (clients, codes, grants, tokens)
     # Pending CDN invalidations (chalicelib/ports/cdn.py PendingInvalidationRepository).

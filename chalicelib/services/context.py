@@ -12,7 +12,7 @@ from typing import Callable
 
 from chalicelib.ports import (
     ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository, Repositories,
-    SessionRepository, StorageHealth, UserRepository, WorkspaceRepository,
+    SessionRepository, StorageHealth, UserRepository, ViewCounterRepository, WorkspaceRepository,
 )
 from chalicelib.ports.cdn import CdnInvalidator, PendingInvalidationRepository
 from chalicelib.ports.oauth import OAuthRepository
@@ -112,6 +112,10 @@ class Context:
     @property
     def cdn_pending(self) -> PendingInvalidationRepository:
         return self.repos.cdn_pending
+
+    @property
+    def views(self) -> ViewCounterRepository:
+        return self.repos.views
 
 
 def rfc3339(ms: int | None) -> str | None:

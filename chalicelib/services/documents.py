@@ -29,6 +29,7 @@ from chalicelib.models import (
     PublishRequest, PublishResponse, UpdateDocumentRequest, VersionInfo,
 )
 from chalicelib.services import access, cdn, ratelimits
+from chalicelib.services.views import ViewService
 from chalicelib.services.access import (  # noqa: F401  (also imported from here by the dashboard)
     Actor, Who, canonical_document_id, document_not_found, well_formed_id,
 )
@@ -357,8 +358,10 @@ class DocumentService:
             raise NotFound(f"No version {version_id} of document {document_id}.")
         if include_html:
             html = self._read_html(doc, version_id or doc["latest_version_id"])
+        views_total, last_viewed_at = ViewService(self.ctx).totals(document_id)
         return DocumentDetail(**summary_model(doc).model_dump(), versions=[version_model(v) for v in versions],
-                              passphrase_protected=bool(doc.get("passphrase_hash")), html=html)
+                              passphrase_protected=bool(doc.get("passphrase_hash")), html=html,
+                              views_total=views_total, last_viewed_at=last_viewed_at)
 
     def get_html(self, who: Who, document_id: str, version_number: Optional[int] = None) -> tuple[dict, dict, str]:
         """(document, version, html) of the latest or a numbered version."""
@@ -440,6 +443,7 @@ class DocumentService:
         """Remove everything of a document marked `deleting`; safe to repeat."""
         self.ctx.blobs.delete_prefix(document_prefix(doc["workspace_id"], doc["document_id"]))
         self.ctx.feedback.delete_for_document(doc["document_id"])
+        self.ctx.views.delete_for_document(doc["document_id"])
         # The document record goes last, so an interrupted delete can be found and finished.
         self.ctx.documents.purge(doc["document_id"])
 

@@ -49,6 +49,13 @@ def editing():
 
 
 @functools.lru_cache(maxsize=None)
+def views():
+    from chalicelib.services.views import ViewService
+
+    return ViewService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
 def oauth():
     from chalicelib.services.oauth import OAuthService
 
@@ -65,5 +72,6 @@ def reset() -> None:
     feedback.cache_clear()
     accounts.cache_clear()
     editing.cache_clear()
+    views.cache_clear()
     oauth.cache_clear()
     context.default_context.cache_clear()

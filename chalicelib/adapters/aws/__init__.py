@@ -24,6 +24,7 @@ def repositories():
     from chalicelib.adapters.aws.oauth import OAuthRepository
     from chalicelib.adapters.aws.rates import RateLimitRepository
     from chalicelib.adapters.aws.table import Table
+    from chalicelib.adapters.aws.views import ViewCounterRepository
     from chalicelib.adapters.aws.workspaces import ApiKeyRepository, WorkspaceRepository
     from chalicelib.ports import Repositories
 
@@ -31,5 +32,6 @@ def repositories():
     return Repositories(
         workspaces=WorkspaceRepository(table), keys=ApiKeyRepository(table), documents=DocumentRepository(table),
         feedback=FeedbackRepository(table), rates=RateLimitRepository(table), users=UserRepository(table),
-        sessions=SessionRepository(table), blobs=BlobStore(), health=AwsHealth(), kind="aws",
-        oauth=OAuthRepository(table), cdn_pending=PendingInvalidationRepository(table))
+        sessions=SessionRepository(table), blobs=BlobStore(), health=AwsHealth(),
+        views=ViewCounterRepository(table), kind="aws", oauth=OAuthRepository(table),
+        cdn_pending=PendingInvalidationRepository(table))

@@ -61,6 +61,7 @@ def repositories(data_dir: str | Path, shared: bool = True):
     from chalicelib.adapters.sqlite.feedback import FeedbackRepository
     from chalicelib.adapters.sqlite.oauth import OAuthRepository
     from chalicelib.adapters.sqlite.rates import RateLimitRepository
+    from chalicelib.adapters.sqlite.views import ViewCounterRepository
     from chalicelib.adapters.sqlite.workspaces import ApiKeyRepository, WorkspaceRepository
     from chalicelib.ports import Repositories
 
@@ -68,5 +69,6 @@ def repositories(data_dir: str | Path, shared: bool = True):
     return Repositories(
         workspaces=WorkspaceRepository(db), keys=ApiKeyRepository(db), documents=DocumentRepository(db),
         feedback=FeedbackRepository(db), rates=RateLimitRepository(db), users=UserRepository(db),
-        sessions=SessionRepository(db), blobs=blobs, health=SqliteHealth(db, blobs), kind="sqlite",
-        oauth=OAuthRepository(db), cdn_pending=PendingInvalidationRepository(db))
+        sessions=SessionRepository(db), blobs=blobs, health=SqliteHealth(db, blobs),
+        views=ViewCounterRepository(db), kind="sqlite", oauth=OAuthRepository(db),
+        cdn_pending=PendingInvalidationRepository(db))

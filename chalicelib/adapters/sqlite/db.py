@@ -193,7 +193,30 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX oauth_refresh_by_grant ON oauth_refresh_tokens (grant_id);
     """,
-    # 2 -> 3: share link lifecycle (disable, expiry) and CDN invalidations not yet accepted.
+    # 2 -> 3: view counters (chalicelib/adapters/sqlite/views.py).
+    """
+    CREATE TABLE view_days (
+        document_id     TEXT NOT NULL,
+        day             TEXT NOT NULL,  -- UTC, YYYY-MM-DD
+        views           INTEGER NOT NULL CHECK (views >= 0),
+        PRIMARY KEY (document_id, day)
+    ) WITHOUT ROWID;
+    CREATE TABLE view_versions (
+        document_id     TEXT NOT NULL,
+        version_id      TEXT NOT NULL,
+        views           INTEGER NOT NULL CHECK (views >= 0),
+        last_ms         INTEGER NOT NULL,
+        PRIMARY KEY (document_id, version_id)
+    ) WITHOUT ROWID;
+    CREATE TABLE view_limits (
+        scope           TEXT NOT NULL,  -- document id + keyed hash of the address (never the address)
+        window_no       INTEGER NOT NULL,
+        admitted        INTEGER NOT NULL,
+        expires_at      INTEGER NOT NULL,
+        PRIMARY KEY (scope, window_no)
+    ) WITHOUT ROWID;
+    """,
+    # 3 -> 4: share link lifecycle (disable, expiry) and CDN invalidations not yet accepted.
     """
     ALTER TABLE documents ADD COLUMN share_enabled INTEGER NOT NULL DEFAULT 1 CHECK (share_enabled IN (0, 1));
     ALTER TABLE documents ADD COLUMN share_expires_ms INTEGER;  -- NULL: the link never expires

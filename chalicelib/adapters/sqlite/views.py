@@ -1,0 +1,52 @@
+"""View counters in SQLite: one row per document and day, one per document and
+version (with the last view's time); each view is two upserts
+(`INSERT … ON CONFLICT DO UPDATE SET views = views + 1`) in one write
+transaction, so concurrent views never lose a count. SQLite has one writer at a
+time, so there is nothing to shard: `shard` is ignored.
+
+The per-address cap is a fixed-window counter row per scope and window; a claim
+also drops the scope's older windows."""
+from __future__ import annotations
+
+from chalicelib.adapters.sqlite.db import Database, one
+from chalicelib.ports.views import ViewCounts
+
+
+class ViewCounterRepository:
+    def __init__(self, db: Database):
+        self.db = db
+
+    def add_view(self, document_id: str, version_id: str, day: str, now_ms: int, shard: int) -> None:
+        with self.db.write() as tx:
+            tx.execute("INSERT INTO view_days (document_id, day, views) VALUES (?, ?, 1) "
+                       "ON CONFLICT (document_id, day) DO UPDATE SET views = views + 1", (document_id, day))
+            tx.execute("INSERT INTO view_versions (document_id, version_id, views, last_ms) VALUES (?, ?, 1, ?) "
+                       "ON CONFLICT (document_id, version_id) DO UPDATE SET views = views + 1, "
+                       "last_ms = MAX(last_ms, excluded.last_ms)", (document_id, version_id, now_ms))
+
+    def counts(self, document_id: str, first_day: str, last_day: str) -> ViewCounts:
+        with self.db.snapshot() as conn:
+            versions = conn.execute("SELECT version_id, views, last_ms FROM view_versions WHERE document_id = ?",
+                                    (document_id,)).fetchall()
+            days = conn.execute("SELECT day, views FROM view_days WHERE document_id = ? AND day BETWEEN ? AND ?",
+                                (document_id, first_day, last_day)).fetchall()
+        result = ViewCounts(days={row["day"]: row["views"] for row in days},
+                            versions={row["version_id"]: row["views"] for row in versions})
+        result.total = sum(result.versions.values())
+        result.last_viewed_ms = max((row["last_ms"] for row in versions), default=None)
+        return result
+
+    def admit(self, scope: str, window: int, limit: int, expires_at: int) -> bool:
+        with self.db.write() as tx:
+            current = one(tx, "SELECT admitted FROM view_limits WHERE scope = ? AND window_no = ?", (scope, window))
+            if current is not None and current["admitted"] >= limit:
+                return False
+            tx.execute("DELETE FROM view_limits WHERE scope = ? AND window_no < ?", (scope, window))
+            tx.execute("INSERT INTO view_limits (scope, window_no, admitted, expires_at) VALUES (?, ?, 1, ?) "
+                       "ON CONFLICT (scope, window_no) DO UPDATE SET admitted = admitted + 1", (scope, window, expires_at))
+            return True
+
+    def delete_for_document(self, document_id: str) -> None:
+        with self.db.write() as tx:
+            tx.execute("DELETE FROM view_days WHERE document_id = ?", (document_id,))
+            tx.execute("DELETE FROM view_versions WHERE document_id = ?", (document_id,))

@@ -1,0 +1,39 @@
+"""The view-counter port: what the view service needs from storage.
+
+Both adapters (DynamoDB: sharded counters; SQLite: upserted rows) keep the same
+semantics: every `add_view` is one atomic increment that never loses a count
+under concurrency, and `counts` answers a document's totals and a window of
+days in one read.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Protocol
+
+
+@dataclass
+class ViewCounts:
+    """A document's views: all time (total, per version, last view) and per day
+    of the requested window (days without views are absent). `last_viewed_ms`
+    is exact for views that do not race; among racing views it may be a few ms
+    older than the newest (DynamoDB keeps the last write per shard)."""
+    total: int = 0
+    last_viewed_ms: Optional[int] = None
+    days: dict[str, int] = field(default_factory=dict)
+    versions: dict[str, int] = field(default_factory=dict)
+
+
+class ViewCounterRepository(Protocol):
+    def add_view(self, document_id: str, version_id: str, day: str, now_ms: int, shard: int) -> None:
+        """Count one view of `version_id` on `day` (UTC, YYYY-MM-DD) at `now_ms`.
+        `shard` (0 .. SHARDS-1) spreads writes; adapters without hot items ignore it."""
+
+    def counts(self, document_id: str, first_day: str, last_day: str) -> ViewCounts:
+        """Totals plus the days from `first_day` to `last_day` inclusive, in one read."""
+
+    def admit(self, scope: str, window: int, limit: int, expires_at: int) -> bool:
+        """Count one hit in the fixed window `window` of `scope`; False (and nothing
+        counted) once `limit` hits are in it. Atomic."""
+
+    def delete_for_document(self, document_id: str) -> None:
+        """Forget every counter of a document (it is being deleted)."""
