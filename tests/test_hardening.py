@@ -85,3 +85,187 @@ def test_rest_413_for_an_edit_names_the_edit_and_its_size(api, services):
     assert error["code"] == "document_too_large"
     assert error["details"] == {"limit_bytes": MAX_HTML_BYTES, "edit_index": 1,
                                 "size_bytes": 4096 * 2000 + len("<p>x</p>")}
+
+
+# ------------------------------------------------------------------ 3. crafted cursors
+
+import base64  # noqa: E402
+from urllib.parse import urlencode  # noqa: E402
+
+from hypothesis import HealthCheck, example, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+INFINITY_CURSOR = "eyJvIjogSW5maW5pdHl9"  # base64 of {"o": Infinity}, from the review
+MCP_ACCEPT = "application/json, text/event-stream"
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _mcp_call(client, key, name, arguments):
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    r = client.http.post("/mcp", headers={"Content-Type": "application/json", "Accept": MCP_ACCEPT,
+                                          "X-Api-Key": key, "MCP-Protocol-Version": "2025-11-25"},
+                         body=json.dumps(body))
+    assert r.status_code == 200, r.body
+    return json.loads(r.body)["result"]
+
+
+@pytest.fixture
+def listed(client):
+    """A workspace with three documents (so listings have more than one page)."""
+    from chalicelib.services import registry
+
+    workspace, created = registry.workspaces().create_workspace("Lists", "pro")
+    for i in range(3):
+        r = post_json(client, "/api/v1/publish", {"title": f"A doc {i}", "html": f"<p>{i}</p>"}, created.api_key)
+        assert r.status_code == 200, r.body
+    return workspace, created.api_key
+
+
+def _forged_cursors(workspace_id: str) -> list[str]:
+    gsi = {"PK": {"S": ""}, "SK": {"S": "META"}, "GSI1PK": {"S": f"WS#{workspace_id}#DOCS"},
+           "GSI1SK": {"S": "x"}}
+    return [INFINITY_CURSOR, _b64(b'{"o": NaN}'), _b64(b'{"o": 1e999}'), _b64(b'{"o": 10000000000000000000000}'),
+            _b64(b'{"o": -1}'), _b64(b'{"o": true}'), _b64(json.dumps(gsi).encode()), "%%%", "a", "===="]
+
+
+def test_crafted_cursors_are_422_on_rest(client, listed):
+    workspace, key = listed
+    for cursor in _forged_cursors(workspace["id"] if isinstance(workspace, dict) else workspace.id):
+        for query in ({"query": "A"}, {}):
+            r = client.http.get("/api/v1/documents?" + urlencode({**query, "cursor": cursor}),
+                                headers={"X-Api-Key": key})
+            assert r.status_code == 422, (cursor, query, r.status_code, r.body)
+            assert json.loads(r.body)["error"]["code"] == "validation_error"
+        r = client.http.get("/api/v1/feedback?" + urlencode({"cursor": cursor}), headers={"X-Api-Key": key})
+        assert r.status_code == 422, (cursor, r.body)
+
+
+def test_crafted_cursors_are_validation_errors_on_mcp(client, listed):
+    _, key = listed
+    for name, arguments in (("find_document", {"query": "A"}), ("list_documents", {}), ("list_feedback", {})):
+        result = _mcp_call(client, key, name, {**arguments, "cursor": INFINITY_CURSOR})
+        assert result["isError"] is True
+        assert result["content"][0]["text"].startswith("validation_error:"), result
+
+
+def test_a_cursor_of_another_workspace_is_422(client, listed):
+    from chalicelib.services import registry
+
+    _, key = listed
+    page = json.loads(client.http.get("/api/v1/documents?limit=1", headers={"X-Api-Key": key}).body)
+    found = json.loads(client.http.get("/api/v1/documents?limit=1&query=doc", headers={"X-Api-Key": key}).body)
+    assert page["next_cursor"] and found["next_cursor"]
+    _, other = registry.workspaces().create_workspace("Other", "pro")
+    post_json(client, "/api/v1/publish", {"title": "A doc", "html": "<p>x</p>"}, other.api_key)
+    for url in (f"/api/v1/documents?limit=1&cursor={page['next_cursor']}",
+                f"/api/v1/documents?limit=1&query=doc&cursor={found['next_cursor']}"):
+        r = client.http.get(url, headers={"X-Api-Key": other.api_key})
+        assert r.status_code == 422, r.body
+        assert client.http.get(url, headers={"X-Api-Key": key}).status_code == 200
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=6)
+_cursor_values = st.one_of(
+    st.text(max_size=60),
+    _json_values.map(lambda v: _b64(json.dumps(v, allow_nan=True).encode())),
+    st.dictionaries(st.sampled_from(["o", "PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK"]),
+                    st.one_of(_json_values, st.builds(lambda s: {"S": s}, st.text(max_size=20))),
+                    max_size=5).map(lambda v: _b64(json.dumps(v, allow_nan=True).encode())),
+)
+_param_values = st.one_of(st.text(max_size=30), st.integers().map(str), st.floats().map(str),
+                          st.sampled_from(["", "0", "-1", "101", "1e309", "inf", "nan", "true", "1.5", " 5"]))
+_LIST_ROUTES = {
+    "/api/v1/documents": ["limit", "cursor", "query"],
+    "/api/v1/feedback": ["document_id", "status", "limit", "cursor"],
+}
+
+
+_list_calls = st.one_of(*[
+    st.tuples(st.just(route), st.fixed_dictionaries({}, optional={
+        name: (_cursor_values if name == "cursor" else _param_values) for name in names + ["unknown"]}))
+    for route, names in sorted(_LIST_ROUTES.items())])
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(call=_list_calls)
+@example(call=("/api/v1/documents", {"query": "A", "cursor": INFINITY_CURSOR}))
+@example(call=("/api/v1/feedback", {"cursor": _b64(b'{"PK": {"S": ""}}')}))
+def test_no_query_parameter_or_cursor_of_a_list_route_is_a_5xx(client, listed, call):
+    _, key = listed
+    route, params = call
+    r = client.http.get(route + "?" + urlencode(params), headers={"X-Api-Key": key})
+    assert r.status_code < 500, (params, r.status_code, r.body)
+    if r.status_code != 200:
+        assert r.status_code == 422 and json.loads(r.body)["error"]["code"] == "validation_error", r.body
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(cursor=_cursor_values, tool=st.sampled_from(["find_document", "list_documents", "list_feedback"]))
+@example(cursor=INFINITY_CURSOR, tool="find_document")
+def test_no_cursor_of_an_mcp_list_tool_is_an_internal_error(client, listed, cursor, tool):
+    _, key = listed
+    result = _mcp_call(client, key, tool, {"cursor": cursor, **({"query": "A"} if tool == "find_document" else {})})
+    if result.get("isError"):
+        assert result["content"][0]["text"].startswith("validation_error:"), result
+
+
+# ------------------------------------------------------------------ dashboard: cursors, next
+
+@pytest.fixture
+def owner(client, monkeypatch):
+    from chalicelib.services.context import default_context
+    from tests.dashboard_client import FAST_ARGON2, DashboardClient
+    from tests.helpers import FakeClock
+
+    for name, value in FAST_ARGON2.items():
+        monkeypatch.setenv(name, value)
+    default_context().clock = FakeClock()
+    dash = DashboardClient(client)
+    dash.sign_up()
+    return dash
+
+
+def test_dashboard_search_with_a_crafted_cursor_is_a_friendly_page(owner):
+    for path in (f"/dashboard/documents?q=A&cursor={INFINITY_CURSOR}", f"/dashboard/documents?cursor={INFINITY_CURSOR}",
+                 f"/dashboard/feedback?cursor={INFINITY_CURSOR}"):
+        page = owner.get(path)
+        assert page.status == 422, (path, page.status)
+        assert "is not a cursor this service returned" in page.text
+        assert "Back to the dashboard" in page.text
+
+
+@pytest.mark.parametrize("next_value", [
+    "/dashboard/../d/SHARE", "/dashboard/%2e%2e/d/SHARE", "/dashboard/.%2E/d/SHARE", "/dashboard/%2E./d/SHARE",
+    "/dashboard/keys/../../d/SHARE", "/dashboard/./../api/v1/me", "/dashboard/%2e%2e%2fd/SHARE",
+    "/dashboard/..", "/dashboard/%252e%252e/d/SHARE",
+])
+def test_sign_in_next_cannot_leave_the_dashboard_with_dot_segments(client, owner, next_value):
+    from tests.dashboard_client import DashboardClient
+
+    dash = DashboardClient(client)
+    form = dash.get("/dashboard/sign-in?" + urlencode({"next": next_value}))
+    page = dash.post("/dashboard/sign-in", {"email": "owner@example.com", "password": "correct horse battery",
+                                            "next": next_value}, csrf=form.csrf())
+    assert page.status == 303, page.text
+    from urllib.parse import unquote
+    from posixpath import normpath
+    location = page.location
+    assert location.startswith("/dashboard/") or location == "/dashboard"
+    decoded = unquote(unquote(location.split("?")[0]))
+    assert ".." not in decoded.split("/") and normpath(decoded).startswith("/dashboard"), location
+
+
+def test_sign_in_next_keeps_a_normal_dashboard_path_and_query(client, owner):
+    from tests.dashboard_client import DashboardClient
+
+    dash = DashboardClient(client)
+    form = dash.get("/dashboard/sign-in")
+    page = dash.post("/dashboard/sign-in", {"email": "owner@example.com", "password": "correct horse battery",
+                                            "next": "/dashboard/documents?q=report&m=x"}, csrf=form.csrf())
+    assert page.location == "/dashboard/documents?q=report&m=x"

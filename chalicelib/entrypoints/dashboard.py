@@ -16,7 +16,7 @@ import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Optional
-from urllib.parse import parse_qs, quote, urlencode, urlparse
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlparse
 
 from chalice import Blueprint, Response
 
@@ -356,11 +356,28 @@ _SAFE_PATH = re.compile(r"[A-Za-z0-9/_.~%?=&+-]*")
 
 
 def _safe_next(value: Optional[str]) -> str:
+    """Where to go after signing in: a path under the dashboard, after resolving
+    dot-segments (also percent-encoded ones, which browsers resolve too), or the
+    document list. `/dashboard/../d/<share>` would land on user HTML."""
+    fallback = url("/documents")
     base = url("")
-    if (value and (value == base or value.startswith(base + "/")) and "//" not in value and "\\" not in value
-            and _SAFE_PATH.fullmatch(value)):
-        return value
-    return url("/documents")
+    if not value or not _SAFE_PATH.fullmatch(value) or "//" in value or "\\" in value:
+        return fallback
+    path, sep, query = value.partition("?")
+    decoded = unquote(path)
+    if "%" in decoded or "\\" in decoded or "//" in decoded:
+        return fallback  # encoded twice: nothing the dashboard links to looks like that
+    segments: list[str] = []
+    for segment in decoded.split("/")[1:]:
+        if segment == "..":
+            if segments:
+                segments.pop()
+        elif segment != ".":
+            segments.append(segment)
+    resolved = "/" + "/".join(segments)
+    if not (value.startswith("/") and (resolved == base or resolved.startswith(base + "/"))):
+        return fallback
+    return quote(resolved, safe="/_.~-+=&") + (sep + query if query else "")
 
 
 # ------------------------------------------------------------------ static files

@@ -32,7 +32,7 @@ from chalicelib.models import (
     DocumentDetail, DocumentList, DocumentSummary, EditRequest, EditResponse, EditSummary,
     PublishRequest, PublishResponse, UpdateDocumentRequest, VersionInfo,
 )
-from chalicelib.services import auth, ratelimits
+from chalicelib.services import auth, cursors, ratelimits
 from chalicelib.services.context import (
     Context, default_context, new_document_id, new_share_id, new_version_id, rfc3339,
 )
@@ -429,14 +429,16 @@ class DocumentService:
         actor = self._actor(who)
         if query is not None and query.strip():
             return self._find(actor, query.strip(), limit, cursor)
+        raw = cursors.unseal(actor.workspace_id, "documents", cursor)
         try:
-            items, next_cursor = self.ctx.documents.list_page(actor.workspace_id, limit, cursor)
+            items, next_cursor = self.ctx.documents.list_page(actor.workspace_id, limit, raw)
         except BadCursor as exc:
-            raise ValidationFailed.field("cursor", "is not a cursor this service returned") from exc
-        return DocumentList(documents=[summary_model(i) for i in items], next_cursor=next_cursor)
+            raise ValidationFailed.field("cursor", cursors.MESSAGE) from exc
+        return DocumentList(documents=[summary_model(i) for i in items],
+                            next_cursor=cursors.seal(actor.workspace_id, "documents", next_cursor))
 
     def _find(self, actor: Actor, query: str, limit: int, cursor: Optional[str]) -> DocumentList:
-        offset = _decode_offset(cursor)
+        offset = _decode_offset(cursors.unseal(actor.workspace_id, "find", cursor))
         needle = query.casefold()
         ranked = []
         for position, item in enumerate(self.ctx.documents.list_all(actor.workspace_id)):
@@ -457,7 +459,8 @@ class DocumentService:
         page = ranked[offset:offset + limit]
         more = offset + limit < len(ranked)
         return DocumentList(documents=[summary_model(i) for _, _, i in page],
-                            next_cursor=_encode_offset(offset + limit) if more else None)
+                            next_cursor=cursors.seal(actor.workspace_id, "find",
+                                                     _encode_offset(offset + limit) if more else None))
 
     # ---------------------------------------------------------------- update / delete
 
@@ -508,11 +511,11 @@ def _decode_offset(cursor: Optional[str]) -> int:
         return 0
     try:
         data = json.loads(base64.urlsafe_b64decode((cursor + "=" * (-len(cursor) % 4)).encode()))
-        offset = int(data["o"])
-        if offset < 0:
+        offset = data["o"]
+        if type(offset) is not int or offset < 0:
             raise ValueError
         return offset
-    except (ValueError, TypeError, KeyError) as exc:
+    except (ValueError, TypeError, KeyError, OverflowError) as exc:
         raise ValidationFailed.field("cursor", "is not a cursor this service returned") from exc
 
 

@@ -14,7 +14,7 @@ from typing import Optional
 from chalicelib.adapters.dynamodb import BadCursor, FeedbackGone, GuardFailed, StaleDocument
 from chalicelib.errors import NotFound, RateLimited, ValidationFailed
 from chalicelib.models import Feedback, FeedbackCreated, FeedbackList, FeedbackSubmission
-from chalicelib.services import documents
+from chalicelib.services import cursors, documents
 from chalicelib.services.context import Context, default_context, new_feedback_id, rfc3339
 from chalicelib.services.sharing import MAX_CLAIM_ATTEMPTS, ShareService
 
@@ -77,12 +77,15 @@ class FeedbackService:
             doc = self.ctx.documents.get(document_id)
             if not service._visible(doc, actor):
                 raise NotFound(f"No document {document_id} in this workspace.")
+        listing = f"feedback#{document_id or ''}"
+        raw = cursors.unseal(actor.workspace_id, listing, cursor)
         try:
             items, next_cursor = self.ctx.feedback.page(actor.workspace_id, document_id,
-                                                        None if status == "all" else status, limit, cursor)
+                                                        None if status == "all" else status, limit, raw)
         except BadCursor as exc:
-            raise ValidationFailed.field("cursor", "is not a cursor this service returned") from exc
-        return FeedbackList(feedback=[feedback_model(i) for i in items], next_cursor=next_cursor)
+            raise ValidationFailed.field("cursor", cursors.MESSAGE) from exc
+        return FeedbackList(feedback=[feedback_model(i) for i in items],
+                            next_cursor=cursors.seal(actor.workspace_id, listing, next_cursor))
 
     def resolve(self, who, feedback_id: str, resolved: bool = True) -> Feedback:
         """Mark resolved (or, with resolved=False, open again); repeating is harmless."""
