@@ -1,10 +1,11 @@
 """Docpub's route table. Handlers parse, call one service function, shape the answer."""
 from chalice import Chalice
 
-from chalicelib import logs
+from chalicelib import config, logs
 from chalicelib.errors import DocpubError
 from chalicelib.entrypoints.http import (
     empty_response, handles_errors, json_response, normalise_chalice_error, parse_body, parse_query,
+    refuse_without_origin_secret,
 )
 from chalicelib.entrypoints import routing
 from chalicelib.entrypoints.share import bp as share_pages
@@ -18,6 +19,7 @@ from chalicelib.services import registry
 from chalicelib.services.auth import credentials_from_headers
 from chalicelib.services.health import check_storage
 
+config.check_startup()  # deployed without DOCPUB_SECRET_KEY: refuse to start (no public default)
 app = Chalice(app_name="docpub")
 logs.configure()
 api = handles_errors(app)
@@ -25,6 +27,10 @@ api = handles_errors(app)
 
 @app.middleware("http")
 def contract_errors(event, get_response):
+    # Only CloudFront may call the origin (when it has a secret): 403 otherwise.
+    refused = refuse_without_origin_secret(event)
+    if refused is not None:
+        return refused
     # Chalice answers 405/415 itself, in its own shape; reshape to the contract's.
     return normalise_chalice_error(get_response(event))
 

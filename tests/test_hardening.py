@@ -269,3 +269,56 @@ def test_sign_in_next_keeps_a_normal_dashboard_path_and_query(client, owner):
     page = dash.post("/dashboard/sign-in", {"email": "owner@example.com", "password": "correct horse battery",
                                             "next": "/dashboard/documents?q=report&m=x"}, csrf=form.csrf())
     assert page.location == "/dashboard/documents?q=report&m=x"
+
+
+# ------------------------------------------------------------------ 6. fail-closed configuration
+
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+
+
+def _import_app(**env):
+    base = {k: v for k, v in os.environ.items() if k not in ("DOCPUB_SECRET_KEY", "AWS_LAMBDA_FUNCTION_NAME")}
+    return subprocess.run([sys.executable, "-c", "import app"], cwd=PROJECT_DIR, capture_output=True, text=True,
+                          timeout=120, env={**base, "PYTHONPATH": str(PROJECT_DIR), **env})
+
+
+def test_deployed_without_a_secret_key_refuses_to_start_with_a_clear_message():
+    refused = _import_app(AWS_LAMBDA_FUNCTION_NAME="docpub-dev")
+    assert refused.returncode != 0
+    assert "DOCPUB_SECRET_KEY is not set" in refused.stderr
+    public = _import_app(AWS_LAMBDA_FUNCTION_NAME="docpub-dev",
+                         DOCPUB_SECRET_KEY="docpub-local-development-secret-not-for-production")
+    assert public.returncode != 0 and "DOCPUB_SECRET_KEY" in public.stderr
+    assert _import_app(AWS_LAMBDA_FUNCTION_NAME="docpub-dev", DOCPUB_SECRET_KEY="k" * 40).returncode == 0
+    assert _import_app().returncode == 0  # the local stack and tests keep the development default
+
+
+def test_secret_key_is_never_the_public_default_when_deployed(monkeypatch):
+    from chalicelib import config
+
+    monkeypatch.delenv("DOCPUB_SECRET_KEY", raising=False)
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "docpub-prod")
+    with pytest.raises(config.ConfigurationError):
+        config.secret_key()
+
+
+@pytest.mark.parametrize("method,path", [("GET", "/api/v1/health"), ("GET", "/api/v1/me"), ("POST", "/mcp"),
+                                         ("GET", "/d/AAAAAAAAAAAAAAAAAAAAAA"), ("GET", "/dashboard/sign-in")])
+def test_with_an_origin_secret_requests_without_it_are_403(client, monkeypatch, method, path):
+    monkeypatch.setenv("DOCPUB_ORIGIN_SECRET", "from-cloudfront-only")
+    for headers in ({}, {"X-Docpub-Origin-Secret": "wrong"}):
+        r = client.http.request(method, path, headers=headers, body=b"")
+        assert r.status_code == 403, (path, headers, r.status_code)
+        assert json.loads(r.body)["error"]["code"] == "forbidden"
+    r = client.http.request(method, path, headers={"X-Docpub-Origin-Secret": "from-cloudfront-only"}, body=b"")
+    assert r.status_code != 403
+
+
+def test_without_an_origin_secret_nothing_is_required(client, monkeypatch):
+    monkeypatch.delenv("DOCPUB_ORIGIN_SECRET", raising=False)
+    assert client.http.get("/api/v1/health").status_code == 200

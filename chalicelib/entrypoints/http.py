@@ -71,6 +71,23 @@ def client_ip(request) -> str:
     return str(parsed)
 
 
+def refuse_without_origin_secret(request) -> Optional[Response]:
+    """With DOCPUB_ORIGIN_SECRET set, only requests carrying it (CloudFront adds it
+    as X-Docpub-Origin-Secret) are served: the API Gateway URL cannot bypass
+    CloudFront, its security headers and its per-viewer address. 403 otherwise."""
+    import hmac
+
+    from chalicelib import config
+
+    secret = config.origin_secret()
+    if not secret:
+        return None
+    presented = request.headers.get("x-docpub-origin-secret") or ""
+    if hmac.compare_digest(presented.encode(), secret.encode()):
+        return None
+    return error_response(errors.Forbidden("Requests must come through the service's public address."))
+
+
 def refuse_cross_site(request) -> None:
     """403 for a browser request made by another site, or by sandboxed user HTML
     (an opaque origin): viewer forms must not be posted from elsewhere. Requests
