@@ -322,3 +322,56 @@ def test_with_an_origin_secret_requests_without_it_are_403(client, monkeypatch, 
 def test_without_an_origin_secret_nothing_is_required(client, monkeypatch):
     monkeypatch.delenv("DOCPUB_ORIGIN_SECRET", raising=False)
     assert client.http.get("/api/v1/health").status_code == 200
+
+
+# ------------------------------------------------------------------ 4. passphrase guessing
+
+@pytest.fixture
+def pro_doc(client):
+    from chalicelib.services import registry
+
+    _, created = registry.workspaces().create_workspace("Pro", "pro")
+    r = post_json(client, "/api/v1/publish", {"title": "Plans", "html": "<p>secret plans</p>"}, created.api_key)
+    return created.api_key, json.loads(r.body)
+
+
+@pytest.mark.parametrize("weak", ["password1", "aaaaaaaa", "12345678", "qwertyuiop", "iloveyou"])
+def test_weak_passphrases_are_refused_with_the_reason_on_rest(client, pro_doc, weak):
+    key, doc = pro_doc
+    r = client.http.put(f"/api/v1/documents/{doc['document_id']}/passphrase", body=json.dumps({"passphrase": weak}),
+                        headers={"X-Api-Key": key, "Content-Type": "application/json"})
+    assert r.status_code == 422, r.body
+    error = json.loads(r.body)["error"]
+    assert error["code"] == "validation_error"
+    assert error["details"]["fields"][0]["field"] == "passphrase"
+    assert error["details"]["fields"][0]["message"].startswith("is too easy to guess: ")
+    assert len(error["details"]["fields"][0]["message"]) > len("is too easy to guess: ") + 10
+    got = json.loads(client.http.get(f"/api/v1/documents/{doc['document_id']}", headers={"X-Api-Key": key}).body)
+    assert got["passphrase_protected"] is False
+
+
+def test_password1_names_why(client, pro_doc):
+    key, doc = pro_doc
+    r = client.http.put(f"/api/v1/documents/{doc['document_id']}/passphrase",
+                        body=json.dumps({"passphrase": "password1"}),
+                        headers={"X-Api-Key": key, "Content-Type": "application/json"})
+    assert "very common password" in json.loads(r.body)["error"]["message"]
+
+
+def test_a_strong_passphrase_is_accepted(client, pro_doc):
+    key, doc = pro_doc
+    r = client.http.put(f"/api/v1/documents/{doc['document_id']}/passphrase",
+                        body=json.dumps({"passphrase": "violet otter 42"}),
+                        headers={"X-Api-Key": key, "Content-Type": "application/json"})
+    assert r.status_code == 204, r.body
+
+
+def test_weak_passphrase_is_refused_with_the_reason_in_the_dashboard(client, owner):
+    from tests.test_dashboard import doc_id_from, set_plan, upload, workspace_id_of
+
+    set_plan(workspace_id_of(owner), "pro")
+    document_id = doc_id_from(upload(owner, b"<p>secret plans</p>", title="Plans"))
+    page = owner.post(f"/dashboard/documents/{document_id}/passphrase",
+                      {"action": "set", "passphrase": "password1"}, csrf=owner.token())
+    assert page.status == 422
+    assert "too easy to guess" in page.text and "very common password" in page.text

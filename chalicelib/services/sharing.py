@@ -101,6 +101,26 @@ class Unlocked:
     path: str
 
 
+# zxcvbn's score (0 to 4) below which a passphrase is refused; its cost grows with
+# length, so it judges the first characters only (where any weakness shows anyway).
+MIN_PASSPHRASE_SCORE = 2
+STRENGTH_CHECKED_CHARS = 72
+
+
+def refuse_weak_passphrase(passphrase: str) -> None:
+    """422 naming `passphrase` and why, for a passphrase a guesser would try early
+    (`password1`, `aaaaaaaa`): unlock limits slow guessing, they cannot stop it."""
+    from zxcvbn import zxcvbn  # lazy: only passphrase changes pay for its dictionaries
+
+    result = zxcvbn(passphrase[:STRENGTH_CHECKED_CHARS])
+    if result["score"] >= MIN_PASSPHRASE_SCORE:
+        return
+    feedback = result.get("feedback") or {}
+    reasons = [feedback.get("warning") or "It is too easy to guess."] + list(feedback.get("suggestions") or [])
+    reason = " ".join(r.strip().rstrip(".") + "." for r in reasons if r and r.strip())
+    raise ValidationFailed.field("passphrase", f"is too easy to guess: {reason}")
+
+
 def share_path(share_id: str) -> str:
     return f"/d/{share_id}"
 
@@ -264,6 +284,7 @@ class ShareService:
         if not isinstance(passphrase, str) or not MIN_PASSPHRASE <= len(passphrase) <= MAX_PASSPHRASE:
             raise ValidationFailed.field("passphrase", f"must be {MIN_PASSPHRASE} to {MAX_PASSPHRASE} characters")
         doc = self._owned(who, document_id, allow_free=False)
+        refuse_weak_passphrase(passphrase)
         try:
             self.ctx.documents.set_passphrase(doc, _hasher().hash(passphrase))
         except StaleDocument as exc:
