@@ -13,8 +13,10 @@ class DocpubError(Exception):
     code = "internal_error"
 
     def __init__(self, message: str, details: dict[str, Any] | None = None,
-                 headers: dict[str, str] | None = None):
+                 headers: dict[str, str] | None = None, status: int | None = None):
         super().__init__(message)
+        if status is not None:  # an answer relayed from a library keeps its own status
+            self.status = status
         self.message = message
         self.details = details
         self.headers = headers or {}

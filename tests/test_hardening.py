@@ -375,3 +375,72 @@ def test_weak_passphrase_is_refused_with_the_reason_in_the_dashboard(client, own
                       {"action": "set", "passphrase": "password1"}, csrf=owner.token())
     assert page.status == 422
     assert "too easy to guess" in page.text and "very common password" in page.text
+
+
+# ------------------------------------------------------------------ 7. one way from an error to an answer
+
+import ast  # noqa: E402
+import re  # noqa: E402
+
+
+def test_every_500_has_its_own_request_id_even_with_a_shared_lambda_context():
+    from chalicelib.entrypoints import http
+
+    stale = SimpleNamespace(lambda_context=SimpleNamespace(aws_request_id="one-invocation"))
+    first, second = http.as_error(RuntimeError("a"), stale), http.as_error(RuntimeError("b"), stale)
+    assert first.status == second.status == 500
+    assert first.details["request_id"] != second.details["request_id"]
+
+
+def test_each_surface_answers_an_unexpected_failure_with_a_fresh_request_id(client, owner, monkeypatch):
+    from chalicelib.services import registry
+
+    def boom(*_a, **_k):
+        raise RuntimeError("internal detail 1234")
+
+    _, created = registry.workspaces().create_workspace("Boom", "free")
+    key = created.api_key
+    ids = []
+    monkeypatch.setattr(registry.workspaces(), "me", boom)
+    r = client.http.get("/api/v1/me", headers={"X-Api-Key": key})
+    assert r.status_code == 500 and "internal detail" not in r.body.decode()
+    ids.append(json.loads(r.body)["error"]["details"]["request_id"])
+    result = _mcp_call(client, key, "get_workspace_info", {})
+    assert result["isError"] and result["content"][0]["text"].startswith("internal_error:")
+    ids.append(re.search(r'"request_id":"([^"]+)"', result["content"][0]["text"]).group(1))
+    monkeypatch.setattr(registry.sharing(), "page", boom)
+    r = client.http.get("/d/AAAAAAAAAAAAAAAAAAAAAA")
+    assert r.status_code == 500 and "internal detail" not in r.body.decode()
+    monkeypatch.setattr(registry.documents(), "list", boom)
+    from chalicelib.entrypoints import dashboard
+    monkeypatch.setattr(dashboard, "documents", lambda: SimpleNamespace(list=boom))
+    page = owner.get("/dashboard/documents")
+    assert page.status == 500 and "internal detail" not in page.text
+    ids.append(re.search(r"Reference: <code>([^<]+)</code>", page.text).group(1))
+    assert len(set(ids)) == 3
+
+
+ENTRYPOINTS = PROJECT_DIR / "chalicelib" / "entrypoints"
+
+
+def test_one_mapping_from_errors_to_answers():
+    calls, status_writes, catch_alls = [], [], []
+    for path in sorted(ENTRYPOINTS.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if name in ("unexpected", "_unexpected"):
+                    calls.append(f"{path.name}:{node.lineno}")
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Attribute) and target.attr == "status":
+                        status_writes.append(f"{path.name}:{node.lineno}")
+            if isinstance(node, ast.ExceptHandler) and getattr(node.type, "id", None) == "Exception":
+                # every catch-all hands the exception to as_error
+                body = ast.unparse(node)
+                if "as_error(" not in body and "validation_error(" not in body:
+                    catch_alls.append(f"{path.name}:{node.lineno}")
+    assert len(calls) == 1, calls  # as_error's own call
+    assert status_writes == [], status_writes
+    assert catch_alls == [], catch_alls

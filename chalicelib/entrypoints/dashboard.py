@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, quote, unquote, urlencode, urlparse
 from chalice import Blueprint, Response
 
 from chalicelib import config, errors
-from chalicelib.entrypoints.http import client_ip, compress, parse_cookies, request_id
+from chalicelib.entrypoints.http import as_error, client_ip, compress, parse_cookies
 from chalicelib.models import MAX_HTML_BYTES
 
 log = logging.getLogger("docpub")
@@ -287,7 +287,11 @@ def redirect(location: str, status: int = 303) -> Response:
     return Response(body="", status_code=status, headers={"Location": location})
 
 
-def error_page(page: Page, error: errors.DocpubError) -> Response:
+def error_page(page: Optional[Page], error: errors.DocpubError) -> Response:
+    """The dashboard's answer for any error (as_error maps exceptions to errors)."""
+    if page is None:  # the request could not even be read: no template context
+        return Response(error.message, status_code=error.status,
+                        headers={"Content-Type": "text/plain; charset=utf-8", **error.headers})
     return render(page, "error.html", status=error.status, headers=dict(error.headers), error=error)
 
 
@@ -320,20 +324,11 @@ def route(path: str, methods: tuple[str, ...] = ("GET",), signed_in: bool = True
                         page.clear_cookie(SESSION_COOKIE)
                     return finish(page, request, redirect(url("/sign-in", m="expired")))
                 if request.method == "POST" and not page.csrf_ok():
-                    error = errors.DocpubError("This form has expired or did not come from this site. "
-                                               "Go back, reload the page and try again.")
-                    error.status = 403
-                    return finish(page, request, error_page(page, error))
+                    raise errors.Forbidden("This form has expired or did not come from this site. "
+                                           "Go back, reload the page and try again.")
                 response = view(page, **params)
-            except errors.DocpubError as exc:
-                response = error_page(page, exc) if page is not None else Response(exc.message, status_code=exc.status)
-            except Exception:  # noqa: BLE001 - a page, never a stack trace
-                rid = request_id(bp)
-                log.exception("dashboard error", extra={"request_id": rid})
-                error = errors.InternalError("Something went wrong on our side; it has been logged.",
-                                             {"request_id": rid})
-                response = error_page(page, error) if page is not None else Response(
-                    error.message, status_code=500, headers={"Content-Type": "text/plain; charset=utf-8"})
+            except Exception as exc:  # noqa: BLE001 - mapped by as_error: a page, never a stack trace
+                response = error_page(page, as_error(exc, bp))
             return finish(page, request, response)
 
         kwargs: dict[str, Any] = {"methods": list(methods)}

@@ -29,7 +29,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
 from chalicelib import errors
-from chalicelib.entrypoints.http import unexpected, validate, validation_error
+from chalicelib.entrypoints.http import as_error, validate, validation_error
 from chalicelib.models import (
     MAX_EDITS, Description, DocumentDeleted, DocumentDetail, DocumentId, DocumentList, EditOperation,
     EditRequest, EditResponse, Feedback, FeedbackList, FeedbackListQuery, GetDocumentQuery, Html,
@@ -97,10 +97,8 @@ def ok_result(model: BaseModel, exclude: Optional[set] = None) -> CallToolResult
 def _call(action: Callable[[], BaseModel], exclude: Optional[set] = None) -> CallToolResult:
     try:
         return ok_result(action(), exclude)
-    except errors.DocpubError as exc:
-        return error_result(exc)
-    except Exception as exc:  # noqa: BLE001 - storage trouble → 503-like, anything else → internal_error
-        return error_result(unexpected(None, exc))
+    except Exception as exc:  # noqa: BLE001 - mapped by as_error: storage trouble → 503-like, else internal_error
+        return error_result(as_error(exc))
 
 
 # ------------------------------------------------------------------ argument types

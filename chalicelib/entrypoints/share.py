@@ -28,7 +28,7 @@ from chalice import Blueprint, Response
 
 from chalicelib import config, errors
 from chalicelib.entrypoints.http import (
-    FORM_TYPE, compress, error_response, json_response, parse_form_or_json, unexpected,
+    FORM_TYPE, as_error, compress, handles_errors, json_response, parse_form_or_json,
     client_ip as http_client_ip, parse_cookies, refuse_cross_site,
 )
 from chalicelib.models import FeedbackSubmission, RequestModel
@@ -150,6 +150,9 @@ def _not_found_page() -> Response:
 
 
 def _error_page(error: errors.DocpubError) -> Response:
+    """The share surface's answer for any error (as_error maps exceptions to errors)."""
+    if isinstance(error, errors.NotFound):
+        return _not_found_page()
     body = f"<main class=\"center\"><h1>Something went wrong</h1><p>{html.escape(error.message)}</p></main>"
     return _page(body, "Error", error.status, CACHE_PRIVATE, dict(error.headers))
 
@@ -250,12 +253,8 @@ def _html_view(view):
         request = _request()
         try:
             response = view(*args, **kwargs)
-        except errors.NotFound:
-            response = _not_found_page()
-        except errors.DocpubError as exc:
-            response = _error_page(exc)
-        except Exception as exc:  # noqa: BLE001
-            response = _error_page(unexpected(bp, exc))
+        except Exception as exc:  # noqa: BLE001 - mapped by as_error, never a stack trace
+            response = _error_page(as_error(exc, bp))
         return compress(request, response)
 
     return wrapper
@@ -336,22 +335,29 @@ def share_unlock(share_id):
                              "Referrer-Policy": "no-referrer", "X-Robots-Tag": "noindex, nofollow"})
 
 
+def _private(view):
+    """Feedback answers (success or error) are private and never indexed."""
+    import functools
+
+    @functools.wraps(view)
+    def wrapper(*args, **kwargs):
+        response = view(*args, **kwargs)
+        response.headers.update({"Cache-Control": CACHE_PRIVATE, "X-Robots-Tag": "noindex, nofollow",
+                                 "X-Content-Type-Options": "nosniff"})
+        return response
+
+    return wrapper
+
+
 @bp.route("/d/{share_id}/feedback", methods=["POST"], content_types=FORM_TYPES)
+@_private
+@handles_errors(bp)
 def share_feedback(share_id):
     """JSON API: 201 {"feedback_id"} or the contract's error body."""
     request = _request()
-    try:
-        refuse_cross_site(request)
-        version = _version_param()
-        submission = parse_form_or_json(request, FeedbackSubmission)
-        created = registry.feedback().submit(share_id, submission, client_ip(),
-                                             _cookie(UNLOCK_COOKIE), version)
-        response = json_response(created, 201, {"Cache-Control": CACHE_PRIVATE})
-    except errors.DocpubError as exc:
-        response = error_response(exc)
-    except Exception as exc:  # noqa: BLE001
-        response = error_response(unexpected(bp, exc))
-    response.headers.update({"Cache-Control": CACHE_PRIVATE, "X-Robots-Tag": "noindex, nofollow",
-                             "X-Content-Type-Options": "nosniff"})
-    return compress(request, response)
+    refuse_cross_site(request)
+    version = _version_param()
+    submission = parse_form_or_json(request, FeedbackSubmission)
+    created = registry.feedback().submit(share_id, submission, client_ip(), _cookie(UNLOCK_COOKIE), version)
+    return json_response(created, 201)
 
