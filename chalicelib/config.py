@@ -58,6 +58,15 @@ def deployed() -> bool:
     return bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME"))
 
 
+def unlock_failure_budget() -> int:
+    """Failed unlocks per document across all addresses per window (then 429 for everyone)."""
+    return int(_get("DOCPUB_UNLOCK_FAILURE_BUDGET", "100"))
+
+
+def unlock_failure_window_seconds() -> int:
+    return int(_get("DOCPUB_UNLOCK_FAILURE_WINDOW", "3600"))
+
+
 def secret_key() -> str:
     """Signs share-unlock cookies, CSRF tokens and cursors. Deployed, it must be
     set: the local default is public, so anyone could forge cookies with it."""

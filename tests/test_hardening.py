@@ -444,3 +444,35 @@ def test_one_mapping_from_errors_to_answers():
     assert len(calls) == 1, calls  # as_error's own call
     assert status_writes == [], status_writes
     assert catch_alls == [], catch_alls
+
+
+def test_failed_unlocks_have_a_per_document_budget_across_all_addresses(client, owner, monkeypatch):
+    from chalicelib.services.context import default_context
+    from tests.sharing_helpers import unlock
+    from tests.test_dashboard import doc_id_from, set_plan, upload, workspace_id_of
+
+    monkeypatch.setenv("DOCPUB_UNLOCK_FAILURE_BUDGET", "5")
+    monkeypatch.setenv("DOCPUB_TRUST_CLOUDFRONT", "true")  # the viewer address header names the address
+    clock = default_context().clock
+    set_plan(workspace_id_of(owner), "pro")
+    document_id = doc_id_from(upload(owner, b"<p>secret plans</p>", title="Plans"))
+    assert owner.post(f"/dashboard/documents/{document_id}/passphrase",
+                      {"action": "set", "passphrase": "violet otter 42"}, csrf=owner.token()).status == 303
+    share = re.search(r"/d/([A-Za-z0-9_-]{16,64})", owner.get(f"/dashboard/documents/{document_id}").text).group(1)
+    page = owner.get(f"/dashboard/documents/{document_id}")
+    assert "0 wrong passphrases tried in the last 60 minutes" in page.text
+
+    def from_address(i):
+        return {"CloudFront-Viewer-Address": f"2001:db8:{i:x}::1:443"}  # a different /64 each time
+
+    for i in range(5):  # each address is far below its own limit of 10
+        assert unlock(client, share, f"wrong guess {i}", from_address(i)).status_code == 401
+    clock.advance(60)
+    refused = unlock(client, share, "violet otter 42", from_address(99))
+    assert refused.status_code == 429
+    assert 3540 - 5 <= int(refused.headers["Retry-After"]) <= 3540
+    assert "Too many wrong passphrases" in refused.body.decode()
+    page = owner.get(f"/dashboard/documents/{document_id}")
+    assert "5 wrong passphrases tried in the last 60 minutes" in page.text and "paused for everyone" in page.text
+    clock.advance(3541)
+    assert unlock(client, share, "violet otter 42", from_address(100)).status_code == 303

@@ -517,8 +517,15 @@ def upload(page: Page):
 def document_page(page: Page, document_id: str):
     document = _document(page, document_id)
     workspace = workspaces().get_workspace(page.workspace_id)
+    sharing = optional_service("sharing")
+    failed = None
+    if sharing is not None and document.passphrase_protected:
+        found = sharing.failed_unlocks(page.actor, document_id)
+        from chalicelib.services.context import rfc3339
+        failed = {"count": found.count, "exhausted": found.exhausted, "window_seconds": found.window_seconds,
+                  "last": rfc3339(found.last_ms) if found.last_ms else None}
     return render(page, "document.html", active="documents", document=document, workspace=workspace,
-                  sharing_available=optional_service("sharing") is not None)
+                  sharing_available=sharing is not None, failed_unlocks=failed)
 
 
 def _document(page: Page, document_id: str):

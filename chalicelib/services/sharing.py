@@ -25,6 +25,7 @@ from chalicelib.domain.ratelimit import take_slot
 from chalicelib.errors import (
     FeatureNotInPlan, NotFound, RateLimited, Unauthorized, ValidationFailed,
 )
+from chalicelib.services import ratelimits
 from chalicelib.services.context import Context, default_context
 
 MIN_PASSPHRASE = 8
@@ -119,6 +120,22 @@ def refuse_weak_passphrase(passphrase: str) -> None:
     reasons = [feedback.get("warning") or "It is too easy to guess."] + list(feedback.get("suggestions") or [])
     reason = " ".join(r.strip().rstrip(".") + "." for r in reasons if r and r.strip())
     raise ValidationFailed.field("passphrase", f"is too easy to guess: {reason}")
+
+
+def failure_scope(document_id: str) -> str:
+    return f"unlock-failures#{document_id}"
+
+
+@dataclass(frozen=True)
+class FailedUnlocks:
+    count: int
+    last_ms: Optional[int]
+    window_seconds: int
+    budget: int
+
+    @property
+    def exhausted(self) -> bool:
+        return self.count >= self.budget
 
 
 def share_path(share_id: str) -> str:
@@ -233,10 +250,24 @@ class ShareService:
         doc, _workspace, _ = self._resolve(share_id)
         if not doc.get("passphrase_hash"):
             return self._cookie(doc)  # nothing to unlock; the link is public
+        # Guessing from many addresses: a budget of failures per document for everyone.
+        budget = failure_scope(doc["document_id"])
+        ratelimits.check(self.ctx, budget, config.unlock_failure_budget(), config.unlock_failure_window_seconds(),
+                         "Too many wrong passphrases were tried for this document")
         self._consume_attempt("unlock", doc["document_id"], client_ip)
         if not self._verify(doc["passphrase_hash"], passphrase or ""):
+            ratelimits.record(self.ctx, budget, config.unlock_failure_budget(),
+                              config.unlock_failure_window_seconds(), "Too many wrong passphrases")
             raise WrongPassphrase("That passphrase is not right.")
         return self._cookie(doc)
+
+    def failed_unlocks(self, who, document_id: str) -> FailedUnlocks:
+        """For the owner: wrong passphrases tried on this document within the budget's window."""
+        doc = self._owned(who, document_id, allow_free=True)
+        window = config.unlock_failure_window_seconds()
+        times = ratelimits.recent(self.ctx, failure_scope(doc["document_id"]), window)
+        return FailedUnlocks(count=len(times), last_ms=times[-1] if times else None, window_seconds=window,
+                             budget=config.unlock_failure_budget())
 
     def _cookie(self, doc: dict) -> Unlocked:
         value = _serializer().dumps({"d": doc["document_id"], "e": doc.get("passphrase_epoch", 0),
