@@ -8,7 +8,7 @@ from chalicelib.entrypoints.http import (
     refuse_without_origin_secret,
 )
 from chalicelib.entrypoints import routing
-from chalicelib.entrypoints.share import bp as share_pages
+from chalicelib.entrypoints.share import bp as share_pages, separate_sites
 from chalicelib.entrypoints.mcp import bp as mcp_blueprint
 from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
 from chalicelib.models import (
@@ -31,6 +31,10 @@ def contract_errors(event, get_response):
     refused = refuse_without_origin_secret(event)
     if refused is not None:
         return refused
+    # With DOCPUB_CONTENT_URL: that origin serves document content only, and only it does.
+    elsewhere = separate_sites(event)
+    if elsewhere is not None:
+        return elsewhere
     # Chalice answers 405/415 itself, in its own shape; reshape to the contract's.
     return normalise_chalice_error(get_response(event))
 

@@ -29,6 +29,13 @@ def base_url() -> str:
     return _get("DOCPUB_BASE_URL", f"http://127.0.0.1:{port}").rstrip("/")
 
 
+def content_url() -> str:
+    """DOCPUB_CONTENT_URL: a separate origin (ideally another registrable domain)
+    that serves document content and nothing else; empty: content is served
+    sandboxed from the base URL."""
+    return _get("DOCPUB_CONTENT_URL", "").rstrip("/")
+
+
 def write_rate_limit() -> int:
     return int(_get("DOCPUB_WRITE_RATE_LIMIT", "60"))
 

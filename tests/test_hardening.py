@@ -476,3 +476,120 @@ def test_failed_unlocks_have_a_per_document_budget_across_all_addresses(client, 
     assert "5 wrong passphrases tried in the last 60 minutes" in page.text and "paused for everyone" in page.text
     clock.advance(3541)
     assert unlock(client, share, "violet otter 42", from_address(100)).status_code == 303
+
+
+# ------------------------------------------------------------------ 5. a separate content origin
+
+BASE = "https://docs.example"
+CONTENT = "https://content.example"
+
+
+@pytest.fixture
+def two_sites(client, monkeypatch):
+    from chalicelib.services import registry
+
+    monkeypatch.setenv("DOCPUB_BASE_URL", BASE)
+    monkeypatch.setenv("DOCPUB_CONTENT_URL", CONTENT)
+    _, created = registry.workspaces().create_workspace("Sites", "pro")
+    r = post_json(client, "/api/v1/publish", {"title": "Doc", "html": "<p id=x>hello</p>"}, created.api_key,
+                  headers={"Host": "docs.example"})
+    doc = json.loads(r.body)
+    doc["share_id"] = doc["share_url"].rsplit("/", 1)[1]
+    return created.api_key, doc
+
+
+def _get(client, path, host, **headers):
+    return client.http.get(path, headers={"Host": host, **headers})
+
+
+def _text(r) -> str:
+    return r.body.decode() if isinstance(r.body, bytes) else r.body
+
+
+def test_the_share_page_frames_content_from_the_content_origin(client, two_sites):
+    _, doc = two_sites
+    page = _get(client, f"/d/{doc['share_id']}", "docs.example")
+    assert page.status_code == 200
+    assert f'src="{CONTENT}/d/{doc["share_id"]}/v/{doc["version_id"]}"' in _text(page)
+    assert f"frame-src {CONTENT};" in page.headers["Content-Security-Policy"]
+    content = _get(client, f"/d/{doc['share_id']}/v/{doc['version_id']}", "content.example")
+    assert content.status_code == 200 and "<p id=x>hello</p>" in _text(content)
+    csp = content.headers["Content-Security-Policy"]
+    assert csp.startswith("sandbox ") and "allow-same-origin" not in csp and f"frame-ancestors {BASE}" in csp
+    assert "share_url" in doc and doc["share_url"].startswith(BASE + "/d/")
+
+
+def test_the_main_origin_no_longer_serves_content(client, two_sites):
+    _, doc = two_sites
+    path = f"/d/{doc['share_id']}/v/{doc['version_id']}"
+    r = _get(client, path, "docs.example")
+    assert r.status_code == 302 and r.headers["Location"] == CONTENT + path
+    assert "hello" not in _text(r)
+
+
+@pytest.mark.parametrize("method,path", [("GET", "/api/v1/health"), ("GET", "/api/v1/me"),
+                                         ("GET", "/api/v1/openapi.json"), ("POST", "/mcp"),
+                                         ("GET", "/dashboard/sign-in"), ("GET", "/dashboard/documents"),
+                                         ("GET", "/d/SHARE"), ("POST", "/d/SHARE/feedback"),
+                                         ("POST", "/d/SHARE/unlock")])
+def test_the_content_origin_serves_nothing_else(client, two_sites, method, path):
+    key, doc = two_sites
+    r = client.http.request(method, path.replace("SHARE", doc["share_id"]), body=b"{}",
+                            headers={"Host": "content.example", "X-Api-Key": key, "Content-Type": "application/json"})
+    assert r.status_code == 404, (path, r.status_code)
+    assert "Docpub" not in _text(r) or "serves shared documents only" in _text(r)
+
+
+def test_a_spoofed_site_header_does_not_choose_the_site_without_the_origin_secret(client, two_sites, monkeypatch):
+    key, _ = two_sites
+    monkeypatch.delenv("DOCPUB_ORIGIN_SECRET", raising=False)
+    r = client.http.get("/api/v1/me", headers={"Host": "content.example", "X-Docpub-Site": "main",
+                                               "X-Api-Key": key})
+    assert r.status_code == 404
+    monkeypatch.setenv("DOCPUB_ORIGIN_SECRET", "cf")
+    for site, status in (("main", 200), ("content", 404)):  # behind CloudFront the distribution names it
+        r = client.http.get("/api/v1/me", headers={"Host": "abc.execute-api.example", "X-Docpub-Site": site,
+                                                   "X-Docpub-Origin-Secret": "cf", "X-Api-Key": key})
+        assert r.status_code == status, site
+
+
+def test_protected_content_on_the_content_origin_needs_the_frames_grant(client, two_sites, monkeypatch):
+    from tests.dashboard_client import FAST_ARGON2
+    from tests.sharing_helpers import cookie_of, unlock
+
+    for name, value in FAST_ARGON2.items():
+        monkeypatch.setenv(name, value)
+    key, doc = two_sites
+    r = client.http.put(f"/api/v1/documents/{doc['document_id']}/passphrase",
+                        body=json.dumps({"passphrase": "violet otter 42"}),
+                        headers={"X-Api-Key": key, "Content-Type": "application/json", "Host": "docs.example"})
+    assert r.status_code == 204
+    path = f"/d/{doc['share_id']}/v/{doc['version_id']}"
+    assert _get(client, path, "content.example").status_code == 401
+    cookie = cookie_of(unlock(client, doc["share_id"], "violet otter 42", {"Host": "docs.example"}))
+    page = _text(_get(client, f"/d/{doc['share_id']}", "docs.example", Cookie=cookie))
+    src = re.search(r'<iframe[^>]* src="([^"]+)"', page).group(1).replace("&amp;", "&")
+    assert src.startswith(CONTENT + path + "?t=")
+    framed = _get(client, src[len(CONTENT):], "content.example")
+    assert framed.status_code == 200 and "hello" in _text(framed)
+    assert framed.headers["Cache-Control"] == "private, no-store"
+    forged = src[len(CONTENT):-3] + "xyz"
+    assert _get(client, forged, "content.example").status_code == 401
+    # A new passphrase withdraws every grant issued before.
+    client.http.put(f"/api/v1/documents/{doc['document_id']}/passphrase",
+                    body=json.dumps({"passphrase": "a brand new passphrase"}),
+                    headers={"X-Api-Key": key, "Content-Type": "application/json", "Host": "docs.example"})
+    assert _get(client, src[len(CONTENT):], "content.example").status_code == 401
+
+
+def test_without_a_content_origin_content_stays_on_the_base_url(client, monkeypatch):
+    from chalicelib.services import registry
+
+    monkeypatch.delenv("DOCPUB_CONTENT_URL", raising=False)
+    _, created = registry.workspaces().create_workspace("One", "free")
+    doc = json.loads(post_json(client, "/api/v1/publish", {"title": "D", "html": "<p>one</p>"}, created.api_key).body)
+    share = doc["share_url"].rsplit("/", 1)[1]
+    page = _text(client.http.get(f"/d/{share}"))
+    assert f'src="/d/{share}/v/{doc["version_id"]}"' in page
+    content = client.http.get(f"/d/{share}/v/{doc['version_id']}")
+    assert content.status_code == 200 and "frame-ancestors 'self'" in content.headers["Content-Security-Policy"]

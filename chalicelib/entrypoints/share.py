@@ -121,10 +121,69 @@ def _csp_hash(text: str) -> str:
 
 
 # Inline script and style are allowed by hash only (stable, so the page stays cacheable).
-PAGE_CSP = ("default-src 'none'; script-src " + _csp_hash(PAGE_SCRIPT) + "; style-src " + _csp_hash(PAGE_CSS)
-            + "; frame-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; img-src 'self' data:;"
-            " frame-ancestors 'none'")
-CONTENT_CSP = f"sandbox {SANDBOX}; frame-ancestors 'self'"
+def _page_csp() -> str:
+    frame_src = _origin(config.content_url()) or "'self'"
+    return ("default-src 'none'; script-src " + _csp_hash(PAGE_SCRIPT) + "; style-src " + _csp_hash(PAGE_CSS)
+            + f"; frame-src {frame_src}; connect-src 'self'; form-action 'self'; base-uri 'none'; "
+            "img-src 'self' data:; frame-ancestors 'none'")
+
+
+def _content_csp() -> str:
+    """Sandboxed (an opaque origin) wherever it is served; framed only by the share page."""
+    ancestors = _origin(config.base_url()) if config.content_url() else "'self'"
+    return f"sandbox {SANDBOX}; frame-ancestors {ancestors}"
+
+
+def _origin(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+# ------------------------------------------------------------------ two sites
+
+CONTENT_ROUTE = "/d/{share_id}/v/{version_id}"
+
+
+def site_of(request) -> str:
+    """"content" when the request came to DOCPUB_CONTENT_URL's origin, else "main".
+    Behind CloudFront each distribution names its site in the X-Docpub-Site origin
+    header (a viewer cannot set it: CloudFront overwrites it, and without the origin
+    secret the request is refused anyway); elsewhere the Host header decides."""
+    from urllib.parse import urlsplit
+
+    content = config.content_url()
+    if not content:
+        return "main"
+    named = (request.headers.get("x-docpub-site") or "").lower()
+    if named in ("content", "main") and config.origin_secret():
+        return named
+    host = (request.headers.get("host") or "").lower()
+    return "content" if host == urlsplit(content).netloc.lower() else "main"
+
+
+def separate_sites(request) -> Optional[Response]:
+    """With a content origin: it serves document content only (anything else is
+    404 there), and the main origin no longer serves content (it redirects an old
+    content URL to the content origin, where the same rules apply)."""
+    if not config.content_url() or request is None:
+        return None
+    route = (request.context or {}).get("resourcePath")
+    site = site_of(request)
+    if site == "content" and route != CONTENT_ROUTE:
+        return _page("<main class=\"center\"><h1>Not found</h1><p>This address serves shared documents "
+                     "only.</p></main>", "Not found", 404, CACHE_PAGE)
+    if site == "main" and route == CONTENT_ROUTE:
+        from urllib.parse import urlencode
+
+        query = urlencode(request.query_params or {})
+        location = config.content_url() + request.context.get("path", "") + (f"?{query}" if query else "")
+        return Response(body="", status_code=302, headers={"Location": location, "Cache-Control": CACHE_PRIVATE,
+                                                           "Referrer-Policy": "no-referrer"})
+    return None
 
 
 def _headers(csp: str, cache: str, extra: Optional[dict] = None) -> dict:
@@ -140,7 +199,7 @@ def _page(body_html: str, title: str, status: int = 200, cache: str = CACHE_PRIV
                 f"<meta name=\"robots\" content=\"noindex\"><title>{html.escape(title)}</title>"
                 f"<style>{PAGE_CSS}</style></head><body>{body_html}</body></html>")
     return Response(body=document, status_code=status,
-                    headers=_headers(PAGE_CSP, cache, {"X-Frame-Options": "DENY", **(extra_headers or {})}))
+                    headers=_headers(_page_csp(), cache, {"X-Frame-Options": "DENY", **(extra_headers or {})}))
 
 
 def _not_found_page() -> Response:
@@ -194,7 +253,9 @@ def _viewer_page(page: SharePage) -> Response:
         links.append(f"<a href=\"{base}\">latest</a>")
     meta = (f"Version {page.version_number} of {page.version_count}"
             + ("".join(f" &middot; {link}" for link in links)))
-    content_src = f"{base}/v/{html.escape(page.version_id)}"
+    content_src = f"{config.content_url()}{base}/v/{html.escape(page.version_id)}"
+    if config.content_url() and page.content_token:  # the content origin never sees the unlock cookie
+        content_src += f"?t={html.escape(page.content_token)}"
     feedback_action = f"{base}/feedback?v={page.version_number}"
     body = (
         f"<header class=\"bar\"><h1>{title}</h1><span class=\"meta\">{meta}</span></header>"
@@ -289,14 +350,15 @@ def _etag_matches(header: Optional[str], etag: str) -> bool:
 def share_content(share_id, version_id):
     sharing = registry.sharing()
     try:
-        ref = sharing.open_content(share_id, version_id, _cookie(UNLOCK_COOKIE))
+        ref = sharing.open_content(share_id, version_id, _cookie(UNLOCK_COOKIE),
+                                   (_request().query_params or {}).get("t"))
     except Locked:
         return Response(body="<!doctype html><meta charset=utf-8><title>Locked</title>"
                              "<p>This document is protected by a passphrase.</p>",
-                        status_code=401, headers=_headers(CONTENT_CSP, CACHE_PRIVATE))
+                        status_code=401, headers=_headers(_content_csp(), CACHE_PRIVATE))
     etag = _etag(ref.version_id)
     cache = CACHE_PRIVATE if ref.protected else CACHE_IMMUTABLE
-    headers = _headers(CONTENT_CSP, cache, {"ETag": etag})
+    headers = _headers(_content_csp(), cache, {"ETag": etag})
     if _etag_matches(_request().headers.get("if-none-match"), etag):
         return Response(body="", status_code=304, headers=headers)
     data = sharing.read_content(ref) + SELECTION_SCRIPT.encode("utf-8")

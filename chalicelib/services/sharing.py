@@ -84,6 +84,9 @@ class SharePage:
     version_count: Optional[int] = None
     latest: bool = True
     branding: Optional[Branding] = None
+    # For a protected document served from a separate content origin (which never
+    # sees the unlock cookie): a short-lived grant the frame's URL carries.
+    content_token: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -148,10 +151,15 @@ def _hasher():
     return PasswordHasher()  # argon2id, RFC 9106 low-memory profile (t=3, m=64 MiB, p=4)
 
 
-def _serializer():
+UNLOCK_SALT = "docpub-share-unlock"
+CONTENT_SALT = "docpub-share-content"
+CONTENT_TOKEN_SECONDS = 3600
+
+
+def _serializer(salt: str = UNLOCK_SALT):
     from itsdangerous import URLSafeSerializer
 
-    return URLSafeSerializer(config.secret_key(), salt="docpub-share-unlock")
+    return URLSafeSerializer(config.secret_key(), salt=salt)
 
 
 def viewer_scope(kind: str, document_id: str, client_ip: str) -> str:
@@ -201,16 +209,19 @@ class ShareService:
             share_id=share_id, locked=False, protected=access.protected, title=access.doc["title"],
             version_id=access.version_id, version_number=access.version_number,
             version_count=access.doc["version_count"], latest=version_number is None,
-            branding=Branding(ws.get("plan", "free"), ws.get("brand_name"), ws.get("brand_tagline")))
+            branding=Branding(ws.get("plan", "free"), ws.get("brand_name"), ws.get("brand_tagline")),
+            content_token=self._grant(access.doc, CONTENT_SALT) if access.protected else None)
 
-    def open_content(self, share_id: str, version_id: str, unlock_cookie: Optional[str] = None) -> ContentRef:
+    def open_content(self, share_id: str, version_id: str, unlock_cookie: Optional[str] = None,
+                     content_token: Optional[str] = None) -> ContentRef:
         """Check (DynamoDB only) that this viewer may read `version_id` of the link's
         document; the entrypoint can answer a conditional GET from this alone."""
         if not version_id or not _VERSION_ID.match(version_id):
             raise NotFound("No such version.")
         doc, _workspace, _ = self._resolve(share_id)
         protected = bool(doc.get("passphrase_hash"))
-        if protected and not self.cookie_unlocks(doc, unlock_cookie):
+        if protected and not (self.cookie_unlocks(doc, unlock_cookie) or self._grant_valid(
+                doc, content_token, CONTENT_SALT, CONTENT_TOKEN_SECONDS)):
             raise Locked("This document is protected by a passphrase.")
         return ContentRef(doc, version_id, protected)
 
@@ -228,12 +239,20 @@ class ShareService:
     # ---------------------------------------------------------------- unlock
 
     def cookie_unlocks(self, doc: dict, cookie: Optional[str]) -> bool:
-        if not cookie:
+        return self._grant_valid(doc, cookie, UNLOCK_SALT, UNLOCK_MAX_AGE_SECONDS)
+
+    def _grant(self, doc: dict, salt: str) -> str:
+        """A signed grant for this document and passphrase epoch, issued now."""
+        return _serializer(salt).dumps({"d": doc["document_id"], "e": doc.get("passphrase_epoch", 0),
+                                        "t": self.ctx.now_ms() // 1000})
+
+    def _grant_valid(self, doc: dict, value: Optional[str], salt: str, max_age: int) -> bool:
+        if not value:
             return False
         from itsdangerous import BadSignature
 
         try:
-            data = _serializer().loads(cookie)
+            data = _serializer(salt).loads(value)
         except BadSignature:
             return False
         if not isinstance(data, dict):
@@ -242,7 +261,7 @@ class ShareService:
         return (data.get("d") == doc["document_id"]
                 and data.get("e") == doc.get("passphrase_epoch", 0)
                 and isinstance(issued, int)
-                and 0 <= self.ctx.now_ms() // 1000 - issued < UNLOCK_MAX_AGE_SECONDS)
+                and 0 <= self.ctx.now_ms() // 1000 - issued < max_age)
 
     def unlock(self, share_id: str, passphrase: str, client_ip: str) -> Unlocked:
         """Right passphrase → a cookie for this document only; wrong → WrongPassphrase;
@@ -270,8 +289,7 @@ class ShareService:
                              budget=config.unlock_failure_budget())
 
     def _cookie(self, doc: dict) -> Unlocked:
-        value = _serializer().dumps({"d": doc["document_id"], "e": doc.get("passphrase_epoch", 0),
-                                     "t": self.ctx.now_ms() // 1000})
+        value = self._grant(doc, UNLOCK_SALT)
         return Unlocked(UNLOCK_COOKIE, value, UNLOCK_MAX_AGE_SECONDS, share_path(doc["share_id"]))
 
     @staticmethod
