@@ -96,7 +96,7 @@ def count_aws_calls():
     through the app's cached boto3 clients, with botocore `before-call` hooks.
     Also times the send phase (`before-send` first to last handler), which under
     in-process moto is the emulated service's own work."""
-    from chalicelib.adapters import aws
+    from chalicelib.adapters.aws import clients as aws
 
     log = CallLog()
     clients = [aws.dynamodb(), aws.s3()]
@@ -222,7 +222,7 @@ def use_endpoint(endpoint: str) -> None:
     the signature, a cost Lambda never pays. Disable that here, explicitly."""
     from botocore.config import Config
 
-    from chalicelib.adapters import aws
+    from chalicelib.adapters.aws import clients as aws
 
     os.environ["AWS_ENDPOINT_URL"] = endpoint
     base = aws._botocore_config()

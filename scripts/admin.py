@@ -98,6 +98,8 @@ def _reachable(url: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.aws:
+        os.environ["DOCPUB_STORAGE"] = "aws"
     context = contextlib.nullcontext() if args.aws else local_storage()
     with context:
         result = run(args)

@@ -29,6 +29,7 @@ def prepare_environment(data_dir: str) -> None:
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     os.environ.setdefault("AWS_REGION", os.environ["AWS_DEFAULT_REGION"])
     os.environ["DOCPUB_DATA_DIR"] = data_dir
+    os.environ["DOCPUB_STORAGE"] = "aws"  # this stack serves DynamoDB/S3 from moto's server
 
 
 def serialize_emulated_dynamodb() -> None:
@@ -161,7 +162,7 @@ def _write_key(path: Path, key: str) -> None:
 
 def boot_storage(data_dir: Path):
     """Start the emulator, create tables and bucket, restore the snapshot."""
-    from chalicelib.adapters.schema import ensure_storage
+    from chalicelib.adapters.aws.schema import ensure_storage
     from scripts.snapshot import Snapshotter
 
     server = start_emulator()

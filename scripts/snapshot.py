@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from chalicelib import config
-from chalicelib.adapters import aws
+from chalicelib.adapters.aws import clients as aws
 
 
 class Snapshotter:

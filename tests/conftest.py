@@ -9,6 +9,7 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ.setdefault("AWS_REGION", "us-east-1")
 os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ.pop("AWS_PROFILE", None)
+os.environ["DOCPUB_STORAGE"] = "aws"
 
 import moto  # noqa: E402  (must come before any boto3 client is created)
 import pytest  # noqa: E402
@@ -30,7 +31,7 @@ def _aws():
 @pytest.fixture
 def aws(_aws):
     """A fresh, empty emulated account per test (session-wide mock, reset per test)."""
-    from chalicelib.adapters.schema import ensure_storage
+    from chalicelib.adapters.aws.schema import ensure_storage
     from chalicelib.services import registry
 
     _aws.reset()

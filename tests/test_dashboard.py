@@ -141,7 +141,7 @@ def test_sign_up_creates_free_workspace_with_owner_and_session_cookie(client, ap
     assert registry.workspaces().list_keys(ws.id) == []  # with_key=False
     # Only the hash of the session id is stored.
     session_id = dash.cookies["docpub_session"]
-    from chalicelib.adapters.dynamodb import Table
+    from chalicelib.adapters.aws.table import Table
 
     raw = Table().get({"PK": f"SESSION#{session_id}", "SK": "SESSION"})
     assert raw is None

@@ -140,7 +140,7 @@ def test_limit_is_per_client_ip(ctx, client, workspace):
     assert service.submit(doc["share_id"], note, "198.51.100.2", None).feedback_id
     # The IP is kept only as a keyed hash in the rate log's key.
     scan = ctx.rates.table
-    from chalicelib.adapters import aws
+    from chalicelib.adapters.aws import clients as aws
 
     items = aws.dynamodb().scan(TableName=scan.name)["Items"]
     assert not any("198.51.100" in json.dumps(i) for i in items)
@@ -282,7 +282,7 @@ def test_resolve_errors(client, workspace):
 
 def test_concurrent_resolves_do_not_drift(ctx, client, workspace):
     """Two resolvers that both read `open`: only one transaction can move the count."""
-    from chalicelib.adapters.dynamodb import FeedbackGone
+    from chalicelib.ports import FeedbackGone
 
     _, key = workspace
     doc = publish(client, key)
@@ -295,7 +295,7 @@ def test_concurrent_resolves_do_not_drift(ctx, client, workspace):
 
 
 def test_deleting_a_document_deletes_its_feedback(ctx, client, workspace):
-    from chalicelib.adapters import aws
+    from chalicelib.adapters.aws import clients as aws
 
     _, key = workspace
     doc = publish(client, key)

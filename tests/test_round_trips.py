@@ -55,7 +55,7 @@ def test_share_view_of_unprotected_document(measured):
 
 def test_counter_sees_every_call(client, workspace):
     """The hook counts real calls (guards against a counter that always says 0)."""
-    from chalicelib.adapters import aws
+    from chalicelib.adapters.aws import clients as aws
 
     with count_aws_calls() as log:
         aws.dynamodb().list_tables()

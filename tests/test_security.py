@@ -135,10 +135,10 @@ def test_passphrases_and_unlock_sessions_never_reach_the_logs(client, services, 
 
 
 def test_keys_are_stored_hashed_only(services):
-    from chalicelib.adapters.dynamodb import Table
+    from chalicelib.adapters.aws.table import Table
 
     _, created = services.workspaces.create_workspace("Hashed", "free")
-    from chalicelib.adapters import aws
+    from chalicelib.adapters.aws import clients as aws
     from chalicelib import config
 
     items = aws.dynamodb().scan(TableName=config.table_name())["Items"]

@@ -351,6 +351,11 @@ def _unexpected(app, exc: BaseException) -> errors.DocpubError:
     # local server) or stale, and two failures must never share an id.
     rid = str(uuid.uuid4())
     context = {"request_id": rid, "aws_request_id": lambda_request_id(app)}
+    from chalicelib.ports import StorageUnavailable
+
+    if isinstance(exc, StorageUnavailable):
+        log.warning("storage busy", extra={**context, "error_code": exc.code})
+        return errors.ServiceUnavailable()
     from botocore.exceptions import BotoCoreError, ClientError
 
     if isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") in _THROTTLE_CODES:
