@@ -593,3 +593,98 @@ def test_without_a_content_origin_content_stays_on_the_base_url(client, monkeypa
     assert f'src="/d/{share}/v/{doc["version_id"]}"' in page
     content = client.http.get(f"/d/{share}/v/{doc['version_id']}")
     assert content.status_code == 200 and "frame-ancestors 'self'" in content.headers["Content-Security-Policy"]
+
+
+# ------------------------------------------------------------------ 2. truthful outcomes
+
+@pytest.fixture
+def faults(monkeypatch):
+    from botocore.retries import standard
+
+    from tests.faults import Faults
+
+    monkeypatch.setattr(standard.ExponentialBackoff, "delay_amount", lambda self, context: 0)
+    injected = Faults()
+    yield injected
+    injected.clear()
+
+
+@pytest.fixture
+def fault_key(services):
+    return services.workspaces.create_workspace("Faulty", "pro")[1].api_key
+
+
+def test_a_commit_whose_answer_was_lost_and_whose_retry_failed_its_conditions_is_reported_truthfully(
+        client, fault_key, faults, ctx, clock):
+    """The transaction commits, its answer is lost (a 500), botocore retries, and
+    the retry fails its own conditions (moto, like DynamoDB after the token's
+    10 minutes, does not recognise the retry). Before: the edit re-read, found its
+    own version, deleted that version's HTML and answered 422 or a duplicate."""
+    from tests.test_faults import HTML, call, every_version_readable, html_of, objects, publish
+
+    doc = publish(client, fault_key).json
+    lost = faults.commit_then_fail()
+    r = call(client, "POST", f"/api/v1/documents/{doc['document_id']}/edit", fault_key,
+             {"edits": [{"old_string": "Draft", "new_string": "Final"}]})
+    assert lost.injected == 1 and lost.calls == 2  # the retry happened and met the commit
+    assert r.status_code == 200, r.body
+    assert r.json["version_number"] == 2
+    faults.clear()
+    assert every_version_readable(client, fault_key, doc["document_id"]) == [1, 2]
+    assert html_of(client, fault_key, doc["document_id"]) == HTML.replace("Draft", "Final")
+    assert len(objects()) == 2
+
+    # The same for a publish that creates a document, and one that appends a version.
+    faults.commit_then_fail()
+    created = publish(client, fault_key, title="Second")
+    assert created.status_code == 200, created.body
+    faults.clear()
+    assert html_of(client, fault_key, created.json["document_id"]) == HTML
+    faults.commit_then_fail()
+    appended = publish(client, fault_key, document_id=doc["document_id"], html="<p>v3</p>")
+    assert appended.status_code == 200 and appended.json["version_number"] == 3, appended.body
+    faults.clear()
+    assert every_version_readable(client, fault_key, doc["document_id"]) == [1, 2, 3]
+
+    # And the sweep, long after, finds every object referenced: nothing to delete.
+    from chalicelib.services.maintenance import GRACE_SECONDS, sweep_orphans
+    import time as _time
+
+    clock.now = _time.time() + GRACE_SECONDS * 2
+    assert sweep_orphans(ctx)["deleted"] == 0
+    assert every_version_readable(client, fault_key, doc["document_id"]) == [1, 2, 3]
+
+
+def test_a_timeout_that_hid_a_commit_is_answered_with_the_commit(client, fault_key, faults):
+    from tests.test_faults import HTML, call, every_version_readable, html_of, publish
+
+    doc = publish(client, fault_key).json
+    faults.timeout_after_success("dynamodb", "TransactWriteItems")
+    r = call(client, "POST", f"/api/v1/documents/{doc['document_id']}/edit", fault_key,
+             {"edits": [{"old_string": "Draft", "new_string": "Final"}]})
+    assert r.status_code == 200, r.body
+    assert every_version_readable(client, fault_key, doc["document_id"]) == [1, 2]
+    assert html_of(client, fault_key, doc["document_id"]) == HTML.replace("Draft", "Final")
+
+
+def test_a_version_whose_html_is_missing_is_a_clear_error_not_a_503(client, fault_key):
+    from tests.test_faults import call, objects, publish
+    from chalicelib.adapters.aws import clients as aws
+    from chalicelib import config
+
+    doc = publish(client, fault_key).json
+    [key] = objects()
+    aws.s3().delete_object(Bucket=config.bucket_name(), Key=key)
+    r = call(client, "GET", f"/api/v1/documents/{doc['document_id']}?include_html=true", fault_key)
+    assert r.status_code == 500, r.body
+    error = r.json["error"]
+    assert error["code"] == "internal_error" and "Retry-After" not in r.headers
+    assert "missing" in error["message"] and error["details"]["version_id"] == doc["version_id"]
+    assert error["details"]["request_id"]
+    r = call(client, "POST", f"/api/v1/documents/{doc['document_id']}/edit", fault_key,
+             {"edits": [{"old_string": "Draft", "new_string": "Final"}]})
+    assert r.status_code == 500 and "missing" in r.json["error"]["message"]
+    # Publishing a new version repairs the document.
+    fixed = publish(client, fault_key, document_id=doc["document_id"])
+    assert fixed.status_code == 200
+    assert call(client, "GET", f"/api/v1/documents/{doc['document_id']}?include_html=true", fault_key).status_code == 200

@@ -17,7 +17,7 @@ from typing import Optional, Union
 
 from chalicelib import config
 from chalicelib.ports import (
-    BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
+    BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
     definitely_not_applied, document_prefix, version_key,
 )
 from chalicelib.domain import plans
@@ -26,6 +26,7 @@ from chalicelib.domain.limits import checked_size, encoded_html
 from chalicelib.domain.ratelimit import SlotDecision, current_headers, take_slot
 from chalicelib.errors import (
     DocpubError, InvalidApiKey, NotFound, PlanLimitReached, ValidationFailed, VersionConflict,
+    VersionContentMissing,
 )
 from chalicelib.models import (
     DocumentDetail, DocumentList, DocumentSummary, EditRequest, EditResponse, EditSummary,
@@ -381,7 +382,13 @@ class DocumentService:
         return self._read_bytes(doc, version_id).decode("utf-8")
 
     def _read_bytes(self, doc: dict, version_id: str) -> bytes:
-        return self.ctx.blobs.get_html(version_key(doc["workspace_id"], doc["document_id"], version_id))
+        try:
+            return self.ctx.blobs.get_html(version_key(doc["workspace_id"], doc["document_id"], version_id))
+        except BlobNotFound:
+            error = VersionContentMissing(version_id)
+            log.error("version content missing", extra={"document_id": doc["document_id"], "version_id": version_id,
+                                                         "request_id": error.details["request_id"]})
+            raise error from None
 
     # ---------------------------------------------------------------- reads
 
