@@ -77,7 +77,7 @@ def unlock_failure_window_seconds() -> int:
 def secret_key() -> str:
     """Signs share-unlock cookies, CSRF tokens and cursors. Deployed, it must be
     set: the local default is public, so anyone could forge cookies with it."""
-    value = os.environ.get("DOCPUB_SECRET_KEY", "")
+    value = _get("DOCPUB_SECRET_KEY", "")
     if value and not hmac.compare_digest(value.encode(), LOCAL_SECRET_KEY.encode()):
         return value
     if deployed():
