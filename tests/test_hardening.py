@@ -688,3 +688,17 @@ def test_a_version_whose_html_is_missing_is_a_clear_error_not_a_503(client, faul
     fixed = publish(client, fault_key, document_id=doc["document_id"])
     assert fixed.status_code == 200
     assert call(client, "GET", f"/api/v1/documents/{doc['document_id']}?include_html=true", fault_key).status_code == 200
+
+
+def test_weak_passphrases_are_refused_with_the_reason_on_mcp(client, pro_doc):
+    key, doc = pro_doc
+    result = _mcp_call(client, key, "set_passphrase", {"document_id": doc["document_id"], "passphrase": "password1"})
+    assert result["isError"] is True
+    text = result["content"][0]["text"]
+    assert text.startswith("validation_error: passphrase: is too easy to guess:") and "very common password" in text
+    result = _mcp_call(client, key, "set_passphrase", {"document_id": doc["document_id"],
+                                                       "passphrase": "violet otter 42"})
+    assert not result.get("isError"), result
+    assert result["structuredContent"]["passphrase_protected"] is True
+    result = _mcp_call(client, key, "set_passphrase", {"document_id": doc["document_id"], "passphrase": None})
+    assert result["structuredContent"]["passphrase_protected"] is False
