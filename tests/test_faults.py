@@ -16,6 +16,8 @@ from chalicelib.adapters.aws import clients as aws
 from chalicelib.models import ErrorBody
 from tests.faults import Faults
 
+pytestmark = pytest.mark.aws  # botocore faults: the DynamoDB + S3 adapter
+
 HTML = "<h1>Report</h1><p>Draft</p>"
 
 
