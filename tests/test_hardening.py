@@ -614,6 +614,7 @@ def fault_key(services):
     return services.workspaces.create_workspace("Faulty", "pro")[1].api_key
 
 
+@pytest.mark.aws  # botocore faults: the DynamoDB adapter (SQLite commits are local and atomic)
 def test_a_commit_whose_answer_was_lost_and_whose_retry_failed_its_conditions_is_reported_truthfully(
         client, fault_key, faults, ctx, clock):
     """The transaction commits, its answer is lost (a 500), botocore retries, and
@@ -655,6 +656,7 @@ def test_a_commit_whose_answer_was_lost_and_whose_retry_failed_its_conditions_is
     assert every_version_readable(client, fault_key, doc["document_id"]) == [1, 2, 3]
 
 
+@pytest.mark.aws
 def test_a_timeout_that_hid_a_commit_is_answered_with_the_commit(client, fault_key, faults):
     from tests.test_faults import HTML, call, every_version_readable, html_of, publish
 
@@ -667,14 +669,13 @@ def test_a_timeout_that_hid_a_commit_is_answered_with_the_commit(client, fault_k
     assert html_of(client, fault_key, doc["document_id"]) == HTML.replace("Draft", "Final")
 
 
-def test_a_version_whose_html_is_missing_is_a_clear_error_not_a_503(client, fault_key):
-    from tests.test_faults import call, objects, publish
-    from chalicelib.adapters.aws import clients as aws
-    from chalicelib import config
+@pytest.mark.parametrize("storage", ["sqlite", "aws"], indirect=True)
+def test_a_version_whose_html_is_missing_is_a_clear_error_not_a_503(client, fault_key, ctx):
+    from tests.test_faults import call, publish
 
     doc = publish(client, fault_key).json
-    [key] = objects()
-    aws.s3().delete_object(Bucket=config.bucket_name(), Key=key)
+    [(key, _)] = list(ctx.blobs.list_keys("documents/"))
+    ctx.blobs.delete(key)
     r = call(client, "GET", f"/api/v1/documents/{doc['document_id']}?include_html=true", fault_key)
     assert r.status_code == 500, r.body
     error = r.json["error"]
