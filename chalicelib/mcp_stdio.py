@@ -90,9 +90,9 @@ def build_proxy(remote: Remote):
         except Exception as exc:  # noqa: BLE001 - a failed forward is a failed tool call
             return CallToolResult(is_error=True, content=[TextContent(type="text", text=remote.explain(exc))])
 
-    from chalicelib.mcp_instructions import INSTRUCTIONS
+    from chalicelib.mcp_instructions import instructions
 
-    return Server("docpub", title="Docpub", version="1", instructions=INSTRUCTIONS, lifespan=lifespan,
+    return Server("docpub", title="Docpub", version="1", instructions=instructions(), lifespan=lifespan,
                   on_list_tools=list_tools, on_call_tool=call_tool)
 
 

@@ -15,6 +15,7 @@ from chalice import Response
 from pydantic import BaseModel, ValidationError
 
 from chalicelib import errors
+from chalicelib.domain import limits
 from chalicelib.models import MAX_HTML_BYTES
 
 log = logging.getLogger("docpub")
@@ -149,7 +150,7 @@ def check_body_size(request) -> None:
     if size > MAX_REQUEST_BYTES:
         raise errors.DocumentTooLarge(
             f"The request body is {size:,} bytes, more than any valid request ({MAX_REQUEST_BYTES:,}); "
-            f"it was not read. The HTML limit is {MAX_HTML_BYTES:,} bytes (4 MiB): host images at a URL "
+            f"it was not read. The HTML limit is {limits.html_size_text()}: host images at a URL "
             "instead of inlining them.",
             {"limit_bytes": MAX_HTML_BYTES, "size_bytes": size})
 
