@@ -703,3 +703,24 @@ def test_weak_passphrases_are_refused_with_the_reason_on_mcp(client, pro_doc):
     assert result["structuredContent"]["passphrase_protected"] is True
     result = _mcp_call(client, key, "set_passphrase", {"document_id": doc["document_id"], "passphrase": None})
     assert result["structuredContent"]["passphrase_protected"] is False
+
+
+def test_behind_api_gateway_the_redirect_to_the_content_origin_has_no_stage_prefix(two_sites, monkeypatch):
+    """API Gateway's requestContext.path carries the stage (`/api/d/…`); CloudFront's
+    public paths do not. The redirect is built from the route's parameters."""
+    from app import app
+    from tests.test_infra import _LambdaContext, proxy_event
+
+    monkeypatch.setenv("DOCPUB_ORIGIN_SECRET", "cf")
+    _, doc = two_sites
+    event = proxy_event("GET", "/d/{share_id}/v/{version_id}",
+                        {"X-Docpub-Origin-Secret": "cf", "X-Docpub-Site": "main", "Host": "abc.execute-api.example"},
+                        None)
+    event["pathParameters"] = {"share_id": doc["share_id"], "version_id": doc["version_id"]}
+    event["requestContext"]["path"] = f"/api/d/{doc['share_id']}/v/{doc['version_id']}"
+    answer = app(event, _LambdaContext())
+    assert answer["statusCode"] == 302, answer
+    assert answer["headers"]["Location"] == f"{CONTENT}/d/{doc['share_id']}/v/{doc['version_id']}"
+    event["headers"]["X-Docpub-Site"] = "content"
+    event["multiValueHeaders"] = {k: [v] for k, v in event["headers"].items()}
+    assert app(event, _LambdaContext())["statusCode"] == 200

@@ -179,8 +179,12 @@ def separate_sites(request) -> Optional[Response]:
     if site == "main" and route == CONTENT_ROUTE:
         from urllib.parse import urlencode
 
+        # From the route's parameters, not requestContext.path (behind API Gateway
+        # that carries the stage prefix, which the public address does not have).
+        params = request.uri_params or {}
         query = urlencode(request.query_params or {})
-        location = config.content_url() + request.context.get("path", "") + (f"?{query}" if query else "")
+        location = (f"{config.content_url()}/d/{params.get('share_id', '')}/v/{params.get('version_id', '')}"
+                    + (f"?{query}" if query else ""))
         return Response(body="", status_code=302, headers={"Location": location, "Cache-Control": CACHE_PRIVATE,
                                                            "Referrer-Policy": "no-referrer"})
     return None
