@@ -1,4 +1,4 @@
-"""Plans and what they entitle a workspace to (API-CONTRACT.md section 4)."""
+"""Plans and what they entitle a workspace to (docs/contract.md, Limits and plans)."""
 from __future__ import annotations
 
 from chalicelib.domain import limits

@@ -79,10 +79,10 @@ _HINTS = {
 }
 
 
-def error_result(error: errors.DocpubError) -> CallToolResult:
+def error_result(error: errors.DocpubError, hint: bool = True) -> CallToolResult:
     """`isError: true` with text `<code>: <message> (<hint>) <details as JSON>`."""
     text = f"{error.code}: {error.message}"
-    if error.code in _HINTS:
+    if hint and error.code in _HINTS:
         text += f" ({_HINTS[error.code]})"
     if error.details:
         text += " " + json.dumps(error.details, ensure_ascii=False, separators=(",", ":"))
@@ -339,8 +339,9 @@ class DocpubMCP(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
         tool = self._tool_manager.get_tool(name)
         if tool is None:
+            # The ids hint of not_found would mislead here: the tool name is what is wrong.
             return error_result(errors.NotFound(f"There is no tool named {name!r}; the tools are "
-                                                + ", ".join(TOOLS) + "."))
+                                                + ", ".join(TOOLS) + "."), hint=False)
         unknown = sorted(set(arguments) - set(tool.parameters.get("properties", {})))
         if unknown:
             return error_result(errors.ValidationFailed(

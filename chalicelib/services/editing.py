@@ -42,10 +42,7 @@ def publish_request(**fields) -> PublishRequest:
     try:
         return PublishRequest.model_validate({k: v for k, v in fields.items() if v is not None})
     except ValidationError as exc:
-        details = [{"field": ".".join(str(p) for p in e["loc"]) or "body",
-                    "message": "is required" if e["type"] == "missing" else e["msg"]}
-                   for e in exc.errors(include_url=False, include_input=False)]
-        raise ValidationFailed(f"{details[0]['field']}: {details[0]['message']}", {"fields": details}) from None
+        raise ValidationFailed.from_pydantic(exc.errors(include_url=False, include_input=False)) from None
 
 
 def require_feature(ctx: Context, workspace_id: str, feature: str) -> None:
