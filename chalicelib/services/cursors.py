@@ -3,7 +3,7 @@ to the workspace and the listing it came from.
 
 A cursor the service did not issue (crafted, truncated, or issued to another
 workspace or listing) is refused as 422 `validation_error` before storage ever
-sees it, whatever the adapter's own cursor format (API-CONTRACT.md section 4).
+sees it, whatever the adapter's own cursor format.
 """
 from __future__ import annotations
 
