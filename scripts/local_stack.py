@@ -182,6 +182,10 @@ def main() -> int:
     prepare_environment(str(data_dir))
     os.environ["PORT"] = str(args.port)
     os.environ.setdefault("DOCPUB_BASE_URL", f"http://127.0.0.1:{args.port}")
+    # Document content on a second site (localhost vs 127.0.0.1), so the browser
+    # separates it from the dashboard and API as a deployment would (issue 15).
+    # Set DOCPUB_CONTENT_URL= (empty) to serve content from the base URL instead.
+    os.environ.setdefault("DOCPUB_CONTENT_URL", f"http://localhost:{args.port}")
     if not os.environ.get("DOCPUB_SECRET_KEY"):
         os.environ["DOCPUB_SECRET_KEY"] = _local_secret(data_dir)
 
@@ -197,6 +201,8 @@ def main() -> int:
     base = os.environ["DOCPUB_BASE_URL"]
     print(f"Docpub is running on {base}  (data in {data_dir})", flush=True)
     print(f"  API: {base}/api/v1   MCP: {base}/mcp   Dashboard: {base}/dashboard", flush=True)
+    if os.environ.get("DOCPUB_CONTENT_URL"):
+        print(f"  Document content: {os.environ['DOCPUB_CONTENT_URL']} (a separate site)", flush=True)
     if generated:
         print(f"  Dev workspace API key (saved to {data_dir / 'dev-api-key'}): {key}", flush=True)
     else:

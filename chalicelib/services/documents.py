@@ -16,19 +16,21 @@ from typing import Optional, Union
 
 from chalicelib import config
 from chalicelib.ports import (
-    BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
+    BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
     definitely_not_applied, document_prefix, version_key,
 )
 from chalicelib.domain import limits, plans
 from chalicelib.domain.edits import apply_edits_utf8
 from chalicelib.domain.limits import checked_size, encoded_html
 from chalicelib.domain.ratelimit import SlotDecision, current_headers, decide
-from chalicelib.errors import DocpubError, NotFound, PlanLimitReached, ValidationFailed, VersionConflict
+from chalicelib.errors import (
+    DocpubError, NotFound, PlanLimitReached, ValidationFailed, VersionConflict, VersionContentMissing,
+)
 from chalicelib.models import (
     DocumentDetail, DocumentList, DocumentSummary, EditRequest, EditResponse, EditSummary,
     PublishRequest, PublishResponse, UpdateDocumentRequest, VersionInfo,
 )
-from chalicelib.services import access, ratelimits
+from chalicelib.services import access, cursors, ratelimits
 from chalicelib.services.views import ViewService
 from chalicelib.services.access import (  # noqa: F401  (also imported from here by the dashboard)
     Actor, Who, canonical_document_id, document_not_found, well_formed_id,
@@ -327,7 +329,13 @@ class DocumentService:
         return self._read_bytes(doc, version_id).decode("utf-8")
 
     def _read_bytes(self, doc: dict, version_id: str) -> bytes:
-        return self.ctx.blobs.get_html(version_key(doc["workspace_id"], doc["document_id"], version_id))
+        try:
+            return self.ctx.blobs.get_html(version_key(doc["workspace_id"], doc["document_id"], version_id))
+        except BlobNotFound:
+            error = VersionContentMissing(version_id)
+            log.error("version content missing", extra={"document_id": doc["document_id"], "version_id": version_id,
+                                                         "request_id": error.details["request_id"]})
+            raise error from None
 
     # ---------------------------------------------------------------- reads
 
@@ -360,14 +368,16 @@ class DocumentService:
         actor = access.actor(self.ctx, who)
         if query is not None and query.strip():
             return self._find(actor, query.strip(), limit, cursor)
+        raw = cursors.unseal(actor.workspace_id, "documents", cursor)
         try:
-            items, next_cursor = self.ctx.documents.list_page(actor.workspace_id, limit, cursor)
+            items, next_cursor = self.ctx.documents.list_page(actor.workspace_id, limit, raw)
         except BadCursor as exc:
-            raise ValidationFailed.field("cursor", "is not a cursor this service returned") from exc
-        return DocumentList(documents=[summary_model(i) for i in items], next_cursor=next_cursor)
+            raise ValidationFailed.field("cursor", cursors.MESSAGE) from exc
+        return DocumentList(documents=[summary_model(i) for i in items],
+                            next_cursor=cursors.seal(actor.workspace_id, "documents", next_cursor))
 
     def _find(self, actor: Actor, query: str, limit: int, cursor: Optional[str]) -> DocumentList:
-        offset = _decode_offset(cursor)
+        offset = _decode_offset(cursors.unseal(actor.workspace_id, "find", cursor))
         needle = query.casefold()
         ranked = []
         for position, item in enumerate(self.ctx.documents.list_all(actor.workspace_id)):
@@ -388,7 +398,8 @@ class DocumentService:
         page = ranked[offset:offset + limit]
         more = offset + limit < len(ranked)
         return DocumentList(documents=[summary_model(i) for _, _, i in page],
-                            next_cursor=_encode_offset(offset + limit) if more else None)
+                            next_cursor=cursors.seal(actor.workspace_id, "find",
+                                                     _encode_offset(offset + limit) if more else None))
 
     # ---------------------------------------------------------------- update / delete
 
@@ -433,9 +444,9 @@ def _decode_offset(cursor: Optional[str]) -> int:
         return 0
     try:
         data = json.loads(base64.urlsafe_b64decode((cursor + "=" * (-len(cursor) % 4)).encode()))
-        offset = int(data["o"])
-        if offset < 0:
+        offset = data["o"]
+        if type(offset) is not int or offset < 0:
             raise ValueError
         return offset
-    except (ValueError, TypeError, KeyError) as exc:
+    except (ValueError, TypeError, KeyError, OverflowError) as exc:
         raise ValidationFailed.field("cursor", "is not a cursor this service returned") from exc
