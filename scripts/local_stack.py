@@ -63,6 +63,16 @@ def import_legacy_snapshot(data_dir: Path) -> dict | None:
     return result
 
 
+def ensure_emulated_aws_storage() -> None:
+    """DOCPUB_STORAGE=aws against an emulator (AWS_ENDPOINT_URL set): create the
+    table and bucket if missing. Against real AWS (no endpoint) the stack's
+    CloudFormation owns them: never create anything there."""
+    if os.environ.get("DOCPUB_STORAGE") == "aws" and os.environ.get("AWS_ENDPOINT_URL"):
+        from chalicelib.adapters.schema import ensure_storage
+
+        ensure_storage()
+
+
 def ensure_dev_workspace(data_dir: Path) -> tuple[str, bool]:
     """The dev workspace's key: DOCPUB_DEV_API_KEY, else the saved one, else a new one."""
     from chalicelib.services import auth
@@ -224,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["DOCPUB_SECRET_KEY"] = _local_secret(data_dir)
 
     import_legacy_snapshot(data_dir)
+    ensure_emulated_aws_storage()
     key, generated = ensure_dev_workspace(data_dir)
 
     base = os.environ["DOCPUB_BASE_URL"]
