@@ -251,4 +251,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_code = main()
+    # Every write is committed already: skip the interpreter's teardown of the
+    # loaded app (about a second), so Ctrl-C returns the prompt at once.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(exit_code)

@@ -49,6 +49,9 @@ def die_with_parent(sig: int, parent_pid: int | None = None, poll_seconds: float
         return
 
     def watch() -> None:
+        # Leave signals to the main thread: one delivered here would wait for the
+        # main thread's next wake-up (up to the server's 0.5 s poll) to be handled.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
         event = threading.Event()
         while not event.wait(poll_seconds):
             if parent_gone(parent):
@@ -64,7 +67,3 @@ def quiet_aws_logging() -> None:
 
     for name in ("botocore", "boto3", "urllib3", "s3transfer"):
         logging.getLogger(name).setLevel(logging.WARNING)
-
-
-def default_signal(sig: int) -> None:
-    signal.signal(sig, signal.SIG_DFL)
