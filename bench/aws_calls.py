@@ -109,7 +109,7 @@ def main() -> None:
         from chalice.test import Client
 
         from app import app
-        from chalicelib.adapters.schema import ensure_storage
+        from chalicelib.adapters.aws.schema import ensure_storage
         from chalicelib.services.workspaces import WorkspaceService
 
         ensure_storage()

@@ -106,7 +106,7 @@ def main() -> None:
 
     with moto_server() as endpoint:
         use_endpoint(endpoint)
-        from chalicelib.adapters.schema import ensure_storage
+        from chalicelib.adapters.aws.schema import ensure_storage
         from chalicelib.services import auth
         from chalicelib.services.workspaces import WorkspaceService
 

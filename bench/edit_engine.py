@@ -53,7 +53,7 @@ def time_handler(kind: str, repeat: int) -> dict:
     os.environ["DOCPUB_WRITE_RATE_LIMIT"] = "100000"
     with moto.mock_aws():
         from app import app
-        from chalicelib.adapters.schema import ensure_storage
+        from chalicelib.adapters.aws.schema import ensure_storage
         from chalicelib.services import registry
         from chalicelib.services.workspaces import WorkspaceService
 

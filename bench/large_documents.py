@@ -61,7 +61,7 @@ fixed: dict[str, float] = {}
 
 def measure(kind: str, repeat: int) -> list[list]:
     from app import app
-    from chalicelib.adapters.schema import ensure_storage
+    from chalicelib.adapters.aws.schema import ensure_storage
     from chalicelib.services import registry
     from chalicelib.services.workspaces import WorkspaceService
 

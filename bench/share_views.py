@@ -87,7 +87,7 @@ def main() -> None:
     os.environ["DOCPUB_WRITE_RATE_LIMIT"] = "100000"
     with moto_server() as endpoint:
         use_endpoint(endpoint)
-        from chalicelib.adapters.schema import ensure_storage
+        from chalicelib.adapters.aws.schema import ensure_storage
         from chalicelib.services.workspaces import WorkspaceService
 
         ensure_storage()

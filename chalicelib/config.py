@@ -64,7 +64,14 @@ def aws_region() -> str:
 
 
 def data_dir() -> str:
+    """Where the embedded store keeps `docpub.sqlite3` and `blobs/`."""
     return _get("DOCPUB_DATA_DIR", ".local")
+
+
+def storage() -> str:
+    """`aws` (DynamoDB + S3) or `sqlite` (embedded, in data_dir()); default: aws in Lambda, else sqlite."""
+    default = "aws" if os.environ.get("AWS_LAMBDA_FUNCTION_NAME") else "sqlite"
+    return _get("DOCPUB_STORAGE", default).strip().lower()
 
 
 def dashboard_session_seconds() -> int:

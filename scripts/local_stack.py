@@ -26,7 +26,6 @@ from scripts.processes import die_with_parent, parent_gone, quiet_aws_logging
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 DEV_WORKSPACE_ID = "ws_dev"
-LEGACY_SNAPSHOT = "dynamodb-items.json"
 
 # What autoreload watches, relative to the project folder. Anything else (the
 # data folder, tests/, build/, .venv, docs) never restarts the server.
@@ -52,14 +51,16 @@ def resolve_data_dir() -> Path:
 
 
 def import_legacy_snapshot(data_dir: Path) -> dict | None:
-    """Move a folder saved by the old emulator-based `make run` into SQLite (once)."""
-    if os.environ.get("DOCPUB_STORAGE") != "sqlite" or not (data_dir / LEGACY_SNAPSHOT).exists():
+    """Move a folder saved by the old emulator-based `make run` into SQLite (once;
+    the old files are renamed `*.imported`, never deleted)."""
+    if os.environ.get("DOCPUB_STORAGE") != "sqlite":
         return None
     from chalicelib.adapters.sqlite.importer import import_snapshot
 
     result = import_snapshot(str(data_dir))
-    print(f"Imported the old snapshot in {data_dir} into {data_dir / 'docpub.sqlite3'} "
-          f"(old files renamed, not deleted): {result}", flush=True)
+    if result is not None:
+        print(f"Imported the old snapshot in {data_dir} into {data_dir / 'docpub.sqlite3'} "
+              f"(old files renamed *.imported): {result}", file=sys.stderr, flush=True)
     return result
 
 
@@ -68,7 +69,7 @@ def ensure_emulated_aws_storage() -> None:
     table and bucket if missing. Against real AWS (no endpoint) the stack's
     CloudFormation owns them: never create anything there."""
     if os.environ.get("DOCPUB_STORAGE") == "aws" and os.environ.get("AWS_ENDPOINT_URL"):
-        from chalicelib.adapters.schema import ensure_storage
+        from chalicelib.adapters.aws.schema import ensure_storage
 
         ensure_storage()
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
@@ -9,6 +10,10 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ.setdefault("AWS_REGION", "us-east-1")
 os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ.pop("AWS_PROFILE", None)
+# Unit tests run on SQLite in a temporary folder per test (the `storage` fixture);
+# tests of the DynamoDB adapter are marked `aws` and run on moto in-process.
+os.environ["DOCPUB_STORAGE"] = "sqlite"
+os.environ["DOCPUB_DATA_DIR"] = tempfile.mkdtemp(prefix="docpub-tests-")  # never the repo's .local
 
 import moto  # noqa: E402  (must come before any boto3 client is created)
 import pytest  # noqa: E402
@@ -18,7 +23,7 @@ from tests.helpers import FakeClock  # noqa: E402
 
 @pytest.fixture(scope="session")
 def _aws():
-    from scripts.local_stack import serialize_emulated_dynamodb
+    from tests.moto_isolation import serialize_emulated_dynamodb
 
     serialize_emulated_dynamodb()  # moto's transactions are not isolated under threads
     mock = moto.mock_aws()
@@ -30,7 +35,7 @@ def _aws():
 @pytest.fixture
 def aws(_aws):
     """A fresh, empty emulated account per test (session-wide mock, reset per test)."""
-    from chalicelib.adapters.schema import ensure_storage
+    from chalicelib.adapters.aws.schema import ensure_storage
     from chalicelib.services import registry
 
     _aws.reset()
@@ -41,12 +46,44 @@ def aws(_aws):
 
 
 @pytest.fixture
+def sqlite_storage(tmp_path, monkeypatch):
+    """Services on a fresh SQLite database + blob folder (a temporary folder per test)."""
+    from chalicelib.adapters.sqlite import close_shared
+    from chalicelib.services import registry
+
+    monkeypatch.setenv("DOCPUB_STORAGE", "sqlite")
+    monkeypatch.setenv("DOCPUB_DATA_DIR", str(tmp_path / "docpub-data"))
+    registry.reset()
+    yield "sqlite"
+    registry.reset()
+    close_shared()
+
+
+@pytest.fixture
+def aws_storage(aws, monkeypatch):
+    """Services on DynamoDB + S3 emulated by moto in-process."""
+    from chalicelib.services import registry
+
+    monkeypatch.setenv("DOCPUB_STORAGE", "aws")
+    registry.reset()
+    yield "aws"
+    registry.reset()
+
+
+@pytest.fixture
+def storage(request):
+    """The adapter under the default fixtures: SQLite, or moto for tests marked `aws`."""
+    kind = getattr(request, "param", None) or ("aws" if request.node.get_closest_marker("aws") else "sqlite")
+    return request.getfixturevalue(f"{kind}_storage")
+
+
+@pytest.fixture
 def clock():
     return FakeClock()
 
 
 @pytest.fixture
-def ctx(aws, clock):
+def ctx(storage, clock):
     from chalicelib.services.context import Context
 
     return Context(clock=clock)
@@ -72,7 +109,7 @@ def workspace(services):
 
 
 @pytest.fixture
-def client(aws):
+def client(storage):
     from chalice.test import Client
 
     from app import app
@@ -92,7 +129,7 @@ def stack(tmp_path_factory):
 
 
 @pytest.fixture
-def api(aws, clock, monkeypatch):
+def api(storage, clock, monkeypatch):
     """chalice.test.Client whose services use the injected FakeClock."""
     from chalice.test import Client
 

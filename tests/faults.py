@@ -18,7 +18,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ReadTimeoutError
 from moto.core.botocore_stubber import BotocoreStubber, MockRawResponse
 
-from chalicelib.adapters import aws
+from chalicelib.adapters.aws import clients as aws
 
 
 def _dynamodb_error(code: str, status: int, extra: Optional[dict] = None) -> tuple[int, dict, bytes]:

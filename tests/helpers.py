@@ -50,3 +50,31 @@ def run_together(targets):
     for t in threads:
         t.join()
     return results, failures
+
+
+# DynamoDB key prefixes -> the SQLite table holding the same records.
+_KINDS = {"WS": "workspaces", "KEY": "api_keys", "SHARE": "share_links", "IDEM": "idempotency",
+          "RATE": "rate_logs", "FB": "feedback", "USER": "users", "SESSION": "sessions"}
+
+
+def stored_records(ctx) -> list[tuple[str, dict]]:
+    """Everything the storage under `ctx` holds, as (kind, record) with the SQLite
+    table names as kinds on either adapter: for tests that look at raw storage."""
+    if ctx.repos.kind == "aws":
+        from chalicelib import config
+        from chalicelib.adapters.aws import clients as aws
+        from chalicelib.adapters.aws.table import from_item
+
+        records = []
+        for page in aws.dynamodb().get_paginator("scan").paginate(TableName=config.table_name()):
+            for raw in page.get("Items", []):
+                item = from_item(raw)
+                prefix = item["PK"].split("#", 1)[0]
+                kind = ("versions" if item["SK"].startswith("V#") else "documents") if prefix == "DOC" \
+                    else _KINDS[prefix]
+                records.append((kind, item))
+        return records
+    conn = ctx.documents.db.connection()
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    return [(table, dict(row)) for table in tables
+            for row in conn.execute(f"SELECT * FROM {table}")]  # noqa: S608 - names from sqlite_master

@@ -141,10 +141,11 @@ def test_sign_up_creates_free_workspace_with_owner_and_session_cookie(client, ap
     assert registry.workspaces().list_keys(ws.id) == []  # with_key=False
     # Only the hash of the session id is stored.
     session_id = dash.cookies["docpub_session"]
-    from chalicelib.adapters.dynamodb import Table
+    from chalicelib.services.accounts import hash_session_id
 
-    raw = Table().get({"PK": f"SESSION#{session_id}", "SK": "SESSION"})
-    assert raw is None
+    sessions = registry.accounts().ctx.sessions
+    assert sessions.get(session_id) is None
+    assert sessions.get(hash_session_id(session_id))["email"] == "owner@example.com"
 
 
 def test_secure_cookie_on_https(client, app_clock, monkeypatch):

@@ -12,9 +12,11 @@ import time
 import pytest
 
 from chalicelib import config
-from chalicelib.adapters import aws
+from chalicelib.adapters.aws import clients as aws
 from chalicelib.models import ErrorBody
 from tests.faults import Faults
+
+pytestmark = pytest.mark.aws  # botocore faults: the DynamoDB + S3 adapter
 
 HTML = "<h1>Report</h1><p>Draft</p>"
 
@@ -275,8 +277,9 @@ def _cut_after(monkeypatch, cls, name):
 
 @pytest.mark.parametrize("step", ["begin_delete", "delete_prefix"])
 def test_a_delete_cut_off_half_way_is_invisible_and_a_retry_finishes_it(client, key, monkeypatch, step):
-    from chalicelib.adapters.blobs import BlobStore
-    from chalicelib.adapters.dynamodb import DocumentRepository, Table
+    from chalicelib.adapters.aws.blobs import BlobStore
+    from chalicelib.adapters.aws.documents import DocumentRepository
+    from chalicelib.adapters.aws.table import Table
 
     doc = publish(client, key).json
     publish(client, key, document_id=doc["document_id"], html="<p>v2</p>")
@@ -303,7 +306,8 @@ def test_a_delete_cut_off_half_way_is_invisible_and_a_retry_finishes_it(client, 
 
 
 def test_an_abandoned_delete_is_finished_by_the_sweep(client, key, monkeypatch, ctx, clock):
-    from chalicelib.adapters.dynamodb import DocumentRepository, Table
+    from chalicelib.adapters.aws.documents import DocumentRepository
+    from chalicelib.adapters.aws.table import Table
     from chalicelib.services.maintenance import sweep_orphans
 
     doc = publish(client, key).json
@@ -323,7 +327,7 @@ def test_an_abandoned_delete_is_finished_by_the_sweep(client, key, monkeypatch, 
 
 def test_a_publish_cut_off_between_put_and_transaction_leaves_only_a_sweepable_object(
         client, key, monkeypatch, ctx, clock):
-    from chalicelib.adapters.dynamodb import DocumentRepository
+    from chalicelib.adapters.aws.documents import DocumentRepository
     from chalicelib.services.maintenance import GRACE_SECONDS, sweep_orphans
 
     def die(self, *args, **kwargs):

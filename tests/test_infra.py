@@ -2,7 +2,7 @@
 the same code path as `make package`), lint it with cfn-lint, and check the
 properties that matter: least-privilege IAM that covers every AWS call the code
 makes, private storage, CloudFront caching rules, wiring of the function's
-environment, and a table that matches chalicelib/adapters/schema.py.
+environment, and a table that matches chalicelib/adapters/aws/schema.py.
 """
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def test_package_writes_template_and_zip(build, template):
 
     assert template["Transform"] == "AWS::Serverless-2016-10-31"
     names = set(zipfile.ZipFile(build / "deployment.zip").namelist())
-    assert {"app.py", "chalicelib/config.py", "chalicelib/adapters/dynamodb.py"} <= names
+    assert {"app.py", "chalicelib/config.py", "chalicelib/adapters/aws/table.py"} <= names
     # Native code built for Lambda (Linux x86_64, this Python), not for the packaging machine.
     tag = f"cpython-{sys.version_info.major}{sys.version_info.minor}-x86_64-linux-gnu.so"
     assert f"pydantic_core/_pydantic_core.{tag}" in names
@@ -189,7 +189,7 @@ def test_data_access_policy_is_attached_to_the_function_role(resources, function
 def test_table_and_bucket_actions_name_exactly_these_resources(resources, function_role):
     table, _ = only(resources, "AWS::DynamoDB::Table")
     bucket, _ = only(resources, "AWS::S3::Bucket")
-    from chalicelib.adapters import blobs
+    from chalicelib.adapters.aws import blobs
 
     prefix = blobs.version_key("w", "d", "v").split("/")[0] + "/"
     for action, targets in allowed(resources, function_role).items():
@@ -229,7 +229,7 @@ S3_ACTIONS = {
 }
 WAITERS = {("dynamodb", "table_exists"): ["DescribeTable"]}
 # Setup code that runs only against the local emulator (make run, tests), never in Lambda.
-LOCAL_ONLY = {("chalicelib/adapters/schema.py", "ensure_storage")}
+LOCAL_ONLY = {("chalicelib/adapters/aws/schema.py", "ensure_storage")}
 
 
 def client_calls(path: Path) -> list[tuple[str, str, str]]:
@@ -292,9 +292,9 @@ def code_actions() -> dict[str, list[str]]:
     for path in sorted((ROOT / "chalicelib").rglob("*.py")):
         relative = path.relative_to(ROOT).as_posix()
         text = path.read_text()
-        if relative != "chalicelib/adapters/aws.py":
+        if relative != "chalicelib/adapters/aws/clients.py":
             assert not re.search(r"\bboto3\.(client|resource|Session)\(|\bsession\.Session\(", text), (
-                f"{relative}: create AWS clients only in chalicelib/adapters/aws.py")
+                f"{relative}: create AWS clients only in chalicelib/adapters/aws/clients.py")
         for service, method, function in client_calls(path):
             if (relative, function) in LOCAL_ONLY:
                 continue
@@ -307,7 +307,7 @@ def code_actions() -> dict[str, list[str]]:
             elif service == "dynamodb" and method == "transact_write_items":
                 names = [TRANSACTION_ACTIONS[k] for k in TRANSACTION_ACTIONS
                          if re.search(rf"[{{,]\s*[\"']{k}[\"']\s*:", (ROOT / "chalicelib").joinpath(
-                             "adapters/dynamodb.py").read_text())]
+                             "adapters/aws/table.py").read_text())]
             else:
                 names = (DYNAMODB_ACTIONS if service == "dynamodb" else S3_ACTIONS).get(method)
             assert names is not None, (
@@ -343,7 +343,7 @@ def test_policy_grants_nothing_the_code_does_not_use(resources, function_role):
 
 
 def test_index_queries_cover_the_schema_indexes(resources, function_role):
-    from chalicelib.adapters.schema import table_definition
+    from chalicelib.adapters.aws.schema import table_definition
 
     table, _ = only(resources, "AWS::DynamoDB::Table")
     indexes = {i["IndexName"] for i in table_definition("x")["GlobalSecondaryIndexes"]}
@@ -355,7 +355,7 @@ def test_index_queries_cover_the_schema_indexes(resources, function_role):
 # ------------------------------------------------------------------ storage
 
 def test_table_matches_schema_py(resources):
-    from chalicelib.adapters.schema import TTL_ATTRIBUTE, table_definition
+    from chalicelib.adapters.aws.schema import TTL_ATTRIBUTE, table_definition
 
     _, table = only(resources, "AWS::DynamoDB::Table")
     props = table["Properties"]

@@ -129,7 +129,7 @@ def test_delete_removes_everything(api, services, workspace, ctx):
     assert all(doc["document_id"] not in k for k in remaining) and len(remaining) == 1
     share_id = doc["share_url"].rsplit("/", 1)[1]
     assert ctx.documents.get_share(share_id) is None
-    assert ctx.documents.partition_keys(doc["document_id"]) == []
+    assert ctx.documents.get_with_versions(doc["document_id"]) == (None, [])
     assert api.http.delete(f"/api/v1/documents/{doc['document_id']}", headers={"X-Api-Key": key}).status_code == 404
 
 
@@ -154,7 +154,7 @@ def test_interrupted_delete_is_finished_by_retry(api, services, workspace, ctx, 
     r = api.http.delete(f"/api/v1/documents/{doc['document_id']}", headers={"X-Api-Key": key})
     assert r.status_code == 204
     assert ctx.blobs.list_keys("documents/") == []
-    assert ctx.documents.partition_keys(doc["document_id"]) == []
+    assert ctx.documents.get_with_versions(doc["document_id"]) == (None, [])
 
 
 def test_appending_to_a_document_being_deleted_is_404(services, workspace):

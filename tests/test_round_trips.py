@@ -9,6 +9,8 @@ import pytest
 from bench._common import count_aws_calls
 from bench.aws_calls import TARGETS, has_share_routes, run_operations
 
+pytestmark = pytest.mark.aws  # DynamoDB/S3 round trips
+
 # Operations without a target in the issue: today's counts, so a regression shows.
 # Delete: 6, plus one Query per registered delete hook (feedback, once merged).
 CURRENT = {"publish replay (same Idempotency-Key)": 1, "update (PATCH)": 3, "delete": 7}
@@ -55,7 +57,7 @@ def test_share_view_of_unprotected_document(measured):
 
 def test_counter_sees_every_call(client, workspace):
     """The hook counts real calls (guards against a counter that always says 0)."""
-    from chalicelib.adapters import aws
+    from chalicelib.adapters.aws import clients as aws
 
     with count_aws_calls() as log:
         aws.dynamodb().list_tables()

@@ -177,15 +177,14 @@ def test_deleted_document_link_is_404(client, workspace):
 
 
 def test_storage_trouble_is_an_html_error_page(client, workspace, monkeypatch):
-    from botocore.exceptions import ClientError
-
+    from chalicelib.ports import StorageUnavailable
     from chalicelib.services import registry
 
     _, key = workspace
     doc = publish(client, key)
 
     def busy(*_a, **_k):
-        raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "GetItem")
+        raise StorageUnavailable("ThrottlingException")
 
     monkeypatch.setattr(registry.sharing().ctx.documents, "get_for_share", busy)
     r = client.http.get(f"/d/{doc['share_id']}")

@@ -336,6 +336,11 @@ _THROTTLE_CODES = {"ProvisionedThroughputExceededException", "ThrottlingExceptio
 
 def unexpected(app, exc: Exception) -> errors.DocpubError:
     rid = request_id(app)
+    from chalicelib.ports import StorageUnavailable
+
+    if isinstance(exc, StorageUnavailable):
+        log.warning("storage busy", extra={"request_id": rid, "error_code": exc.code})
+        return errors.ServiceUnavailable()
     from botocore.exceptions import BotoCoreError, ClientError
 
     if isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") in _THROTTLE_CODES:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from chalicelib import config
-from chalicelib.adapters.dynamodb import UserExists
+from chalicelib.ports import UserExists
 from chalicelib.errors import Unauthorized, ValidationFailed
 from chalicelib.services.context import Context, default_context, new_workspace_id
 from chalicelib.services import ratelimits

@@ -1,4 +1,4 @@
-"""What a use case needs: repositories, a clock and id generation (injectable)."""
+"""What a use case needs: repositories (the ports), a clock and id generation (injectable)."""
 from __future__ import annotations
 
 import functools
@@ -10,10 +10,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable
 
-from chalicelib.adapters.blobs import BlobStore
-from chalicelib.adapters.dynamodb import (
-    ApiKeyRepository, DocumentRepository, FeedbackRepository, RateLimitRepository, SessionRepository,
-    UserRepository, WorkspaceRepository,
+from chalicelib.ports import (
+    ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository, Repositories,
+    SessionRepository, StorageHealth, UserRepository, WorkspaceRepository,
 )
 
 
@@ -38,16 +37,16 @@ def new_workspace_id() -> str:
     return "ws_" + secrets.token_urlsafe(12)
 
 
+def _configured_repositories() -> Repositories:
+    # The composition root: the one place services reach for an adapter (chosen by config).
+    from chalicelib.adapters import build_repositories
+
+    return build_repositories()
+
+
 @dataclass
 class Context:
-    workspaces: WorkspaceRepository = field(default_factory=WorkspaceRepository)
-    keys: ApiKeyRepository = field(default_factory=ApiKeyRepository)
-    documents: DocumentRepository = field(default_factory=DocumentRepository)
-    rates: RateLimitRepository = field(default_factory=RateLimitRepository)
-    feedback: FeedbackRepository = field(default_factory=FeedbackRepository)
-    blobs: BlobStore = field(default_factory=BlobStore)
-    users: UserRepository = field(default_factory=UserRepository)
-    sessions: SessionRepository = field(default_factory=SessionRepository)
+    repos: Repositories = field(default_factory=_configured_repositories)
     clock: Callable[[], float] = time.time
     # Backoff between optimistic-concurrency retries; tests may inject a no-op.
     sleep: Callable[[float], None] = time.sleep
@@ -59,6 +58,42 @@ class Context:
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
+
+    @property
+    def workspaces(self) -> WorkspaceRepository:
+        return self.repos.workspaces
+
+    @property
+    def keys(self) -> ApiKeyRepository:
+        return self.repos.keys
+
+    @property
+    def documents(self) -> DocumentRepository:
+        return self.repos.documents
+
+    @property
+    def rates(self) -> RateLimitRepository:
+        return self.repos.rates
+
+    @property
+    def feedback(self) -> FeedbackRepository:
+        return self.repos.feedback
+
+    @property
+    def blobs(self) -> BlobStore:
+        return self.repos.blobs
+
+    @property
+    def users(self) -> UserRepository:
+        return self.repos.users
+
+    @property
+    def sessions(self) -> SessionRepository:
+        return self.repos.sessions
+
+    @property
+    def health(self) -> StorageHealth:
+        return self.repos.health
 
 
 def rfc3339(ms: int | None) -> str | None:

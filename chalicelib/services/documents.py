@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from chalicelib import config
-from chalicelib.adapters.blobs import document_prefix, version_key
-from chalicelib.adapters.dynamodb import (
+from chalicelib.ports import (
     BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
-    definitely_not_applied,
+    definitely_not_applied, document_prefix, version_key,
 )
 from chalicelib.domain import plans
 from chalicelib.domain.edits import apply_edits_utf8
@@ -489,10 +488,8 @@ class DocumentService:
         self.ctx.blobs.delete_prefix(document_prefix(doc["workspace_id"], doc["document_id"]))
         for hook in DELETE_HOOKS:
             hook(self.ctx, doc)
-        keys = self.ctx.documents.partition_keys(doc["document_id"])
-        # The document item goes last, so an interrupted delete can be found and finished.
-        keys.sort(key=lambda k: k["SK"] == "META")
-        self.ctx.documents.delete_items(keys)
+        # The document record goes last, so an interrupted delete can be found and finished.
+        self.ctx.documents.purge(doc["document_id"])
 
 
 # Other modules (feedback) register what must go when a document goes.

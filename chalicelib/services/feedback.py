@@ -11,7 +11,7 @@ import re
 
 from typing import Optional
 
-from chalicelib.adapters.dynamodb import BadCursor, FeedbackGone, GuardFailed, StaleDocument
+from chalicelib.ports import BadCursor, FeedbackGone, GuardFailed, StaleDocument
 from chalicelib.errors import NotFound, RateLimited, ValidationFailed
 from chalicelib.models import Feedback, FeedbackCreated, FeedbackList, FeedbackSubmission
 from chalicelib.services import documents

@@ -1,14 +1,16 @@
 """Health: can the service reach its storage?"""
 from __future__ import annotations
 
-from chalicelib import config
-from chalicelib.adapters import aws
+from typing import Optional
+
 from chalicelib.errors import ServiceUnavailable
+from chalicelib.services.context import Context
 
 
-def check_storage() -> None:
+def check_storage(ctx: Optional[Context] = None) -> None:
+    from chalicelib.services import registry
+
     try:
-        aws.dynamodb().describe_table(TableName=config.table_name())
-        aws.s3().head_bucket(Bucket=config.bucket_name())
+        (ctx or registry.default_context()).health.check()
     except Exception as exc:  # any failure means "not healthy", said cleanly
         raise ServiceUnavailable("Storage is not reachable.") from exc

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from chalicelib import config
-from chalicelib.adapters.blobs import version_key
-from chalicelib.adapters.dynamodb import RateClaim, StaleDocument
+from chalicelib.ports import BlobNotFound, RateClaim, StaleDocument, version_key
 from chalicelib.domain import plans
 from chalicelib.domain.ratelimit import take_slot
 from chalicelib.errors import (
@@ -178,15 +177,11 @@ class ShareService:
         return ContentRef(doc, version_id, protected)
 
     def read_content(self, ref: ContentRef) -> bytes:
-        from botocore.exceptions import ClientError
-
         try:
             return self.ctx.blobs.get_html(version_key(ref.doc["workspace_id"], ref.doc["document_id"],
                                                        ref.version_id))
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
-                raise NotFound("No such version.") from exc
-            raise
+        except BlobNotFound as exc:
+            raise NotFound("No such version.") from exc
 
     # ---------------------------------------------------------------- unlock
 

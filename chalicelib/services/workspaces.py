@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from chalicelib.adapters.dynamodb import KeyCapReached
+from chalicelib.ports import KeyCapReached
 from chalicelib.domain import plans
 from chalicelib.errors import FeatureNotInPlan, NotFound, PlanLimitReached, ValidationFailed
 from chalicelib.models import MeResponse, Workspace

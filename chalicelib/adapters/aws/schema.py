@@ -5,7 +5,7 @@ infra/resources.yaml declares the same shape for AWS; a test keeps them equal.
 from __future__ import annotations
 
 from chalicelib import config
-from chalicelib.adapters import aws
+from chalicelib.adapters.aws import clients as aws
 
 KEY_ATTRIBUTES = ["PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK"]
 TTL_ATTRIBUTE = "expires_at"

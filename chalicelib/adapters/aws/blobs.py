@@ -1,19 +1,15 @@
-"""S3 repository for version HTML. Objects are immutable: one per version."""
+"""S3 blob store for version HTML. Objects are immutable: one per version."""
 from __future__ import annotations
 
 import base64
 import zlib
 
+from botocore.exceptions import ClientError
+
 from chalicelib import config
-from chalicelib.adapters import aws
-
-
-def version_key(workspace_id: str, document_id: str, version_id: str) -> str:
-    return f"documents/{workspace_id}/{document_id}/{version_id}.html"
-
-
-def document_prefix(workspace_id: str, document_id: str) -> str:
-    return f"documents/{workspace_id}/{document_id}/"
+from chalicelib.adapters.aws import clients as aws
+from chalicelib.ports.records import BlobNotFound
+from chalicelib.ports.repositories import document_prefix, version_key  # noqa: F401 (the key layout)
 
 
 def crc32_b64(data: bytes) -> str:
@@ -39,7 +35,12 @@ class BlobStore:
                             ContentType="text/html; charset=utf-8", **extra)
 
     def get_html(self, key: str) -> bytes:
-        return aws.s3().get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        try:
+            return aws.s3().get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                raise BlobNotFound("NoSuchKey") from exc
+            raise
 
     def delete(self, key: str) -> None:
         aws.s3().delete_object(Bucket=self.bucket, Key=key)

@@ -1,0 +1,32 @@
+"""The deployed adapter: DynamoDB (one table, see keys.py) and S3 (version HTML).
+
+clients.py creates the boto3 clients (lazily, cached); table.py holds the item and
+transaction plumbing; one module per aggregate implements the ports."""
+from __future__ import annotations
+
+from chalicelib import config
+from chalicelib.adapters.aws import clients as aws
+
+
+class AwsHealth:
+    def check(self) -> None:
+        aws.dynamodb().describe_table(TableName=config.table_name())
+        aws.s3().head_bucket(Bucket=config.bucket_name())
+
+
+def repositories():
+    """One of each repository, over the configured table and bucket."""
+    from chalicelib.adapters.aws.accounts import SessionRepository, UserRepository
+    from chalicelib.adapters.aws.blobs import BlobStore
+    from chalicelib.adapters.aws.documents import DocumentRepository
+    from chalicelib.adapters.aws.feedback import FeedbackRepository
+    from chalicelib.adapters.aws.rates import RateLimitRepository
+    from chalicelib.adapters.aws.table import Table
+    from chalicelib.adapters.aws.workspaces import ApiKeyRepository, WorkspaceRepository
+    from chalicelib.ports import Repositories
+
+    table = Table()
+    return Repositories(
+        workspaces=WorkspaceRepository(table), keys=ApiKeyRepository(table), documents=DocumentRepository(table),
+        feedback=FeedbackRepository(table), rates=RateLimitRepository(table), users=UserRepository(table),
+        sessions=SessionRepository(table), blobs=BlobStore(), health=AwsHealth(), kind="aws")

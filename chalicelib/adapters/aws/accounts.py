@@ -1,0 +1,63 @@
+"""Dashboard accounts (`USER#<email>`) and sessions (`SESSION#<sha256>`, listed per
+user through GSI1)."""
+from __future__ import annotations
+
+from typing import Optional
+
+from chalicelib.adapters.aws.keys import session_key, user_key, user_sessions_index_pk
+from chalicelib.adapters.aws.table import ConditionFailed, Table
+from chalicelib.ports.records import UserExists
+
+
+class UserRepository:
+    """Dashboard people. One item per email (lowercased); only a password hash is stored."""
+
+    def __init__(self, table: Optional[Table] = None):
+        self.table = table or Table()
+
+    def get(self, email_lower: str) -> Optional[dict]:
+        return self.table.get(user_key(email_lower))
+
+    def create(self, user: dict) -> None:
+        try:
+            self.table.put({**user_key(user["email"]), **user}, "attribute_not_exists(PK)")
+        except ConditionFailed as exc:
+            raise UserExists(user["email"]) from exc
+
+    def delete(self, email_lower: str) -> None:
+        self.table.delete(user_key(email_lower))
+
+    def set_password(self, email_lower: str, expected_hash: str, new_hash: str, now_ms: int) -> bool:
+        """Replace the hash only if it is still the one that was verified (no lost update)."""
+        try:
+            self.table.update(user_key(email_lower), "SET password_hash = :new, password_changed_ms = :now",
+                              "attribute_exists(PK) AND password_hash = :old",
+                              values={":new": new_hash, ":old": expected_hash, ":now": now_ms})
+        except ConditionFailed:
+            return False
+        return True
+
+
+class SessionRepository:
+    """Dashboard sessions, keyed by the SHA-256 of the session id (the id itself is never stored).
+    `expires_ms` is checked on every read; `expires_at` (TTL) is only for cleanup."""
+
+    def __init__(self, table: Optional[Table] = None):
+        self.table = table or Table()
+
+    def get(self, session_hash: str) -> Optional[dict]:
+        return self.table.get(session_key(session_hash))
+
+    def create(self, session: dict) -> None:
+        self.table.put({**session_key(session["session_hash"]), **session,
+                        "GSI1PK": user_sessions_index_pk(session["email"]),
+                        "GSI1SK": f"{session['created_ms']:015d}#{session['session_hash'][:16]}"},
+                       "attribute_not_exists(PK)")
+
+    def delete(self, session_hash: str) -> None:
+        self.table.delete(session_key(session_hash))
+
+    def delete_for_user(self, email_lower: str) -> int:
+        items = self.table.query_all("GSI1PK = :pk", {":pk": user_sessions_index_pk(email_lower)}, index="GSI1")
+        self.table.delete_keys([{"PK": i["PK"], "SK": i["SK"]} for i in items])
+        return len(items)

@@ -1,0 +1,234 @@
+"""Documents, versions, share links and idempotency records.
+
+A document is `DOC#<id>`/`META` with its versions `V#<n>` in the same partition
+(one Query reads both); GSI1 lists a workspace's live documents, most recently
+updated first. Every write is one transaction with conditions: the plan's
+document cap, gapless versions (optimistic concurrency on `version_count`), the
+key's rate slot and the idempotency record commit together or not at all.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+from chalicelib.adapters.aws.keys import (
+    api_key_key, document_key, document_pk, documents_index_pk, documents_sort_key, idempotency_key,
+    share_key, version_item_key, workspace_key,
+)
+from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
+from chalicelib.ports.records import (
+    BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
+)
+
+# The condition of every change to a document: it exists in this workspace and is not being deleted.
+LIVE_DOCUMENT = "attribute_exists(PK) AND workspace_id = :ws AND attribute_not_exists(deleting)"
+
+
+class Guards:
+    """Conditions every accepted write carries: its rate slot and idempotency record."""
+
+    @staticmethod
+    def add(tx: Transaction, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> dict:
+        indexes: dict[str, int] = {}
+        if slot is not None:
+            indexes["rate"] = tx.update(
+                api_key_key(slot.key_id),
+                "SET writes = :log, writes_seq = :next, last_used_at = :now",
+                "attribute_exists(PK) AND attribute_not_exists(revoked_at) AND writes_seq = :seq",
+                values={":log": slot.new_log, ":next": slot.expected_seq + 1,
+                        ":seq": slot.expected_seq, ":now": slot.now_ms},
+            )
+        if idem is not None:
+            indexes["idem"] = tx.put(
+                {**idempotency_key(idem.key_id, idem.key_digest),
+                 "request_hash": idem.request_hash, "response": idem.response_json,
+                 "expires_at": idem.expires_at},
+                "attribute_not_exists(PK) OR expires_at < :now",
+                {":now": idem.now},
+            )
+        return indexes
+
+
+def _raise_guard(exc: ConditionFailed, guards: dict) -> None:
+    for which, index in guards.items():
+        if exc.failed(index):
+            raise GuardFailed(which) from exc
+
+
+
+class DocumentRepository:
+    def __init__(self, table: Optional[Table] = None):
+        self.table = table or Table()
+
+    # reads
+    def get(self, document_id: str) -> Optional[dict]:
+        return self.table.get(document_key(document_id))
+
+    def get_with_key(self, key_id: str, document_id: Optional[str] = None,
+                     idempotency_digest: Optional[str] = None
+                     ) -> tuple[Optional[dict], Optional[dict], Optional[dict]]:
+        """The API key item, and the document and idempotency record when asked
+        for, in one round trip: (key item, document, idempotency record)."""
+        keys = [api_key_key(key_id)]
+        if document_id:
+            keys.append(document_key(document_id))
+        if idempotency_digest:
+            keys.append(idempotency_key(key_id, idempotency_digest))
+        found = self.table.batch_get(keys) if len(keys) > 1 else [self.table.get(keys[0])]
+        key_item = found[0]
+        doc = found[1] if document_id else None
+        idem = found[-1] if idempotency_digest else None
+        return key_item, doc, idem
+
+    def get_with_versions(self, document_id: str) -> tuple[Optional[dict], list[dict]]:
+        """Document and all its versions (oldest first) in one query of its partition."""
+        items = self.table.query_all("PK = :pk", {":pk": document_pk(document_id)}, consistent=True)
+        doc = next((i for i in items if i["SK"] == "META"), None)
+        versions = [i for i in items if i["SK"].startswith("V#")]
+        return doc, versions
+
+    def get_version(self, document_id: str, number: int) -> Optional[dict]:
+        return self.table.get(version_item_key(document_id, number))
+
+    def get_share(self, share_id: str) -> Optional[dict]:
+        return self.table.get(share_key(share_id))
+
+    def list_page(self, workspace_id: str, limit: int, cursor: Optional[str]) -> tuple[list[dict], Optional[str]]:
+        start = decode_cursor(cursor, ("PK", "SK", "GSI1PK", "GSI1SK"))
+        if start is not None and start["GSI1PK"]["S"] != documents_index_pk(workspace_id):
+            raise BadCursor("cursor belongs to another listing")
+        items, last = self.table.query("GSI1PK = :pk", {":pk": documents_index_pk(workspace_id)},
+                                       index="GSI1", limit=limit, start_key=start, forward=False)
+        return items, encode_cursor(last)
+
+    def list_all(self, workspace_id: str) -> list[dict]:
+        return self.table.query_all("GSI1PK = :pk", {":pk": documents_index_pk(workspace_id)},
+                                    index="GSI1", forward=False)
+
+    def get_idempotency(self, key_id: str, key_digest: str) -> Optional[dict]:
+        return self.table.get(idempotency_key(key_id, key_digest))
+
+    # writes
+    def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
+               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+        """New document + version 1 + share link, atomically, counted against the
+        cap unless the workspace's plan (as stored at commit) is uncapped."""
+        tx = Transaction()
+        plans = {f":p{i}": p for i, p in enumerate(uncapped_plans)}
+        uncapped = " OR ".join(f"#plan = {name}" for name in plans)
+        ws_index = tx.update(
+            workspace_key(doc["workspace_id"]),
+            "SET document_count = document_count + :one",
+            f"attribute_exists(PK) AND ({uncapped + ' OR ' if uncapped else ''}document_count < :max)",
+            names={"#plan": "plan"} if plans else None,
+            values={":one": 1, ":max": max_documents, **plans},
+            return_old=True,
+        )
+        tx.put({**document_key(doc["document_id"]), **doc,
+                "GSI1PK": documents_index_pk(doc["workspace_id"]),
+                "GSI1SK": documents_sort_key(doc["updated_ms"], doc["document_id"])},
+               "attribute_not_exists(PK)")
+        tx.put({**version_item_key(doc["document_id"], version["number"]), **version},
+               "attribute_not_exists(PK)")
+        tx.put({**share_key(doc["share_id"]), "document_id": doc["document_id"],
+                "workspace_id": doc["workspace_id"]}, "attribute_not_exists(PK)")
+        guards = Guards.add(tx, slot, idem)
+        try:
+            tx.commit()
+        except ConditionFailed as exc:
+            _raise_guard(exc, guards)
+            if exc.failed(ws_index):
+                raise DocumentCapReached(exc.old_items[ws_index]) from exc
+            raise
+
+    def append_version(self, doc: dict, version: dict, changes: dict,
+                       slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+        """Store version N+1 only if the document still has N versions (optimistic concurrency)."""
+        tx = Transaction()
+        sets = {"version_count": version["number"], "latest_version_id": version["version_id"],
+                "latest_size": version["size_bytes"], "updated_ms": version["created_ms"],
+                "GSI1SK": documents_sort_key(version["created_ms"], doc["document_id"]), **changes}
+        names = {f"#a{i}": k for i, k in enumerate(sets)}
+        values = {f":a{i}": v for i, v in enumerate(sets.values())}
+        values.update({":prev": doc["version_count"], ":ws": doc["workspace_id"]})
+        doc_index = tx.update(
+            document_key(doc["document_id"]),
+            "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(sets))),
+            LIVE_DOCUMENT + " AND version_count = :prev",
+            names=names, values=values, return_old=True,
+        )
+        tx.put({**version_item_key(doc["document_id"], version["number"]), **version},
+               "attribute_not_exists(PK)")
+        guards = Guards.add(tx, slot, idem)
+        try:
+            tx.commit()
+        except ConditionFailed as exc:
+            _raise_guard(exc, guards)
+            if exc.failed(doc_index) or exc.failed(doc_index + 1):
+                raise StaleDocument(exc.old_items[doc_index]) from exc
+            raise
+
+    def update_fields(self, doc: dict, fields: dict) -> dict:
+        """Change metadata (no version); refuses a document being deleted."""
+        names = {f"#a{i}": k for i, k in enumerate(fields)}
+        values = {f":a{i}": v for i, v in enumerate(fields.values())}
+        values[":ws"] = doc["workspace_id"]
+        try:
+            return self.table.update(
+                document_key(doc["document_id"]),
+                "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(fields))),
+                LIVE_DOCUMENT,
+                names=names, values=values)
+        except ConditionFailed as exc:
+            raise StaleDocument(None) from exc
+
+    def get_for_share(self, share_id: str, version_number: Optional[int] = None
+                      ) -> tuple[Optional[dict], Optional[dict], Optional[dict], Optional[dict]]:
+        """(share item, document, workspace, version N) for a share link: a GetItem
+        of the share, then one BatchGetItem of the rest."""
+        share = self.get_share(share_id)
+        if share is None:
+            return None, None, None, None
+        keys = [document_key(share["document_id"]), workspace_key(share["workspace_id"])]
+        if version_number is not None:
+            keys.append(version_item_key(share["document_id"], version_number))
+        found = self.table.batch_get(keys)
+        return share, found[0], found[1], (found[2] if version_number is not None else None)
+
+    def set_passphrase(self, doc: dict, passphrase_hash: Optional[str]) -> dict:
+        """Store (or, with None, remove) the passphrase hash; every change bumps
+        `passphrase_epoch`, which unlock cookies embed, so old cookies stop working."""
+        update = ("SET passphrase_hash = :h ADD passphrase_epoch :one" if passphrase_hash is not None
+                  else "REMOVE passphrase_hash ADD passphrase_epoch :one")
+        values = {":one": 1, ":ws": doc["workspace_id"]}
+        if passphrase_hash is not None:
+            values[":h"] = passphrase_hash
+        try:
+            return self.table.update(
+                document_key(doc["document_id"]), update,
+                LIVE_DOCUMENT,
+                values=values)
+        except ConditionFailed as exc:
+            raise StaleDocument(None) from exc
+
+    def begin_delete(self, doc: dict) -> None:
+        """Step 1 of delete, atomically: hide the document from lists and share
+        links and free its place in the plan count. The item stays, marked
+        `deleting`, so a retried DELETE can find it and finish the cleanup."""
+        tx = Transaction()
+        tx.update(document_key(doc["document_id"]), "SET deleting = :yes REMOVE GSI1PK, GSI1SK",
+                  "attribute_exists(PK) AND attribute_not_exists(deleting)", values={":yes": True})
+        tx.delete(share_key(doc["share_id"]))
+        tx.update(workspace_key(doc["workspace_id"]), "SET document_count = document_count - :one",
+                  "document_count > :zero", values={":one": 1, ":zero": 0})
+        try:
+            tx.commit()
+        except ConditionFailed as exc:
+            raise StaleDocument(None) from exc
+
+    def purge(self, document_id: str) -> None:
+        """Delete the document's partition; the META item goes last, so an
+        interrupted purge can be found and finished."""
+        items = self.table.query_all("PK = :pk", {":pk": document_pk(document_id)}, consistent=True)
+        keys = [{"PK": i["PK"], "SK": i["SK"]} for i in items]
+        keys.sort(key=lambda k: k["SK"] == "META")
+        self.table.delete_keys(keys)

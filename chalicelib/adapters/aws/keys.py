@@ -1,0 +1,75 @@
+"""The DynamoDB key scheme (docs/architecture.md): one place builds every key."""
+from __future__ import annotations
+
+
+def workspace_key(workspace_id: str) -> dict:
+    return {"PK": f"WS#{workspace_id}", "SK": "WS"}
+
+
+def api_key_key(key_id: str) -> dict:
+    return {"PK": f"KEY#{key_id}", "SK": "KEY"}
+
+
+def document_pk(document_id: str) -> str:
+    return f"DOC#{document_id}"
+
+
+def document_key(document_id: str) -> dict:
+    return {"PK": document_pk(document_id), "SK": "META"}
+
+
+def version_item_key(document_id: str, number: int) -> dict:
+    return {"PK": document_pk(document_id), "SK": f"V#{number:08d}"}
+
+
+def share_key(share_id: str) -> dict:
+    return {"PK": f"SHARE#{share_id}", "SK": "SHARE"}
+
+
+def idempotency_key(key_id: str, key_digest: str) -> dict:
+    # Scoped to the API key: a retry comes from the client that sent the first try.
+    return {"PK": f"IDEM#{key_id}#{key_digest}", "SK": "IDEM"}
+
+
+def rate_key(scope: str) -> dict:
+    return {"PK": f"RATE#{scope}", "SK": "RATE"}
+
+
+def feedback_key(feedback_id: str) -> dict:
+    return {"PK": f"FB#{feedback_id}", "SK": "FB"}
+
+
+def feedback_workspace_pk(workspace_id: str) -> str:
+    return f"WS#{workspace_id}#FB"
+
+
+def feedback_document_pk(document_id: str) -> str:
+    return f"DOC#{document_id}#FB"
+
+
+def feedback_sort_key(created_ms: int, feedback_id: str) -> str:
+    return f"{created_ms:015d}#{feedback_id}"
+
+
+def documents_index_pk(workspace_id: str) -> str:
+    return f"WS#{workspace_id}#DOCS"
+
+
+def keys_index_pk(workspace_id: str) -> str:
+    return f"WS#{workspace_id}#KEYS"
+
+
+def documents_sort_key(updated_ms: int, document_id: str) -> str:
+    return f"{updated_ms:015d}#{document_id}"
+
+
+def user_key(email_lower: str) -> dict:
+    return {"PK": f"USER#{email_lower}", "SK": "USER"}
+
+
+def session_key(session_hash: str) -> dict:
+    return {"PK": f"SESSION#{session_hash}", "SK": "SESSION"}
+
+
+def user_sessions_index_pk(email_lower: str) -> str:
+    return f"USER#{email_lower}#SESSIONS"

@@ -1,0 +1,63 @@
+"""Dashboard accounts (by lowercased email; only a password hash is stored) and
+sessions (by the SHA-256 of the session id)."""
+from __future__ import annotations
+
+from typing import Optional
+
+from chalicelib.adapters.sqlite.db import Database, one
+from chalicelib.ports.records import UserExists, WriteRefused
+
+USER_COLUMNS = ("email", "password_hash", "workspace_id", "role", "created_ms", "password_changed_ms")
+SESSION_COLUMNS = ("session_hash", "email", "workspace_id", "created_ms", "expires_ms", "expires_at")
+
+
+class UserRepository:
+    def __init__(self, db: Database):
+        self.db = db
+
+    def get(self, email_lower: str) -> Optional[dict]:
+        return self.db.one("SELECT * FROM users WHERE email = ?", (email_lower,))
+
+    def create(self, user: dict) -> None:
+        with self.db.write() as tx:
+            if one(tx, "SELECT 1 AS x FROM users WHERE email = ?", (user["email"],)):
+                raise UserExists(user["email"])
+            tx.execute(f"INSERT INTO users ({', '.join(USER_COLUMNS)}) VALUES ({', '.join('?' * len(USER_COLUMNS))})",
+                       tuple(user.get(c) for c in USER_COLUMNS))
+
+    def delete(self, email_lower: str) -> None:
+        with self.db.write() as tx:
+            tx.execute("DELETE FROM users WHERE email = ?", (email_lower,))
+
+    def set_password(self, email_lower: str, expected_hash: str, new_hash: str, now_ms: int) -> bool:
+        with self.db.write() as tx:
+            updated = tx.execute("UPDATE users SET password_hash = ?, password_changed_ms = ? "
+                                 "WHERE email = ? AND password_hash = ?",
+                                 (new_hash, now_ms, email_lower, expected_hash))
+        return updated.rowcount > 0
+
+
+class SessionRepository:
+    def __init__(self, db: Database):
+        self.db = db
+
+    def get(self, session_hash: str) -> Optional[dict]:
+        return self.db.one("SELECT * FROM sessions WHERE session_hash = ?", (session_hash,))
+
+    def create(self, session: dict) -> None:
+        with self.db.write() as tx:
+            if one(tx, "SELECT 1 AS x FROM sessions WHERE session_hash = ?", (session["session_hash"],)):
+                raise WriteRefused("ConditionalCheckFailed")
+            if one(tx, "SELECT 1 AS x FROM users WHERE email = ?", (session["email"],)) is None:
+                raise WriteRefused("NoSuchUser")
+            tx.execute(f"INSERT INTO sessions ({', '.join(SESSION_COLUMNS)}) "
+                       f"VALUES ({', '.join('?' * len(SESSION_COLUMNS))})",
+                       tuple(session.get(c) for c in SESSION_COLUMNS))
+
+    def delete(self, session_hash: str) -> None:
+        with self.db.write() as tx:
+            tx.execute("DELETE FROM sessions WHERE session_hash = ?", (session_hash,))
+
+    def delete_for_user(self, email_lower: str) -> int:
+        with self.db.write() as tx:
+            return tx.execute("DELETE FROM sessions WHERE email = ?", (email_lower,)).rowcount

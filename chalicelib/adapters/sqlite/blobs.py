@@ -1,0 +1,107 @@
+"""Version HTML as files under `<data dir>/blobs/<key>`.
+
+A put is durable before it returns, and so before the metadata commit that refers
+to it: write a temporary file in the target folder, fsync it, rename it into
+place, fsync the folder (and any folder it had to create). Orphans (a put whose
+commit never happened) are found through list_keys and removed with delete, as on
+S3 (chalicelib/services/maintenance.py)."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Optional
+
+from chalicelib.ports.records import BlobNotFound
+from chalicelib.ports.repositories import document_prefix, version_key  # noqa: F401 (the key layout)
+
+TEMP_PREFIX = ".tmp-"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class FileBlobStore:
+    def __init__(self, root: str | Path):
+        self.root = Path(root).resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, key: str) -> Path:
+        path = (self.root / key).resolve()
+        if self.root not in path.parents or path.name.startswith(TEMP_PREFIX):
+            raise ValueError(f"not a blob key: {key!r}")
+        return path
+
+    def _make_dirs(self, folder: Path) -> None:
+        """Create folder (and parents), fsyncing each new entry's parent."""
+        missing = []
+        while not folder.exists():
+            missing.append(folder)
+            folder = folder.parent
+        for new in reversed(missing):
+            try:
+                new.mkdir()
+            except FileExistsError:
+                continue
+            _fsync_dir(new.parent)
+
+    def put_html(self, key: str, data: bytes, sha256_b64: Optional[str] = None) -> None:
+        path = self._path(key)
+        self._make_dirs(path.parent)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMP_PREFIX)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        _fsync_dir(path.parent)
+
+    def get_html(self, key: str) -> bytes:
+        try:
+            return self._path(key).read_bytes()
+        except FileNotFoundError as exc:
+            raise BlobNotFound("NoSuchKey") from exc
+
+    def delete(self, key: str) -> None:
+        self._path(key).unlink(missing_ok=True)
+
+    def list_keys(self, prefix: str) -> list[tuple[str, float]]:
+        found: list[tuple[str, float]] = []
+        # Walk from the deepest folder the prefix names, then filter by the full prefix.
+        start = (self.root / prefix).parent if not prefix.endswith("/") else self.root / prefix
+        if not start.resolve().is_relative_to(self.root):
+            return found
+        for folder, _dirs, files in os.walk(start):
+            for name in files:
+                if name.startswith(TEMP_PREFIX):
+                    continue
+                path = Path(folder) / name
+                key = path.relative_to(self.root).as_posix()
+                if key.startswith(prefix):
+                    try:
+                        found.append((key, path.stat().st_mtime))
+                    except FileNotFoundError:
+                        continue  # deleted meanwhile
+        return sorted(found)
+
+    def delete_prefix(self, prefix: str) -> int:
+        keys = [key for key, _ in self.list_keys(prefix)]
+        for key in keys:
+            self.delete(key)
+        folder = self.root / prefix
+        if prefix.endswith("/") and folder.is_dir():
+            for sub, _dirs, _files in sorted(os.walk(folder), key=lambda w: -len(w[0])):
+                try:
+                    os.rmdir(sub)  # only empty folders go
+                except OSError:
+                    pass
+        return len(keys)

@@ -1,0 +1,277 @@
+"""The embedded database: SQLite through the standard library.
+
+- WAL (readers never block the one writer), `synchronous=FULL` (an acknowledged
+  commit survives power loss), a busy timeout, foreign keys on.
+- One connection per thread (`threading.local`), autocommit mode
+  (`isolation_level=None`) with explicit transactions: every write is
+  `BEGIN IMMEDIATE` ... `COMMIT`, so it holds the write lock from its first read
+  and read-then-write races cannot happen; reads that must agree use a deferred
+  `BEGIN` (one snapshot).
+- The schema is versioned: MIGRATIONS[i] takes `PRAGMA user_version` from i to
+  i + 1; they run on open, inside one write transaction.
+
+Driver errors never leave this module as sqlite3 errors: a write that failed
+before COMMIT is WriteRefused (rolled back), one whose COMMIT failed is
+OutcomeUnknown, a read that failed is StorageUnavailable.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+from chalicelib.ports.records import OutcomeUnknown, StorageUnavailable, WriteRefused
+
+BUSY_TIMEOUT_MS = 10_000
+
+MIGRATIONS: list[str] = [
+    # 0 -> 1: the first schema.
+    """
+    CREATE TABLE workspaces (
+        id              TEXT PRIMARY KEY,
+        name            TEXT NOT NULL,
+        plan            TEXT NOT NULL,
+        created_ms      INTEGER NOT NULL,
+        document_count  INTEGER NOT NULL DEFAULT 0 CHECK (document_count >= 0),
+        key_count       INTEGER NOT NULL DEFAULT 0 CHECK (key_count >= 0),
+        brand_name      TEXT,
+        brand_tagline   TEXT
+    );
+    CREATE TABLE api_keys (
+        key_id          TEXT PRIMARY KEY,
+        workspace_id    TEXT NOT NULL REFERENCES workspaces (id),
+        key_hash        TEXT NOT NULL,
+        name            TEXT NOT NULL,
+        prefix          TEXT,
+        created_ms      INTEGER NOT NULL,
+        revoked_at      INTEGER,
+        last_used_at    INTEGER,
+        writes          TEXT NOT NULL DEFAULT '[]',  -- the write limit's sliding log: JSON array of epoch ms
+        writes_seq      INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX api_keys_by_workspace ON api_keys (workspace_id, created_ms, key_id);
+    CREATE TABLE documents (
+        document_id         TEXT PRIMARY KEY,
+        workspace_id        TEXT NOT NULL REFERENCES workspaces (id),
+        title               TEXT NOT NULL,
+        description         TEXT NOT NULL DEFAULT '',
+        share_id            TEXT NOT NULL,
+        created_ms          INTEGER NOT NULL,
+        updated_ms          INTEGER NOT NULL,
+        version_count       INTEGER NOT NULL CHECK (version_count >= 1),
+        latest_version_id   TEXT NOT NULL,
+        latest_size         INTEGER NOT NULL,
+        open_feedback_count INTEGER NOT NULL DEFAULT 0 CHECK (open_feedback_count >= 0),
+        passphrase_hash     TEXT,
+        passphrase_epoch    INTEGER NOT NULL DEFAULT 0,
+        deleting            INTEGER NOT NULL DEFAULT 0  -- 1: delete begun (hidden, not counted)
+    );
+    CREATE INDEX documents_by_workspace ON documents (workspace_id, updated_ms, document_id) WHERE deleting = 0;
+    CREATE TABLE versions (
+        document_id     TEXT NOT NULL REFERENCES documents (document_id) ON DELETE CASCADE,
+        number          INTEGER NOT NULL CHECK (number >= 1),
+        version_id      TEXT NOT NULL,
+        note            TEXT,
+        created_ms      INTEGER NOT NULL,
+        size_bytes      INTEGER NOT NULL,
+        blob_key        TEXT NOT NULL,
+        PRIMARY KEY (document_id, number)
+    ) WITHOUT ROWID;
+    CREATE TABLE share_links (
+        share_id        TEXT PRIMARY KEY,
+        document_id     TEXT NOT NULL UNIQUE REFERENCES documents (document_id) ON DELETE CASCADE,
+        workspace_id    TEXT NOT NULL
+    );
+    CREATE TABLE idempotency (
+        key_id          TEXT NOT NULL,
+        key_digest      TEXT NOT NULL,
+        request_hash    TEXT NOT NULL,
+        response        TEXT NOT NULL,
+        expires_at      INTEGER NOT NULL,
+        PRIMARY KEY (key_id, key_digest)
+    ) WITHOUT ROWID;
+    CREATE TABLE rate_logs (
+        scope           TEXT PRIMARY KEY,
+        hits            TEXT NOT NULL,  -- JSON array of epoch ms
+        seq             INTEGER NOT NULL,
+        expires_at      INTEGER NOT NULL
+    );
+    CREATE TABLE feedback (
+        feedback_id     TEXT PRIMARY KEY,
+        document_id     TEXT NOT NULL REFERENCES documents (document_id) ON DELETE CASCADE,
+        workspace_id    TEXT NOT NULL,
+        version_id      TEXT NOT NULL,
+        version_number  INTEGER,
+        message         TEXT NOT NULL,
+        name            TEXT,
+        quote           TEXT,
+        status          TEXT NOT NULL CHECK (status IN ('open', 'resolved')),
+        created_ms      INTEGER NOT NULL,
+        resolved_ms     INTEGER
+    );
+    CREATE INDEX feedback_by_workspace ON feedback (workspace_id, created_ms, feedback_id);
+    CREATE INDEX feedback_by_document ON feedback (document_id, created_ms, feedback_id);
+    CREATE TABLE users (
+        email               TEXT PRIMARY KEY,  -- lowercased
+        password_hash       TEXT NOT NULL,
+        workspace_id        TEXT NOT NULL,
+        role                TEXT NOT NULL,
+        created_ms          INTEGER NOT NULL,
+        password_changed_ms INTEGER
+    );
+    CREATE TABLE sessions (
+        session_hash    TEXT PRIMARY KEY,  -- SHA-256 of the session id; the id is never stored
+        email           TEXT NOT NULL REFERENCES users (email) ON DELETE CASCADE,
+        workspace_id    TEXT NOT NULL,
+        created_ms      INTEGER NOT NULL,
+        expires_ms      INTEGER NOT NULL,
+        expires_at      INTEGER
+    );
+    CREATE INDEX sessions_by_email ON sessions (email);
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+JSON_COLUMNS = ("writes", "hits")
+
+
+def row_dict(row: Optional[sqlite3.Row]) -> Optional[dict]:
+    """A row as the record the ports promise: absent values left out (as DynamoDB
+    does), JSON logs decoded, `deleting` only when set."""
+    if row is None:
+        return None
+    out: dict[str, Any] = {}
+    for name in row.keys():
+        value = row[name]
+        if value is None:
+            continue
+        if name in JSON_COLUMNS:
+            value = json.loads(value)
+        elif name == "deleting":
+            if not value:
+                continue
+            value = True
+        out[name] = value
+    return out
+
+
+class Database:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._migrate()
+
+    # ---------------------------------------------------------------- connections
+
+    def connection(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        """Close this thread's connection (others close when their thread ends)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def _migrate(self) -> None:
+        conn = self.connection()
+        conn.execute("PRAGMA journal_mode = WAL")
+        with self.write() as tx:
+            version = tx.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise RuntimeError(f"{self.path} has schema {version}; this code knows up to {SCHEMA_VERSION}")
+            for number in range(version, SCHEMA_VERSION):
+                for statement in _statements(MIGRATIONS[number]):
+                    tx.execute(statement)
+            if version != SCHEMA_VERSION:
+                tx.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    # ---------------------------------------------------------------- transactions
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One atomic write: BEGIN IMMEDIATE (the write lock, waiting up to the busy
+        timeout), the body, COMMIT. Any exception in the body rolls back."""
+        conn = self.connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise WriteRefused(_code(exc)) from exc
+        try:
+            yield conn
+        except BaseException as exc:
+            _rollback(conn)
+            if isinstance(exc, sqlite3.Error):
+                raise WriteRefused(_code(exc)) from exc
+            raise
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _rollback(conn)
+            raise OutcomeUnknown(_code(exc)) from exc
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """Several reads that see one consistent state."""
+        conn = self.connection()
+        try:
+            conn.execute("BEGIN")
+            yield conn
+        except sqlite3.Error as exc:
+            raise StorageUnavailable(_code(exc)) from exc
+        finally:
+            _rollback(conn)
+
+    def one(self, sql: str, params: tuple = ()) -> Optional[dict]:
+        try:
+            return row_dict(self.connection().execute(sql, params).fetchone())
+        except sqlite3.Error as exc:
+            raise StorageUnavailable(_code(exc)) from exc
+
+    def all(self, sql: str, params: tuple = ()) -> list[dict]:
+        try:
+            return [row_dict(r) for r in self.connection().execute(sql, params).fetchall()]
+        except sqlite3.Error as exc:
+            raise StorageUnavailable(_code(exc)) from exc
+
+
+def one(conn: sqlite3.Connection, sql: str, params: tuple = ()) -> Optional[dict]:
+    return row_dict(conn.execute(sql, params).fetchone())
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+
+def _code(exc: sqlite3.Error) -> str:
+    return getattr(exc, "sqlite_errorname", None) or type(exc).__name__
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration into statements (executescript would COMMIT on its own)."""
+    statements, current = [], ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            if current.strip():
+                statements.append(current.strip())
+            current = ""
+    if current.strip():
+        statements.append(current.strip())
+    return statements

@@ -1,0 +1,214 @@
+"""Documents, versions, share links and idempotency records.
+
+Every write is one transaction under SQLite's write lock (BEGIN IMMEDIATE): the
+conditions are read and the changes made with no other writer in between, so the
+document cap is exact, versions are gapless, and the key's rate slot and the
+idempotency record commit with the version or not at all. Refusals are checked
+in DynamoDB's order: rate slot, idempotency record, then the document/workspace.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Iterable, Optional
+
+from chalicelib.adapters.sqlite import cursors
+from chalicelib.adapters.sqlite.db import Database, one
+from chalicelib.ports.records import (
+    DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument, WriteRefused,
+)
+
+DOCUMENT_FIELDS = ("title", "description")
+VERSION_COLUMNS = "version_id, number, note, created_ms, size_bytes, blob_key AS s3_key"
+LIVE = "document_id = ? AND workspace_id = ? AND deleting = 0"
+
+
+def check_guards(tx: sqlite3.Connection, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+    """Raise GuardFailed unless the rate slot and idempotency record can be claimed."""
+    if slot is not None:
+        key = one(tx, "SELECT writes_seq, revoked_at FROM api_keys WHERE key_id = ?", (slot.key_id,))
+        if key is None or key.get("revoked_at") is not None or key["writes_seq"] != slot.expected_seq:
+            raise GuardFailed("rate")
+    if idem is not None:
+        existing = one(tx, "SELECT expires_at FROM idempotency WHERE key_id = ? AND key_digest = ?",
+                       (idem.key_id, idem.key_digest))
+        if existing is not None and not existing["expires_at"] < idem.now:
+            raise GuardFailed("idem")
+
+
+def claim_guards(tx: sqlite3.Connection, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+    if slot is not None:
+        tx.execute("UPDATE api_keys SET writes = ?, writes_seq = ?, last_used_at = ? WHERE key_id = ?",
+                   (json.dumps(slot.new_log), slot.expected_seq + 1, slot.now_ms, slot.key_id))
+    if idem is not None:
+        tx.execute("INSERT OR REPLACE INTO idempotency (key_id, key_digest, request_hash, response, expires_at) "
+                   "VALUES (?, ?, ?, ?, ?)",
+                   (idem.key_id, idem.key_digest, idem.request_hash, idem.response_json, idem.expires_at))
+
+
+def _document(tx: sqlite3.Connection, document_id: str) -> Optional[dict]:
+    return one(tx, "SELECT * FROM documents WHERE document_id = ?", (document_id,))
+
+
+class DocumentRepository:
+    def __init__(self, db: Database):
+        self.db = db
+
+    # ---------------------------------------------------------------- reads
+
+    def get(self, document_id: str) -> Optional[dict]:
+        return self.db.one("SELECT * FROM documents WHERE document_id = ?", (document_id,))
+
+    def get_with_key(self, key_id: str, document_id: Optional[str] = None,
+                     idempotency_digest: Optional[str] = None
+                     ) -> tuple[Optional[dict], Optional[dict], Optional[dict]]:
+        with self.db.snapshot() as conn:
+            key_item = one(conn, "SELECT * FROM api_keys WHERE key_id = ?", (key_id,))
+            doc = _document(conn, document_id) if document_id else None
+            idem = one(conn, "SELECT * FROM idempotency WHERE key_id = ? AND key_digest = ?",
+                       (key_id, idempotency_digest)) if idempotency_digest else None
+        return key_item, doc, idem
+
+    def get_with_versions(self, document_id: str) -> tuple[Optional[dict], list[dict]]:
+        with self.db.snapshot() as conn:
+            doc = _document(conn, document_id)
+            versions = [dict(_drop_none(r)) for r in conn.execute(
+                f"SELECT {VERSION_COLUMNS} FROM versions WHERE document_id = ? ORDER BY number",
+                (document_id,)).fetchall()]
+        return doc, versions
+
+    def get_version(self, document_id: str, number: int) -> Optional[dict]:
+        return self.db.one(f"SELECT {VERSION_COLUMNS} FROM versions WHERE document_id = ? AND number = ?",
+                           (document_id, number))
+
+    def get_share(self, share_id: str) -> Optional[dict]:
+        return self.db.one("SELECT * FROM share_links WHERE share_id = ?", (share_id,))
+
+    def get_for_share(self, share_id: str, version_number: Optional[int] = None
+                      ) -> tuple[Optional[dict], Optional[dict], Optional[dict], Optional[dict]]:
+        with self.db.snapshot() as conn:
+            share = one(conn, "SELECT * FROM share_links WHERE share_id = ?", (share_id,))
+            if share is None:
+                return None, None, None, None
+            doc = _document(conn, share["document_id"])
+            workspace = one(conn, "SELECT * FROM workspaces WHERE id = ?", (share["workspace_id"],))
+            version = one(conn, f"SELECT {VERSION_COLUMNS} FROM versions WHERE document_id = ? AND number = ?",
+                          (share["document_id"], version_number)) if version_number is not None else None
+        return share, doc, workspace, version
+
+    def list_page(self, workspace_id: str, limit: int, cursor: Optional[str]) -> tuple[list[dict], Optional[str]]:
+        listing = f"documents:{workspace_id}"
+        position = cursors.decode(cursor, listing, (int, str))
+        sql = "SELECT * FROM documents WHERE workspace_id = ? AND deleting = 0"
+        params: tuple = (workspace_id,)
+        if position is not None:
+            sql += " AND (updated_ms < ? OR (updated_ms = ? AND document_id < ?))"
+            params += (position[0], position[0], position[1])
+        rows = self.db.all(sql + " ORDER BY updated_ms DESC, document_id DESC LIMIT ?", params + (limit + 1,))
+        if len(rows) <= limit:
+            return rows, None
+        rows = rows[:limit]
+        return rows, cursors.encode(listing, [rows[-1]["updated_ms"], rows[-1]["document_id"]])
+
+    def list_all(self, workspace_id: str) -> list[dict]:
+        return self.db.all("SELECT * FROM documents WHERE workspace_id = ? AND deleting = 0 "
+                           "ORDER BY updated_ms DESC, document_id DESC", (workspace_id,))
+
+    def get_idempotency(self, key_id: str, key_digest: str) -> Optional[dict]:
+        return self.db.one("SELECT * FROM idempotency WHERE key_id = ? AND key_digest = ?", (key_id, key_digest))
+
+    # ---------------------------------------------------------------- writes
+
+    def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
+               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+        with self.db.write() as tx:
+            check_guards(tx, slot, idem)
+            workspace = one(tx, "SELECT * FROM workspaces WHERE id = ?", (doc["workspace_id"],))
+            if workspace is None or (workspace["plan"] not in set(uncapped_plans)
+                                     and workspace["document_count"] >= max_documents):
+                raise DocumentCapReached(workspace)
+            if (_document(tx, doc["document_id"]) is not None
+                    or one(tx, "SELECT 1 AS x FROM share_links WHERE share_id = ?", (doc["share_id"],))):
+                raise WriteRefused("ConditionalCheckFailed")
+            tx.execute("UPDATE workspaces SET document_count = document_count + 1 WHERE id = ?",
+                       (doc["workspace_id"],))
+            tx.execute("INSERT INTO documents (document_id, workspace_id, title, description, share_id, created_ms, "
+                       "updated_ms, version_count, latest_version_id, latest_size, open_feedback_count) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       (doc["document_id"], doc["workspace_id"], doc["title"], doc.get("description") or "",
+                        doc["share_id"], doc["created_ms"], doc["updated_ms"], doc["version_count"],
+                        doc["latest_version_id"], doc["latest_size"], doc.get("open_feedback_count", 0)))
+            self._insert_version(tx, doc["document_id"], version)
+            tx.execute("INSERT INTO share_links (share_id, document_id, workspace_id) VALUES (?, ?, ?)",
+                       (doc["share_id"], doc["document_id"], doc["workspace_id"]))
+            claim_guards(tx, slot, idem)
+
+    @staticmethod
+    def _insert_version(tx: sqlite3.Connection, document_id: str, version: dict) -> None:
+        tx.execute("INSERT INTO versions (document_id, number, version_id, note, created_ms, size_bytes, blob_key) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                   (document_id, version["number"], version["version_id"], version.get("note"),
+                    version["created_ms"], version["size_bytes"], version["s3_key"]))
+
+    def append_version(self, doc: dict, version: dict, changes: dict,
+                       slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+        _check_fields(changes)
+        with self.db.write() as tx:
+            check_guards(tx, slot, idem)
+            current = _document(tx, doc["document_id"])
+            if (current is None or current.get("workspace_id") != doc["workspace_id"] or current.get("deleting")
+                    or current["version_count"] != doc["version_count"]
+                    or version["number"] != doc["version_count"] + 1):
+                raise StaleDocument(current)
+            sets = {"version_count": version["number"], "latest_version_id": version["version_id"],
+                    "latest_size": version["size_bytes"], "updated_ms": version["created_ms"], **changes}
+            tx.execute(f"UPDATE documents SET {', '.join(f'{k} = ?' for k in sets)} WHERE document_id = ?",  # noqa: S608
+                       (*sets.values(), doc["document_id"]))
+            self._insert_version(tx, doc["document_id"], version)
+            claim_guards(tx, slot, idem)
+
+    def update_fields(self, doc: dict, fields: dict) -> dict:
+        _check_fields(fields)
+        with self.db.write() as tx:
+            changed = tx.execute(
+                f"UPDATE documents SET {', '.join(f'{k} = ?' for k in fields)} WHERE {LIVE}",  # noqa: S608
+                (*fields.values(), doc["document_id"], doc["workspace_id"])).rowcount
+            if not changed:
+                raise StaleDocument(None)
+            return _document(tx, doc["document_id"])
+
+    def set_passphrase(self, doc: dict, passphrase_hash: Optional[str]) -> dict:
+        with self.db.write() as tx:
+            changed = tx.execute(
+                f"UPDATE documents SET passphrase_hash = ?, passphrase_epoch = passphrase_epoch + 1 WHERE {LIVE}",
+                (passphrase_hash, doc["document_id"], doc["workspace_id"])).rowcount
+            if not changed:
+                raise StaleDocument(None)
+            return _document(tx, doc["document_id"])
+
+    def begin_delete(self, doc: dict) -> None:
+        with self.db.write() as tx:
+            current = _document(tx, doc["document_id"])
+            workspace = one(tx, "SELECT document_count FROM workspaces WHERE id = ?", (doc["workspace_id"],))
+            if current is None or current.get("deleting") or workspace is None or workspace["document_count"] <= 0:
+                raise StaleDocument(None)
+            tx.execute("UPDATE documents SET deleting = 1 WHERE document_id = ?", (doc["document_id"],))
+            tx.execute("DELETE FROM share_links WHERE share_id = ?", (doc["share_id"],))
+            tx.execute("UPDATE workspaces SET document_count = document_count - 1 WHERE id = ?",
+                       (doc["workspace_id"],))
+
+    def purge(self, document_id: str) -> None:
+        with self.db.write() as tx:
+            tx.execute("DELETE FROM versions WHERE document_id = ?", (document_id,))
+            tx.execute("DELETE FROM share_links WHERE document_id = ?", (document_id,))
+            tx.execute("DELETE FROM documents WHERE document_id = ?", (document_id,))
+
+
+def _check_fields(fields: dict) -> None:
+    unknown = set(fields) - set(DOCUMENT_FIELDS)
+    if unknown:
+        raise ValueError(f"not document fields: {sorted(unknown)}")
+
+
+def _drop_none(row: sqlite3.Row) -> dict:
+    return {k: row[k] for k in row.keys() if row[k] is not None}

@@ -1,0 +1,20 @@
+"""Ports: what the services need from storage, and the records and exceptions they
+exchange. Services import this package only, never an adapter."""
+from chalicelib.ports.records import (
+    BadCursor, BlobNotFound, DocumentCapReached, FeedbackGone, GuardFailed, IdempotencyRecord, KeyCapReached,
+    OutcomeUnknown, RateClaim, RateSlot, StaleDocument, StorageUnavailable, UserExists, WriteRefused,
+    definitely_not_applied,
+)
+from chalicelib.ports.repositories import (
+    BLOB_ROOT, ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository,
+    Repositories, SessionRepository, StorageHealth, UserRepository, WorkspaceRepository, document_prefix,
+    version_key,
+)
+
+__all__ = [
+    "ApiKeyRepository", "BadCursor", "BlobNotFound", "BlobStore", "DocumentCapReached", "DocumentRepository",
+    "FeedbackGone", "FeedbackRepository", "GuardFailed", "IdempotencyRecord", "KeyCapReached", "OutcomeUnknown",
+    "RateClaim", "RateLimitRepository", "RateSlot", "Repositories", "SessionRepository", "StaleDocument",
+    "StorageHealth", "StorageUnavailable", "UserExists", "UserRepository", "WorkspaceRepository", "WriteRefused",
+    "definitely_not_applied", "BLOB_ROOT", "document_prefix", "version_key",
+]

@@ -1,0 +1,207 @@
+"""What the services store, as `typing.Protocol`s. Two adapters implement them:
+DynamoDB + S3 (`chalicelib.adapters.aws`, deployed) and SQLite + files
+(`chalicelib.adapters.sqlite`, `make run`). Both give every rule the same meaning;
+tests/contract runs one suite against both.
+
+Records are plain dicts (the fields named in docs/architecture.md); numbers are
+ints, times are epoch milliseconds (`*_ms`) or seconds (`expires_at`). Every
+multi-record change is one atomic step: it applies whole or not at all.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional, Protocol
+
+from chalicelib.ports.records import IdempotencyRecord, RateClaim, RateSlot
+
+
+class WorkspaceRepository(Protocol):
+    def get(self, workspace_id: str) -> Optional[dict]:
+        """The workspace with its `document_count` and `key_count`, or None."""
+
+    def create(self, workspace: dict) -> None:
+        """Store a new workspace (counts start at 0)."""
+
+    def set_plan(self, workspace_id: str, plan: str) -> dict:
+        """Change the plan; returns the workspace as stored."""
+
+    def set_fields(self, workspace_id: str, fields: dict) -> dict:
+        """Set fields (None removes one); returns the workspace as stored."""
+
+
+class ApiKeyRepository(Protocol):
+    def get(self, key_id: str) -> Optional[dict]:
+        """The key record (hash, workspace_id, `writes` log, `writes_seq`, revoked_at), or None."""
+
+    def create(self, record: dict, max_keys: Optional[int]) -> None:
+        """Store a key and count it in the workspace's `key_count`, atomically;
+        KeyCapReached if `max_keys` active keys exist already."""
+
+    def revoke(self, key_id: str, now_ms: int) -> Optional[dict]:
+        """Mark revoked and free its place in the count (once); the record, or None if unknown."""
+
+    def list_for_workspace(self, workspace_id: str) -> list[dict]:
+        """Every key of a workspace (revoked too), newest first."""
+
+
+class DocumentRepository(Protocol):
+    """Documents, their versions, share links and idempotency records."""
+
+    def get(self, document_id: str) -> Optional[dict]:
+        """The document record (a `deleting` one too), or None."""
+
+    def get_with_key(self, key_id: str, document_id: Optional[str] = None,
+                     idempotency_digest: Optional[str] = None
+                     ) -> tuple[Optional[dict], Optional[dict], Optional[dict]]:
+        """(key record, document, idempotency record) in one read."""
+
+    def get_with_versions(self, document_id: str) -> tuple[Optional[dict], list[dict]]:
+        """The document and its versions, oldest first."""
+
+    def get_version(self, document_id: str, number: int) -> Optional[dict]: ...
+
+    def get_share(self, share_id: str) -> Optional[dict]:
+        """{share_id, document_id, workspace_id} of a live share link, or None."""
+
+    def get_for_share(self, share_id: str, version_number: Optional[int] = None
+                      ) -> tuple[Optional[dict], Optional[dict], Optional[dict], Optional[dict]]:
+        """(share link, document, workspace, version N or None)."""
+
+    def list_page(self, workspace_id: str, limit: int, cursor: Optional[str]) -> tuple[list[dict], Optional[str]]:
+        """Live documents, most recently updated first; the cursor is opaque and bound
+        to the workspace (BadCursor otherwise). None: no more pages."""
+
+    def list_all(self, workspace_id: str) -> list[dict]:
+        """Every live document, most recently updated first."""
+
+    def get_idempotency(self, key_id: str, key_digest: str) -> Optional[dict]:
+        """{request_hash, response, expires_at} or None."""
+
+    def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
+               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+        """Document + version 1 + share link + guards, atomically, counted in the
+        workspace's `document_count` (DocumentCapReached at `max_documents` unless the
+        plan, as stored at commit, is uncapped). GuardFailed("rate"|"idem")."""
+
+    def append_version(self, doc: dict, version: dict, changes: dict,
+                       slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+        """Version N+1 only if the document still has `doc["version_count"]` = N versions
+        and is not being deleted (StaleDocument otherwise), with `changes` to its fields
+        and the guards, atomically."""
+
+    def update_fields(self, doc: dict, fields: dict) -> dict:
+        """Change metadata (no version); StaleDocument if gone or being deleted."""
+
+    def set_passphrase(self, doc: dict, passphrase_hash: Optional[str]) -> dict:
+        """Store (None: remove) the passphrase hash and bump `passphrase_epoch`."""
+
+    def begin_delete(self, doc: dict) -> None:
+        """Mark `deleting` (hidden from lists and share links), drop the share link and
+        free the place in `document_count`, atomically; StaleDocument if already marked."""
+
+    def purge(self, document_id: str) -> None:
+        """Remove the document's versions, then the document itself (last, so an
+        interrupted purge can be found and finished). Safe to repeat."""
+
+
+class FeedbackRepository(Protocol):
+    def get(self, feedback_id: str) -> Optional[dict]: ...
+
+    def create(self, feedback: dict, rate: Optional[RateClaim]) -> None:
+        """Store feedback, +1 the document's `open_feedback_count` and claim the rate
+        log, atomically. StaleDocument, GuardFailed("rate")."""
+
+    def set_status(self, feedback: dict, resolved: bool, now_ms: int) -> None:
+        """open -> resolved (count - 1) or back (count + 1), only from the expected
+        state; FeedbackGone otherwise."""
+
+    def page(self, workspace_id: str, document_id: Optional[str], status: Optional[str], limit: int,
+             cursor: Optional[str]) -> tuple[list[dict], Optional[str]]:
+        """Newest first, of a workspace (or one document), optionally one status; BadCursor."""
+
+    def delete_for_document(self, document_id: str) -> int: ...
+
+
+class RateLimitRepository(Protocol):
+    """Sliding logs of standalone limits (per IP, per account, per workspace)."""
+
+    def get(self, scope: str) -> Optional[dict]:
+        """{hits: [ms...], seq: int, expires_at} or None."""
+
+    def claim(self, scope: str, expected_seq: int, new_log: list[int], expires_at: int) -> bool:
+        """Write the new log only if its seq is still `expected_seq`; False if it moved."""
+
+
+class UserRepository(Protocol):
+    def get(self, email_lower: str) -> Optional[dict]: ...
+
+    def create(self, user: dict) -> None:
+        """UserExists if the email is taken."""
+
+    def delete(self, email_lower: str) -> None: ...
+
+    def set_password(self, email_lower: str, expected_hash: str, new_hash: str, now_ms: int) -> bool:
+        """Replace the hash only if it is still `expected_hash`."""
+
+
+class SessionRepository(Protocol):
+    """Dashboard sessions by the SHA-256 of the session id. `expires_ms` is checked
+    by the service on every read."""
+
+    def get(self, session_hash: str) -> Optional[dict]: ...
+
+    def create(self, session: dict) -> None: ...
+
+    def delete(self, session_hash: str) -> None: ...
+
+    def delete_for_user(self, email_lower: str) -> int: ...
+
+
+BLOB_ROOT = "documents/"
+
+
+def version_key(workspace_id: str, document_id: str, version_id: str) -> str:
+    """Where a version's HTML lives, in every blob store."""
+    return f"{BLOB_ROOT}{workspace_id}/{document_id}/{version_id}.html"
+
+
+def document_prefix(workspace_id: str, document_id: str) -> str:
+    return f"{BLOB_ROOT}{workspace_id}/{document_id}/"
+
+
+class BlobStore(Protocol):
+    """Version HTML, one immutable object per version, under keys
+    `documents/<workspace>/<document>/<version>.html`."""
+
+    def put_html(self, key: str, data: bytes, sha256_b64: Optional[str] = None) -> None:
+        """Durable before it returns (written before the metadata that refers to it)."""
+
+    def get_html(self, key: str) -> bytes:
+        """BlobNotFound if missing."""
+
+    def delete(self, key: str) -> None: ...
+
+    def list_keys(self, prefix: str) -> list[tuple[str, float]]:
+        """(key, last-modified epoch seconds) of every object under prefix."""
+
+    def delete_prefix(self, prefix: str) -> int: ...
+
+
+class StorageHealth(Protocol):
+    def check(self) -> None:
+        """Raise if storage is not reachable."""
+
+
+@dataclass
+class Repositories:
+    """One of each: what a Context is built from."""
+    workspaces: WorkspaceRepository
+    keys: ApiKeyRepository
+    documents: DocumentRepository
+    feedback: FeedbackRepository
+    rates: RateLimitRepository
+    users: UserRepository
+    sessions: SessionRepository
+    blobs: BlobStore
+    health: StorageHealth
+    kind: str = ""
