@@ -69,7 +69,7 @@ def use_local_storage() -> None:
 
     data_dir = local_stack.resolve_data_dir()
     local_stack.prepare_environment(data_dir)  # DOCPUB_STORAGE: sqlite unless set
-    local_stack.import_legacy_snapshot(data_dir)
+    local_stack.open_embedded_storage(data_dir)
 
 
 def main(argv: list[str] | None = None) -> int:

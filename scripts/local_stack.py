@@ -50,17 +50,22 @@ def resolve_data_dir() -> Path:
     return data_dir
 
 
-def import_legacy_snapshot(data_dir: Path) -> dict | None:
-    """Move a folder saved by the old emulator-based `make run` into SQLite (once;
-    the old files are renamed `*.imported`, never deleted)."""
+def open_embedded_storage(data_dir: Path) -> dict | None:
+    """Create or migrate the SQLite database before any server process opens it;
+    a folder saved by the old emulator-based `make run` (`dynamodb-items.json` +
+    `s3/`) is imported once, its files renamed `*.imported`, never deleted.
+    Returns the import's counts, or None when there was nothing to import."""
     if os.environ.get("DOCPUB_STORAGE") != "sqlite":
         return None
+    from chalicelib.adapters.sqlite import open_storage
     from chalicelib.adapters.sqlite.importer import import_snapshot
 
-    result = import_snapshot(str(data_dir))
+    result = import_snapshot(data_dir)
     if result is not None:
         print(f"Imported the old snapshot in {data_dir} into {data_dir / 'docpub.sqlite3'} "
               f"(old files renamed *.imported): {result}", file=sys.stderr, flush=True)
+    db, _blobs = open_storage(data_dir)
+    db.close()
     return result
 
 
@@ -101,12 +106,15 @@ def ensure_dev_workspace(data_dir: Path) -> tuple[str, bool]:
 
 
 def _write_private(path: Path, text: str) -> None:
+    """Owner-only file, replaced atomically (a reader never sees it half written)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write(text + "\n")
         handle.flush()
         os.fsync(handle.fileno())
+    os.replace(tmp, path)
 
 
 def _local_secret(data_dir: Path) -> str:
@@ -183,7 +191,8 @@ class Supervisor:
             signal.signal(sig, self._on_signal)
         code = 0
         state = source_state() if self.autoreload else {}
-        self.start_worker()
+        if self.worker is None:
+            self.start_worker()
         reported_exit = False
         try:
             while not self.stopping:
@@ -234,8 +243,11 @@ def main(argv: list[str] | None = None) -> int:
     if not os.environ.get("DOCPUB_SECRET_KEY"):
         os.environ["DOCPUB_SECRET_KEY"] = _local_secret(data_dir)
 
-    import_legacy_snapshot(data_dir)
+    open_embedded_storage(data_dir)
     ensure_emulated_aws_storage()
+    command = [sys.executable, "-m", "scripts.serve_local", "--host", args.host, "--port", str(args.port)]
+    supervisor = Supervisor(command, autoreload=not args.no_autoreload)
+    supervisor.start_worker()  # it loads the app while this process sets up the dev workspace
     key, generated = ensure_dev_workspace(data_dir)
 
     base = os.environ["DOCPUB_BASE_URL"]
@@ -246,9 +258,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  Dev workspace API key (saved to {data_dir / 'dev-api-key'}): {key}", flush=True)
     else:
         print(f"  Dev workspace API key: see {data_dir / 'dev-api-key'}", flush=True)
-
-    command = [sys.executable, "-m", "scripts.serve_local", "--host", args.host, "--port", str(args.port)]
-    return Supervisor(command, autoreload=not args.no_autoreload).run()
+    return supervisor.run()
 
 
 if __name__ == "__main__":

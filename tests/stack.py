@@ -113,7 +113,11 @@ class LocalStack:
     def kill_tree(self) -> list[psutil.Process]:
         """SIGKILL every process of the stack at once (as a power loss or OOM does)."""
         procs = self.processes()
-        for proc in procs:
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)  # the whole group at once
+        except ProcessLookupError:
+            pass
+        for proc in procs:  # and anything that left the group
             try:
                 proc.send_signal(signal.SIGKILL)
             except psutil.NoSuchProcess:
