@@ -37,6 +37,23 @@ def port_is_free(port: int) -> bool:
         return True
 
 
+def gone(proc: psutil.Process) -> bool:
+    try:
+        return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def wait_gone(procs: list[psutil.Process], timeout: float) -> bool:
+    """True once every process has exited (a zombie counts: it holds no port)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(gone(p) for p in procs):
+            return True
+        time.sleep(0.01)
+    return False
+
+
 def clean_env() -> dict:
     """The test process's environment minus AWS settings (never reach real AWS)."""
     return {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "DOCPUB_"))}
@@ -122,8 +139,8 @@ class LocalStack:
                 proc.send_signal(signal.SIGKILL)
             except psutil.NoSuchProcess:
                 pass
-        psutil.wait_procs(procs, timeout=10)
         self.process.wait()
+        wait_gone(procs, timeout=10)
         self._close_log()
         return procs
 
@@ -136,7 +153,7 @@ class LocalStack:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
-            psutil.wait_procs(procs, timeout=10)
+            wait_gone(procs, timeout=10)
         self._close_log()
 
     def _close_log(self) -> None:
