@@ -86,7 +86,7 @@ class LocalStack:
         self.started_at = time.monotonic()
         self.process = subprocess.Popen(self.command(), cwd=PROJECT_DIR, env=env, stdout=self._log,
                                         stderr=subprocess.STDOUT, start_new_session=True)
-        self.wait_ready(timeout)
+        self.ready_seconds = self.wait_ready(timeout)
         return self
 
     def wait_ready(self, timeout: float = 60) -> float:
