@@ -4,8 +4,8 @@
     python -m bench.load --duration 5 --clients 4
     python -m bench.load --json out.json      # also write the numbers as JSON
 
-Loopback only: it starts `scripts.local_stack` on a free 127.0.0.1 port (moto
-server + chalice local) and refuses any other address. Bounded in time
+Loopback only: it starts `scripts.local_stack` on a free 127.0.0.1 port (`make run`:
+embedded store + chalice local) and refuses any other address. Bounded in time
 (--duration) and in count (--max-ops). Each client has its own API key of one
 Pro workspace (so the plan cap does not apply) and runs a weighted mix:
 

@@ -243,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     if not os.environ.get("DOCPUB_SECRET_KEY"):
         os.environ["DOCPUB_SECRET_KEY"] = _local_secret(data_dir)
 
+    (data_dir / "emulator-endpoint").unlink(missing_ok=True)  # left by the emulator-based make run
     open_embedded_storage(data_dir)
     ensure_emulated_aws_storage()
     command = [sys.executable, "-m", "scripts.serve_local", "--host", args.host, "--port", str(args.port)]

@@ -120,7 +120,7 @@ def client(storage):
 
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory):
-    """One real local stack (moto server + chalice local) shared by e2e tests."""
+    """One real local stack (`make run`: embedded store + chalice local) shared by e2e tests."""
     from tests.stack import LocalStack
 
     running = LocalStack(tmp_path_factory.mktemp("stack") / "data").start()

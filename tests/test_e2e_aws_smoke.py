@@ -44,6 +44,8 @@ def test_publish_edit_share_admin_delete_on_dynamodb_and_s3(moto_endpoint, tmp_p
             share = httpx.get(doc["share_url"])  # DOCPUB_BASE_URL is the stack's address
             assert share.status_code == 200 and "Smoke" in share.text
             assert http.get("/api/v1/me").json()["workspace"]["id"] == created["workspace_id"]
+            assert stack.admin("--aws", "set-plan", created["workspace_id"], "pro")["plan"] == "pro"
+            assert http.get("/api/v1/me").json()["workspace"]["plan"] == "pro"
             assert http.delete(url).status_code == 204
             assert http.get(url).status_code == 404
     finally:
