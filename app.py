@@ -6,7 +6,7 @@ from chalicelib.errors import DocpubError
 from chalicelib.entrypoints.http import (
     empty_response, handles_errors, json_response, normalise_chalice_error, parse_body, parse_query,
 )
-from chalicelib.entrypoints import routing
+from chalicelib.entrypoints import pages, routing
 from chalicelib.entrypoints.share import bp as share_pages
 from chalicelib.entrypoints.mcp import bp as mcp_blueprint
 from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
@@ -49,6 +49,22 @@ def _authorized(parse, model, write=False):
         if write:  # every publish/edit answer carries the rate-limit headers
             exc.headers.update(registry.documents().rate_limit_headers(key_item))
         raise
+
+
+@app.route("/", methods=["GET"])
+def landing_page():
+    return pages.landing(_request())
+
+
+@app.route("/docs", methods=["GET"])
+def api_reference_page():
+    return pages.api_reference(_request(), app.routes)
+
+
+@app.route("/favicon.svg", methods=["GET"])
+@app.route("/favicon.ico", methods=["GET"])
+def favicon():
+    return pages.favicon(_request())
 
 
 @app.route("/api/v1/health", methods=["GET"])

@@ -1,4 +1,4 @@
-"""The contract's error vocabulary (API-CONTRACT.md section 3).
+"""The contract's error vocabulary (docs/contract.md, Errors).
 
 Every failure the service can explain is one of these; adapters (REST, MCP,
 dashboard, share pages) turn them into their own shape in one place each.
@@ -76,6 +76,84 @@ class ValidationFailed(DocpubError):
     @classmethod
     def field(cls, field: str, message: str) -> "ValidationFailed":
         return cls(f"{field}: {message}", {"fields": [{"field": field, "message": message}]})
+
+    @classmethod
+    def from_pydantic(cls, problems: list[dict[str, Any]]) -> "ValidationFailed":
+        """pydantic's `ValidationError.errors()` said in Docpub's words (`title: must not be blank`).
+        The one place where validation wording is decided: REST, MCP and the dashboard use it."""
+        fields = [{"field": ".".join(str(p) for p in problem.get("loc", ())) or "body",
+                   "message": plain_message(problem)} for problem in problems] or [
+                  {"field": "body", "message": "is not valid"}]
+        first = fields[0]
+        return cls(f"{first['field']}: {first['message']}", {"fields": fields})
+
+
+# Field-specific wording where the generic one would be vague (field path -> message).
+_FIELD_MESSAGES = {
+    "edits": "give 1 to 100 edits",
+    "document_id": "must be a document id (a UUID such as 3f0c5e9a-2b1d-4c8e-9f6a-1b2c3d4e5f60)",
+}
+
+
+def _plural(count: Any, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def plain_message(problem: dict[str, Any]) -> str:
+    """One pydantic error (a dict of `ValidationError.errors()`) as a short plain phrase,
+    without library phrasing ("Value error, …", "Input should …", "List should have …")."""
+    kind = problem.get("type", "")
+    ctx = problem.get("ctx") or {}
+    field = ".".join(str(p) for p in problem.get("loc", ()))
+    if kind in ("too_short", "too_long", "string_pattern_mismatch") and field in _FIELD_MESSAGES:
+        return _FIELD_MESSAGES[field]
+    if kind in ("missing", "missing_argument", "missing_keyword_only_argument", "missing_positional_only_argument"):
+        return "is required"
+    if kind in ("extra_forbidden", "unexpected_keyword_argument", "unexpected_positional_argument"):
+        return "is not a field of this request"
+    if kind == "string_too_short":
+        return "must not be empty" if ctx.get("min_length") == 1 else \
+            f"must be at least {_plural(ctx.get('min_length'), 'character')}"
+    if kind == "string_too_long":
+        return f"must be at most {_plural(ctx.get('max_length'), 'character')}"
+    if kind == "too_short":
+        return f"must have at least {_plural(ctx.get('min_length'), 'item')}"
+    if kind == "too_long":
+        return f"must have at most {_plural(ctx.get('max_length'), 'item')}"
+    if kind == "string_pattern_mismatch":
+        return "is not in the expected format"
+    if kind in ("string_type", "string_sub_type"):
+        return "must be a string"
+    if kind in ("int_type", "int_parsing", "int_from_float", "int_parsing_size"):
+        return "must be a whole number"
+    if kind in ("float_type", "float_parsing"):
+        return "must be a number"
+    if kind in ("bool_type", "bool_parsing"):
+        return "must be true or false"
+    if kind in ("list_type", "tuple_type", "set_type"):
+        return "must be a list"
+    if kind in ("dict_type", "model_type", "model_attributes_type", "dataclass_type"):
+        return "must be an object"
+    if kind == "none_required":
+        return "must be null"
+    if kind == "greater_than_equal":
+        return f"must be at least {ctx.get('ge')}"
+    if kind == "greater_than":
+        return f"must be more than {ctx.get('gt')}"
+    if kind == "less_than_equal":
+        return f"must be at most {ctx.get('le')}"
+    if kind == "less_than":
+        return f"must be less than {ctx.get('lt')}"
+    if kind in ("literal_error", "enum"):
+        return f"must be one of {ctx.get('expected', '')}".rstrip()
+    if kind in ("string_unicode", "unicode_error"):
+        return "must be valid text (UTF-8)"
+    if kind in ("value_error", "assertion_error") and ctx.get("error") is not None:
+        return str(ctx["error"])  # our own validators already speak plainly ("must not be blank")
+    text = str(problem.get("msg") or "is not valid")
+    for prefix in ("Value error, ", "Assertion failed, "):
+        text = text.removeprefix(prefix)
+    return text[:1].lower() + text[1:]
 
 
 class EditNotFound(DocpubError):

@@ -1,12 +1,28 @@
-"""What Docpub's MCP server tells a model at initialize (shared by /mcp and the stdio proxy)."""
+"""What Docpub's MCP server tells a model at initialize (shared by /mcp and the stdio proxy).
 
-INSTRUCTIONS = (
-    "Docpub publishes HTML documents behind shareable links. publish_document creates a document "
-    "(or a new version of one) and returns its share_url; edit_document changes an existing document "
-    "with exact search-and-replace edits, which is cheaper and safer than re-publishing the whole HTML; "
-    "find_document and list_documents locate documents; get_document reads one (with include_html=true "
-    "for its HTML); list_feedback and resolve_feedback handle what viewers wrote on shared documents. "
-    "Limits: HTML up to 4 MiB (4,194,304 bytes of UTF-8); free workspaces hold at most 5 documents; "
-    "publish and edit together allow 60 writes per minute per API key. A failed call returns text "
-    "starting with an error code (e.g. 'edit_not_found: ...') that says how to correct the call."
-)
+Built at call time from the limits table (domain/limits.py), so settings such as
+DOCPUB_WRITE_RATE_LIMIT change what the model is told as well as what is enforced.
+"""
+from __future__ import annotations
+
+from chalicelib.domain import limits
+
+
+def limit_words() -> dict[str, str]:
+    """The placeholders tool descriptions and instructions are written with."""
+    return {"html_size": limits.html_size_text(), "html_size_short": limits.html_size_short(),
+            "free_documents": limits.plural(limits.FREE_MAX_DOCUMENTS, "document"),
+            "write_rate": limits.write_rate_text(), "edits": limits.edits_text()}
+
+
+def instructions() -> str:
+    return (
+        "Docpub publishes HTML documents behind shareable links. publish_document creates a document "
+        "(or a new version of one) and returns its share_url; edit_document changes an existing document "
+        "with exact search-and-replace edits, which is cheaper and safer than re-publishing the whole HTML; "
+        "find_document and list_documents locate documents; get_document reads one (with include_html=true "
+        "for its HTML); list_feedback and resolve_feedback handle what viewers wrote on shared documents. "
+        "Limits: HTML up to {html_size}; free workspaces hold at most {free_documents}; "
+        "publish and edit together allow {write_rate}. A failed call returns text "
+        "starting with an error code (e.g. 'edit_not_found: ...') that says how to correct the call."
+    ).format(**limit_words())

@@ -25,7 +25,7 @@ API_PREFIX = "/api/v1"
 # The only view name routing.add_method_not_allowed gives its 405 fillers.
 FILLER_VIEW = "method_not_allowed"
 
-# What each error status means (API-CONTRACT.md section 3); every one is an ErrorBody.
+# What each error status means (docs/contract.md, Errors); every one is an ErrorBody.
 ERROR_TEXT = {
     400: "`invalid_json`: the body is not valid JSON or not a JSON object.",
     401: "`unauthorized` (no key) or `invalid_api_key` (unknown, revoked or malformed key).",

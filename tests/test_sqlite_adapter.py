@@ -362,3 +362,23 @@ def test_opening_a_data_folder_imports_an_old_snapshot(data_dir):
     opened = repositories(data_dir, shared=False)
     assert opened.workspaces.get("ws_1")["name"] == "Kept"
     assert (data_dir / "dynamodb-items.json.imported").exists()
+
+
+def test_two_processes_opening_an_old_folder_at_once_import_it_once(data_dir):
+    data_dir.mkdir(parents=True)
+    items = [{"PK": {"S": f"WS#ws_{i}"}, "SK": {"S": "WS"}, "id": {"S": f"ws_{i}"}, "name": {"S": "N"},
+              "plan": {"S": "free"}, "created_ms": {"N": "5"}, "document_count": {"N": "0"},
+              "key_count": {"N": "0"}} for i in range(300)]
+    (data_dir / "dynamodb-items.json").write_text(json.dumps({"items": items}))
+    (data_dir / "s3" / "documents" / "w" / "d").mkdir(parents=True)
+    (data_dir / "s3" / "documents" / "w" / "d" / "v.html").write_bytes(b"<p>old</p>")
+    script = "import sys; from chalicelib.adapters.sqlite import repositories; repositories(sys.argv[1])"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DOCPUB_")}
+    children = [subprocess.Popen([sys.executable, "-c", script, str(data_dir)], cwd=PROJECT, env=env,
+                                 stderr=subprocess.PIPE) for _ in range(3)]
+    for child in children:
+        assert child.wait(timeout=120) == 0, child.stderr.read().decode()[-2000:]
+    opened = repositories(data_dir, shared=False)
+    assert opened.documents.db.one("SELECT COUNT(*) AS n FROM workspaces")["n"] == 300
+    assert opened.blobs.get_html("documents/w/d/v.html") == b"<p>old</p>"
+    assert (data_dir / "s3.imported" / "documents" / "w" / "d" / "v.html").exists()

@@ -1,9 +1,119 @@
-"""Size rule shared by publish, edit and dashboard upload."""
+"""Every limit of sizes, plans and rates Docpub enforces, and the words that
+describe it: one table. (Field lengths of requests live in models.py, the
+source of the OpenAPI schema.)
+
+Services enforce these values; the MCP tool descriptions and server
+instructions, the dashboard and the sign-up page describe them with the
+`*_text()` functions below, so a setting (e.g. DOCPUB_WRITE_RATE_LIMIT)
+changes what is enforced and what is said in the same place. Configurable
+limits are read from chalicelib.config at call time, never at import time.
+"""
 from __future__ import annotations
 
-from chalicelib.errors import DocumentTooLarge, InvalidJson
-from chalicelib.models import MAX_HTML_BYTES
+from typing import NamedTuple
 
+from chalicelib import config
+from chalicelib.errors import DocumentTooLarge, InvalidJson
+from chalicelib.models import MAX_EDITS, MAX_HTML_BYTES
+
+
+class Rate(NamedTuple):
+    """At most `limit` events in any rolling `window_seconds` (a sliding log)."""
+    limit: int
+    window_seconds: int
+
+
+# ------------------------------------------------------------------ the table
+
+# Size of one document's HTML (UTF-8 bytes), every plan.
+HTML_BYTES = MAX_HTML_BYTES
+# Search-and-replace edits in one edit request.
+EDITS_PER_REQUEST = MAX_EDITS
+# The free plan's caps (Pro has none).
+FREE_MAX_DOCUMENTS = 5
+FREE_MAX_API_KEYS = 1
+# Dashboard passwords and share-link passphrases (characters).
+PASSWORD_CHARS = (10, 1024)
+PASSPHRASE_CHARS = (8, 200)
+
+# Standalone sliding logs of the dashboard (per client IP / per account).
+SIGN_IN_PER_IP = Rate(20, 15 * 60)
+# Guessing one account's password from one address is stopped quickly; the
+# account-wide cap is high, so an attacker cannot lock its owner out cheaply.
+SIGN_IN_PER_ACCOUNT_AND_IP = Rate(10, 15 * 60)
+SIGN_IN_PER_ACCOUNT = Rate(100, 15 * 60)
+SIGN_UP_PER_IP = Rate(10, 60 * 60)
+
+
+def write_rate() -> Rate:
+    """Publishes and edits together, per API key (and per workspace for dashboard saves)."""
+    return Rate(config.write_rate_limit(), config.write_rate_window_seconds())
+
+
+def viewer_rate() -> Rate:
+    """Unlock attempts, and feedback posts, per client IP per document."""
+    return Rate(config.viewer_rate_limit(), config.viewer_rate_window_seconds())
+
+
+# What a refusal of a standalone scope says (followed by "; try again in <wait>.").
+REFUSALS = {
+    "signin-ip": "Too many sign-in attempts from this address",
+    "signin-account-ip": "Too many sign-in attempts for this account from this address",
+    "signin-account": "Too many sign-in attempts for this account",
+    "password-change": "Too many password attempts for this account",
+    "signup-ip": "Too many sign-ups from this address",
+    "session-writes": "Too many saves in this workspace",
+    "unlock": "Too many unlock attempts from your address for this document",
+    "feedback": "Too many feedback messages from your address for this document",
+}
+
+
+# ------------------------------------------------------------------ wording
+
+def plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
+def per_window(seconds: int) -> str:
+    """60 → "per minute", 3600 → "per hour", 600 → "per 10 minutes", 45 → "per 45 seconds"."""
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds % size == 0:
+            count = seconds // size
+            return f"per {unit}" if count == 1 else f"per {count:,} {unit}s"
+    return f"per {seconds:,} seconds"
+
+
+def human_wait(seconds: int) -> str:
+    return plural(seconds, "second") if seconds < 90 else plural((seconds + 59) // 60, "minute")
+
+
+def html_size_text() -> str:
+    return f"{HTML_BYTES // (1024 * 1024)} MiB ({HTML_BYTES:,} bytes of UTF-8)"
+
+
+def html_size_short() -> str:
+    return f"{HTML_BYTES // (1024 * 1024)} MiB"
+
+
+def write_rate_text() -> str:
+    rate = write_rate()
+    return f"{plural(rate.limit, 'write')} {per_window(rate.window_seconds)} per API key"
+
+
+def free_plan_text() -> str:
+    return f"{plural(FREE_MAX_DOCUMENTS, 'document')}, {plural(FREE_MAX_API_KEYS, 'API key')}"
+
+
+def write_refusal(retry_after_seconds: int) -> str:
+    return (f"Write rate limit of {write_rate_text()} reached; "
+            f"try again in {human_wait(retry_after_seconds)}.")
+
+
+def edits_text() -> str:
+    return f"1 to {EDITS_PER_REQUEST} edits"
+
+
+# ------------------------------------------------------------------ the size rule
 
 def encoded_html(html: str) -> bytes:
     """UTF-8 bytes of a document, refusing anything over the limit with 413."""
@@ -17,10 +127,10 @@ def encoded_html(html: str) -> bytes:
 
 def checked_size(data: bytes) -> bytes:
     """`data` if within the limit, else 413 `document_too_large`."""
-    if len(data) > MAX_HTML_BYTES:
+    if len(data) > HTML_BYTES:
         raise DocumentTooLarge(
-            f"The HTML is {len(data):,} bytes; the limit is {MAX_HTML_BYTES:,} bytes (4 MiB). "
+            f"The HTML is {len(data):,} bytes; the limit is {HTML_BYTES:,} bytes ({html_size_short()}). "
             "Inlined base64 images are the usual cause: host images at a URL instead.",
-            {"limit_bytes": MAX_HTML_BYTES, "size_bytes": len(data)},
+            {"limit_bytes": HTML_BYTES, "size_bytes": len(data)},
         )
     return data

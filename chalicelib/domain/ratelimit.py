@@ -2,45 +2,62 @@
 
 A clock-aligned window lets 2x through at a boundary and a token bucket lets
 more than `limit` through in one window; a log of accepted timestamps does not.
+
+`decide` is the one decision every limit uses: the API key's write limit
+(claimed inside the version's transaction), and the standalone scopes of
+services/ratelimits.py (unlock, feedback, sign-in, sign-up, dashboard saves).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Optional
 
 from chalicelib.errors import RateLimited
 
 
 @dataclass(frozen=True)
 class SlotDecision:
+    """The log after claiming a slot, or (`retry_after` set) a refusal."""
     new_log: list[int]
     limit: int
     remaining: int
     reset_seconds: int
+    retry_after: Optional[int] = None
+
+    @property
+    def allowed(self) -> bool:
+        return self.retry_after is None
 
     def headers(self) -> dict[str, str]:
         return {"X-RateLimit-Limit": str(self.limit),
                 "X-RateLimit-Remaining": str(self.remaining),
                 "X-RateLimit-Reset": str(self.reset_seconds)}
 
+    def refuse(self, message: str) -> RateLimited:
+        """The 429 for a refused decision, with Retry-After and X-RateLimit-*."""
+        error = RateLimited(self.retry_after, message)
+        error.headers.update(self.headers())
+        return error
+
 
 def _seconds_until(ms: int) -> int:
     return max(1, math.ceil(ms / 1000))
 
 
-def take_slot(log: list[int], now_ms: int, limit: int, window_seconds: int) -> SlotDecision:
-    """Claim a slot in `log` (timestamps in ms) or raise RateLimited with Retry-After."""
+def _recent(log: list[int], now_ms: int, window_ms: int) -> list[int]:
+    return sorted(t for t in log if t > now_ms - window_ms)
+
+
+def decide(log: list[int], now_ms: int, limit: int, window_seconds: int) -> SlotDecision:
+    """Claim a slot in `log` (timestamps in ms), or refuse with the wait until one frees."""
     window_ms = window_seconds * 1000
-    recent = sorted(t for t in log if t > now_ms - window_ms)
+    recent = _recent(log, now_ms, window_ms)
     if len(recent) >= limit:
-        # The request is refused; a slot frees when the oldest counted write leaves.
+        # Refused; a slot frees when the oldest counted event leaves the window.
         oldest_blocking = recent[len(recent) - limit]
         retry = min(window_seconds, _seconds_until(oldest_blocking + window_ms - now_ms))
-        error = RateLimited(retry, f"Write rate limit of {limit} per {window_seconds} s reached; "
-                                   f"retry in {retry} s.")
-        error.headers.update({"X-RateLimit-Limit": str(limit), "X-RateLimit-Remaining": "0",
-                              "X-RateLimit-Reset": str(retry)})
-        raise error
+        return SlotDecision(new_log=recent, limit=limit, remaining=0, reset_seconds=retry, retry_after=retry)
     new_log = recent + [now_ms]
     return SlotDecision(
         new_log=new_log,
@@ -50,10 +67,20 @@ def take_slot(log: list[int], now_ms: int, limit: int, window_seconds: int) -> S
     )
 
 
+def take_slot(log: list[int], now_ms: int, limit: int, window_seconds: int,
+              message: Optional[str] = None) -> SlotDecision:
+    """`decide`, raising RateLimited (Retry-After, X-RateLimit-*) on a refusal."""
+    decision = decide(log, now_ms, limit, window_seconds)
+    if not decision.allowed:
+        raise decision.refuse(message or f"Rate limit of {limit} per {window_seconds} s reached; "
+                                         f"retry in {decision.retry_after} s.")
+    return decision
+
+
 def current_headers(log: list[int], now_ms: int, limit: int, window_seconds: int) -> dict[str, str]:
     """X-RateLimit-* for an answer that claimed no slot (refusals, replays)."""
     window_ms = window_seconds * 1000
-    recent = sorted(t for t in log if t > now_ms - window_ms)
+    recent = _recent(log, now_ms, window_ms)
     reset = min(window_seconds, _seconds_until(recent[0] + window_ms - now_ms)) if recent else 0
     return {"X-RateLimit-Limit": str(limit), "X-RateLimit-Remaining": str(max(0, limit - len(recent))),
             "X-RateLimit-Reset": str(reset)}

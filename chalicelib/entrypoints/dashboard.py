@@ -21,6 +21,7 @@ from urllib.parse import parse_qs, quote, urlencode, urlparse
 from chalice import Blueprint, Response
 
 from chalicelib import config, errors
+from chalicelib.domain import limits
 from chalicelib.entrypoints.http import client_ip, compress, parse_cookies, request_id
 from chalicelib.models import MAX_HTML_BYTES
 
@@ -250,7 +251,7 @@ def environment():
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              trim_blocks=True, lstrip_blocks=True)
-    env.globals.update(url=url, pro_features=PRO_FEATURES, max_html_bytes=MAX_HTML_BYTES)
+    env.globals.update(url=url, pro_features=PRO_FEATURES, max_html_bytes=MAX_HTML_BYTES, limits=limits)
     env.filters.update(size=human_size, when=human_time)
     return env
 

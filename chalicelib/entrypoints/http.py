@@ -15,6 +15,7 @@ from chalice import Response
 from pydantic import BaseModel, ValidationError
 
 from chalicelib import errors
+from chalicelib.domain import limits
 from chalicelib.models import MAX_HTML_BYTES
 
 log = logging.getLogger("docpub")
@@ -128,7 +129,7 @@ def check_body_size(request) -> None:
     if size > MAX_REQUEST_BYTES:
         raise errors.DocumentTooLarge(
             f"The request body is {size:,} bytes, more than any valid request ({MAX_REQUEST_BYTES:,}); "
-            f"it was not read. The HTML limit is {MAX_HTML_BYTES:,} bytes (4 MiB): host images at a URL "
+            f"it was not read. The HTML limit is {limits.html_size_text()}: host images at a URL "
             "instead of inlining them.",
             {"limit_bytes": MAX_HTML_BYTES, "size_bytes": size})
 
@@ -202,17 +203,8 @@ def validate(model: type[M], data: Any) -> M:
 
 
 def validation_error(exc: ValidationError) -> errors.ValidationFailed:
-    fields = []
-    for err in exc.errors(include_url=False, include_input=False):
-        field = ".".join(str(p) for p in err["loc"]) or "body"
-        message = err["msg"]
-        if err["type"] == "extra_forbidden":
-            message = "is not a field of this request"
-        elif err["type"] == "missing":
-            message = "is required"
-        fields.append({"field": field, "message": message})
-    first = fields[0]
-    return errors.ValidationFailed(f"{first['field']}: {first['message']}", {"fields": fields})
+    """pydantic's error in the contract's shape and Docpub's words (errors.plain_message)."""
+    return errors.ValidationFailed.from_pydantic(exc.errors(include_url=False, include_input=False))
 
 
 FORM_TYPE = "application/x-www-form-urlencoded"
@@ -260,7 +252,7 @@ def json_response(body: BaseModel | dict, status: int = 200, headers: Optional[d
 HTML_TYPE = "text/html; charset=utf-8"
 # Every HTML page the service itself renders (share-link chrome, unlock form,
 # dashboard, error pages). A shared document's own HTML gets a sandboxing CSP
-# on top (API-CONTRACT.md section 6); tests/test_security.py checks all HTML answers.
+# on top (docs/contract.md, Share links); tests/test_security.py checks all HTML answers.
 HTML_SECURITY_HEADERS = {
     "Content-Security-Policy": ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
                                 "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),

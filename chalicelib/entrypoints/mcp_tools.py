@@ -29,6 +29,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
 from chalicelib import errors
+from chalicelib.domain import limits
 from chalicelib.entrypoints.http import unexpected, validate, validation_error
 from chalicelib.models import (
     MAX_EDITS, Description, DocumentDeleted, DocumentDetail, DocumentId, DocumentList, EditOperation,
@@ -36,7 +37,7 @@ from chalicelib.models import (
     ListDocumentsQuery, MeResponse, Note, PublishRequest, PublishResponse, ResolveFeedbackRequest, Title,
     UpdateDocumentRequest, VersionId,
 )
-from chalicelib.mcp_instructions import INSTRUCTIONS
+from chalicelib.mcp_instructions import instructions, limit_words
 from chalicelib.services import registry
 from chalicelib.services.auth import Credentials
 
@@ -77,10 +78,10 @@ _HINTS = {
 }
 
 
-def error_result(error: errors.DocpubError) -> CallToolResult:
+def error_result(error: errors.DocpubError, hint: bool = True) -> CallToolResult:
     """`isError: true` with text `<code>: <message> (<hint>) <details as JSON>`."""
     text = f"{error.code}: {error.message}"
-    if error.code in _HINTS:
+    if hint and error.code in _HINTS:
         text += f" ({_HINTS[error.code]})"
     if error.details:
         text += " " + json.dumps(error.details, ensure_ascii=False, separators=(",", ":"))
@@ -129,8 +130,8 @@ def _write(idempotent: bool, destructive: bool = False) -> ToolAnnotations:
 async def publish_document(
     title: Annotated[Title, Field(description="Document title, 1 to 500 characters, not only whitespace.")],
     html: Annotated[Html, Field(description=(
-        "The complete HTML of the document (a full page or a fragment). At most 4 MiB = 4,194,304 bytes "
-        "of UTF-8; host large images at a URL instead of inlining base64."))],
+        "The complete HTML of the document (a full page or a fragment). At most "
+        f"{limits.html_size_text()}; host large images at a URL instead of inlining base64."))],
     document_id: Annotated[Optional[DocumentId], Field(description=(
         "Omit to create a new document. Give an existing document's id to publish this HTML as its next "
         "version (the share_url stays the same)."))] = None,
@@ -149,8 +150,8 @@ async def publish_document(
 async def edit_document(
     document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
     edits: Annotated[list[EditOperation], Field(min_length=1, max_length=MAX_EDITS, description=(
-        "1 to 100 search-and-replace edits, applied in order to the latest version; each edit sees the "
-        "result of the previous ones. old_string must occur in the document exactly (literal, "
+        f"1 to {limits.EDITS_PER_REQUEST} search-and-replace edits, applied in order to the latest version; "
+        "each edit sees the result of the previous ones. old_string must occur in the document exactly (literal, "
         "case-sensitive, whitespace included) and exactly once unless replace_all is true."))],
     note: Annotated[Optional[Note], Field(description="Optional note about the new version.")] = None,
 ) -> Annotated[CallToolResult, EditResponse]:
@@ -164,7 +165,8 @@ async def edit_document(
 async def get_document(
     document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
     include_html: Annotated[bool, Field(description=(
-        "true to include the HTML (up to 4 MiB); leave false when you only need metadata."))] = False,
+        f"true to include the HTML (up to {limits.html_size_short()}); leave false when you only need "
+        "metadata."))] = False,
     version_id: Annotated[Optional[VersionId], Field(description=(
         "Read this version's HTML instead of the latest (ids are in `versions`)."))] = None,
 ) -> Annotated[CallToolResult, DocumentDetail]:
@@ -261,23 +263,24 @@ def _given(**values: Any) -> dict:
     return {k: v for k, v in values.items() if v is not None}
 
 
-# name → (function, title, annotations, description)
+# name → (function, title, annotations, description); {placeholders} in a description
+# are filled from the limits table (mcp_instructions.limit_words) when a server is built.
 TOOLS: dict[str, tuple[Callable, str, ToolAnnotations, str]] = {
     "publish_document": (publish_document, "Publish a document", _write(idempotent=False), (
         "Publish HTML as a new document and get its shareable link (share_url), or, with document_id, "
         "publish it as the next version of an existing document (same link; title and description are "
         "replaced). Use this to create a document or to replace all of its HTML; to change part of an "
-        "existing document prefer edit_document. Limits: HTML at most 4 MiB (4,194,304 bytes of "
-        "UTF-8, else document_too_large); a free workspace holds at most 5 documents (a 6th is "
+        "existing document prefer edit_document. Limits: HTML at most {html_size}, else "
+        "document_too_large; a free workspace holds at most {free_documents} (one more is "
         "plan_limit_reached; new versions of existing documents still work); publish and edit share a "
-        "write rate limit of 60 per minute per API key (rate_limited, with retry_after_seconds).")),
+        "write rate limit of {write_rate} (rate_limited, with retry_after_seconds).")),
     "edit_document": (edit_document, "Edit a document", _write(idempotent=False), (
         "Change an existing document with exact search-and-replace edits on its latest HTML, creating "
         "one new version (the share_url is unchanged). Matching is literal and case-sensitive (no regex, "
         "whitespace counts): copy old_string exactly from get_document(include_html=true). Each "
         "old_string must match exactly once unless replace_all is true (edit_ambiguous: add surrounding "
         "text); a missing one is edit_not_found. The batch is atomic: if any edit fails, nothing is "
-        "stored. Limits: 1 to 100 edits, resulting HTML at most 4 MiB, 60 writes per minute per API key.")),
+        "stored. Limits: {edits}, resulting HTML at most {html_size_short}, {write_rate}.")),
     "get_document": (get_document, "Read a document", _read_only(), (
         "Read one document: title, description, share_url, versions (oldest first), open feedback "
         "count, and with include_html=true the HTML of the latest version (or of version_id). Use it "
@@ -287,7 +290,7 @@ TOOLS: dict[str, tuple[Callable, str, ToolAnnotations, str]] = {
         "touched). Give at least one of title, description. Returns the document as get_document does.")),
     "delete_document": (delete_document, "Delete a document", _write(idempotent=True, destructive=True), (
         "Permanently delete a document: all its versions, its feedback and its share link (which then "
-        "answers 404). Cannot be undone. Frees one of the free plan's 5 document slots.")),
+        "answers 404). Cannot be undone. Frees a slot of the free plan's {free_documents}.")),
     "list_documents": (list_documents, "List documents", _read_only(), (
         "List the workspace's documents, most recently updated first, a page at a time (limit 1 to "
         "100, default 20); pass next_cursor back as cursor for the next page. To look for a document "
@@ -315,8 +318,9 @@ class DocpubMCP(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
         tool = self._tool_manager.get_tool(name)
         if tool is None:
+            # The ids hint of not_found would mislead here: the tool name is what is wrong.
             return error_result(errors.NotFound(f"There is no tool named {name!r}; the tools are "
-                                                + ", ".join(TOOLS) + "."))
+                                                + ", ".join(TOOLS) + "."), hint=False)
         unknown = sorted(set(arguments) - set(tool.parameters.get("properties", {})))
         if unknown:
             return error_result(errors.ValidationFailed(
@@ -330,16 +334,24 @@ class DocpubMCP(MCPServer):
             raise
 
 
+def tool_descriptions() -> dict[str, str]:
+    """Each tool's description with today's limits (read from config now, not at import)."""
+    words = limit_words()
+    return {name: description.format(**words) for name, (_fn, _title, _ann, description) in TOOLS.items()}
+
+
 def build_server() -> DocpubMCP:
     logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK logs every request at INFO
-    server = DocpubMCP(name=SERVER_NAME, title="Docpub", instructions=INSTRUCTIONS, version="1",
+    server = DocpubMCP(name=SERVER_NAME, title="Docpub", instructions=instructions(), version="1",
                        log_level="WARNING")
-    for name, (fn, title, annotations, description) in TOOLS.items():
-        server.add_tool(fn, name=name, title=title, description=description, annotations=annotations)
+    descriptions = tool_descriptions()
+    for name, (fn, title, annotations, _description) in TOOLS.items():
+        server.add_tool(fn, name=name, title=title, description=descriptions[name], annotations=annotations)
     return server
 
 
-_idle: list[DocpubMCP] = []
+# Idle servers by the limit texts they were built with: a changed setting builds new ones.
+_idle: dict[tuple, list[DocpubMCP]] = {}
 _idle_lock = threading.Lock()
 
 
@@ -348,15 +360,20 @@ def checked_out() -> Iterator[DocpubMCP]:
     """A server used by one request at a time: never shared by two threads at once
     (chalice local serves each request on a new thread), reused across requests
     (building one costs ~50 ms; Lambda reuses it on every warm invocation)."""
+    texts = tuple(sorted(limit_words().items()))
     with _idle_lock:
-        instance = _idle.pop() if _idle else None
+        pool = _idle.get(texts)
+        instance = pool.pop() if pool else None
+        if pool is None:
+            _idle.clear()  # servers built with other limits are never handed out again
+            _idle[texts] = []
     if instance is None:
         instance = build_server()
     try:
         yield instance
     finally:
         with _idle_lock:
-            _idle.append(instance)
+            _idle.setdefault(texts, []).append(instance)
 
 
 # ------------------------------------------------------------------ Streamable HTTP, one request at a time

@@ -9,8 +9,9 @@
 - CSRF: itsdangerous tokens signed with `config.secret_key()`, bound to the
   session (or, before sign-in, to an anonymous cookie), so a token is useless
   with any other session.
-- Sign-in attempts are limited per client IP and per account (sliding log,
-  domain/ratelimit.py), claimed before the password is checked.
+- Sign-in attempts are limited per client IP and per account (sliding logs,
+  services/ratelimits.py; the limits are in domain/limits.py), claimed before
+  the password is checked.
 """
 from __future__ import annotations
 
@@ -23,24 +24,22 @@ from dataclasses import dataclass
 from typing import Optional
 
 from chalicelib import config
+from chalicelib.domain import limits
 from chalicelib.ports import UserExists
 from chalicelib.errors import Unauthorized, ValidationFailed
 from chalicelib.services.context import Context, default_context, new_workspace_id
 from chalicelib.services import ratelimits
 from chalicelib.services.workspaces import MAX_WORKSPACE_NAME, WorkspaceService
 
-MIN_PASSWORD = 10
-MAX_PASSWORD = 1024
+MIN_PASSWORD, MAX_PASSWORD = limits.PASSWORD_CHARS
 MAX_EMAIL = 254
 _EMAIL_SHAPE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$")
 
-# (limit, window seconds)
-SIGN_IN_PER_IP = (20, 15 * 60)
-# Guessing one account's password from one address is stopped quickly; the
-# account-wide cap is high, so an attacker cannot lock its owner out cheaply.
-SIGN_IN_PER_ACCOUNT_AND_IP = (10, 15 * 60)
-SIGN_IN_PER_ACCOUNT = (100, 15 * 60)
-SIGN_UP_PER_IP = (10, 60 * 60)
+# (limit, window seconds), from the limits table; module names so tests can lower them.
+SIGN_IN_PER_IP = limits.SIGN_IN_PER_IP
+SIGN_IN_PER_ACCOUNT_AND_IP = limits.SIGN_IN_PER_ACCOUNT_AND_IP
+SIGN_IN_PER_ACCOUNT = limits.SIGN_IN_PER_ACCOUNT
+SIGN_UP_PER_IP = limits.SIGN_UP_PER_IP
 
 BAD_CREDENTIALS = "Email or password is incorrect."
 SIGN_UP_REFUSED = ("We could not create an account with these details. "
@@ -104,7 +103,7 @@ class AccountService:
     # ---------------------------------------------------------------- sign up / in / out
 
     def sign_up(self, email: str, password: str, workspace_name: str, client_ip: str) -> StartedSession:
-        self._hit(f"signup-ip#{client_ip}", SIGN_UP_PER_IP, "Too many sign-ups from this address")
+        self._hit("signup-ip", client_ip, SIGN_UP_PER_IP)
         email = normalise_email(email)
         fields = []
         if len(email) > MAX_EMAIL or not _EMAIL_SHAPE.match(email):
@@ -134,11 +133,9 @@ class AccountService:
     def sign_in(self, email: str, password: str, client_ip: str,
                 previous_session_id: Optional[str] = None) -> StartedSession:
         email = normalise_email(email)
-        self._hit(f"signin-ip#{client_ip}", SIGN_IN_PER_IP, "Too many sign-in attempts from this address")
-        self._hit(f"signin-account-ip#{_scope_digest(email + chr(0) + client_ip)}", SIGN_IN_PER_ACCOUNT_AND_IP,
-                  "Too many sign-in attempts for this account from this address")
-        self._hit(f"signin-account#{_scope_digest(email)}", SIGN_IN_PER_ACCOUNT,
-                  "Too many sign-in attempts for this account")
+        self._hit("signin-ip", client_ip, SIGN_IN_PER_IP)
+        self._hit("signin-account-ip", _scope_digest(email + chr(0) + client_ip), SIGN_IN_PER_ACCOUNT_AND_IP)
+        self._hit("signin-account", _scope_digest(email), SIGN_IN_PER_ACCOUNT)
         user = self.ctx.users.get(email) if email and len(email) <= MAX_EMAIL else None
         password = (password or "")[:MAX_PASSWORD]
         if user is None:
@@ -175,8 +172,8 @@ class AccountService:
         session = self.session(session_id)
         if session is None:
             raise Unauthorized("Your session has ended; sign in again.")
-        self._hit(f"signin-account#{_scope_digest(session.email)}", SIGN_IN_PER_ACCOUNT,
-                  "Too many password attempts for this account")
+        self._hit("signin-account", _scope_digest(session.email), SIGN_IN_PER_ACCOUNT,
+                  refusal="password-change")
         user = self.ctx.users.get(session.email)
         if user is None or not _verify(user["password_hash"], (current_password or "")[:MAX_PASSWORD]):
             raise ValidationFailed("The current password is incorrect.",
@@ -226,9 +223,8 @@ class AccountService:
 
     # ---------------------------------------------------------------- rate limits
 
-    def _hit(self, scope: str, rule: tuple[int, int], what: str) -> None:
-        limit, window = rule
-        ratelimits.hit(self.ctx, scope, limit, window, what)
+    def _hit(self, kind: str, key: str, rate: tuple[int, int], refusal: Optional[str] = None) -> None:
+        ratelimits.hit(self.ctx, ratelimits.scope_key(kind, key), rate, limits.REFUSALS[refusal or kind])
 
 
 def _binding_digest(binding: str) -> str:

@@ -11,7 +11,6 @@ import base64
 import hashlib
 import json
 import logging
-import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
@@ -20,18 +19,19 @@ from chalicelib.ports import (
     BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
     definitely_not_applied, document_prefix, version_key,
 )
-from chalicelib.domain import plans
+from chalicelib.domain import limits, plans
 from chalicelib.domain.edits import apply_edits_utf8
 from chalicelib.domain.limits import checked_size, encoded_html
-from chalicelib.domain.ratelimit import SlotDecision, current_headers, take_slot
-from chalicelib.errors import (
-    DocpubError, InvalidApiKey, NotFound, PlanLimitReached, ValidationFailed, VersionConflict,
-)
+from chalicelib.domain.ratelimit import SlotDecision, current_headers, decide
+from chalicelib.errors import DocpubError, NotFound, PlanLimitReached, ValidationFailed, VersionConflict
 from chalicelib.models import (
     DocumentDetail, DocumentList, DocumentSummary, EditRequest, EditResponse, EditSummary,
     PublishRequest, PublishResponse, UpdateDocumentRequest, VersionInfo,
 )
-from chalicelib.services import auth, ratelimits
+from chalicelib.services import access, ratelimits
+from chalicelib.services.access import (  # noqa: F401  (also imported from here by the dashboard)
+    Actor, Who, canonical_document_id, document_not_found, well_formed_id,
+)
 from chalicelib.services.context import (
     Context, default_context, new_document_id, new_share_id, new_version_id, rfc3339,
 )
@@ -43,16 +43,6 @@ log = logging.getLogger(__name__)
 MAX_WRITE_ATTEMPTS = 50
 IDEMPOTENCY_TTL_SECONDS = 24 * 3600
 MAX_IDEMPOTENCY_KEY = 255
-
-
-@dataclass(frozen=True)
-class Actor:
-    """An authenticated caller. `key_item` is set for API keys (rate-limited)."""
-    workspace_id: str
-    key_item: Optional[dict] = None
-
-
-Who = Union[auth.Credentials, Actor]
 
 
 @dataclass
@@ -90,25 +80,6 @@ def _request_hash(request: PublishRequest, data: bytes) -> str:
     return digest.hexdigest()
 
 
-_DOCUMENT_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
-
-
-def well_formed_id(document_id: Optional[str]) -> bool:
-    """Only a UUID can name a document: anything else is 404 without a storage call
-    (DynamoDB refuses keys over 2 KB with an error that must not become a 5xx)."""
-    return isinstance(document_id, str) and _DOCUMENT_ID.match(document_id) is not None
-
-
-def canonical_document_id(document_id):
-    """UUIDs are case-insensitive; documents are stored under the lowercase form."""
-    return document_id.lower() if well_formed_id(document_id) else document_id
-
-
-def document_not_found(document_id: str) -> NotFound:
-    shown = document_id if well_formed_id(document_id) else "with that id"
-    return NotFound(f"No document {shown} in this workspace.")
-
-
 class DocumentService:
     def __init__(self, ctx: Optional[Context] = None):
         self.ctx = ctx or default_context()
@@ -118,42 +89,18 @@ class DocumentService:
     def _load(self, who: Who, document_id: Optional[str] = None, idempotency_digest: Optional[str] = None,
               include_deleting: bool = False, seen: Optional[dict] = None
               ) -> tuple[Actor, Optional[dict], Optional[dict]]:
-        """Verify the caller and read the document (and idempotency record) in one round trip.
-        `include_deleting` also finds a document whose delete was interrupted;
-        `seen` receives the verified key item (for rate-limit headers on refusals)."""
-        lookup_id = document_id if well_formed_id(document_id) else None
-        if isinstance(who, Actor):
-            doc = self.ctx.documents.get(lookup_id) if lookup_id else None
-            actor = who
-            idem = None
-        else:
-            key_item, doc, idem = self.ctx.documents.get_with_key(who.key_id, lookup_id, idempotency_digest)
-            key_item = auth.verify(who, key_item)
-            actor = Actor(key_item["workspace_id"], key_item)
-            if seen is not None:
-                seen["key_item"] = key_item
-        visible = (doc is not None and doc.get("workspace_id") == actor.workspace_id) if include_deleting \
-            else self._visible(doc, actor)
-        if document_id and not visible:
-            raise document_not_found(document_id)
-        return actor, doc, idem
-
-    @staticmethod
-    def _visible(doc: Optional[dict], actor: Actor) -> bool:
-        return doc is not None and doc.get("workspace_id") == actor.workspace_id and not doc.get("deleting")
-
-    def _reload_key(self, actor: Actor) -> Actor:
-        """Re-read the key item after its rate slot was taken by a concurrent write."""
-        key_item = self.ctx.keys.get(actor.key_item["key_id"])
-        if key_item is None or key_item.get("revoked_at") is not None:
-            raise InvalidApiKey("The API key is not valid or has been revoked.")
-        return Actor(actor.workspace_id, key_item)
+        """Verify the caller and read the document (and idempotency record) in one round trip."""
+        found = access.find_document(self.ctx, who, document_id, include_deleting=include_deleting,
+                                     idempotency_digest=idempotency_digest, seen=seen)
+        return found.actor, found.doc, found.idempotency
 
     def _slot(self, actor: Actor, now_ms: int) -> tuple[Optional[SlotDecision], Optional[RateSlot]]:
         if actor.key_item is None:
             return None, None  # dashboard writes are counted once, up front (_count_session_write)
-        decision = take_slot(actor.key_item.get("writes", []), now_ms,
-                             config.write_rate_limit(), config.write_rate_window_seconds())
+        rate = limits.write_rate()
+        decision = decide(actor.key_item.get("writes", []), now_ms, rate.limit, rate.window_seconds)
+        if not decision.allowed:
+            raise decision.refuse(limits.write_refusal(decision.retry_after))
         slot = RateSlot(actor.key_item["key_id"], actor.key_item.get("writes_seq", 0),
                         decision.new_log, now_ms)
         return decision, slot
@@ -162,8 +109,8 @@ class DocumentService:
         """The key's current X-RateLimit-* (no slot claimed)."""
         if key_item is None:
             return {}
-        return current_headers(key_item.get("writes", []), self.ctx.now_ms(),
-                               config.write_rate_limit(), config.write_rate_window_seconds())
+        rate = limits.write_rate()
+        return current_headers(key_item.get("writes", []), self.ctx.now_ms(), rate.limit, rate.window_seconds)
 
     def _with_rate_headers(self, write):
         """Every publish/edit answer carries X-RateLimit-*: refusals and replays too."""
@@ -187,8 +134,8 @@ class DocumentService:
         """Writes from a dashboard session have no API key; the same limit applies
         to them per workspace, so uploads cannot bypass it."""
         if actor.key_item is None:
-            ratelimits.hit(self.ctx, f"session-writes#{actor.workspace_id}", config.write_rate_limit(),
-                           config.write_rate_window_seconds(), "Too many saves in this workspace")
+            ratelimits.hit(self.ctx, ratelimits.scope_key("session-writes", actor.workspace_id),
+                           limits.write_rate(), limits.REFUSALS["session-writes"])
 
     def _publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str], seen: dict) -> WriteResult:
         digest = None
@@ -240,12 +187,10 @@ class DocumentService:
                                               request_hash)
                         if replay is not None:
                             return replay
-                    actor = self._reload_key(actor)
+                    actor = access.reload_key(self.ctx, actor)
                     continue
                 except StaleDocument:
-                    doc = self.ctx.documents.get(document_id)
-                    if not self._visible(doc, actor):
-                        raise document_not_found(document_id)
+                    doc = access.check_still_visible(self.ctx, actor, document_id)
                     if request.base_version_id:
                         raise self._conflict(doc)
                     continue
@@ -268,7 +213,7 @@ class DocumentService:
                 version: dict, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
         # The cap is a condition of the transaction (no read of the workspace first):
         # it holds unless the workspace's plan at commit time is uncapped.
-        max_documents = plans.entitlements("free").max_documents
+        max_documents = limits.FREE_MAX_DOCUMENTS
         doc = {"document_id": document_id, "workspace_id": actor.workspace_id, "title": request.title,
                "description": request.description or "", "share_id": share_id,
                "created_ms": version["created_ms"], "updated_ms": version["created_ms"],
@@ -351,13 +296,11 @@ class DocumentService:
                 self.ctx.documents.append_version(doc, version, {}, slot, None)
             except GuardFailed:
                 self._discard(object_key)
-                actor = self._reload_key(actor)
+                actor = access.reload_key(self.ctx, actor)
                 continue
             except StaleDocument:
                 self._discard(object_key)
-                doc = self.ctx.documents.get(document_id)
-                if not self._visible(doc, actor):
-                    raise document_not_found(document_id)
+                doc = access.check_still_visible(self.ctx, actor, document_id)
                 if request.base_version_id:
                     raise self._conflict(doc)
                 before = None  # re-apply the batch to the new latest version
@@ -387,13 +330,8 @@ class DocumentService:
 
     def get(self, who: Who, document_id: str, include_html: bool = False,
             version_id: Optional[str] = None) -> DocumentDetail:
-        document_id = canonical_document_id(document_id)
-        actor = self._actor(who)
-        if not well_formed_id(document_id):
-            raise document_not_found(document_id)
-        doc, versions = self.ctx.documents.get_with_versions(document_id)
-        if not self._visible(doc, actor):
-            raise document_not_found(document_id)
+        found = access.find_document(self.ctx, who, document_id, with_versions=True)
+        doc, versions, document_id = found.doc, found.versions, found.document_id
         html = None
         if version_id is not None and not any(v["version_id"] == version_id for v in versions):
             raise NotFound(f"No version {version_id} of document {document_id}.")
@@ -404,28 +342,17 @@ class DocumentService:
 
     def get_html(self, who: Who, document_id: str, version_number: Optional[int] = None) -> tuple[dict, dict, str]:
         """(document, version, html) of the latest or a numbered version."""
-        document_id = canonical_document_id(document_id)
-        actor = self._actor(who)
-        if not well_formed_id(document_id):
-            raise document_not_found(document_id)
-        doc = self.ctx.documents.get(document_id)
-        if not self._visible(doc, actor):
-            raise document_not_found(document_id)
+        found = access.find_document(self.ctx, access.actor(self.ctx, who), document_id)
+        doc, document_id = found.doc, found.document_id
         number = version_number or doc["version_count"]
         version = self.ctx.documents.get_version(document_id, number)
         if version is None:
             raise NotFound(f"No version {number} of document {document_id}.")
         return doc, version, self._read_html(doc, version["version_id"])
 
-    def _actor(self, who: Who) -> Actor:
-        if isinstance(who, Actor):
-            return who
-        key_item = auth.verify(who, self.ctx.keys.get(who.key_id))
-        return Actor(key_item["workspace_id"], key_item)
-
     def list(self, who: Who, limit: int = 20, cursor: Optional[str] = None,
              query: Optional[str] = None) -> DocumentList:
-        actor = self._actor(who)
+        actor = access.actor(self.ctx, who)
         if query is not None and query.strip():
             return self._find(actor, query.strip(), limit, cursor)
         try:
@@ -486,14 +413,9 @@ class DocumentService:
     def finish_delete(self, doc: dict) -> None:
         """Remove everything of a document marked `deleting`; safe to repeat."""
         self.ctx.blobs.delete_prefix(document_prefix(doc["workspace_id"], doc["document_id"]))
-        for hook in DELETE_HOOKS:
-            hook(self.ctx, doc)
+        self.ctx.feedback.delete_for_document(doc["document_id"])
         # The document record goes last, so an interrupted delete can be found and finished.
         self.ctx.documents.purge(doc["document_id"])
-
-
-# Other modules (feedback) register what must go when a document goes.
-DELETE_HOOKS: list = []
 
 
 def _encode_offset(offset: int) -> str:
@@ -511,8 +433,3 @@ def _decode_offset(cursor: Optional[str]) -> int:
         return offset
     except (ValueError, TypeError, KeyError) as exc:
         raise ValidationFailed.field("cursor", "is not a cursor this service returned") from exc
-
-
-# Registers the feedback service's delete hook wherever documents can be deleted
-# (at the end: feedback imports this module).
-from chalicelib.services import feedback as _feedback  # noqa: E402,F401

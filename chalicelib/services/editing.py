@@ -14,11 +14,14 @@ from pydantic import ValidationError
 
 from chalicelib.domain import plans
 from chalicelib.domain.diffs import LineDiff, line_diff
+from chalicelib.domain import limits
 from chalicelib.domain.limits import encoded_html
 from chalicelib.errors import FeatureNotInPlan, NoChange, ValidationFailed
-from chalicelib.models import MAX_HTML_BYTES, PublishRequest
+from chalicelib.models import PublishRequest
+from chalicelib.services import access
+from chalicelib.services.access import Who
 from chalicelib.services.context import Context, default_context
-from chalicelib.services.documents import DocumentService, Who, WriteResult
+from chalicelib.services.documents import DocumentService, WriteResult
 
 FEATURE_MESSAGES = {
     "dashboard_editing": "Editing in the dashboard is a Pro feature; upload a new version instead, "
@@ -39,10 +42,7 @@ def publish_request(**fields) -> PublishRequest:
     try:
         return PublishRequest.model_validate({k: v for k, v in fields.items() if v is not None})
     except ValidationError as exc:
-        details = [{"field": ".".join(str(p) for p in e["loc"]) or "body",
-                    "message": "is required" if e["type"] == "missing" else e["msg"]}
-                   for e in exc.errors(include_url=False, include_input=False)]
-        raise ValidationFailed(f"{details[0]['field']}: {details[0]['message']}", {"fields": details}) from None
+        raise ValidationFailed.from_pydantic(exc.errors(include_url=False, include_input=False)) from None
 
 
 def require_feature(ctx: Context, workspace_id: str, feature: str) -> None:
@@ -62,7 +62,7 @@ class EditingService:
                document_id: Optional[str] = None, description: Optional[str] = None) -> WriteResult:
         """Publish an uploaded HTML file as a new document, or as a new version of `document_id`
         (keeping its title when none is given). Same 413 rule and message as publish."""
-        if len(data) > MAX_HTML_BYTES:
+        if len(data) > limits.HTML_BYTES:
             encoded_html(data.decode("utf-8", "replace"))  # raises the contract's 413
         if data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]
@@ -82,7 +82,7 @@ class EditingService:
     def save_html(self, who: Who, document_id: str, html: str, note: Optional[str] = None,
                   base_version_id: Optional[str] = None) -> WriteResult:
         """Pro: store HTML edited in the browser as a new version (409 if someone published meanwhile)."""
-        actor = self.documents._actor(who)
+        actor = access.actor(self.ctx, who)
         require_feature(self.ctx, actor.workspace_id, "dashboard_editing")
         document = self.documents.get(actor, document_id)
         return self.documents.publish(actor, publish_request(
@@ -91,7 +91,7 @@ class EditingService:
 
     def restore_version(self, who: Who, document_id: str, number: int) -> WriteResult:
         """Publish an older version's HTML again, as the newest version."""
-        actor = self.documents._actor(who)
+        actor = access.actor(self.ctx, who)
         document, version, html = self.documents.get_html(actor, document_id, number)
         if number == document["version_count"]:
             raise NoChange(f"Version {number} is already the latest version.")
@@ -100,7 +100,7 @@ class EditingService:
             base_version_id=document["latest_version_id"]))
 
     def compare(self, who: Who, document_id: str, old_number: int, new_number: int) -> VersionPair:
-        actor = self.documents._actor(who)
+        actor = access.actor(self.ctx, who)
         document, old, old_html = self.documents.get_html(actor, document_id, old_number)
         _, new, new_html = self.documents.get_html(actor, document_id, new_number)
         return VersionPair(document, old, new, line_diff(old_html, new_html))

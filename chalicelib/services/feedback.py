@@ -3,7 +3,7 @@
 A submission, the document's `open_feedback_count` and the submitter's rate slot
 are written in one transaction; resolve/reopen change the count with
 conditions on the feedback's state, so the count never drifts. Deleting a
-document deletes its feedback (a DELETE_HOOK of the document service).
+document deletes its feedback (DocumentService.finish_delete does it directly).
 """
 from __future__ import annotations
 
@@ -11,15 +11,18 @@ import re
 
 from typing import Optional
 
+from chalicelib.domain import limits
+from chalicelib.errors import NotFound, ValidationFailed
 from chalicelib.ports import BadCursor, FeedbackGone, GuardFailed, StaleDocument
-from chalicelib.errors import NotFound, RateLimited, ValidationFailed
 from chalicelib.models import Feedback, FeedbackCreated, FeedbackList, FeedbackSubmission
-from chalicelib.services import documents
+from chalicelib.services import access, ratelimits
 from chalicelib.services.context import Context, default_context, new_feedback_id, rfc3339
-from chalicelib.services.sharing import MAX_CLAIM_ATTEMPTS, ShareService
+from chalicelib.services.sharing import ShareService
 
 STATUSES = ("open", "resolved", "all")
 MAX_LIMIT = 100
+# A resolve that races another change of the same item looks again this many times.
+RESOLVE_ATTEMPTS = 5
 
 
 def feedback_model(item: dict) -> Feedback:
@@ -47,8 +50,11 @@ class FeedbackService:
         access = self.sharing.access(share_id, unlock_cookie, version_number)
         doc = access.doc
         feedback_id = new_feedback_id()
-        for _attempt in range(MAX_CLAIM_ATTEMPTS):
-            claim = self.sharing.viewer_slot("feedback", doc["document_id"], client_ip)
+        what = limits.REFUSALS["feedback"]
+        for _attempt in range(ratelimits.CLAIM_ATTEMPTS):
+            # The slot is claimed in the feedback's own transaction: a refused post uses none.
+            claim = ratelimits.next_claim(self.ctx, ratelimits.viewer_scope("feedback", doc["document_id"], client_ip),
+                                          limits.viewer_rate(), what)
             item = {"feedback_id": feedback_id, "document_id": doc["document_id"],
                     "workspace_id": doc["workspace_id"], "version_id": access.version_id,
                     "version_number": access.version_number, "message": submission.message,
@@ -61,7 +67,7 @@ class FeedbackService:
             except StaleDocument as exc:
                 raise NotFound("No such link.") from exc
             return FeedbackCreated(feedback_id=feedback_id)
-        raise RateLimited(1, "Too many simultaneous feedback posts; retry in 1 s.")
+        raise ratelimits.contended(what)
 
     # ---------------------------------------------------------------- owners
 
@@ -71,12 +77,8 @@ class FeedbackService:
             raise ValidationFailed.field("status", "must be open, resolved or all")
         if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             raise ValidationFailed.field("limit", f"must be 1 to {MAX_LIMIT}")
-        service = documents.DocumentService(self.ctx)
-        actor = service._actor(who)
-        if document_id is not None:
-            doc = self.ctx.documents.get(document_id)
-            if not service._visible(doc, actor):
-                raise NotFound(f"No document {document_id} in this workspace.")
+        found = access.find_document(self.ctx, who, document_id)
+        actor, document_id = found.actor, found.document_id
         try:
             items, next_cursor = self.ctx.feedback.page(actor.workspace_id, document_id,
                                                         None if status == "all" else status, limit, cursor)
@@ -86,9 +88,9 @@ class FeedbackService:
 
     def resolve(self, who, feedback_id: str, resolved: bool = True) -> Feedback:
         """Mark resolved (or, with resolved=False, open again); repeating is harmless."""
-        actor = documents.DocumentService(self.ctx)._actor(who)
+        actor = access.actor(self.ctx, who)
         wanted = "resolved" if resolved else "open"
-        for _attempt in range(MAX_CLAIM_ATTEMPTS):
+        for _attempt in range(RESOLVE_ATTEMPTS):
             # Ids we never issue are 404 without a lookup (DynamoDB refuses keys over 2 KB).
             item = self.ctx.feedback.get(feedback_id) if _FEEDBACK_ID.fullmatch(feedback_id or "") else None
             if item is None or item.get("workspace_id") != actor.workspace_id:
@@ -106,11 +108,3 @@ class FeedbackService:
             item.update(status=wanted, resolved_ms=now_ms if resolved else None)
             return feedback_model(item)
         raise NotFound(f"No feedback {feedback_id} in this workspace.")
-
-
-def delete_document_feedback(ctx: Context, doc: dict) -> None:
-    ctx.feedback.delete_for_document(doc["document_id"])
-
-
-if delete_document_feedback not in documents.DELETE_HOOKS:
-    documents.DELETE_HOOKS.append(delete_document_feedback)

@@ -1,29 +1,62 @@
-"""Standalone sliding-log limits (per IP, per account, per workspace), claimed
-with a conditional write on their own item. The API key's write limit is not
-one of these: it rides in the version's transaction (see documents.py)."""
+"""Standalone sliding-log limits (per IP, per account, per workspace, per document
+and IP), each claimed with a conditional write on its own log. The decision is
+domain/ratelimit.decide; the limits and their wording are domain/limits.py.
+
+The API key's write limit is not one of these: its slot is claimed inside the
+version's transaction (see documents.py), with the same decision function.
+A feedback post claims its slot inside the feedback's transaction: it takes
+`next_claim` and hands it to storage.
+"""
 from __future__ import annotations
 
-from chalicelib.domain.ratelimit import take_slot
+import hashlib
+import hmac
+
+from chalicelib import config
+from chalicelib.ports import RateClaim
+from chalicelib.domain import limits
+from chalicelib.domain.ratelimit import decide
 from chalicelib.errors import RateLimited
 from chalicelib.services.context import Context
 
 CLAIM_ATTEMPTS = 5
+# Rate logs outlive their window a little (storage TTL is cleanup only).
+EXPIRY_MARGIN_SECONDS = 60
 
 
-def human_wait(seconds: int) -> str:
-    return f"{seconds} seconds" if seconds < 90 else f"{(seconds + 59) // 60} minutes"
+def scope_key(kind: str, *parts: str) -> str:
+    return "#".join((kind,) + parts)
 
 
-def hit(ctx: Context, scope: str, limit: int, window: int, what: str) -> None:
-    """Count one event in `scope`, or raise 429 when `limit` per `window` s is used up."""
+def viewer_scope(kind: str, document_id: str, client_ip: str) -> str:
+    """Rate-log scope per document per client IP; the IP is stored only as a keyed hash."""
+    digest = hmac.new(config.secret_key().encode(), client_ip.encode(), hashlib.sha256).hexdigest()[:32]
+    return scope_key(kind, document_id, digest)
+
+
+def next_claim(ctx: Context, scope: str, rate: tuple[int, int], what: str) -> RateClaim:
+    """The next state of `scope`'s log with this event counted, for storage to write
+    conditionally; or RateLimited (Retry-After) when `rate` is used up."""
+    limit, window = rate
+    now_ms = ctx.now_ms()
+    item = ctx.rates.get(scope) or {}
+    decision = decide(item.get("hits", []), now_ms, limit, window)
+    if not decision.allowed:
+        raise RateLimited(decision.retry_after,
+                          f"{what}; try again in {limits.human_wait(decision.retry_after)}.")
+    return RateClaim(scope, item.get("seq", 0), decision.new_log,
+                     now_ms // 1000 + window + EXPIRY_MARGIN_SECONDS)
+
+
+def contended(what: str) -> RateLimited:
+    """Every claim attempt lost a race with another event in the same scope."""
+    return RateLimited(1, f"{what}; try again in a moment.")
+
+
+def hit(ctx: Context, scope: str, rate: tuple[int, int], what: str) -> None:
+    """Count one event in `scope`, or raise 429 when `rate` (limit, window s) is used up."""
     for _attempt in range(CLAIM_ATTEMPTS):
-        now_ms = ctx.now_ms()
-        item = ctx.rates.get(scope)
-        try:
-            decision = take_slot((item or {}).get("hits", []), now_ms, limit, window)
-        except RateLimited as exc:
-            raise RateLimited(exc.retry_after_seconds,
-                              f"{what}; try again in {human_wait(exc.retry_after_seconds)}.") from None
-        if ctx.rates.claim(scope, (item or {}).get("seq", 0), decision.new_log, now_ms // 1000 + window + 60):
+        claim = next_claim(ctx, scope, rate, what)
+        if ctx.rates.claim(claim.scope, claim.expected_seq, claim.new_log, claim.expires_at):
             return
-    raise RateLimited(1, f"{what}; try again in a moment.")
+    raise contended(what)

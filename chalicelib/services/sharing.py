@@ -11,26 +11,20 @@ Unlock attempts are rate-limited per client IP per document with a sliding log
 """
 from __future__ import annotations
 
-import hashlib
-import hmac
 import re
 from dataclasses import dataclass
 from typing import Optional
 
 from chalicelib import config
-from chalicelib.ports import BlobNotFound, RateClaim, StaleDocument, version_key
-from chalicelib.domain import plans
-from chalicelib.domain.ratelimit import take_slot
-from chalicelib.errors import (
-    FeatureNotInPlan, NotFound, RateLimited, Unauthorized, ValidationFailed,
-)
+from chalicelib.domain import limits, plans
+from chalicelib.errors import FeatureNotInPlan, NotFound, Unauthorized, ValidationFailed
+from chalicelib.ports import BlobNotFound, StaleDocument, version_key
+from chalicelib.services import access, ratelimits
 from chalicelib.services.context import Context, default_context
 
-MIN_PASSPHRASE = 8
-MAX_PASSPHRASE = 200
+MIN_PASSPHRASE, MAX_PASSPHRASE = limits.PASSPHRASE_CHARS
 UNLOCK_MAX_AGE_SECONDS = 7 * 24 * 3600
 UNLOCK_COOKIE = "dp_unlock"
-MAX_CLAIM_ATTEMPTS = 5
 _SHARE_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 _VERSION_ID = re.compile(r"^v_[A-Za-z0-9_-]{1,60}$")
 
@@ -114,12 +108,6 @@ def _serializer():
     from itsdangerous import URLSafeSerializer
 
     return URLSafeSerializer(config.secret_key(), salt="docpub-share-unlock")
-
-
-def viewer_scope(kind: str, document_id: str, client_ip: str) -> str:
-    """Rate-log scope per document per client IP; the IP is stored only as a keyed hash."""
-    digest = hmac.new(config.secret_key().encode(), client_ip.encode(), hashlib.sha256).hexdigest()[:32]
-    return f"{kind}#{document_id}#{digest}"
 
 
 class ShareService:
@@ -231,27 +219,9 @@ class ShareService:
 
     # ---------------------------------------------------------------- rate limit
 
-    def viewer_slot(self, kind: str, document_id: str, client_ip: str) -> RateClaim:
-        """The next state of this viewer's sliding log, or RateLimited with Retry-After."""
-        scope = viewer_scope(kind, document_id, client_ip)
-        item = self.ctx.rates.get(scope) or {}
-        limit, window = config.viewer_rate_limit(), config.viewer_rate_window_seconds()
-        now_ms = self.ctx.now_ms()
-        try:
-            decision = take_slot(item.get("hits", []), now_ms, limit, window)
-        except RateLimited as exc:
-            noun = "unlock attempts" if kind == "unlock" else "feedback messages"
-            raise RateLimited(exc.retry_after_seconds,
-                              f"Too many {noun} from your address for this document; "
-                              f"retry in {exc.retry_after_seconds} s.") from None
-        return RateClaim(scope, item.get("seq", 0), decision.new_log, now_ms // 1000 + window)
-
     def _consume_attempt(self, kind: str, document_id: str, client_ip: str) -> None:
-        for _attempt in range(MAX_CLAIM_ATTEMPTS):
-            claim = self.viewer_slot(kind, document_id, client_ip)
-            if self.ctx.rates.claim(claim.scope, claim.expected_seq, claim.new_log, claim.expires_at):
-                return
-        raise RateLimited(1, "Too many simultaneous attempts; retry in 1 s.")
+        ratelimits.hit(self.ctx, ratelimits.viewer_scope(kind, document_id, client_ip), limits.viewer_rate(),
+                       limits.REFUSALS[kind])
 
     # ---------------------------------------------------------------- passphrase (owners)
 
@@ -262,7 +232,7 @@ class ShareService:
         try:
             self.ctx.documents.set_passphrase(doc, _hasher().hash(passphrase))
         except StaleDocument as exc:
-            raise NotFound(f"No document {document_id} in this workspace.") from exc
+            raise access.document_not_found(document_id) from exc
 
     def clear_passphrase(self, who, document_id: str) -> None:
         # A workspace moved back to free may still remove a passphrase it set on Pro.
@@ -270,17 +240,11 @@ class ShareService:
         try:
             self.ctx.documents.set_passphrase(doc, None)
         except StaleDocument as exc:
-            raise NotFound(f"No document {document_id} in this workspace.") from exc
+            raise access.document_not_found(document_id) from exc
 
     def _owned(self, who, document_id: str, allow_free: bool) -> dict:
-        from chalicelib.services import documents as document_rules
-
-        service = document_rules.DocumentService(self.ctx)
-        actor = service._actor(who)
-        document_id = document_rules.canonical_document_id(document_id)
-        doc = self.ctx.documents.get(document_id) if document_rules.well_formed_id(document_id) else None
-        if not service._visible(doc, actor):
-            raise document_rules.document_not_found(document_id)
+        found = access.find_document(self.ctx, access.actor(self.ctx, who), document_id)
+        doc, actor = found.doc, found.actor
         workspace = self.ctx.workspaces.get(actor.workspace_id) or {}
         if not plans.entitlements(workspace.get("plan", "free")).passphrase_links and not (
                 allow_free and doc.get("passphrase_hash")):

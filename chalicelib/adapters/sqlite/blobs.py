@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Optional
 
 from chalicelib.ports.records import BlobNotFound
-from chalicelib.ports.repositories import document_prefix, version_key  # noqa: F401 (the key layout)
 
 TEMP_PREFIX = ".tmp-"
 

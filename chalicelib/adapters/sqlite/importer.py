@@ -8,6 +8,7 @@ transaction; only after the commit are the old files renamed (to
 twice (INSERT OR IGNORE) and finishes the renames."""
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import sqlite3
@@ -102,14 +103,23 @@ def _table_of(item: dict) -> Optional[str]:
 
 def import_snapshot(data_dir: str | Path) -> Optional[dict]:
     """Import the snapshot in data_dir if there is one; counts per table, or None."""
-    from chalicelib.adapters.sqlite import BLOBS_FOLDER, DATABASE_FILE
-    from chalicelib.adapters.sqlite.blobs import FileBlobStore
-    from chalicelib.adapters.sqlite.db import Database
-
     folder = Path(data_dir)
     items_file, objects = folder / ITEMS_FILE, folder / OBJECTS_FOLDER
     if not items_file.exists() and not objects.is_dir():
         return None
+    # Two processes opening the folder at once (server and admin CLI): one imports.
+    with open(folder / ".import.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not items_file.exists() and not objects.is_dir():
+            return None
+        return _import(folder, items_file, objects)
+
+
+def _import(folder: Path, items_file: Path, objects: Path) -> dict:
+    from chalicelib.adapters.sqlite import BLOBS_FOLDER, DATABASE_FILE
+    from chalicelib.adapters.sqlite.blobs import FileBlobStore
+    from chalicelib.adapters.sqlite.db import Database
+
     blobs = FileBlobStore(folder / BLOBS_FOLDER)
     copied = 0
     if objects.is_dir():

@@ -58,4 +58,26 @@
     field.addEventListener(field.type === "file" ? "change" : "input", update);
     update();
   });
+
+  // Upload of a new document: an empty title is filled from the chosen file's <title>
+  // (else its file name); it stays editable, and a title the person typed is never replaced.
+  document.querySelectorAll("input[data-title-from]").forEach(function (title) {
+    var file = title.form && title.form.querySelector('input[type="file"][name="' + title.dataset.titleFrom + '"]');
+    if (!file || !window.FileReader || !window.DOMParser) return;
+    var filled = "";
+    file.addEventListener("change", function () {
+      if (!file.files || !file.files.length || (title.value && title.value !== filled)) return;
+      var chosen = file.files[0];
+      var reader = new FileReader();
+      reader.onload = function () {
+        if (title.value && title.value !== filled) return;  // typed while the file was read
+        // DOMParser builds an inert document: nothing in the file runs or loads.
+        var parsed = new DOMParser().parseFromString(String(reader.result), "text/html");
+        var text = (parsed.title || "").replace(/\s+/g, " ").trim();
+        if (!text) text = chosen.name.replace(/\.html?$/i, "");
+        title.value = filled = text.slice(0, 500);
+      };
+      reader.readAsText(chosen.slice(0, 256 * 1024));
+    });
+  });
 })();

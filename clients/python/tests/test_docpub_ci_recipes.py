@@ -109,4 +109,5 @@ def test_a_failed_publish_fails_the_job_with_the_auth_status(stack, workdir):
            "CI_COMMIT_SHORT_SHA": "abc1234", "CI_PROJECT_PATH": "acme/app"}
     result = run_script("sh", gitlab_publish_script(), workdir, env)
     assert result.returncode == 3
-    assert "docpub: error: unauthorized: no API key" in result.stderr
+    # with --json the error is JSON on stdout; the recipe shows it in the job log (stderr)
+    assert '"code": "unauthorized"' in result.stderr and "no API key" in result.stderr

@@ -101,10 +101,12 @@ def handled(f: Callable) -> Callable:
 
 
 def fail(exc: DocpubError) -> None:
+    """With --json the error is the JSON on stdout only (one place to read); else one line on stderr."""
     if state().json:
         emit_json(exc.to_dict())
-    message = " ".join(f"{exc.code}: {exc.message}".split())
-    click.echo(f"docpub: error: {message}", err=True)
+    else:
+        message = " ".join(f"{exc.code}: {exc.message}".split())
+        click.echo(f"docpub: error: {message}", err=True)
     raise click.exceptions.Exit(exc.exit_code)
 
 
@@ -229,7 +231,8 @@ class UploadProgress:
 
 @command(cli)
 @click.argument("file", metavar="FILE|-")
-@click.option("--title", help="Title (default: the HTML <title>, then the file name).")
+@click.option("--title", help="Title (new document: default the HTML <title>, then the file name; "
+                              "new version: default the document's current title).")
 @click.option("--document", "document_id", metavar="ID", help="Append a version to this document.")
 @click.option("--note", help="Version note (up to 2,000 characters).")
 @click.option("--description", help="Document description (up to 5,000 characters).")
@@ -249,9 +252,11 @@ def publish(file: str, title: Optional[str], document_id: Optional[str], note: O
     except UnicodeDecodeError as exc:
         raise UsageError(f"{file} is not UTF-8 text (invalid byte at offset {exc.start})",
                          code="usage_error") from None
+    client = state().client()
+    if title is None and document_id:
+        title = client.get(document_id)["title"]  # a new version keeps the title unless --title
     if title is None:
         title = extract_title(text) or (Path(file).name if file != "-" else "Untitled")
-    client = state().client()
     show = progress if progress is not None else (len(data) > PROGRESS_THRESHOLD and sys.stderr.isatty())
     kwargs = dict(document_id=document_id, note=note, description=description,
                   idempotency_key=idempotency_key)
@@ -537,6 +542,21 @@ def logout() -> None:
         emit_json({"config_path": str(path), "removed": removed})
     else:
         info(f"removed {path}" if removed else f"no config file at {path}")
+
+
+@cli.command(name="mcp")
+@common_options
+def mcp_command() -> None:
+    """Serve Docpub's MCP tools on stdin/stdout (for MCP clients that launch a command).
+
+    \b
+    Lists the tools even when the service is down; each tool call is forwarded to
+    {DOCPUB_URL}/mcp with the API key. Needs `pip install 'docpub[mcp]'`.
+    Same as the `docpub-mcp` command.
+    """
+    from docpub import mcp_stdio
+
+    raise click.exceptions.Exit(mcp_stdio.run(state().url, state().api_key))
 
 
 def main(argv: Optional[list[str]] = None) -> None:

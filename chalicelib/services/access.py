@@ -1,0 +1,116 @@
+"""The one access rule: who is acting, and the one way a service finds a document.
+
+`find_document` canonicalises the id (UUIDs are case-insensitive; documents are
+stored under the lowercase form), checks its shape (anything but a UUID is 404
+without a storage call: DynamoDB refuses keys over 2 KB with an error that must
+not become a 5xx), checks the workspace (and that no delete is under way), and
+raises the one not-found error. Every service (documents, editing, feedback,
+sharing) goes through it, so an id that one finds, all find.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from chalicelib.errors import InvalidApiKey, NotFound
+from chalicelib.services import auth
+from chalicelib.services.context import Context
+
+
+@dataclass(frozen=True)
+class Actor:
+    """An authenticated caller. `key_item` is set for API keys (rate-limited)."""
+    workspace_id: str
+    key_item: Optional[dict] = None
+
+
+Who = Union[auth.Credentials, Actor]
+
+_DOCUMENT_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+def well_formed_id(document_id: Optional[str]) -> bool:
+    """Only a UUID can name a document."""
+    return isinstance(document_id, str) and _DOCUMENT_ID.match(document_id) is not None
+
+
+def canonical_document_id(document_id):
+    """UUIDs are case-insensitive; documents are stored under the lowercase form."""
+    return document_id.lower() if well_formed_id(document_id) else document_id
+
+
+def document_not_found(document_id: Optional[str]) -> NotFound:
+    shown = document_id.lower() if well_formed_id(document_id) else "with that id"
+    return NotFound(f"No document {shown} in this workspace.")
+
+
+def actor(ctx: Context, who: Who) -> Actor:
+    """The verified caller (one GetItem of the key for credentials)."""
+    if isinstance(who, Actor):
+        return who
+    key_item = auth.verify(who, ctx.keys.get(who.key_id))
+    return Actor(key_item["workspace_id"], key_item)
+
+
+def reload_key(ctx: Context, current: Actor) -> Actor:
+    """Re-read the key item (after its rate slot was taken by a concurrent write)."""
+    key_item = ctx.keys.get(current.key_item["key_id"])
+    if key_item is None or key_item.get("revoked_at") is not None:
+        raise InvalidApiKey("The API key is not valid or has been revoked.")
+    return Actor(current.workspace_id, key_item)
+
+
+def visible(doc: Optional[dict], to: Actor, include_deleting: bool = False) -> bool:
+    """`doc` belongs to the actor's workspace (and, unless asked, is not being deleted)."""
+    return (doc is not None and doc.get("workspace_id") == to.workspace_id
+            and (include_deleting or not doc.get("deleting")))
+
+
+@dataclass
+class Found:
+    """What `find_document` read: the verified actor, the canonical id, the document
+    (None only when no id was given) and what was read with it."""
+    actor: Actor
+    document_id: Optional[str]
+    doc: Optional[dict]
+    versions: list = field(default_factory=list)
+    idempotency: Optional[dict] = None
+
+
+def find_document(ctx: Context, who: Who, document_id: Optional[str], *, include_deleting: bool = False,
+                  with_versions: bool = False, idempotency_digest: Optional[str] = None,
+                  seen: Optional[dict] = None) -> Found:
+    """Verify the caller and find `document_id` in its workspace, or raise the one NotFound.
+
+    With API-key credentials the key, the document and (`idempotency_digest`) the
+    idempotency record come in one round trip; `with_versions` reads the versions
+    too instead. `seen` receives the verified key item even when the document is
+    not found (its rate-limit headers go on that answer). No `document_id`: only
+    the caller is verified (a publish of a new document)."""
+    document_id = canonical_document_id(document_id) if document_id else None
+    lookup = document_id if well_formed_id(document_id) else None
+    versions: list = []
+    idem = None
+    if with_versions:
+        acting = actor(ctx, who)
+        doc, versions = ctx.documents.get_with_versions(lookup) if lookup else (None, [])
+    elif isinstance(who, Actor):
+        acting = who
+        doc = ctx.documents.get(lookup) if lookup else None
+    else:
+        key_item, doc, idem = ctx.documents.get_with_key(who.key_id, lookup, idempotency_digest)
+        acting = Actor(auth.verify(who, key_item)["workspace_id"], key_item)
+    if seen is not None and acting.key_item is not None:
+        seen["key_item"] = acting.key_item
+    if document_id and not visible(doc, acting, include_deleting):
+        raise document_not_found(document_id)
+    return Found(acting, document_id, doc if document_id else None, versions, idem)
+
+
+def check_still_visible(ctx: Context, to: Actor, document_id: str) -> dict:
+    """Re-read a document after a write lost a race; the same NotFound if it went."""
+    doc = ctx.documents.get(document_id)
+    if not visible(doc, to):
+        raise document_not_found(document_id)
+    return doc
