@@ -108,6 +108,7 @@ def main() -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     parser.add_argument("--stage", default="local")
+    parser.add_argument("--no-autoreload", action="store_true", help="accepted, no effect: this process never reloads")
     args = parser.parse_args()
     supervisor = os.environ.get("DOCPUB_SUPERVISOR_PID")
     die_with_parent(signal.SIGKILL, int(supervisor) if supervisor else None)
