@@ -194,6 +194,7 @@ class Supervisor:
         if self.worker is None:
             self.start_worker()
         reported_exit = False
+        reloaded = False
         try:
             while not self.stopping:
                 ready, _, _ = select.select([wake_read], [], [], POLL_SECONDS)
@@ -205,7 +206,9 @@ class Supervisor:
                 if self.stopping or parent_gone(self.parent):
                     break
                 exited = self.worker.poll()
-                if exited is not None and not self.autoreload:
+                if exited is not None and (not self.autoreload or not reloaded):
+                    # Without autoreload, or a first start that failed (port in use,
+                    # broken source): nothing to wait for; its error is on the console.
                     code = exited
                     break
                 if exited is not None and not reported_exit:
@@ -220,7 +223,7 @@ class Supervisor:
                         print("Source changed: restarting the server.", flush=True)
                         self.stop_worker()
                         self.start_worker()
-                        reported_exit = False
+                        reported_exit, reloaded = False, True
         finally:
             self.stop_worker()
             signal.set_wakeup_fd(-1)

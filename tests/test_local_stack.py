@@ -168,3 +168,15 @@ def test_autoreload_watches_source_only(tmp_path):
         if created_build:
             (PROJECT_DIR / "build").rmdir()
         stack.stop()
+
+
+def test_a_port_in_use_ends_make_run_with_the_error_instead_of_waiting(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        stack = LocalStack(tmp_path / "data", port=taken.getsockname()[1], autoreload=True)
+        with pytest.raises(RuntimeError, match="exited early"):
+            stack.start(timeout=60)
+        assert stack.process.wait(timeout=10) != 0
+        assert "Address already in use" in stack.log_path.read_text()
+        stack.stop()
