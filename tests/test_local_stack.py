@@ -12,7 +12,7 @@ import httpx
 import psutil
 import pytest
 
-from tests.stack import PROJECT_DIR, LocalStack, port_is_free
+from tests.stack import PROJECT_DIR, LocalStack, gone, port_is_free
 
 pytestmark = pytest.mark.e2e
 
@@ -21,11 +21,10 @@ def _wait_all_gone(procs: list[psutil.Process], port: int, timeout: float) -> fl
     """Seconds until every process has exited and the port can be bound again."""
     start = time.monotonic()
     while time.monotonic() - start < timeout:
-        alive = [p for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-        if not alive and port_is_free(port):
+        if all(gone(p) for p in procs) and port_is_free(port):
             return time.monotonic() - start
         time.sleep(0.02)
-    alive = [(p.pid, p.cmdline()) for p in procs if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    alive = [p.pid for p in procs if not gone(p)]
     raise AssertionError(f"after {timeout} s still alive: {alive}; port free: {port_is_free(port)}")
 
 
