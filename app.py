@@ -10,6 +10,7 @@ from chalicelib.entrypoints import pages, routing
 from chalicelib.entrypoints.share import bp as share_pages
 from chalicelib.entrypoints.mcp import bp as mcp_blueprint
 from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
+from chalicelib.entrypoints.oauth import bp as oauth_blueprint
 from chalicelib.models import (
     EditRequest, FeedbackListQuery, GetDocumentQuery, Health, ListDocumentsQuery, PassphraseRequest,
     PublishRequest, ResolveFeedbackRequest, UpdateDocumentRequest,
@@ -169,6 +170,7 @@ def resolve_feedback(feedback_id):
 app.register_blueprint(share_pages)
 app.register_blueprint(mcp_blueprint)  # POST /mcp (the SDK is imported only when it is hit)
 app.register_blueprint(dashboard_blueprint, url_prefix="/dashboard")
+app.register_blueprint(oauth_blueprint)  # OAuth 2.1 for MCP clients (discovery, register, authorize, token)
 
 # Must stay last: answers 405 (in the contract's shape) for every method a route lacks.
 routing.add_method_not_allowed(app)

@@ -83,3 +83,14 @@ def argon2_cost() -> tuple[int, int, int]:
     """argon2id (time_cost, memory_kib, parallelism); defaults are argon2-cffi's (RFC 9106 low-memory)."""
     return (int(_get("DOCPUB_ARGON2_TIME_COST", "3")), int(_get("DOCPUB_ARGON2_MEMORY_KIB", "65536")),
             int(_get("DOCPUB_ARGON2_PARALLELISM", "4")))
+
+
+def cimd_allowed_hosts() -> str:
+    """Comma-separated `host:port` whose client ID metadata documents may be fetched
+    from non-public addresses (a local test server). Empty in production."""
+    return _get("DOCPUB_CIMD_ALLOWED_HOSTS", "")
+
+
+def cimd_ca_file() -> str:
+    """An extra CA certificate (PEM file) to trust when fetching client metadata documents."""
+    return _get("DOCPUB_CIMD_CA_FILE", "")

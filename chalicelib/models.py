@@ -271,3 +271,89 @@ class ErrorDetail(ResponseModel):
 
 class ErrorBody(ResponseModel):
     error: ErrorDetail
+
+
+# ------------------------------------------------------------------ OAuth 2.1 for MCP (docs/mcp.md)
+# Wire shapes of the OAuth endpoints (RFC 9728, 8414, 7591, 6749, 7009). Their
+# errors are RFC 6749 bodies (OAuthErrorBody), not ErrorBody.
+
+class ProtectedResourceMetadata(ResponseModel):
+    resource: str
+    authorization_servers: list[str]
+    scopes_supported: list[str]
+    bearer_methods_supported: list[str]
+    resource_name: str
+    resource_documentation: str
+
+
+class AuthorizationServerMetadata(ResponseModel):
+    issuer: str
+    authorization_endpoint: str
+    token_endpoint: str
+    registration_endpoint: str
+    revocation_endpoint: str
+    scopes_supported: list[str]
+    response_types_supported: list[str]
+    response_modes_supported: list[str]
+    grant_types_supported: list[str]
+    code_challenge_methods_supported: list[str]
+    token_endpoint_auth_methods_supported: list[str]
+    revocation_endpoint_auth_methods_supported: list[str]
+    client_id_metadata_document_supported: bool
+    authorization_response_iss_parameter_supported: bool
+
+
+class ClientRegistrationRequest(BaseModel):
+    """RFC 7591 client metadata; other members are accepted and ignored (RFC 7591 2)."""
+    model_config = ConfigDict(extra="allow")
+    redirect_uris: list[str] = Field(min_length=1, max_length=10)
+    client_name: Optional[str] = None
+    grant_types: Optional[list[str]] = None
+    response_types: Optional[list[str]] = None
+    token_endpoint_auth_method: Optional[str] = None
+    scope: Optional[str] = None
+    client_uri: Optional[str] = None
+    logo_uri: Optional[str] = None
+
+
+class ClientRegistration(ResponseModel):
+    client_id: str
+    client_id_issued_at: int
+    redirect_uris: list[str]
+    client_name: Optional[str] = None
+    grant_types: list[str]
+    response_types: list[str]
+    token_endpoint_auth_method: Literal["none"]
+    scope: str
+
+
+class TokenRequest(BaseModel):
+    """`application/x-www-form-urlencoded` body of POST /oauth/token."""
+    grant_type: Literal["authorization_code", "refresh_token"]
+    client_id: str
+    code: Optional[str] = None
+    redirect_uri: Optional[str] = None
+    code_verifier: Optional[str] = Field(None, min_length=43, max_length=128)
+    refresh_token: Optional[str] = None
+    resource: Optional[str] = None
+    scope: Optional[str] = None
+
+
+class TokenResponse(ResponseModel):
+    access_token: str
+    token_type: Literal["Bearer"]
+    expires_in: int
+    refresh_token: str
+    scope: str
+
+
+class RevokeRequest(BaseModel):
+    """`application/x-www-form-urlencoded` body of POST /oauth/revoke (RFC 7009)."""
+    token: str
+    token_type_hint: Optional[Literal["access_token", "refresh_token"]] = None
+    client_id: Optional[str] = None
+
+
+class OAuthErrorBody(ResponseModel):
+    error: str
+    error_description: Optional[str] = None

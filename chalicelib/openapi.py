@@ -152,6 +152,88 @@ OPERATIONS: tuple[Operation, ...] = (
 )
 
 
+# OAuth 2.1 for MCP clients (docs/mcp.md): standard OAuth wire formats, with RFC 6749
+# error bodies (OAuthErrorBody) instead of the REST contract's ErrorBody.
+@dataclass(frozen=True)
+class OAuthOperation:
+    method: str
+    path: str
+    operation_id: str
+    summary: str
+    response: Optional[type[BaseModel]] = None
+    status: int = 200
+    request: Optional[type[BaseModel]] = None
+    request_type: str = "application/x-www-form-urlencoded"
+    errors: tuple[int, ...] = ()
+    redirect: bool = False
+
+
+OAUTH_QUERY = ("response_type", "client_id", "redirect_uri", "code_challenge", "code_challenge_method",
+               "state", "scope", "resource")
+OAUTH_OPERATIONS: tuple[OAuthOperation, ...] = (
+    OAuthOperation("GET", "/.well-known/oauth-protected-resource", "protectedResourceMetadata",
+                   "RFC 9728 protected resource metadata of /mcp.", models.ProtectedResourceMetadata),
+    OAuthOperation("GET", "/.well-known/oauth-protected-resource/mcp", "protectedResourceMetadataMcp",
+                   "The same, at the path-suffixed address MCP clients try first.",
+                   models.ProtectedResourceMetadata),
+    OAuthOperation("GET", "/.well-known/oauth-authorization-server", "authorizationServerMetadata",
+                   "RFC 8414 authorization server metadata.", models.AuthorizationServerMetadata),
+    OAuthOperation("POST", "/oauth/register", "registerClient",
+                   "RFC 7591 dynamic registration of a public client.", models.ClientRegistration, status=201,
+                   request=models.ClientRegistrationRequest, request_type="application/json", errors=(400, 429)),
+    OAuthOperation("GET", "/oauth/authorize", "authorize",
+                   "Authorization code request (PKCE S256 required); redirects to the consent page, or "
+                   "back to the client with an error.", status=302, errors=(400, 401), redirect=True),
+    OAuthOperation("POST", "/oauth/token", "token",
+                   "Exchange a code (PKCE verifier) or rotate a refresh token.", models.TokenResponse,
+                   request=models.TokenRequest, errors=(400, 401, 429)),
+    OAuthOperation("POST", "/oauth/revoke", "revokeToken", "RFC 7009 token revocation (always 200).",
+                   request=models.RevokeRequest, errors=(400, 429)),
+)
+
+
+def _oauth_operation(op: OAuthOperation, components: dict) -> dict:
+    doc: dict[str, Any] = {"operationId": op.operation_id, "summary": op.summary, "tags": ["oauth"],
+                           "security": []}
+    if op.redirect:
+        doc["parameters"] = [{"name": name, "in": "query", "required": name in ("response_type", "client_id",
+                                                                                 "code_challenge"),
+                              "schema": {"type": "string"}} for name in OAUTH_QUERY]
+    if op.request is not None:
+        doc["requestBody"] = {"required": True, "content": {
+            op.request_type: {"schema": model_schema(op.request, "validation", components)}}}
+    if op.redirect:
+        success: dict[str, Any] = {"description": "To the consent page, or to the client's redirect URI "
+                                                  "with `error`, `state` and `iss`.",
+                                   "headers": {"Location": {"required": True, "schema": {"type": "string"}}}}
+    else:
+        success = {"description": "Success."}
+        success["content"] = {"application/json": {"schema": model_schema(op.response, "serialization", components)
+                                                    if op.response else {"type": "object"}}}
+    error_body = {"application/json": {"schema": {"$ref": REF_TEMPLATE.format(model="OAuthErrorBody")}}}
+    responses = {str(op.status): success}
+    for status in sorted(set(op.errors) | {500}):
+        if op.redirect and status in (400, 401):
+            content = {"text/html": {"schema": {"type": "string"}}}
+            text = "The client or its redirect URI cannot be trusted: an HTML page for the person."
+        else:
+            content, text = error_body, "RFC 6749 error body (`error`, `error_description`)."
+        responses[str(status)] = {"description": text, "content": content}
+    doc["responses"] = responses
+    return doc
+
+
+def oauth_paths(routes: dict, components: dict) -> dict:
+    """The OAuth operations whose routes exist in `routes`."""
+    paths: dict[str, dict] = {}
+    for op in OAUTH_OPERATIONS:
+        if op.method in routes.get(op.path, {}):
+            paths.setdefault(op.path, {})[op.method.lower()] = _oauth_operation(op, components)
+    if paths:
+        model_schema(models.OAuthErrorBody, "serialization", components)
+    return paths
+
+
 class UndocumentedRoute(LookupError):
     pass
 
@@ -260,13 +342,14 @@ def build(routes: dict) -> dict:
         paths.setdefault(path, {})[method.lower()] = _operation(op, path, components)
     if missing:
         raise UndocumentedRoute("no entry in chalicelib/openapi.py OPERATIONS for: " + ", ".join(missing))
+    paths.update(oauth_paths(routes, components))
     return {
         "openapi": "3.1.0",
         "info": {"title": "Docpub REST API", "version": "1.0.0",
                  "description": "Publish HTML documents behind shareable links. Generated from the "
                                 "pydantic models in chalicelib/models.py; errors follow "
                                 "`{\"error\": {\"code\", \"message\", \"details\"?}}`."},
-        "tags": [{"name": t} for t in ("documents", "workspace", "feedback", "service")],
+        "tags": [{"name": t} for t in ("documents", "workspace", "feedback", "service", "oauth")],
         "paths": dict(sorted(paths.items())),
         "components": {"schemas": dict(sorted(components.items())), "securitySchemes": SECURITY_SCHEMES},
     }
@@ -274,7 +357,7 @@ def build(routes: dict) -> dict:
 
 def document(routes: dict) -> dict:
     """The document for a live route table (built once per distinct table)."""
-    key = tuple(rest_routes(routes))
+    key = (tuple(rest_routes(routes)), tuple(sorted(p for p in routes if p in OAUTH_PATHS)))
     cached = _CACHE.get(key)
     if cached is None:
         cached = _CACHE[key] = build(routes)
@@ -282,6 +365,7 @@ def document(routes: dict) -> dict:
 
 
 _CACHE: dict[tuple, dict] = {}
+OAUTH_PATHS = {op.path for op in OAUTH_OPERATIONS}
 
 
 def dumps(doc: dict) -> str:

@@ -423,7 +423,8 @@ def config_variables() -> set[str]:
     return set(re.findall(r"_get\(\"(DOCPUB_[A-Z_]+)\"", text))
 
 
-LOCAL_ONLY_VARIABLES = {"DOCPUB_DATA_DIR"}  # the local stack's data folder
+LOCAL_ONLY_VARIABLES = {"DOCPUB_DATA_DIR",  # the local stack's data folder
+                        "DOCPUB_CIMD_ALLOWED_HOSTS", "DOCPUB_CIMD_CA_FILE"}  # test servers for OAuth CIMD
 
 
 def test_every_config_variable_is_set_on_the_function(resources):

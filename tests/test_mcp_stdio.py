@@ -165,8 +165,11 @@ def test_against_the_running_stack_publish_edit_read(installed, stack, tmp_path)
     from mcp import Client
     from mcp.client.stdio import stdio_client
 
+    # its own workspace: the shared dev workspace's free cap belongs to other e2e tests
+    own_key = stack.admin("create-workspace", "--name", "Stdio", "--plan", "free")["api_key"]
+
     async def main():
-        env = clean_env(DOCPUB_URL=stack.base_url, DOCPUB_API_KEY=stack.api_key, HOME=str(tmp_path))
+        env = clean_env(DOCPUB_URL=stack.base_url, DOCPUB_API_KEY=own_key, HOME=str(tmp_path))
         async with Client(stdio_client(stdio([str(installed / "docpub"), "mcp"], env, tmp_path))) as client:
             published = await client.call_tool("publish_document", {"title": "Stdio", "html": "<p>draft</p>"})
             assert published.is_error is False, published.content[0].text

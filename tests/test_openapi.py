@@ -24,7 +24,8 @@ def _app():
 
 
 def _documented(doc: dict) -> set[tuple[str, str]]:
-    return {(method.upper(), path) for path, item in doc["paths"].items() for method in item}
+    return {(method.upper(), path) for path, item in doc["paths"].items() for method in item
+            if path.startswith(openapi.API_PREFIX)}
 
 
 def test_served_without_a_key_and_valid_openapi_31(served):
@@ -108,6 +109,8 @@ def test_every_error_status_has_the_error_body(served):
         if k != "$defs"}
     for path, item in served["paths"].items():
         for method, op in item.items():
+            if op["tags"] == ["oauth"]:
+                continue  # RFC 6749 error bodies: test_oauth_endpoints_are_documented
             statuses = {int(s) for s in op["responses"]}
             errors = {s for s in statuses if s >= 400}
             assert {500, 503} <= errors, (method, path)
@@ -150,3 +153,16 @@ def test_committed_copy_is_up_to_date(served):
 
     assert PATH.read_text(encoding="utf-8") == render(), "docs/openapi.json is stale: run `make openapi`"
     assert json.loads(PATH.read_text(encoding="utf-8")) == served
+
+
+def test_oauth_endpoints_are_documented(served):
+    oauth_routes = {(m, p) for p, methods in _app().routes.items() if p in openapi.OAUTH_PATHS
+                    for m, entry in methods.items() if entry.view_name != openapi.FILLER_VIEW and m != "HEAD"}
+    documented = {(m.upper(), p) for p, item in served["paths"].items() for m in item
+                  if not p.startswith(openapi.API_PREFIX)}
+    assert documented == oauth_routes and len(documented) == 7
+    error_ref = {"$ref": REF_TEMPLATE.format(model="OAuthErrorBody")}
+    token = served["paths"]["/oauth/token"]["post"]
+    assert token["responses"]["400"]["content"]["application/json"]["schema"] == error_ref
+    assert "application/x-www-form-urlencoded" in token["requestBody"]["content"]
+    assert served["paths"]["/oauth/register"]["post"]["responses"]["201"]

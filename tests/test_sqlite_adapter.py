@@ -21,7 +21,9 @@ from chalicelib.ports import BlobNotFound, StorageUnavailable, WriteRefused, ver
 
 PROJECT = Path(__file__).resolve().parent.parent
 TABLES = {"workspaces", "api_keys", "documents", "versions", "share_links", "idempotency", "rate_logs",
-          "feedback", "users", "sessions"}
+          "feedback", "users", "sessions",
+          # OAuth for MCP (adapters/sqlite/oauth.py)
+          "oauth_clients", "oauth_codes", "oauth_grants", "oauth_access_tokens", "oauth_refresh_tokens"}
 
 
 @pytest.fixture

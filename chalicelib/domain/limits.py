@@ -43,6 +43,11 @@ SIGN_IN_PER_IP = Rate(20, 15 * 60)
 SIGN_IN_PER_ACCOUNT_AND_IP = Rate(10, 15 * 60)
 SIGN_IN_PER_ACCOUNT = Rate(100, 15 * 60)
 SIGN_UP_PER_IP = Rate(10, 60 * 60)
+# OAuth endpoints for MCP clients (per client IP): registrations, authorization
+# requests, token and revocation calls.
+OAUTH_REGISTER_PER_IP = Rate(20, 60 * 60)
+OAUTH_AUTHORIZE_PER_IP = Rate(60, 10 * 60)
+OAUTH_TOKEN_PER_IP = Rate(120, 10 * 60)
 
 
 def write_rate() -> Rate:
@@ -63,6 +68,10 @@ REFUSALS = {
     "password-change": "Too many password attempts for this account",
     "signup-ip": "Too many sign-ups from this address",
     "session-writes": "Too many saves in this workspace",
+    "grant-writes": "Too many writes through this connected app",
+    "oauth-register": "Too many app registrations from this address",
+    "oauth-authorize": "Too many authorization requests from this address",
+    "oauth-token": "Too many token requests from this address",
     "unlock": "Too many unlock attempts from your address for this document",
     "feedback": "Too many feedback messages from your address for this document",
 }

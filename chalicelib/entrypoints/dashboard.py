@@ -58,6 +58,7 @@ MESSAGES = {
     "restored": "Version restored as the newest version.",
     "deleted": "Document deleted.",
     "revoked": "API key revoked. It stops working immediately.",
+    "disconnected": "App disconnected. Its access ended immediately.",
     "passphrase-set": "Passphrase set: the share link now asks for it.",
     "passphrase-removed": "Passphrase removed: the share link is public again.",
     "branding-saved": "Branding saved.",
@@ -294,7 +295,8 @@ def error_page(page: Page, error: errors.DocpubError) -> Response:
 
 def finish(page: Optional[Page], request, response: Response) -> Response:
     headers = dict(response.headers)
-    headers.update(SECURITY_HEADERS)
+    for name, value in SECURITY_HEADERS.items():
+        headers.setdefault(name, value)  # a page may only widen form-action (the consent page)
     headers.setdefault("Cache-Control", "no-store")
     if page is not None and page.set_cookies:
         headers["Set-Cookie"] = page.set_cookies
@@ -643,6 +645,69 @@ def create_key(page: Page):
 def revoke_key(page: Page, key_id: str):
     workspaces().revoke_key(key_id, page.workspace_id)
     return redirect(url("/keys", m="revoked"))
+
+
+# ------------------------------------------------------------------ OAuth: consent and connected apps
+
+def oauth():
+    from chalicelib.services import registry
+
+    return registry.oauth()
+
+
+def _authorization(page: Page, params: dict):
+    """The validated request, or the answer to give instead (error page or redirect)."""
+    from chalicelib.services.oauth import NotRedirectable, RedirectError
+
+    try:
+        return oauth().check_authorization(params), None
+    except RedirectError as exc:
+        return None, redirect(exc.location(), 302)
+    except NotRedirectable as exc:
+        error = errors.DocpubError(exc.message)
+        error.status = 400
+        return None, error_page(page, error)
+
+
+@route("/oauth/authorize")
+def consent(page: Page):
+    request, answer = _authorization(page, page.query)
+    if request is None:
+        return answer
+    from chalicelib.services.oauth import SCOPE_DESCRIPTIONS
+
+    workspace = workspaces().get_workspace(page.workspace_id)
+    target = urlparse(request.redirect_uri)
+    # The form's answer redirects to the client: allow exactly that origin as a form target.
+    csp = SECURITY_HEADERS["Content-Security-Policy"].replace(
+        "form-action 'self'", f"form-action 'self' {target.scheme}://{target.netloc}")
+    return render(page, "consent.html", headers={"Content-Security-Policy": csp}, request=request,
+                  workspace=workspace, scopes=[(s, SCOPE_DESCRIPTIONS[s]) for s in request.scopes],
+                  params=request.params())
+
+
+@route("/oauth/authorize", methods=("POST",))
+def consent_answer(page: Page):
+    form = page.form()
+    request, answer = _authorization(page, {k: v for k, v in form.items() if k not in ("csrf_token", "decision")})
+    if request is None:
+        return answer
+    location = oauth().decide(request, form.get("decision") == "allow", page.workspace_id, page.session.email)
+    return redirect(location, 303)
+
+
+@route("/apps")
+def connected_apps(page: Page):
+    from chalicelib.services.oauth import SCOPE_DESCRIPTIONS
+
+    return render(page, "apps.html", active="apps", apps=oauth().connected_apps(page.workspace_id),
+                  scope_descriptions=SCOPE_DESCRIPTIONS)
+
+
+@route("/apps/{grant_id}/revoke", methods=("POST",))
+def disconnect_app(page: Page, grant_id: str):
+    oauth().disconnect(page.workspace_id, grant_id)
+    return redirect(url("/apps", m="disconnected"))
 
 
 # ------------------------------------------------------------------ feedback inbox

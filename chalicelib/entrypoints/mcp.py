@@ -1,7 +1,8 @@
 """`/mcp`: the Model Context Protocol over Streamable HTTP (stateless, JSON responses).
 
-The API key is checked here, before the `mcp` SDK is imported: a request without a
-valid key costs one GetItem and never the SDK's ~0.6 s import. The SDK and the
+The API key, or an OAuth access token (`Authorization: Bearer dpa_…`, see
+services/oauth.py), is checked here, before the `mcp` SDK is imported: a request
+without valid credentials costs one GetItem and never the SDK's ~0.6 s import. The SDK and the
 tools live in chalicelib.entrypoints.mcp_tools, imported on the first valid call.
 
 Errors: answers of our own (401, 405, 415, malformed JSON) use the contract's
@@ -34,8 +35,7 @@ _PASS_HEADERS = ("mcp-protocol-version", "mcp-session-id", "allow", "retry-after
 @api
 def mcp_post():
     request = bp.current_request
-    credentials = credentials_from_headers(request.headers)
-    registry.workspaces().authenticate(credentials)  # unknown or revoked key: 401 before any MCP work
+    credentials = _caller(request.headers)  # unknown, expired or revoked: 401 before any MCP work
     body = request.raw_body or b""
     _check_json(body)
     from chalicelib.entrypoints import mcp_tools  # imports the SDK: only here, only with a valid key
@@ -53,6 +53,32 @@ def mcp_not_allowed():
         "(there is no server-sent event stream to GET and no session to DELETE).")
     error.headers["Allow"] = "POST"
     return error_response(error)
+
+
+def _caller(headers):
+    """API-key credentials, or the Principal of an OAuth access token (`Bearer dpa_…`).
+    Every 401 tells OAuth clients where to discover the authorization server (RFC 9728)."""
+    from chalicelib.services import oauth
+
+    try:
+        scheme, _, value = (headers.get("authorization") or "").strip().partition(" ")
+        if scheme.lower() == "bearer" and oauth.OAuthService.is_access_token(value.strip()):
+            if headers.get("x-api-key"):
+                raise errors.InvalidApiKey("Send either an API key or an access token, not both.")
+            try:
+                return registry.oauth().authenticate(value.strip())
+            except oauth.OAuthError as exc:
+                error = errors.Unauthorized(exc.message, headers=dict(exc.headers))
+                error.code = "invalid_token"
+                raise error from None
+        credentials = credentials_from_headers(headers)
+        registry.workspaces().authenticate(credentials)
+        return credentials
+    except errors.DocpubError as exc:
+        if exc.status == 401:
+            exc.headers["WWW-Authenticate"] = oauth.challenge_header(
+                "invalid_token" if exc.code != "unauthorized" else None)
+        raise
 
 
 def _check_json(body: bytes) -> None:

@@ -21,7 +21,7 @@ import contextvars
 import json
 import logging
 import threading
-from typing import Annotated, Any, Callable, Iterator, Literal, Optional
+from typing import Annotated, Any, Callable, Iterator, Literal, Optional, Union
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -40,24 +40,34 @@ from chalicelib.models import (
 from chalicelib.mcp_instructions import instructions, limit_words
 from chalicelib.services import registry
 from chalicelib.services.auth import Credentials
+from chalicelib.services.access import Actor
+from chalicelib.services.oauth import OAuthService, Principal
 
 log = logging.getLogger("docpub.mcp")
 
 SERVER_NAME = "docpub"
 _who: contextvars.ContextVar[Credentials] = contextvars.ContextVar("docpub_mcp_credentials")
+_principal: contextvars.ContextVar[Optional[Principal]] = contextvars.ContextVar("docpub_mcp_principal",
+                                                                                default=None)
 
 
 @contextlib.contextmanager
-def acting_as(credentials: Credentials) -> Iterator[None]:
-    """Run tool calls made inside this block on behalf of `credentials`."""
-    token = _who.set(credentials)
+def acting_as(credentials: Union[Credentials, Principal]) -> Iterator[None]:
+    """Run tool calls made inside this block on behalf of an API key's `credentials`,
+    or of an OAuth access token's `Principal` (its workspace, within its scopes)."""
+    if isinstance(credentials, Principal):
+        tokens = (_who.set(Actor(credentials.workspace_id, write_limit_scope=credentials.write_limit_scope)),
+                  _principal.set(credentials))
+    else:
+        tokens = (_who.set(credentials), _principal.set(None))
     try:
         yield
     finally:
-        _who.reset(token)
+        _who.reset(tokens[0])
+        _principal.reset(tokens[1])
 
 
-def _credentials() -> Credentials:
+def _credentials() -> Union[Credentials, Actor]:
     try:
         return _who.get()
     except LookupError:  # a tool called outside a request: treat like a missing key
@@ -70,6 +80,7 @@ def _credentials() -> Credentials:
 _HINTS = {
     "not_found": "check the id: list_documents, find_document and list_feedback return valid ids",
     "unauthorized": "configure the MCP client with the workspace's API key (X-Api-Key header)",
+    "insufficient_scope": "the person who connected this app did not allow that; ask them to reconnect it",
     "invalid_api_key": "the API key is unknown or revoked; configure a valid key",
     "version_conflict": "read the document again with get_document, then retry",
     "feature_not_in_plan": "this needs the Pro plan",
@@ -321,6 +332,10 @@ class DocpubMCP(MCPServer):
             # The ids hint of not_found would mislead here: the tool name is what is wrong.
             return error_result(errors.NotFound(f"There is no tool named {name!r}; the tools are "
                                                 + ", ".join(TOOLS) + "."), hint=False)
+        try:
+            OAuthService.require_scope(_principal.get(), name)
+        except errors.DocpubError as exc:
+            return error_result(exc)
         unknown = sorted(set(arguments) - set(tool.parameters.get("properties", {})))
         if unknown:
             return error_result(errors.ValidationFailed(

@@ -1,5 +1,6 @@
 """Ports: what the services need from storage, and the records and exceptions they
 exchange. Services import this package only, never an adapter."""
+from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.records import (
     BadCursor, BlobNotFound, DocumentCapReached, FeedbackGone, GuardFailed, IdempotencyRecord, KeyCapReached,
     OutcomeUnknown, RateClaim, RateSlot, StaleDocument, StorageUnavailable, UserExists, WriteRefused,
@@ -12,7 +13,7 @@ from chalicelib.ports.repositories import (
 )
 
 __all__ = [
-    "ApiKeyRepository", "BadCursor", "BlobNotFound", "BlobStore", "DocumentCapReached", "DocumentRepository",
+    "ApiKeyRepository", "OAuthRepository", "BadCursor", "BlobNotFound", "BlobStore", "DocumentCapReached", "DocumentRepository",
     "FeedbackGone", "FeedbackRepository", "GuardFailed", "IdempotencyRecord", "KeyCapReached", "OutcomeUnknown",
     "RateClaim", "RateLimitRepository", "RateSlot", "Repositories", "SessionRepository", "StaleDocument",
     "StorageHealth", "StorageUnavailable", "UserExists", "UserRepository", "WorkspaceRepository", "WriteRefused",

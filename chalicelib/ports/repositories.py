@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional, Protocol
 
+from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.records import IdempotencyRecord, RateClaim, RateSlot
 
 
@@ -205,3 +206,4 @@ class Repositories:
     blobs: BlobStore
     health: StorageHealth
     kind: str = ""
+    oauth: Optional[OAuthRepository] = None  # chalicelib/ports/oauth.py (clients, codes, grants, tokens)

@@ -20,9 +20,12 @@ from chalicelib.services.context import Context
 
 @dataclass(frozen=True)
 class Actor:
-    """An authenticated caller. `key_item` is set for API keys (rate-limited)."""
+    """An authenticated caller. `key_item` is set for API keys (rate-limited in the
+    version's transaction); others (dashboard sessions, OAuth grants) count writes in
+    a standalone sliding log: `write_limit_scope`, default per workspace."""
     workspace_id: str
     key_item: Optional[dict] = None
+    write_limit_scope: Optional[str] = None
 
 
 Who = Union[auth.Credentials, Actor]

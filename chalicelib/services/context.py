@@ -14,6 +14,7 @@ from chalicelib.ports import (
     ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository, Repositories,
     SessionRepository, StorageHealth, UserRepository, WorkspaceRepository,
 )
+from chalicelib.ports.oauth import OAuthRepository
 
 
 def new_document_id() -> str:
@@ -90,6 +91,10 @@ class Context:
     @property
     def sessions(self) -> SessionRepository:
         return self.repos.sessions
+
+    @property
+    def oauth(self) -> OAuthRepository:
+        return self.repos.oauth
 
     @property
     def health(self) -> StorageHealth:

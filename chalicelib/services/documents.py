@@ -134,8 +134,10 @@ class DocumentService:
         """Writes from a dashboard session have no API key; the same limit applies
         to them per workspace, so uploads cannot bypass it."""
         if actor.key_item is None:
-            ratelimits.hit(self.ctx, ratelimits.scope_key("session-writes", actor.workspace_id),
-                           limits.write_rate(), limits.REFUSALS["session-writes"])
+            # OAuth grants count in their own log; dashboard sessions per workspace
+            kind = "grant-writes" if actor.write_limit_scope else "session-writes"
+            ratelimits.hit(self.ctx, actor.write_limit_scope or ratelimits.scope_key(kind, actor.workspace_id),
+                           limits.write_rate(), limits.REFUSALS[kind])
 
     def _publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str], seen: dict) -> WriteResult:
         digest = None

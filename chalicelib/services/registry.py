@@ -48,6 +48,13 @@ def editing():
     return EditingService(default_context())
 
 
+@functools.lru_cache(maxsize=None)
+def oauth():
+    from chalicelib.services.oauth import OAuthService
+
+    return OAuthService(default_context())
+
+
 def reset() -> None:
     """Forget cached instances (tests that swap the context)."""
     from chalicelib.services import context
@@ -58,4 +65,5 @@ def reset() -> None:
     feedback.cache_clear()
     accounts.cache_clear()
     editing.cache_clear()
+    oauth.cache_clear()
     context.default_context.cache_clear()

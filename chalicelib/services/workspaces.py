@@ -49,9 +49,12 @@ class WorkspaceService:
         """The verified key item for presented credentials (one GetItem)."""
         return auth.verify(credentials, self.ctx.keys.get(credentials.key_id))
 
-    def me(self, credentials: auth.Credentials) -> MeResponse:
-        key_item = self.authenticate(credentials)
-        return MeResponse(workspace=self.get_workspace(key_item["workspace_id"]))
+    def me(self, who) -> MeResponse:
+        """The caller's workspace: `who` is API-key credentials or an authenticated Actor."""
+        from chalicelib.services.access import Actor
+
+        workspace_id = who.workspace_id if isinstance(who, Actor) else self.authenticate(who)["workspace_id"]
+        return MeResponse(workspace=self.get_workspace(workspace_id))
 
     def get_workspace(self, workspace_id: str) -> Workspace:
         item = self.ctx.workspaces.get(workspace_id)

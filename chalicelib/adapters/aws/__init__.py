@@ -20,6 +20,7 @@ def repositories():
     from chalicelib.adapters.aws.blobs import BlobStore
     from chalicelib.adapters.aws.documents import DocumentRepository
     from chalicelib.adapters.aws.feedback import FeedbackRepository
+    from chalicelib.adapters.aws.oauth import OAuthRepository
     from chalicelib.adapters.aws.rates import RateLimitRepository
     from chalicelib.adapters.aws.table import Table
     from chalicelib.adapters.aws.workspaces import ApiKeyRepository, WorkspaceRepository
@@ -29,4 +30,5 @@ def repositories():
     return Repositories(
         workspaces=WorkspaceRepository(table), keys=ApiKeyRepository(table), documents=DocumentRepository(table),
         feedback=FeedbackRepository(table), rates=RateLimitRepository(table), users=UserRepository(table),
-        sessions=SessionRepository(table), blobs=BlobStore(), health=AwsHealth(), kind="aws")
+        sessions=SessionRepository(table), blobs=BlobStore(), health=AwsHealth(), kind="aws",
+        oauth=OAuthRepository(table))

@@ -1,6 +1,8 @@
 """The DynamoDB key scheme (docs/architecture.md): one place builds every key."""
 from __future__ import annotations
 
+import hashlib
+
 
 def workspace_key(workspace_id: str) -> dict:
     return {"PK": f"WS#{workspace_id}", "SK": "WS"}
@@ -73,3 +75,31 @@ def session_key(session_hash: str) -> dict:
 
 def user_sessions_index_pk(email_lower: str) -> str:
     return f"USER#{email_lower}#SESSIONS"
+
+
+# OAuth (adapters/aws/oauth.py)
+
+def client_key(client_id: str) -> dict:
+    if client_id.startswith("dpc_") and len(client_id) < 100:
+        return {"PK": f"OAUTHCLIENT#{client_id}", "SK": "CLIENT"}
+    return {"PK": "OAUTHCLIENT#url:" + hashlib.sha256(client_id.encode()).hexdigest(), "SK": "CLIENT"}
+
+
+def code_key(code_hash: str) -> dict:
+    return {"PK": f"OAUTHCODE#{code_hash}", "SK": "CODE"}
+
+
+def grant_key(grant_id: str) -> dict:
+    return {"PK": f"GRANT#{grant_id}", "SK": "GRANT"}
+
+
+def grants_index_pk(workspace_id: str) -> str:
+    return f"WS#{workspace_id}#GRANTS"
+
+
+def access_key(token_hash: str) -> dict:
+    return {"PK": f"ATOKEN#{token_hash}", "SK": "TOKEN"}
+
+
+def refresh_key(token_hash: str) -> dict:
+    return {"PK": f"RTOKEN#{token_hash}", "SK": "TOKEN"}

@@ -58,6 +58,7 @@ def repositories(data_dir: str | Path, shared: bool = True):
     from chalicelib.adapters.sqlite.accounts import SessionRepository, UserRepository
     from chalicelib.adapters.sqlite.documents import DocumentRepository
     from chalicelib.adapters.sqlite.feedback import FeedbackRepository
+    from chalicelib.adapters.sqlite.oauth import OAuthRepository
     from chalicelib.adapters.sqlite.rates import RateLimitRepository
     from chalicelib.adapters.sqlite.workspaces import ApiKeyRepository, WorkspaceRepository
     from chalicelib.ports import Repositories
@@ -66,4 +67,5 @@ def repositories(data_dir: str | Path, shared: bool = True):
     return Repositories(
         workspaces=WorkspaceRepository(db), keys=ApiKeyRepository(db), documents=DocumentRepository(db),
         feedback=FeedbackRepository(db), rates=RateLimitRepository(db), users=UserRepository(db),
-        sessions=SessionRepository(db), blobs=blobs, health=SqliteHealth(db, blobs), kind="sqlite")
+        sessions=SessionRepository(db), blobs=blobs, health=SqliteHealth(db, blobs), kind="sqlite",
+        oauth=OAuthRepository(db))

@@ -132,6 +132,67 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX sessions_by_email ON sessions (email);
     """,
+    # 1 -> 2: OAuth 2.1 for MCP (adapters/sqlite/oauth.py): clients, grants, codes, tokens.
+    """
+    CREATE TABLE oauth_clients (
+        client_id       TEXT PRIMARY KEY,  -- dpc_… (registered) or an https URL (metadata document)
+        kind            TEXT NOT NULL CHECK (kind IN ('registered', 'metadata')),
+        client_name     TEXT,
+        redirect_uris   TEXT NOT NULL,     -- JSON array
+        scopes          TEXT,              -- JSON array; NULL: every scope
+        grant_types     TEXT,              -- JSON array
+        client_uri      TEXT,
+        logo_uri        TEXT,
+        created_ms      INTEGER,
+        expires_ms      INTEGER            -- registered and never used / metadata cache; NULL: kept
+    );
+    CREATE TABLE oauth_grants (
+        grant_id        TEXT PRIMARY KEY,
+        workspace_id    TEXT NOT NULL,
+        "user"          TEXT,
+        client_id       TEXT NOT NULL,
+        client_name     TEXT,
+        scopes          TEXT NOT NULL,     -- JSON array
+        resource        TEXT NOT NULL,
+        created_ms      INTEGER NOT NULL,
+        last_used_ms    INTEGER,
+        revoked_ms      INTEGER
+    );
+    CREATE INDEX oauth_grants_by_workspace ON oauth_grants (workspace_id, created_ms, grant_id);
+    CREATE TABLE oauth_codes (
+        code_hash       TEXT PRIMARY KEY,  -- SHA-256 of the code; the code is never stored
+        client_id       TEXT NOT NULL,
+        client_name     TEXT,
+        redirect_uri    TEXT NOT NULL,
+        code_challenge  TEXT NOT NULL,
+        resource        TEXT NOT NULL,
+        scopes          TEXT NOT NULL,
+        workspace_id    TEXT NOT NULL,
+        "user"          TEXT,
+        expires_ms      INTEGER NOT NULL,
+        used_ms         INTEGER,
+        grant_id        TEXT
+    );
+    CREATE TABLE oauth_access_tokens (
+        token_hash      TEXT PRIMARY KEY,  -- SHA-256 of the token
+        grant_id        TEXT NOT NULL REFERENCES oauth_grants (grant_id),
+        workspace_id    TEXT NOT NULL,
+        client_id       TEXT NOT NULL,
+        scopes          TEXT NOT NULL,
+        audience        TEXT NOT NULL,
+        expires_ms      INTEGER NOT NULL
+    );
+    CREATE INDEX oauth_access_by_grant ON oauth_access_tokens (grant_id);
+    CREATE TABLE oauth_refresh_tokens (
+        token_hash      TEXT PRIMARY KEY,  -- SHA-256 of the token
+        grant_id        TEXT NOT NULL REFERENCES oauth_grants (grant_id),
+        client_id       TEXT NOT NULL,
+        created_ms      INTEGER,
+        expires_ms      INTEGER NOT NULL,
+        used_ms         INTEGER
+    );
+    CREATE INDEX oauth_refresh_by_grant ON oauth_refresh_tokens (grant_id);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,146 @@
+"""OAuth 2.1 endpoints for MCP clients (a chalice Blueprint; rules in services/oauth.py).
+
+- `GET /.well-known/oauth-protected-resource[/mcp]` (RFC 9728)
+- `GET /.well-known/oauth-authorization-server` (RFC 8414)
+- `POST /oauth/register` (RFC 7591), `GET /oauth/authorize` (validates, then sends
+  the browser to the dashboard's consent page), `POST /oauth/token`,
+  `POST /oauth/revoke` (RFC 7009).
+
+Errors on these endpoints are RFC 6749 bodies (`{"error", "error_description"}`),
+which OAuth clients parse; the REST contract's error body is not used here.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from urllib.parse import urlencode
+
+from chalice import Blueprint, Response
+
+from chalicelib import config
+from chalicelib.entrypoints.http import JSON_TYPE, client_ip, form_fields, html_response, request_id
+from chalicelib.services import registry
+
+log = logging.getLogger("docpub.oauth")
+
+bp = Blueprint(__name__)
+FORM = ["application/x-www-form-urlencoded"]
+NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+MAX_REGISTRATION_BYTES = 64 * 1024
+
+
+def _json(body, status: int = 200, headers: dict | None = None) -> Response:
+    if not isinstance(body, dict):  # a pydantic model
+        body = body.model_dump(mode="json", exclude_none=True)
+    return Response(body=json.dumps(body, ensure_ascii=False, separators=(",", ":")), status_code=status,
+                    headers={"Content-Type": JSON_TYPE, **NO_STORE, **(headers or {})})
+
+
+def oauth_errors(view):
+    """OAuthError → RFC 6749 body; anything unexpected → 500 `server_error` (no trace)."""
+    import functools
+
+    @functools.wraps(view)
+    def wrapper(*args, **kwargs):
+        from chalicelib.errors import DocpubError
+        from chalicelib.services.oauth import OAuthError
+
+        try:
+            return view(*args, **kwargs)
+        except OAuthError as exc:
+            return _json(exc.body(), exc.status, dict(exc.headers))
+        except DocpubError as exc:  # e.g. a body that is not UTF-8
+            return _json({"error": "invalid_request", "error_description": exc.message}, 400)
+        except Exception:  # noqa: BLE001
+            rid = request_id(bp)
+            log.exception("oauth endpoint error", extra={"request_id": rid})
+            return _json({"error": "server_error", "error_description": f"Unexpected error (request {rid})."},
+                         500)
+
+    return wrapper
+
+
+def _metadata(body) -> Response:
+    return _json(body, headers={"Cache-Control": "public, max-age=300", "Access-Control-Allow-Origin": "*"})
+
+
+@bp.route("/.well-known/oauth-protected-resource", methods=["GET"])
+def protected_resource():
+    from chalicelib.services import oauth
+
+    return _metadata(oauth.protected_resource_metadata())
+
+
+@bp.route("/.well-known/oauth-protected-resource/mcp", methods=["GET"])
+def protected_resource_mcp():
+    from chalicelib.services import oauth
+
+    return _metadata(oauth.protected_resource_metadata())
+
+
+@bp.route("/.well-known/oauth-authorization-server", methods=["GET"])
+def authorization_server():
+    from chalicelib.services import oauth
+
+    return _metadata(oauth.authorization_server_metadata())
+
+
+@bp.route("/oauth/register", methods=["POST"], content_types=["application/json"])
+@oauth_errors
+def register():
+    from chalicelib.services.oauth import OAuthError
+
+    request = bp.current_request
+    registry.oauth().limit("register", client_ip(request))
+    if len(request.raw_body or b"") > MAX_REGISTRATION_BYTES:
+        raise OAuthError("invalid_client_metadata", f"Client metadata is limited to {MAX_REGISTRATION_BYTES} bytes.")
+    try:
+        metadata = json.loads(request.raw_body or b"")
+    except ValueError:
+        raise OAuthError("invalid_client_metadata", "The body is not valid JSON.") from None
+    return _json(registry.oauth().register(metadata), 201)
+
+
+@bp.route("/oauth/authorize", methods=["GET"])
+def authorize():
+    """Check the request; a good one goes on to the consent page (sign-in first if needed)."""
+    from chalicelib.services.oauth import NotRedirectable, OAuthError, RedirectError
+
+    request = bp.current_request
+    query = request.query_params or {}
+    params = {name: query.get(name) for name in query}
+    try:
+        registry.oauth().limit("authorize", client_ip(request))
+        registry.oauth().check_authorization(params)
+    except RedirectError as exc:
+        return Response(body="", status_code=302, headers={"Location": exc.location(), **NO_STORE})
+    except (NotRedirectable, OAuthError) as exc:
+        return authorization_error_page(exc.error, exc.message, exc.status, dict(exc.headers))
+    consent = config.base_url() + "/dashboard/oauth/authorize?" + urlencode(params)
+    return Response(body="", status_code=302, headers={"Location": consent, **NO_STORE})
+
+
+def authorization_error_page(error: str, message: str, status: int = 400, headers: dict | None = None) -> Response:
+    from html import escape
+
+    body = ("<!doctype html><meta charset=utf-8><title>Cannot connect · Docpub</title>"
+            "<h1>This app cannot connect to Docpub</h1>"
+            f"<p>{escape(message)}</p><p><code>{escape(error)}</code></p>")
+    return html_response(body, status, headers={**NO_STORE, **(headers or {})})
+
+
+@bp.route("/oauth/token", methods=["POST"], content_types=FORM)
+@oauth_errors
+def token():
+    request = bp.current_request
+    registry.oauth().limit("token", client_ip(request))
+    return _json(registry.oauth().token(form_fields(request.raw_body)))
+
+
+@bp.route("/oauth/revoke", methods=["POST"], content_types=FORM)
+@oauth_errors
+def revoke():
+    request = bp.current_request
+    registry.oauth().limit("token", client_ip(request))
+    registry.oauth().revoke(form_fields(request.raw_body))
+    return _json({})
