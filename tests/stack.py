@@ -61,7 +61,8 @@ def clean_env() -> dict:
 
 class LocalStack:
     def __init__(self, data_dir: Path, port: int | None = None, env: dict | None = None,
-                 autoreload: bool = False, via_make: bool = False):
+                 autoreload: bool = False, via_make: bool = False, project_dir: Path = PROJECT_DIR):
+        self.project_dir = Path(project_dir)  # another copy of the source (tests that edit it)
         self.autoreload = autoreload
         self.via_make = via_make
         self.data_dir = Path(data_dir)
@@ -84,7 +85,7 @@ class LocalStack:
                     "DOCPUB_BASE_URL": self.base_url, **self.extra_env})
         self._log = open(self.log_path, "ab")
         self.started_at = time.monotonic()
-        self.process = subprocess.Popen(self.command(), cwd=PROJECT_DIR, env=env, stdout=self._log,
+        self.process = subprocess.Popen(self.command(), cwd=self.project_dir, env=env, stdout=self._log,
                                         stderr=subprocess.STDOUT, start_new_session=True)
         self.ready_seconds = self.wait_ready(timeout)
         return self
@@ -165,7 +166,7 @@ class LocalStack:
     def admin(self, *args: str) -> dict:
         env = clean_env()
         env.update({"DOCPUB_DATA_DIR": str(self.data_dir), "PORT": str(self.port), **self.extra_env})
-        out = subprocess.run([sys.executable, "-m", "scripts.admin", *args], cwd=PROJECT_DIR, env=env,
+        out = subprocess.run([sys.executable, "-m", "scripts.admin", *args], cwd=self.project_dir, env=env,
                              capture_output=True, text=True, timeout=60)
         lines = out.stdout.strip().splitlines()
         if not lines:
