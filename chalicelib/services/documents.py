@@ -24,7 +24,8 @@ from chalicelib.domain.edits import apply_edits_utf8
 from chalicelib.domain.limits import checked_size, encoded_html
 from chalicelib.domain.ratelimit import SlotDecision, current_headers, decide
 from chalicelib.errors import (
-    DocpubError, NotFound, PlanLimitReached, ValidationFailed, VersionConflict, VersionContentMissing,
+    DocpubError, NotFound, PlanLimitReached, ServiceUnavailable, ValidationFailed, VersionConflict,
+    VersionContentMissing,
 )
 from chalicelib.models import (
     DocumentDetail, DocumentList, DocumentSummary, EditRequest, EditResponse, EditSummary,
@@ -81,6 +82,17 @@ def _request_hash(request: PublishRequest, data: bytes) -> str:
     digest.update(b"\0")
     digest.update(data)
     return digest.hexdigest()
+
+
+def _gave_up(doc: Optional[dict], key_busy: bool, doing: str) -> DocpubError:
+    """Every attempt lost a race: say which. Racing writes through one API key
+    contend for its write-limit slot (nothing about the document changed), so
+    that is a short "busy, retry", not a version conflict."""
+    if key_busy:
+        return ServiceUnavailable(f"Too many simultaneous writes with this API key while {doing}; "
+                                  "retry in a moment.")
+    return VersionConflict(f"The document kept changing while {doing}; retry.",
+                           {"latest_version_id": doc["latest_version_id"] if doc else None})
 
 
 class DocumentService:
@@ -164,6 +176,7 @@ class DocumentService:
         if doc is not None and request.base_version_id and request.base_version_id != doc["latest_version_id"]:
             raise self._conflict(doc)
         stored = False
+        key_busy = False
         try:
             for attempt in range(MAX_WRITE_ATTEMPTS):
                 self.ctx.backoff(attempt)
@@ -192,9 +205,11 @@ class DocumentService:
                                               request_hash)
                         if replay is not None:
                             return replay
+                    key_busy = exc.which == "rate"
                     actor = access.reload_key(self.ctx, actor)
                     continue
                 except StaleDocument:
+                    key_busy = False
                     doc = access.check_still_visible(self.ctx, actor, document_id)
                     if request.base_version_id:
                         raise self._conflict(doc)
@@ -208,8 +223,7 @@ class DocumentService:
                     raise
                 stored = False  # committed: the object is referenced now
                 return WriteResult(response, decision.headers() if decision else {})
-            raise VersionConflict("The document kept changing while publishing; retry.",
-                                  {"latest_version_id": doc["latest_version_id"] if doc else None})
+            raise _gave_up(doc, key_busy, "publishing")
         finally:
             if stored:
                 self._discard(object_key)
@@ -281,6 +295,7 @@ class DocumentService:
         if request.base_version_id and request.base_version_id != doc["latest_version_id"]:
             raise self._conflict(doc)
         before = None
+        key_busy = False
         for attempt in range(MAX_WRITE_ATTEMPTS):
             self.ctx.backoff(attempt)
             now_ms = self.ctx.now_ms()
@@ -301,10 +316,12 @@ class DocumentService:
                 self.ctx.documents.append_version(doc, version, {}, slot, None)
             except GuardFailed:
                 self._discard(object_key)
+                key_busy = True
                 actor = access.reload_key(self.ctx, actor)
                 continue
             except StaleDocument:
                 self._discard(object_key)
+                key_busy = False
                 doc = access.check_still_visible(self.ctx, actor, document_id)
                 if request.base_version_id:
                     raise self._conflict(doc)
@@ -322,8 +339,7 @@ class DocumentService:
                                     version_number=version["number"], share_url=share_url(doc["share_id"]),
                                     summary=summary)
             return WriteResult(response, decision.headers() if decision else {})
-        raise VersionConflict("The document kept changing while editing; retry.",
-                              {"latest_version_id": doc["latest_version_id"]})
+        raise _gave_up(doc, key_busy, "editing")
 
     def _read_html(self, doc: dict, version_id: str) -> str:
         return self._read_bytes(doc, version_id).decode("utf-8")
