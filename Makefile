@@ -8,7 +8,7 @@ STACK ?= docpub-$(STAGE)
 BUILD_DIR ?= build
 export PORT
 
-.PHONY: run test test-fast admin bench load openapi package deploy lint-infra clean
+.PHONY: run test test-fast admin bench bench-embedded load openapi package deploy lint-infra clean
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -16,6 +16,7 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	touch $@
 
+# The embedded store (SQLite + files in $${DOCPUB_DATA_DIR:-.local}); restarts on source changes.
 run: $(BIN)/.installed
 	$(BIN)/python -m scripts.local_stack --port $(PORT)
 
@@ -33,6 +34,10 @@ admin: $(BIN)/.installed
 BENCHES := aws_calls edit_engine large_documents cold_start share_views
 bench: $(BIN)/.installed
 	@set -e; for b in $(BENCHES); do $(BIN)/python -m bench.$$b; done
+
+# `make run`'s stack under 10,000 publishes (a few minutes; ARGS="--count 1000" for a quick run).
+bench-embedded: $(BIN)/.installed
+	$(BIN)/python -m bench.embedded $(ARGS)
 
 # AWS: template + zip into $(BUILD_DIR)/, lint it, deploy it (docs/deploy.md).
 package: $(BIN)/.installed

@@ -1,13 +1,14 @@
 """Docpub's route table. Handlers parse, call one service function, shape the answer."""
 from chalice import Chalice
 
-from chalicelib import logs
+from chalicelib import config, logs
 from chalicelib.errors import DocpubError
 from chalicelib.entrypoints.http import (
     empty_response, handles_errors, json_response, normalise_chalice_error, parse_body, parse_query,
+    refuse_without_origin_secret,
 )
 from chalicelib.entrypoints import pages, routing
-from chalicelib.entrypoints.share import bp as share_pages
+from chalicelib.entrypoints.share import bp as share_pages, separate_sites
 from chalicelib.entrypoints.mcp import bp as mcp_blueprint
 from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
 from chalicelib.entrypoints.oauth import bp as oauth_blueprint
@@ -19,6 +20,7 @@ from chalicelib.services import registry
 from chalicelib.services.auth import credentials_from_headers
 from chalicelib.services.health import check_storage
 
+config.check_startup()  # deployed without DOCPUB_SECRET_KEY: refuse to start (no public default)
 app = Chalice(app_name="docpub")
 logs.configure()
 api = handles_errors(app)
@@ -26,6 +28,14 @@ api = handles_errors(app)
 
 @app.middleware("http")
 def contract_errors(event, get_response):
+    # Only CloudFront may call the origin (when it has a secret): 403 otherwise.
+    refused = refuse_without_origin_secret(event)
+    if refused is not None:
+        return refused
+    # With DOCPUB_CONTENT_URL: that origin serves document content only, and only it does.
+    elsewhere = separate_sites(event)
+    if elsewhere is not None:
+        return elsewhere
     # Chalice answers 405/415 itself, in its own shape; reshape to the contract's.
     return normalise_chalice_error(get_response(event))
 

@@ -4,8 +4,8 @@
     python -m bench.load --duration 5 --clients 4
     python -m bench.load --json out.json      # also write the numbers as JSON
 
-Loopback only: it starts `scripts.local_stack` on a free 127.0.0.1 port (moto
-server + chalice local) and refuses any other address. Bounded in time
+Loopback only: it starts `scripts.local_stack` on a free 127.0.0.1 port (`make run`:
+embedded store + chalice local) and refuses any other address. Bounded in time
 (--duration) and in count (--max-ops). Each client has its own API key of one
 Pro workspace (so the plan cap does not apply) and runs a weighted mix:
 
@@ -310,14 +310,14 @@ def markdown(result: dict) -> str:
 
 def provision(clients: int) -> None:
     """(Run inside the stack's environment.) A Pro workspace with one key per client."""
-    from scripts.admin import local_storage
+    from scripts.admin import use_local_storage
 
-    with local_storage():
-        from chalicelib.services.registry import workspaces
+    use_local_storage()  # the stack's own database, opened directly (safe while it runs)
+    from chalicelib.services.registry import workspaces
 
-        service = workspaces()
-        ws, key = service.create_workspace("load test", "pro")
-        keys = [key.api_key] + [service.create_key(ws.id, f"client {i}").api_key for i in range(1, clients)]
+    service = workspaces()
+    ws, key = service.create_workspace("load test", "pro")
+    keys = [key.api_key] + [service.create_key(ws.id, f"client {i}").api_key for i in range(1, clients)]
     print(json.dumps({"workspace_id": ws.id, "keys": keys}))
 
 

@@ -5,6 +5,7 @@ the local stack set variables per call, and Lambda cold starts stay cheap.
 """
 from __future__ import annotations
 
+import hmac
 import os
 
 DEFAULT_PORT = 8000
@@ -28,6 +29,13 @@ def base_url() -> str:
     return _get("DOCPUB_BASE_URL", f"http://127.0.0.1:{port}").rstrip("/")
 
 
+def content_url() -> str:
+    """DOCPUB_CONTENT_URL: a separate origin (ideally another registrable domain)
+    that serves document content and nothing else; empty: content is served
+    sandboxed from the base URL."""
+    return _get("DOCPUB_CONTENT_URL", "").rstrip("/")
+
+
 def write_rate_limit() -> int:
     return int(_get("DOCPUB_WRITE_RATE_LIMIT", "60"))
 
@@ -45,9 +53,44 @@ def viewer_rate_window_seconds() -> int:
     return int(_get("DOCPUB_VIEWER_RATE_WINDOW", "600"))
 
 
+LOCAL_SECRET_KEY = "docpub-local-development-secret-not-for-production"
+
+
+class ConfigurationError(RuntimeError):
+    """A setting the service cannot run safely without."""
+
+
+def deployed() -> bool:
+    """Running as a Lambda function (the runtime always sets this), not the local stack or tests."""
+    return bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME"))
+
+
+def unlock_failure_budget() -> int:
+    """Failed unlocks per document across all addresses per window (then 429 for everyone)."""
+    return int(_get("DOCPUB_UNLOCK_FAILURE_BUDGET", "100"))
+
+
+def unlock_failure_window_seconds() -> int:
+    return int(_get("DOCPUB_UNLOCK_FAILURE_WINDOW", "3600"))
+
+
 def secret_key() -> str:
-    """Signs share-unlock cookies, CSRF tokens and cursors. Must be set in AWS."""
-    return _get("DOCPUB_SECRET_KEY", "docpub-local-development-secret-not-for-production")
+    """Signs share-unlock cookies, CSRF tokens and cursors. Deployed, it must be
+    set: the local default is public, so anyone could forge cookies with it."""
+    value = _get("DOCPUB_SECRET_KEY", "")
+    if value and not hmac.compare_digest(value.encode(), LOCAL_SECRET_KEY.encode()):
+        return value
+    if deployed():
+        raise ConfigurationError(
+            "DOCPUB_SECRET_KEY is not set (or is the public development value): Docpub refuses to start "
+            "without a secret signing key. Deploy with infra/deploy.sh (it stores one in Secrets Manager), "
+            "or set DOCPUB_SECRET_KEY to at least 32 random characters in .chalice/config.json.")
+    return LOCAL_SECRET_KEY
+
+
+def check_startup() -> None:
+    """Fail closed at cold start instead of running with an insecure fallback."""
+    secret_key()
 
 
 def origin_secret() -> str:

@@ -13,8 +13,10 @@ class DocpubError(Exception):
     code = "internal_error"
 
     def __init__(self, message: str, details: dict[str, Any] | None = None,
-                 headers: dict[str, str] | None = None):
+                 headers: dict[str, str] | None = None, status: int | None = None):
         super().__init__(message)
+        if status is not None:  # an answer relayed from a library keeps its own status
+            self.status = status
         self.message = message
         self.details = details
         self.headers = headers or {}
@@ -197,3 +199,16 @@ class ServiceUnavailable(DocpubError):
 
 class InternalError(DocpubError):
     status, code = 500, "internal_error"
+
+
+class VersionContentMissing(InternalError):
+    """A committed version whose HTML object is gone: not storage trouble that a
+    retry fixes (never a 503 forever), but a clear, logged 500 that says how to repair."""
+
+    def __init__(self, version_id: str):
+        import uuid
+
+        super().__init__(
+            f"The HTML of version {version_id} is missing from storage; it has been logged. "
+            "Publish the document again (or restore another version) to repair it.",
+            {"version_id": version_id, "request_id": str(uuid.uuid4())})

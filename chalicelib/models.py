@@ -151,7 +151,8 @@ class UpdateDocumentRequest(RequestModel):
 
 class ListDocumentsQuery(QueryModel):
     limit: Annotated[int, Field(ge=1, le=100)] = 20
-    cursor: Optional[Annotated[str, StringConstraints(max_length=2048)]] = None
+    cursor: Optional[Annotated[str, StringConstraints(max_length=2048), Field(description=(
+        "`next_cursor` of the previous page of the same listing; anything else is 422."))]] = None
     query: Optional[Annotated[str, StringConstraints(max_length=500)]] = None
 
 
@@ -161,7 +162,9 @@ class GetDocumentQuery(QueryModel):
 
 
 class PassphraseRequest(RequestModel):
-    passphrase: Annotated[str, StringConstraints(min_length=8, max_length=200)]
+    passphrase: Annotated[str, StringConstraints(min_length=8, max_length=200), Field(description=(
+        "8 to 200 characters and not easy to guess (zxcvbn score 2 or more, judged on the first 72 "
+        "characters); a weak one is 422 `validation_error` with the reason."))]
 
     _passphrase_not_blank = field_validator("passphrase")(_not_blank)
 
@@ -170,7 +173,8 @@ class FeedbackListQuery(QueryModel):
     document_id: Optional[DocumentId] = None
     status: Literal["open", "resolved", "all"] = "open"
     limit: Annotated[int, Field(ge=1, le=100)] = 20
-    cursor: Optional[Annotated[str, StringConstraints(max_length=2048)]] = None
+    cursor: Optional[Annotated[str, StringConstraints(max_length=2048), Field(description=(
+        "`next_cursor` of the previous page of the same listing; anything else is 422."))]] = None
 
 
 class StatsQuery(QueryModel):

@@ -29,14 +29,21 @@ FILLER_VIEW = "method_not_allowed"
 ERROR_TEXT = {
     400: "`invalid_json`: the body is not valid JSON or not a JSON object.",
     401: "`unauthorized` (no key) or `invalid_api_key` (unknown, revoked or malformed key).",
-    403: "`plan_limit_reached` or `feature_not_in_plan`.",
+    403: ("`plan_limit_reached` or `feature_not_in_plan`. (Deployed behind CloudFront with an origin "
+          "secret, any request that bypasses CloudFront is 403 `forbidden`.)"),
     404: "`not_found`: no such document (or it belongs to another workspace).",
     409: "`version_conflict`: `base_version_id` is not the latest version.",
-    413: "`document_too_large`: the HTML (or the request body) is over the size limit.",
+    413: ("`document_too_large`: the HTML (or the request body) is over the size limit. For an edit "
+          "batch, `details.edit_index` is the first edit whose result would exceed it and "
+          "`details.size_bytes` the size that edit would produce (nothing larger is built)."),
     415: "`unsupported_media_type`: the body is not `application/json`.",
-    422: "`validation_error`, or for edits `edit_not_found` / `edit_ambiguous` / `no_change`.",
+    422: ("`validation_error` (also for a `cursor` this service did not issue to this workspace and "
+          "listing, and for a passphrase that is too easy to guess, with the reason), or for edits "
+          "`edit_not_found` / `edit_ambiguous` / `no_change`."),
     429: "`rate_limited`: retry after `Retry-After` seconds.",
-    500: "`internal_error`: unexpected; `details.request_id` identifies it in the logs.",
+    500: ("`internal_error`: unexpected; `details.request_id` (its own for every failure) identifies it "
+          "in the logs. A version whose HTML is missing from storage is a 500 with `details.version_id` "
+          "(not retryable: publish the document again to repair it)."),
     503: "`service_unavailable`: storage is busy or unreachable; retry after `Retry-After` seconds.",
 }
 

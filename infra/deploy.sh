@@ -11,7 +11,8 @@
 #
 # Environment: STAGE (dev|prod), STACK (default docpub-$STAGE), BUILD_DIR (build),
 # ARTIFACT_BUCKET (default docpub-artifacts-<account>-<region>), and optional stack
-# parameters DOMAIN_NAME, CERTIFICATE_ARN, HOSTED_ZONE_ID, ALARM_TOPIC_ARN, BASE_URL.
+# parameters DOMAIN_NAME, CERTIFICATE_ARN, HOSTED_ZONE_ID, CONTENT_DOMAIN_NAME,
+# CONTENT_CERTIFICATE_ARN, ALARM_TOPIC_ARN, BASE_URL.
 # AWS credentials and region come from the usual AWS CLI configuration.
 set -euo pipefail
 
@@ -58,6 +59,8 @@ stack_output() {
 params=("Stage=$STAGE")
 [ -n "${DOMAIN_NAME:-}" ] && params+=("DomainName=$DOMAIN_NAME")
 [ -n "${CERTIFICATE_ARN:-}" ] && params+=("CertificateArn=$CERTIFICATE_ARN")
+[ -n "${CONTENT_DOMAIN_NAME:-}" ] && params+=("ContentDomainName=$CONTENT_DOMAIN_NAME")
+[ -n "${CONTENT_CERTIFICATE_ARN:-}" ] && params+=("ContentCertificateArn=$CONTENT_CERTIFICATE_ARN")
 [ -n "${HOSTED_ZONE_ID:-}" ] && params+=("HostedZoneId=$HOSTED_ZONE_ID")
 [ -n "${ALARM_TOPIC_ARN:-}" ] && params+=("AlarmTopicArn=$ALARM_TOPIC_ARN")
 [ -n "${BASE_URL:-}" ] && params+=("PublicBaseUrl=$BASE_URL")

@@ -1,18 +1,16 @@
 """Operator CLI: `make -s admin ARGS="…"`. Prints one JSON line per command.
 
-Against the local stack it uses the running `make run` (same DOCPUB_DATA_DIR);
-if none is running it opens the saved data itself and saves it back. Against a
-deployed stage, set AWS credentials plus DOCPUB_TABLE and DOCPUB_BUCKET (the
-stack outputs) and pass --aws.
+Locally it opens `make run`'s database directly ($DOCPUB_DATA_DIR, default
+`.local`): SQLite in WAL mode, so it is safe while the server runs, and every
+change is committed before the command prints. Against a deployed stage, set AWS
+credentials plus DOCPUB_TABLE and DOCPUB_BUCKET (the stack outputs) and pass --aws.
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
-from pathlib import Path
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,44 +74,25 @@ def run(args) -> dict:
     raise SystemExit(f"unknown command {args.command}")
 
 
-@contextlib.contextmanager
-def local_storage():
-    """Point boto3 at the running local stack, or boot the saved data ourselves."""
+def use_local_storage() -> None:
+    """`make run`'s store (embedded unless DOCPUB_STORAGE says otherwise); an old snapshot folder is imported first (once)."""
     from scripts import local_stack
 
-    data_dir = Path(os.environ.get("DOCPUB_DATA_DIR") or ".local").resolve()
-    endpoint_file = data_dir / "emulator-endpoint"
-    local_stack.prepare_environment(str(data_dir))
-    if endpoint_file.exists() and _reachable(endpoint_file.read_text().strip()):
-        os.environ["AWS_ENDPOINT_URL"] = endpoint_file.read_text().strip()
-        yield
-        return
-    data_dir.mkdir(parents=True, exist_ok=True)
-    server, snapshotter = local_stack.boot_storage(data_dir)
-    try:
-        yield
-        snapshotter.save()
-    finally:
-        server.stop()
-
-
-def _reachable(url: str) -> bool:
-    import urllib.request
-
-    try:
-        urllib.request.urlopen(url + "/moto-api/", timeout=1)  # noqa: S310 - loopback only
-        return True
-    except Exception:
-        return False
+    data_dir = local_stack.resolve_data_dir()
+    local_stack.prepare_environment(data_dir)  # DOCPUB_STORAGE: sqlite unless set
+    local_stack.open_embedded_storage(data_dir)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from scripts.processes import quiet_aws_logging
+
+    quiet_aws_logging()
     if args.aws:
         os.environ["DOCPUB_STORAGE"] = "aws"
-    context = contextlib.nullcontext() if args.aws else local_storage()
-    with context:
-        result = run(args)
+    else:
+        use_local_storage()
+    result = run(args)
     print(json.dumps(result, ensure_ascii=False))
     return 1 if "error" in result else 0
 

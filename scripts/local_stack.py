@@ -1,130 +1,82 @@
-"""`make run`: the whole local stack on one port, with no AWS account.
+"""`make run`: the whole service on one port, on the embedded store, no AWS account.
 
-- moto's server (S3 + DynamoDB) runs in this process on a free loopback port;
-  boto3 reaches it through AWS_ENDPOINT_URL, so the app has no local-only path.
-- the app runs under chalice local in a child process (autoreload included).
-- state is restored from, and saved every second to, $DOCPUB_DATA_DIR, so it
-  survives autoreloads, Ctrl-C and restarts; Ctrl-C stops everything.
+- Storage is SQLite plus fsync'd files in $DOCPUB_DATA_DIR (default `.local`):
+  `docpub.sqlite3` and `blobs/`. Every acknowledged write is on disk before
+  the answer. DOCPUB_STORAGE=aws runs the same stack on DynamoDB + S3 instead
+  (credentials and AWS_ENDPOINT_URL from the environment).
+- A data folder in the old snapshot format (`dynamodb-items.json` + `s3/`) is
+  imported into SQLite once, on start; the old files are renamed, not deleted.
+- This process is a small supervisor: it runs the server worker
+  (scripts.serve_local), restarts it when the source changes (app.py,
+  chalicelib/, .chalice/; never the data folder, tests, build or .venv), and
+  stops it on Ctrl-C. Neither process outlives its parent (scripts.processes).
 """
 from __future__ import annotations
 
 import argparse
 import os
+import select
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from scripts.processes import die_with_parent, parent_gone, quiet_aws_logging
+
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 DEV_WORKSPACE_ID = "ws_dev"
 
+# What autoreload watches, relative to the project folder. Anything else (the
+# data folder, tests/, build/, .venv, docs) never restarts the server.
+WATCHED = ("app.py", ".chalice", "chalicelib")
+POLL_SECONDS = 0.5
+STOP_GRACE_SECONDS = 1.0
 
-def prepare_environment(data_dir: str) -> None:
-    # moto accepts any credentials; never let a developer's real ones be used.
-    os.environ["AWS_ACCESS_KEY_ID"] = "local"
-    os.environ["AWS_SECRET_ACCESS_KEY"] = "local"
-    os.environ.pop("AWS_SESSION_TOKEN", None)
-    os.environ.pop("AWS_PROFILE", None)
+
+def prepare_environment(data_dir: Path) -> str:
+    """Storage selection and data folder for this process and its children."""
+    storage = os.environ.get("DOCPUB_STORAGE") or "sqlite"
+    os.environ["DOCPUB_STORAGE"] = storage
+    os.environ["DOCPUB_DATA_DIR"] = str(data_dir)
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     os.environ.setdefault("AWS_REGION", os.environ["AWS_DEFAULT_REGION"])
-    os.environ["DOCPUB_DATA_DIR"] = data_dir
-    os.environ["DOCPUB_STORAGE"] = "aws"  # this stack serves DynamoDB/S3 from moto's server
+    return storage
 
 
-def serialize_emulated_dynamodb() -> None:
-    """One lock around every emulated DynamoDB request.
-
-    moto's DynamoDB is not safe under concurrent requests: TransactWriteItems
-    deep-copies each table it touches and, when any condition fails, puts that
-    copy back, wiping whatever other requests committed in between (documents
-    and acknowledged versions vanished under bench/load.py). Real DynamoDB
-    isolates transactions; serialising the emulator restores that guarantee.
-    """
-    import threading
-
-    from moto.dynamodb.responses import DynamoHandler
-
-    if getattr(DynamoHandler, "_docpub_serialized", False):
-        return
-    lock = threading.RLock()
-    call_action = DynamoHandler.call_action
-
-    def serialized(self):
-        with lock:
-            return call_action(self)
-
-    DynamoHandler.call_action = serialized
-    DynamoHandler._docpub_serialized = True
-    _skip_table_backup_when_conditions_hold()
+def resolve_data_dir() -> Path:
+    data_dir = Path(os.environ.get("DOCPUB_DATA_DIR") or ".local").resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    return data_dir
 
 
-def _skip_table_backup_when_conditions_hold() -> None:
-    """moto backs up every table a transaction touches (a deep copy: O(table
-    size), ~80 ms at 3,000 items) to roll back a failed condition. Under the
-    lock above, a transaction whose conditions all hold cannot fail that way, so
-    it runs without the copy; one that fails a condition takes moto's own path
-    (same errors, same rollback)."""
-    import copy
+def open_embedded_storage(data_dir: Path) -> dict | None:
+    """Create or migrate the SQLite database before any server process opens it;
+    a folder saved by the old emulator-based `make run` (`dynamodb-items.json` +
+    `s3/`) is imported once, its files renamed `*.imported`, never deleted.
+    Returns the import's counts, or None when there was nothing to import."""
+    if os.environ.get("DOCPUB_STORAGE") != "sqlite":
+        return None
+    from chalicelib.adapters.sqlite import open_storage
+    from chalicelib.adapters.sqlite.importer import import_snapshot
 
-    from moto.dynamodb import models
-    from moto.dynamodb.comparisons import get_filter_expression
-
-    original = models.DynamoDBBackend.transact_write_items
-
-    class _NoTableCopy:
-        @staticmethod
-        def deepcopy(value, memo=None):
-            return value if isinstance(value, models.Table) else copy.deepcopy(value, memo)
-
-    def conditions_hold(backend, transact_items) -> bool:
-        for action in transact_items:
-            op_type, op = next(iter(action.items()))
-            condition = op.get("ConditionExpression")
-            if condition is None:
-                continue
-            table = backend.get_table(op["TableName"])
-            if op_type == "Put":
-                key = {table.hash_key_attr: op["Item"][table.hash_key_attr]}
-                if table.range_key_attr is not None:
-                    key[table.range_key_attr] = op["Item"][table.range_key_attr]
-            else:
-                key = op["Key"]
-            current = backend.get_item(op["TableName"], key)
-            check = get_filter_expression(condition, op.get("ExpressionAttributeNames"),
-                                          op.get("ExpressionAttributeValues"))
-            if not check.expr(current):
-                return False
-        return True
-
-    def transact_write_items(self, transact_items):
-        try:
-            fast = len(transact_items) <= 100 and conditions_hold(self, transact_items)
-        except Exception:  # anything unusual: moto's own path decides
-            fast = False
-        if not fast:
-            return original(self, transact_items)
-        models.copy = _NoTableCopy
-        try:
-            return original(self, transact_items)
-        finally:
-            models.copy = copy
-
-    models.DynamoDBBackend.transact_write_items = transact_write_items
+    result = import_snapshot(data_dir)
+    if result is not None:
+        print(f"Imported the old snapshot in {data_dir} into {data_dir / 'docpub.sqlite3'} "
+              f"(old files renamed *.imported): {result}", file=sys.stderr, flush=True)
+    db, _blobs = open_storage(data_dir)
+    db.close()
+    return result
 
 
-def start_emulator():
-    import logging
+def ensure_emulated_aws_storage() -> None:
+    """DOCPUB_STORAGE=aws against an emulator (AWS_ENDPOINT_URL set): create the
+    table and bucket if missing. Against real AWS (no endpoint) the stack's
+    CloudFormation owns them: never create anything there."""
+    if os.environ.get("DOCPUB_STORAGE") == "aws" and os.environ.get("AWS_ENDPOINT_URL"):
+        from chalicelib.adapters.aws.schema import ensure_storage
 
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per emulated call is noise
-    serialize_emulated_dynamodb()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    os.environ["AWS_ENDPOINT_URL"] = f"http://{host}:{port}"
-    return server
+        ensure_storage()
 
 
 def ensure_dev_workspace(data_dir: Path) -> tuple[str, bool]:
@@ -142,95 +94,27 @@ def ensure_dev_workspace(data_dir: Path) -> tuple[str, bool]:
         credentials = auth.credentials_from_key(wanted)
         item = service.ctx.keys.get(credentials.key_id)
         if item is not None and item.get("revoked_at") is None and item["workspace_id"] == DEV_WORKSPACE_ID:
-            _write_key(key_file, wanted)
+            _write_private(key_file, wanted)
             return wanted, False
     # Make room under the free plan's one-key cap, then create the key.
     for key in service.list_keys(DEV_WORKSPACE_ID):
         if not key["revoked"]:
             service.revoke_key(key["key_id"])
     created = service.create_key(DEV_WORKSPACE_ID, "dev", api_key=wanted or None)
-    _write_key(key_file, created.api_key)
+    _write_private(key_file, created.api_key)
     return created.api_key, not wanted
 
 
-def _write_key(path: Path, key: str) -> None:
+def _write_private(path: Path, text: str) -> None:
+    """Owner-only file, replaced atomically (a reader never sees it half written)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
-        handle.write(key + "\n")
-
-
-def boot_storage(data_dir: Path):
-    """Start the emulator, create tables and bucket, restore the snapshot."""
-    from chalicelib.adapters.aws.schema import ensure_storage
-    from scripts.snapshot import Snapshotter
-
-    server = start_emulator()
-    ensure_storage()
-    snapshotter = Snapshotter(str(data_dir))
-    snapshotter.restore()
-    return server, snapshotter
-
-
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-    parser.add_argument("--no-autoreload", action="store_true")
-    args = parser.parse_args()
-    data_dir = Path(os.environ.get("DOCPUB_DATA_DIR") or ".local").resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
-    prepare_environment(str(data_dir))
-    os.environ["PORT"] = str(args.port)
-    os.environ.setdefault("DOCPUB_BASE_URL", f"http://127.0.0.1:{args.port}")
-    if not os.environ.get("DOCPUB_SECRET_KEY"):
-        os.environ["DOCPUB_SECRET_KEY"] = _local_secret(data_dir)
-
-    server, snapshotter = boot_storage(data_dir)
-    key, generated = ensure_dev_workspace(data_dir)
-    snapshotter.save()
-    (data_dir / "emulator-endpoint").write_text(os.environ["AWS_ENDPOINT_URL"] + "\n")
-
-    command = [sys.executable, "-m", "scripts.serve_local", "--port", str(args.port)]
-    if args.no_autoreload:
-        command.append("--no-autoreload")
-    child = subprocess.Popen(command, cwd=PROJECT_DIR, env=os.environ.copy(), start_new_session=True)
-    base = os.environ["DOCPUB_BASE_URL"]
-    print(f"Docpub is running on {base}  (data in {data_dir})", flush=True)
-    print(f"  API: {base}/api/v1   MCP: {base}/mcp   Dashboard: {base}/dashboard", flush=True)
-    if generated:
-        print(f"  Dev workspace API key (saved to {data_dir / 'dev-api-key'}): {key}", flush=True)
-    else:
-        print(f"  Dev workspace API key: see {data_dir / 'dev-api-key'}", flush=True)
-
-    stopping = {"flag": False}
-
-    def stop(_signum, _frame):
-        stopping["flag"] = True
-
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
-    code = 0
-    try:
-        while not stopping["flag"]:
-            time.sleep(0.5)
-            try:
-                snapshotter.save()
-            except Exception as exc:  # keep serving; report and try again next tick
-                print(f"snapshot failed: {exc}", file=sys.stderr, flush=True)
-            if child.poll() is not None:
-                code = child.returncode or 0
-                break
-    finally:
-        if child.poll() is None:
-            os.killpg(child.pid, signal.SIGTERM)
-            try:
-                child.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
-        snapshotter.save()
-        (data_dir / "emulator-endpoint").unlink(missing_ok=True)
-        server.stop()
-    return code
+        handle.write(text + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
 
 
 def _local_secret(data_dir: Path) -> str:
@@ -238,9 +122,159 @@ def _local_secret(data_dir: Path) -> str:
 
     path = data_dir / "secret-key"
     if not path.exists():
-        _write_key(path, secrets.token_urlsafe(32))
+        _write_private(path, secrets.token_urlsafe(32))
     return path.read_text().strip()
 
 
+def source_state(root: Path = PROJECT_DIR) -> dict[str, tuple[int, int]]:
+    """(mtime, size) of every watched source file: app.py, chalicelib/, .chalice/.
+
+    Skips __pycache__, hidden files and editor temporaries, so neither Python's
+    own bytecode writes nor an editor's swap file restart the server."""
+    state: dict[str, tuple[int, int]] = {}
+    for name in WATCHED:
+        top = root / name
+        if top.is_file():
+            stat = top.stat()
+            state[name] = (stat.st_mtime_ns, stat.st_size)
+            continue
+        for folder, dirs, files in os.walk(top):
+            dirs[:] = [d for d in dirs if d != "__pycache__" and not d.startswith(".")]
+            for file in files:
+                if file.startswith(".") or file.endswith(("~", ".pyc", ".pyo", ".swp", ".tmp")):
+                    continue
+                path = os.path.join(folder, file)
+                try:
+                    stat = os.stat(path)
+                except FileNotFoundError:
+                    continue
+                state[path] = (stat.st_mtime_ns, stat.st_size)
+    return state
+
+
+class Supervisor:
+    """Runs the server worker; restarts it on a source change; stops it on a signal."""
+
+    def __init__(self, command: list[str], autoreload: bool):
+        self.command = command
+        self.autoreload = autoreload
+        self.worker: subprocess.Popen | None = None
+        self.stopping = False
+        self.parent = os.getppid()
+
+    def start_worker(self) -> None:
+        env = {**os.environ, "DOCPUB_SUPERVISOR_PID": str(os.getpid())}
+        # Spawned from the main thread: the worker's parent-death signal is tied
+        # to the thread that forked it. Same process group: Ctrl-C reaches it too.
+        self.worker = subprocess.Popen(self.command, cwd=PROJECT_DIR, env=env)
+
+    def stop_worker(self) -> None:
+        worker = self.worker
+        if worker is None or worker.poll() is not None:
+            return
+        worker.terminate()
+        try:
+            worker.wait(timeout=STOP_GRACE_SECONDS)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+
+    def _on_signal(self, _signum, _frame) -> None:
+        self.stopping = True
+
+    def run(self) -> int:
+        wake_read, wake_write = os.pipe()
+        os.set_blocking(wake_write, False)
+        os.set_blocking(wake_read, False)
+        signal.set_wakeup_fd(wake_write)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, self._on_signal)
+        code = 0
+        state = source_state() if self.autoreload else {}
+        if self.worker is None:
+            self.start_worker()
+        reported_exit = False
+        reloaded = False
+        try:
+            while not self.stopping:
+                ready, _, _ = select.select([wake_read], [], [], POLL_SECONDS)
+                if ready:
+                    try:
+                        os.read(wake_read, 512)
+                    except BlockingIOError:
+                        pass
+                if self.stopping or parent_gone(self.parent):
+                    break
+                exited = self.worker.poll()
+                if exited is not None and (not self.autoreload or not reloaded):
+                    # Without autoreload, or a first start that failed (port in use,
+                    # broken source): nothing to wait for; its error is on the console.
+                    code = exited
+                    break
+                if exited is not None and not reported_exit:
+                    print(f"The server stopped (exit {exited}); it restarts on the next source change.",
+                          file=sys.stderr, flush=True)
+                    reported_exit = True
+                if self.autoreload:
+                    current = source_state()
+                    if current != state:
+                        time.sleep(0.1)  # let an editor or `git checkout` finish writing
+                        state = source_state()
+                        print("Source changed: restarting the server.", flush=True)
+                        self.stop_worker()
+                        self.start_worker()
+                        reported_exit, reloaded = False, True
+        finally:
+            self.stop_worker()
+            signal.set_wakeup_fd(-1)
+        return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--no-autoreload", action="store_true")
+    args = parser.parse_args(argv)
+    # Dies with `make run` (or whatever started it): SIGTERM, so the worker is stopped too.
+    die_with_parent(signal.SIGTERM)
+    quiet_aws_logging()
+    data_dir = resolve_data_dir()
+    storage = prepare_environment(data_dir)
+    os.environ["PORT"] = str(args.port)
+    os.environ.setdefault("DOCPUB_BASE_URL", f"http://127.0.0.1:{args.port}")
+    # Document content on a second site (localhost vs 127.0.0.1), so the browser
+    # separates it from the dashboard and API as a deployment would (issue 15).
+    # Set DOCPUB_CONTENT_URL= (empty) to serve content from the base URL instead.
+    os.environ.setdefault("DOCPUB_CONTENT_URL", f"http://localhost:{args.port}")
+    if not os.environ.get("DOCPUB_SECRET_KEY"):
+        os.environ["DOCPUB_SECRET_KEY"] = _local_secret(data_dir)
+
+    (data_dir / "emulator-endpoint").unlink(missing_ok=True)  # left by the emulator-based make run
+    open_embedded_storage(data_dir)
+    ensure_emulated_aws_storage()
+    command = [sys.executable, "-m", "scripts.serve_local", "--host", args.host, "--port", str(args.port)]
+    supervisor = Supervisor(command, autoreload=not args.no_autoreload)
+    supervisor.start_worker()  # it loads the app while this process sets up the dev workspace
+    key, generated = ensure_dev_workspace(data_dir)
+
+    base = os.environ["DOCPUB_BASE_URL"]
+    where = f"data in {data_dir}" if storage == "sqlite" else "storage: AWS (DynamoDB + S3)"
+    print(f"Docpub is running on {base}  ({where})", flush=True)
+    print(f"  API: {base}/api/v1   MCP: {base}/mcp   Dashboard: {base}/dashboard", flush=True)
+    if os.environ.get("DOCPUB_CONTENT_URL"):
+        print(f"  Document content: {os.environ['DOCPUB_CONTENT_URL']} (a separate site)", flush=True)
+    if generated:
+        print(f"  Dev workspace API key (saved to {data_dir / 'dev-api-key'}): {key}", flush=True)
+    else:
+        print(f"  Dev workspace API key: see {data_dir / 'dev-api-key'}", flush=True)
+    return supervisor.run()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_code = main()
+    # Every write is committed already: skip the interpreter's teardown of the
+    # loaded app (about a second), so Ctrl-C returns the prompt at once.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(exit_code)

@@ -1,20 +1,25 @@
-"""`chalice local`, with API Gateway's route-miss answer made the contract's 404.
+"""The server worker of `make run`: `chalice local`, with the contract's answers.
 
 API Gateway (and chalice local) answer an unknown path with 403 "Missing
 Authentication Token"; in AWS a GatewayResponse in infra/ rewrites it to 404.
-This applies the same rewrite locally, then runs chalice's own local server
-(with its autoreloader unless --no-autoreload).
+This applies the same rewrite locally, raises the listen backlog (chalice
+local keeps socketserver's 5, so a burst of connections saw resets), and
+serves until stopped. It never reloads itself: the supervisor
+(scripts.local_stack) watches the source and starts a fresh worker; this
+process dies with its supervisor (scripts.processes).
 """
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import logging
 import os
+import signal
 import sys
 
 from chalice import local as chalice_local
+
+from scripts.processes import die_with_parent, quiet_aws_logging
 
 NOT_FOUND_JSON = json.dumps({"error": {"code": "not_found", "message": "No such route."}}).encode()
 NOT_FOUND_HTML = (b"<!doctype html><meta charset=utf-8><title>Not found</title>"
@@ -91,28 +96,47 @@ def _patch_unsupported_methods() -> None:
     ChaliceRequestHandler.__getattr__ = any_other_method
 
 
+LISTEN_BACKLOG = 1024  # the kernel caps it at net.core.somaxconn
+
+
+def _raise_listen_backlog() -> None:
+    chalice_local.ThreadedHTTPServer.request_queue_size = LISTEN_BACKLOG
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     parser.add_argument("--stage", default="local")
-    parser.add_argument("--no-autoreload", action="store_true")
+    parser.add_argument("--no-autoreload", action="store_true", help="accepted, no effect: this process never reloads")
     args = parser.parse_args()
+    supervisor = os.environ.get("DOCPUB_SUPERVISOR_PID")
+    die_with_parent(signal.SIGKILL, int(supervisor) if supervisor else None)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with SIGINT ignored
+    logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")
+    quiet_aws_logging()
     _patch_route_miss()
     _patch_unsupported_methods()
-    from chalice.cli import create_local_server, reloader
+    _raise_listen_backlog()
+    from chalice.cli import create_local_server
     from chalice.cli.factory import CLIFactory
 
     project_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     factory = CLIFactory(project_dir=project_dir, environ=os.environ)
-    server_factory = functools.partial(create_local_server, factory, args.host, args.port, args.stage)
-    logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")
-    if args.no_autoreload:
-        server_factory().serve_forever()
-        return 0
-    # The reloader re-runs sys.argv as the worker's command line.
-    sys.argv = [sys.executable, "-m", "scripts.serve_local"] + sys.argv[1:]
-    return reloader.run_with_reloader(server_factory, os.environ, project_dir)
+    server = create_local_server(factory, args.host, args.port, args.stage)
+    try:
+        server.serve_forever()
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        server.server.server_close()
+    # Nothing is buffered in this process (every write is committed before its
+    # answer): skip the interpreter's teardown, which took ~1 s with the app loaded.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from tests.helpers import FakeClock  # noqa: E402
 
 @pytest.fixture(scope="session")
 def _aws():
-    from scripts.local_stack import serialize_emulated_dynamodb
+    from tests.moto_isolation import serialize_emulated_dynamodb
 
     serialize_emulated_dynamodb()  # moto's transactions are not isolated under threads
     mock = moto.mock_aws()
@@ -120,7 +120,7 @@ def client(storage):
 
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory):
-    """One real local stack (moto server + chalice local) shared by e2e tests."""
+    """One real local stack (`make run`: embedded store + chalice local) shared by e2e tests."""
     from tests.stack import LocalStack
 
     running = LocalStack(tmp_path_factory.mktemp("stack") / "data").start()

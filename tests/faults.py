@@ -99,6 +99,30 @@ class Faults:
         self._register(service, f"after-call.{service}.{operation}", after_call)
         return fault
 
+    def commit_then_fail(self, operation: str = "TransactWriteItems", code: str = "InternalServerError",
+                         status: int = 500, times: int = 1) -> Fault:
+        """DynamoDB applies the request, but the answer the client gets is `code`
+        (a 5xx: botocore retries, and the retry meets the committed state). The
+        request is applied through a second, uninstrumented client."""
+        import boto3
+
+        fault = Fault("dynamodb", operation, code, status, times)
+        applier = boto3.client("dynamodb", region_name=aws.dynamodb().meta.region_name)
+        method = getattr(applier, "".join("_" + c.lower() if c.isupper() else c for c in operation).lstrip("_"))
+
+        def before_send(request, **_kwargs):
+            fault.calls += 1
+            if not fault.active():
+                return None
+            fault.injected += 1
+            method(**json.loads(request.body))  # it commits...
+            setattr(request, _FAULT_MARK, True)  # ...but the caller hears an error
+            status_code, headers, body = _dynamodb_error(code, status)
+            return AWSResponse(request.url, status_code, headers, MockRawResponse(body))
+
+        self._register("dynamodb", f"before-send.dynamodb.{operation}", before_send)
+        return fault
+
     def _register(self, service: str, event: str, handler: Callable) -> None:
         events = self._client(service).meta.events
         events.register_first(event, handler)

@@ -39,6 +39,7 @@ def test_rest_routes_load_no_heavy_module():
     event = dict(ME_EVENT, headers={}, multiValueHeaders={})
     script = SCRIPT.replace("HEAVY", repr(HEAVY)).replace("EVENT", repr(json.dumps(event)))
     env = {"PATH": "/usr/bin:/bin", "AWS_LAMBDA_FUNCTION_NAME": "docpub-cold-test",  # as in Lambda: DynamoDB + S3
+           "DOCPUB_SECRET_KEY": "cold-start-test-secret-" + "x" * 20,  # deployed, the app refuses to start without
            "AWS_DEFAULT_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "testing",
            "AWS_SECRET_ACCESS_KEY": "testing"}
     out = subprocess.run([sys.executable, "-c", script], cwd=PROJECT, env=env, capture_output=True, text=True,

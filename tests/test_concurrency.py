@@ -3,7 +3,7 @@
 Publishes and edits racing on one document: every acknowledged version is
 stored, numbered without gaps, readable with the content that was
 acknowledged, and no edit is lost. (Against moto this also needs
-scripts.local_stack.serialize_emulated_dynamodb: without it moto's
+tests.moto_isolation.serialize_emulated_dynamodb: without it moto's
 transactions wipe each other's commits.)
 """
 from __future__ import annotations

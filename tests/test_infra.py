@@ -502,8 +502,7 @@ def test_binary_media_types_let_base64_answers_through(resources):
 
 @pytest.fixture(scope="session")
 def distribution(resources) -> dict:
-    _, dist = only(resources, "AWS::CloudFront::Distribution")
-    return dist["Properties"]["DistributionConfig"]
+    return resources["Distribution"]["Properties"]["DistributionConfig"]  # the main site
 
 
 def behaviours(distribution) -> dict[str, dict]:
@@ -578,6 +577,9 @@ def test_no_share_answer_outlives_the_withdrawal_bound_at_the_edge(template, res
     share = behaviours(distribution)["/d/*"]
     policy = resources[share["CachePolicyId"]["Ref"]]["Properties"]["CachePolicyConfig"]
     assert policy["MaxTTL"] == {"Ref": "ShareEdgeMaxTtl"} and policy["DefaultTTL"] == 0
+    # The separate content domain (when configured) keeps content no longer either.
+    content = resources["ContentCachePolicy"]["Properties"]["CachePolicyConfig"]
+    assert content["MaxTTL"] == {"Ref": "ShareEdgeMaxTtl"} and content["DefaultTTL"] == 0
 
 
 def test_the_function_may_invalidate_its_own_distribution_only(resources, function_role):
@@ -779,8 +781,37 @@ def test_cloudfront_proves_itself_to_the_function(template):
     """Per-IP limits trust CloudFront's viewer address only with CloudFront's origin secret."""
     resources = template["Resources"]
     origin = resources["Distribution"]["Properties"]["DistributionConfig"]["Origins"][0]
-    [header] = origin["OriginCustomHeaders"]
-    assert header["HeaderName"] == "X-Docpub-Origin-Secret"
+    [header] = [h for h in origin["OriginCustomHeaders"] if h["HeaderName"] == "X-Docpub-Origin-Secret"]
     variables = resources["APIHandler"]["Properties"]["Environment"]["Variables"]
     assert variables["DOCPUB_ORIGIN_SECRET"] == header["HeaderValue"]
     assert "OriginSecret" in json.dumps(header["HeaderValue"])
+
+
+def test_a_content_domain_gets_its_own_distribution_that_serves_content_only(template):
+    """Issue 15: document HTML on a second domain (ContentDomainName + its certificate),
+    whose distribution names its site to the function, forwards `?t=` (a protected
+    document's grant) and nothing else, and only with the parameter set."""
+    from chalicelib.entrypoints.share import CONTENT_ROUTE
+
+    resources, parameters = template["Resources"], template["Parameters"]
+    assert parameters["ContentDomainName"]["Default"] == "" and parameters["ContentCertificateArn"]["Default"] == ""
+    assert "ContentDomainNeedsCertificate" in template["Rules"]
+    content = resources["ContentDistribution"]
+    assert content["Condition"] == "HasContentDomain" and resources["ContentCachePolicy"]["Condition"] == "HasContentDomain"
+    config = content["Properties"]["DistributionConfig"]
+    assert config["Aliases"] == [{"Ref": "ContentDomainName"}]
+    assert config["ViewerCertificate"]["AcmCertificateArn"] == {"Ref": "ContentCertificateArn"}
+    [origin] = config["Origins"]
+    headers = {h["HeaderName"]: h["HeaderValue"] for h in origin["OriginCustomHeaders"]}
+    assert headers["X-Docpub-Site"] == "content" and "OriginSecret" in json.dumps(headers["X-Docpub-Origin-Secret"])
+    main = {h["HeaderName"]: h["HeaderValue"]
+            for h in resources["Distribution"]["Properties"]["DistributionConfig"]["Origins"][0]["OriginCustomHeaders"]}
+    assert main["X-Docpub-Site"] == "main"
+    behaviour = config["DefaultCacheBehavior"]
+    assert behaviour["AllowedMethods"] == ["GET", "HEAD"] and behaviour["ViewerProtocolPolicy"] == "redirect-to-https"
+    key = resources["ContentCachePolicy"]["Properties"]["CachePolicyConfig"]["ParametersInCacheKeyAndForwardedToOrigin"]
+    assert key["QueryStringsConfig"] == {"QueryStringBehavior": "whitelist", "QueryStrings": ["t"]}
+    assert key["CookiesConfig"] == {"CookieBehavior": "none"}
+    variables = resources["APIHandler"]["Properties"]["Environment"]["Variables"]
+    assert "ContentDomainName" in json.dumps(variables["DOCPUB_CONTENT_URL"])
+    assert CONTENT_ROUTE == "/d/{share_id}/v/{version_id}"

@@ -50,6 +50,13 @@ def page(browser):
 
 
 @pytest.fixture(scope="module")
+def free_key(stack):
+    """A free workspace of this module's own: the shared dev workspace's 5 documents
+    may be used up by other e2e tests of the session."""
+    return stack.admin("create-workspace", "--name", "Browser Free", "--plan", "free")["api_key"]
+
+
+@pytest.fixture(scope="module")
 def pro_key(stack):
     return stack.admin("create-workspace", "--name", "Browser Pro", "--plan", "pro")["api_key"]
 
@@ -61,8 +68,8 @@ def _publish(stack, key, title, html):
         return r.json()
 
 
-def test_document_scripts_run_but_cannot_reach_the_service(stack, page):
-    doc = _publish(stack, stack.api_key, "Hostile", HOSTILE)
+def test_document_scripts_run_but_cannot_reach_the_service(stack, page, free_key):
+    doc = _publish(stack, free_key, "Hostile", HOSTILE)
     # A cookie of the service origin that a document must never see.
     page.context.add_cookies([{"name": "dp_session", "value": "topsecret", "url": stack.base_url,
                                "sameSite": "Lax"}])
@@ -121,8 +128,8 @@ def test_unlock_flow(stack, page, pro_key):
     assert "dp_unlock" not in page.evaluate("document.cookie")  # HttpOnly
 
 
-def test_feedback_with_a_quoted_selection(stack, page):
-    doc = _publish(stack, stack.api_key, "Proposal",
+def test_feedback_with_a_quoted_selection(stack, page, free_key):
+    doc = _publish(stack, free_key, "Proposal",
                    "<p id=para>We will ship the new pricing page in March.</p>")
     page.goto(doc["share_url"])
     frame = page.frame_locator("#doc")
@@ -143,7 +150,7 @@ def test_feedback_with_a_quoted_selection(stack, page):
     status = page.locator("#fb-status")
     status.filter(has_text="Thank you").wait_for()
     feedback_id = status.get_attribute("data-feedback-id")
-    with stack.client() as http:
+    with stack.client(free_key) as http:
         listing = http.get("/api/v1/feedback", params={"document_id": doc["document_id"]}).json()
     assert [f["feedback_id"] for f in listing["feedback"]] == [feedback_id]
     item = listing["feedback"][0]

@@ -10,7 +10,9 @@ import difflib
 from dataclasses import dataclass
 from typing import Iterable, Optional, Protocol
 
+from chalicelib.domain.limits import too_large
 from chalicelib.errors import EditAmbiguous, EditNotFound, InvalidJson, NoChange
+from chalicelib.models import MAX_HTML_BYTES
 
 CLOSEST_MATCH_MAX_CHARS = 200
 # Fuzzy search is quadratic-ish; only try it where it stays cheap.
@@ -31,7 +33,7 @@ class EditOutcome:
 
 
 def apply_edits(html: str, edits: Iterable[Edit]) -> EditOutcome:
-    return _apply(html, edits, utf8=False)
+    return _apply(html, edits, utf8=False, size_bytes=len(_utf8(html)))
 
 
 # Above this many edits a non-ASCII document is decoded first (see below).
@@ -53,19 +55,27 @@ def apply_edits_utf8(data: bytes, edits: Iterable[Edit], max_edits_on_bytes: int
     edits = list(edits)
     if len(edits) <= max_edits_on_bytes or data.isascii():
         return _apply(data, edits, utf8=True)
-    outcome = _apply(data.decode("utf-8"), edits, utf8=False)
+    outcome = _apply(data.decode("utf-8"), edits, utf8=False, size_bytes=len(data))
     return EditOutcome(_utf8(outcome.html), outcome.edits_applied, outcome.replacements)
 
 
-def _apply(html, edits: Iterable[Edit], utf8: bool) -> EditOutcome:
+def _apply(html, edits: Iterable[Edit], utf8: bool, size_bytes: Optional[int] = None) -> EditOutcome:
+    """`size_bytes` is the UTF-8 size of `html` (its length when `utf8`): every
+    edit's result size is computed from it before the result is built, so no
+    string over the limit is ever made (peak memory stays a few times 4 MiB)."""
     current = html
+    size = len(html) if utf8 else size_bytes
     replacements = 0
     applied = 0
     for index, edit in enumerate(edits):
         old, new = edit.old_string, edit.new_string
         if utf8:
             old, new = _utf8(old), _utf8(new)
-        result, count = _replace(current, old, new, edit.replace_all)
+            growth = len(new) - len(old)
+        else:
+            growth = len(_utf8(new)) - len(_utf8(old))
+        result, count = _replace(current, old, new, edit.replace_all,
+                                 max_count=(MAX_HTML_BYTES - size) // growth if growth > 0 else None)
         if count == 0:
             details: dict = {"edit_index": index}
             hint = _closest_utf8(current, edit.old_string) if utf8 else closest_match(current, old)
@@ -83,6 +93,9 @@ def _apply(html, edits: Iterable[Edit], utf8: bool) -> EditOutcome:
                 "to make it unique, or set replace_all to true",
                 {"edit_index": index, "match_count": count},
             )
+        if result is None:  # it would pass the limit: stop here, nothing larger is built
+            raise too_large(size + count * growth, index)
+        size += count * growth
         current = result
         replacements += count
         applied += 1
@@ -107,11 +120,12 @@ def _closest_utf8(data: bytes, needle: str) -> Optional[str]:
     return closest_match(data.decode("utf-8", "replace"), needle)
 
 
-def _replace(text, old, new, replace_all: bool):
+def _replace(text, old, new, replace_all: bool, max_count: Optional[int] = None):
     """(text with the replacement made, number of non-overlapping matches).
 
-    The result is None when the edit must fail (no match, or several without
-    replace_all); the count is then exact. Each path scans the text about once
+    The result is None when the edit must fail (no match, several without
+    replace_all, or more than `max_count` matches: the result would be over the
+    size limit, so it is never built); the count is then exact. Each path scans the text about once
     and copies it once, like a bare `str.replace` (bench/edit_engine.py):
     - replace_all: replace, and derive the count from the change in length
       (a separate count() pass only when old and new have the same length);
@@ -119,10 +133,14 @@ def _replace(text, old, new, replace_all: bool):
       after it (the same test as count() > 1), then replace just the first.
     """
     if replace_all:
-        if len(old) != len(new):
+        # Growing edits that could pass the limit count first (one more scan);
+        # all others derive the count from the change in length.
+        if len(old) != len(new) and (max_count is None or len(text) // len(old) <= max_count):
             result = text.replace(old, new)
             return result, (len(result) - len(text)) // (len(new) - len(old))
         count = text.count(old)
+        if max_count is not None and count > max_count:
+            return None, count
         return (text.replace(old, new) if count else None), count
     first = text.find(old)
     if first < 0:
@@ -131,6 +149,8 @@ def _replace(text, old, new, replace_all: bool):
         count = text.count(old)
         if count > 1:
             return None, count
+    if max_count is not None and max_count < 1:
+        return None, 1
     return text.replace(old, new, 1), 1
 
 

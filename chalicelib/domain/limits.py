@@ -60,6 +60,11 @@ def viewer_rate() -> Rate:
     return Rate(config.viewer_rate_limit(), config.viewer_rate_window_seconds())
 
 
+def unlock_failure_rate() -> Rate:
+    """Failed unlocks per document across all addresses (then 429 for everyone)."""
+    return Rate(config.unlock_failure_budget(), config.unlock_failure_window_seconds())
+
+
 # What a refusal of a standalone scope says (followed by "; try again in <wait>.").
 REFUSALS = {
     "signin-ip": "Too many sign-in attempts from this address",
@@ -137,9 +142,19 @@ def encoded_html(html: str) -> bytes:
 def checked_size(data: bytes) -> bytes:
     """`data` if within the limit, else 413 `document_too_large`."""
     if len(data) > HTML_BYTES:
-        raise DocumentTooLarge(
-            f"The HTML is {len(data):,} bytes; the limit is {HTML_BYTES:,} bytes ({html_size_short()}). "
-            "Inlined base64 images are the usual cause: host images at a URL instead.",
-            {"limit_bytes": HTML_BYTES, "size_bytes": len(data)},
-        )
+        raise too_large(len(data))
     return data
+
+
+def too_large(size_bytes: int, edit_index: int | None = None) -> DocumentTooLarge:
+    """The contract's 413; for an edit batch it names the first edit whose result
+    would exceed the limit and the size that edit would produce."""
+    details = {"limit_bytes": HTML_BYTES, "size_bytes": size_bytes}
+    if edit_index is None:
+        return DocumentTooLarge(
+            f"The HTML is {size_bytes:,} bytes; the limit is {HTML_BYTES:,} bytes ({html_size_short()}). "
+            "Inlined base64 images are the usual cause: host images at a URL instead.", details)
+    details["edit_index"] = edit_index
+    return DocumentTooLarge(
+        f"edits[{edit_index}] would make the HTML {size_bytes:,} bytes; the limit is "
+        f"{HTML_BYTES:,} bytes ({html_size_short()}). Nothing was changed.", details)

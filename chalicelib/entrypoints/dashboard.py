@@ -16,13 +16,13 @@ import re
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Optional
-from urllib.parse import parse_qs, quote, urlencode, urlparse
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlparse
 
 from chalice import Blueprint, Response
 
 from chalicelib import config, errors
 from chalicelib.domain import limits
-from chalicelib.entrypoints.http import client_ip, compress, parse_cookies, request_id
+from chalicelib.entrypoints.http import as_error, client_ip, compress, parse_cookies
 from chalicelib.models import MAX_HTML_BYTES
 
 log = logging.getLogger("docpub")
@@ -291,7 +291,11 @@ def redirect(location: str, status: int = 303) -> Response:
     return Response(body="", status_code=status, headers={"Location": location})
 
 
-def error_page(page: Page, error: errors.DocpubError) -> Response:
+def error_page(page: Optional[Page], error: errors.DocpubError) -> Response:
+    """The dashboard's answer for any error (as_error maps exceptions to errors)."""
+    if page is None:  # the request could not even be read: no template context
+        return Response(error.message, status_code=error.status,
+                        headers={"Content-Type": "text/plain; charset=utf-8", **error.headers})
     return render(page, "error.html", status=error.status, headers=dict(error.headers), error=error)
 
 
@@ -325,20 +329,11 @@ def route(path: str, methods: tuple[str, ...] = ("GET",), signed_in: bool = True
                         page.clear_cookie(SESSION_COOKIE)
                     return finish(page, request, redirect(url("/sign-in", m="expired")))
                 if request.method == "POST" and not page.csrf_ok():
-                    error = errors.DocpubError("This form has expired or did not come from this site. "
-                                               "Go back, reload the page and try again.")
-                    error.status = 403
-                    return finish(page, request, error_page(page, error))
+                    raise errors.Forbidden("This form has expired or did not come from this site. "
+                                           "Go back, reload the page and try again.")
                 response = view(page, **params)
-            except errors.DocpubError as exc:
-                response = error_page(page, exc) if page is not None else Response(exc.message, status_code=exc.status)
-            except Exception:  # noqa: BLE001 - a page, never a stack trace
-                rid = request_id(bp)
-                log.exception("dashboard error", extra={"request_id": rid})
-                error = errors.InternalError("Something went wrong on our side; it has been logged.",
-                                             {"request_id": rid})
-                response = error_page(page, error) if page is not None else Response(
-                    error.message, status_code=500, headers={"Content-Type": "text/plain; charset=utf-8"})
+            except Exception as exc:  # noqa: BLE001 - mapped by as_error: a page, never a stack trace
+                response = error_page(page, as_error(exc, bp))
             return finish(page, request, response)
 
         kwargs: dict[str, Any] = {"methods": list(methods)}
@@ -361,11 +356,28 @@ _SAFE_PATH = re.compile(r"[A-Za-z0-9/_.~%?=&+-]*")
 
 
 def _safe_next(value: Optional[str]) -> str:
+    """Where to go after signing in: a path under the dashboard, after resolving
+    dot-segments (also percent-encoded ones, which browsers resolve too), or the
+    document list. `/dashboard/../d/<share>` would land on user HTML."""
+    fallback = url("/documents")
     base = url("")
-    if (value and (value == base or value.startswith(base + "/")) and "//" not in value and "\\" not in value
-            and _SAFE_PATH.fullmatch(value)):
-        return value
-    return url("/documents")
+    if not value or not _SAFE_PATH.fullmatch(value) or "//" in value or "\\" in value:
+        return fallback
+    path, sep, query = value.partition("?")
+    decoded = unquote(path)
+    if "%" in decoded or "\\" in decoded or "//" in decoded:
+        return fallback  # encoded twice: nothing the dashboard links to looks like that
+    segments: list[str] = []
+    for segment in decoded.split("/")[1:]:
+        if segment == "..":
+            if segments:
+                segments.pop()
+        elif segment != ".":
+            segments.append(segment)
+    resolved = "/" + "/".join(segments)
+    if not (value.startswith("/") and (resolved == base or resolved.startswith(base + "/"))):
+        return fallback
+    return quote(resolved, safe="/_.~-+=&") + (sep + query if query else "")
 
 
 # ------------------------------------------------------------------ static files
@@ -544,8 +556,16 @@ def upload(page: Page):
 def document_page(page: Page, document_id: str):
     document = _document(page, document_id)
     workspace = workspaces().get_workspace(page.workspace_id)
+    sharing = optional_service("sharing")
+    failed = None
+    if sharing is not None and document.passphrase_protected:
+        found = sharing.failed_unlocks(page.actor, document_id)
+        from chalicelib.services.context import rfc3339
+        failed = {"count": found.count, "exhausted": found.exhausted, "window_seconds": found.window_seconds,
+                  "last": rfc3339(found.last_ms) if found.last_ms else None}
     return render(page, "document.html", active="documents", document=document, workspace=workspace,
-                  sharing_available=optional_service("sharing") is not None, views=_views_charts(document))
+                  sharing_available=sharing is not None, failed_unlocks=failed,
+                  views=_views_charts(document))
 
 
 def _document(page: Page, document_id: str):
@@ -727,9 +747,7 @@ def _authorization(page: Page, params: dict):
     except RedirectError as exc:
         return None, redirect(exc.location(), 302)
     except NotRedirectable as exc:
-        error = errors.DocpubError(exc.message)
-        error.status = 400
-        return None, error_page(page, error)
+        return None, error_page(page, errors.DocpubError(exc.message, status=400))
 
 
 @route("/oauth/authorize")

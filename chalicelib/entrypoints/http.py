@@ -39,9 +39,13 @@ class EncodedResponse(Response):
         return response
 
 
-def request_id(app) -> str:
-    context = getattr(app, "lambda_context", None)
-    return getattr(context, "aws_request_id", None) or str(uuid.uuid4())
+def lambda_request_id(app) -> Optional[str]:
+    """The Lambda invocation's id, for correlating logs (None outside Lambda)."""
+    try:
+        context = getattr(app, "lambda_context", None) if app is not None else None
+    except RuntimeError:  # a Blueprint not (yet) registered
+        return None
+    return getattr(context, "aws_request_id", None)
 
 
 def client_ip(request) -> str:
@@ -70,6 +74,23 @@ def client_ip(request) -> str:
             return str(parsed.ipv4_mapped)
         return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
     return str(parsed)
+
+
+def refuse_without_origin_secret(request) -> Optional[Response]:
+    """With DOCPUB_ORIGIN_SECRET set, only requests carrying it (CloudFront adds it
+    as X-Docpub-Origin-Secret) are served: the API Gateway URL cannot bypass
+    CloudFront, its security headers and its per-viewer address. 403 otherwise."""
+    import hmac
+
+    from chalicelib import config
+
+    secret = config.origin_secret()
+    if not secret:
+        return None
+    presented = request.headers.get("x-docpub-origin-secret") or ""
+    if hmac.compare_digest(presented.encode(), secret.encode()):
+        return None
+    return error_response(errors.Forbidden("Requests must come through the service's public address."))
 
 
 def refuse_cross_site(request) -> None:
@@ -299,11 +320,50 @@ def _vary(headers: dict) -> str:
     return f"{existing}, Accept-Encoding" if existing else "Accept-Encoding"
 
 
-# ------------------------------------------------------------------ the wrapper
+# ------------------------------------------------------------------ errors → answers
+#
+# One mapping from any exception to the contract's vocabulary (`as_error`), and one
+# function per surface that shapes it: `error_response` (JSON: REST, /mcp, share
+# feedback), share.py `_error_page`, dashboard.py `error_page`, mcp_tools.py
+# `error_result`. Every surface's catch-all calls `as_error`; nothing else maps.
+
+_THROTTLE_CODES = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
+                   "SlowDown", "ServiceUnavailable", "InternalServerError", "TransactionConflictException",
+                   "TransactionCanceledException", "RequestTimeout", "InternalError"}
+
+
+def as_error(exc: BaseException, app=None) -> errors.DocpubError:
+    """`exc` as the contract's error: a DocpubError as it is; storage trouble as a
+    503; anything else a 500 with its own request id (logged with the stack)."""
+    if isinstance(exc, errors.DocpubError):
+        return exc
+    return _unexpected(app, exc)
+
+
+def _unexpected(app, exc: BaseException) -> errors.DocpubError:
+    # A fresh id per failure: the Lambda context can be shared (threads of the
+    # local server) or stale, and two failures must never share an id.
+    rid = str(uuid.uuid4())
+    context = {"request_id": rid, "aws_request_id": lambda_request_id(app)}
+    from chalicelib.ports import StorageUnavailable
+
+    if isinstance(exc, StorageUnavailable):
+        log.warning("storage busy", extra={**context, "error_code": exc.code})
+        return errors.ServiceUnavailable()
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    if isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") in _THROTTLE_CODES:
+        log.warning("storage busy", extra={**context, "error_code": exc.response["Error"]["Code"]})
+        return errors.ServiceUnavailable()
+    if isinstance(exc, (BotoCoreError, ClientError)):
+        log.error("storage error", extra={**context, "error": type(exc).__name__})
+        return errors.ServiceUnavailable()
+    log.error("unexpected error", extra=context, exc_info=(type(exc), exc, exc.__traceback__))
+    return errors.InternalError("An unexpected error occurred; it has been logged.", {"request_id": rid})
+
 
 def handles_errors(app) -> Callable:
-    """Decorator for views: DocpubError → contract body; anything else → 500
-    (or 503 for storage trouble) with a request id and no stack trace."""
+    """Decorator for JSON views: any failure → the contract's error body."""
 
     def decorator(view: Callable) -> Callable:
         @functools.wraps(view)
@@ -312,39 +372,13 @@ def handles_errors(app) -> Callable:
             try:
                 check_body_size(request)
                 response = view(*args, **kwargs)
-            except errors.DocpubError as exc:
-                response = error_response(exc)
-            except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into 5xx
-                response = error_response(unexpected(app, exc))
+            except Exception as exc:  # noqa: BLE001 - mapped by as_error, never a stack trace
+                response = error_response(as_error(exc, app))
             return compress(request, response)
 
         return wrapper
 
     return decorator
-
-
-_THROTTLE_CODES = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
-                   "SlowDown", "ServiceUnavailable", "InternalServerError", "TransactionConflictException",
-                   "TransactionCanceledException", "RequestTimeout", "InternalError"}
-
-
-def unexpected(app, exc: Exception) -> errors.DocpubError:
-    rid = request_id(app)
-    from chalicelib.ports import StorageUnavailable
-
-    if isinstance(exc, StorageUnavailable):
-        log.warning("storage busy", extra={"request_id": rid, "error_code": exc.code})
-        return errors.ServiceUnavailable()
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    if isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") in _THROTTLE_CODES:
-        log.warning("storage busy", extra={"request_id": rid, "error_code": exc.response["Error"]["Code"]})
-        return errors.ServiceUnavailable()
-    if isinstance(exc, (BotoCoreError, ClientError)):
-        log.error("storage error", extra={"request_id": rid, "error": type(exc).__name__})
-        return errors.ServiceUnavailable()
-    log.exception("unexpected error", extra={"request_id": rid})
-    return errors.InternalError("An unexpected error occurred; it has been logged.", {"request_id": rid})
 
 
 # Chalice answers some failures itself (wrong method, unsupported media type)

@@ -94,9 +94,7 @@ def _response(status: int, headers: dict[str, str], body: bytes) -> Response:
     if status >= 400 and not _is_jsonrpc(body):
         error_class = _STATUS_ERRORS.get(status, errors.InternalError)
         message = body.decode("utf-8", "replace").strip() or f"The MCP endpoint answered HTTP {status}."
-        error = error_class(message)
-        error.status = status
-        return error_response(error)
+        return error_response(error_class(message, status=status))
     out = {name.title(): value for name, value in headers.items() if name in _PASS_HEADERS}
     if not body:
         return Response(body="", status_code=status, headers=out)

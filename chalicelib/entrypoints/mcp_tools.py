@@ -30,12 +30,12 @@ from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
 from chalicelib import errors
 from chalicelib.domain import limits
-from chalicelib.entrypoints.http import unexpected, validate, validation_error
+from chalicelib.entrypoints.http import as_error, validate, validation_error
 from chalicelib.models import (
     MAX_EDITS, Description, DocumentDeleted, DocumentDetail, DocumentStats, DocumentId, DocumentList, EditOperation,
     EditRequest, EditResponse, Feedback, FeedbackList, FeedbackListQuery, GetDocumentQuery, Html,
-    ListDocumentsQuery, MeResponse, Note, PublishRequest, PublishResponse, ResolveFeedbackRequest, ShareRotated, StatsQuery,
-    Title,
+    ListDocumentsQuery, MeResponse, Note, PassphraseRequest, PublishRequest, PublishResponse,
+    ResolveFeedbackRequest, ShareRotated, StatsQuery, Title,
     UpdateDocumentRequest, VersionId,
 )
 from chalicelib.mcp_instructions import instructions, limit_words
@@ -110,10 +110,8 @@ def ok_result(model: BaseModel, exclude: Optional[set] = None) -> CallToolResult
 def _call(action: Callable[[], BaseModel], exclude: Optional[set] = None) -> CallToolResult:
     try:
         return ok_result(action(), exclude)
-    except errors.DocpubError as exc:
-        return error_result(exc)
-    except Exception as exc:  # noqa: BLE001 - storage trouble → 503-like, anything else → internal_error
-        return error_result(unexpected(None, exc))
+    except Exception as exc:  # noqa: BLE001 - mapped by as_error: storage trouble → 503-like, else internal_error
+        return error_result(as_error(exc))
 
 
 # ------------------------------------------------------------------ argument types
@@ -229,6 +227,24 @@ async def rotate_share_link(
     document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
 ) -> Annotated[CallToolResult, ShareRotated]:
     return _call(lambda: registry.sharing().rotate(_credentials(), document_id))
+
+
+async def set_passphrase(
+    document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
+    passphrase: Annotated[Optional[str], Field(description=(
+        "The passphrase viewers must enter (8 to 200 characters, not easy to guess: a few uncommon "
+        "words work well). null removes the passphrase and makes the link public again."))],
+) -> Annotated[CallToolResult, DocumentDetail]:
+    def action():
+        sharing = registry.sharing()
+        if passphrase is None:
+            sharing.clear_passphrase(_credentials(), document_id)
+        else:
+            sharing.set_passphrase(_credentials(), document_id,
+                                   validate(PassphraseRequest, {"passphrase": passphrase}).passphrase)
+        return registry.documents().get(_credentials(), document_id)
+
+    return _call(action, exclude={"html"})
 
 
 async def delete_document(
@@ -347,6 +363,10 @@ TOOLS: dict[str, tuple[Callable, str, ToolAnnotations, str]] = {
         "Give a document a new share_url, e.g. when the old link leaked: the old link answers 404 at "
         "once (and is dropped from the CDN); versions, feedback and settings stay. Returns the new "
         "share_url; share it with the people who should still have access.")),
+    "set_passphrase": (set_passphrase, "Protect a share link", _write(idempotent=True), (
+        "Pro: protect a document's share link with a passphrase (viewers must enter it), or with "
+        "passphrase=null make it public again. Weak passphrases are refused with the reason "
+        "(validation_error). Returns the document as get_document does (passphrase_protected).")),
     "delete_document": (delete_document, "Delete a document", _write(idempotent=True, destructive=True), (
         "Permanently delete a document: all its versions, its feedback and its share link (which then "
         "answers 404). Cannot be undone. Frees a slot of the free plan's {free_documents}.")),

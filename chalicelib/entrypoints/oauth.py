@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 from chalice import Blueprint, Response
 
 from chalicelib import config
-from chalicelib.entrypoints.http import JSON_TYPE, client_ip, form_fields, html_response, request_id
+from chalicelib.entrypoints.http import JSON_TYPE, as_error, client_ip, form_fields, html_response
 from chalicelib.services import registry
 
 log = logging.getLogger("docpub.oauth")
@@ -37,25 +37,25 @@ def _json(body, status: int = 200, headers: dict | None = None) -> Response:
 
 
 def oauth_errors(view):
-    """OAuthError → RFC 6749 body; anything unexpected → 500 `server_error` (no trace)."""
+    """OAuthError → RFC 6749 body; anything else goes through the one error mapping
+    (as_error) and is shaped the RFC 6749 way: 4xx `invalid_request`, 503
+    `temporarily_unavailable`, else 500 `server_error` with its request id."""
     import functools
 
     @functools.wraps(view)
     def wrapper(*args, **kwargs):
-        from chalicelib.errors import DocpubError
         from chalicelib.services.oauth import OAuthError
 
         try:
             return view(*args, **kwargs)
         except OAuthError as exc:
             return _json(exc.body(), exc.status, dict(exc.headers))
-        except DocpubError as exc:  # e.g. a body that is not UTF-8
-            return _json({"error": "invalid_request", "error_description": exc.message}, 400)
-        except Exception:  # noqa: BLE001
-            rid = request_id(bp)
-            log.exception("oauth endpoint error", extra={"request_id": rid})
-            return _json({"error": "server_error", "error_description": f"Unexpected error (request {rid})."},
-                         500)
+        except Exception as exc:  # noqa: BLE001 - mapped by as_error, never a stack trace
+            error = as_error(exc, bp)
+            if error.status < 500:  # e.g. a body that is not UTF-8
+                return _json({"error": "invalid_request", "error_description": error.message}, 400)
+            code = "temporarily_unavailable" if error.status == 503 else "server_error"
+            return _json({"error": code, "error_description": error.message, **(error.details or {})}, error.status)
 
     return wrapper
 

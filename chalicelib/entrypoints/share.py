@@ -32,7 +32,7 @@ from chalice import Blueprint, Response
 from chalicelib import config, errors
 from chalicelib.domain import links
 from chalicelib.entrypoints.http import (
-    FORM_TYPE, compress, error_response, json_response, parse_form_or_json, unexpected,
+    FORM_TYPE, as_error, compress, handles_errors, json_response, parse_form_or_json,
     client_ip as http_client_ip, parse_cookies, refuse_cross_site,
 )
 from chalicelib.models import FeedbackSubmission, RequestModel
@@ -153,10 +153,73 @@ def _csp_hash(text: str) -> str:
 
 
 # Inline script and style are allowed by hash only (stable, so the page stays cacheable).
-PAGE_CSP = ("default-src 'none'; script-src " + _csp_hash(PAGE_SCRIPT) + "; style-src " + _csp_hash(PAGE_CSS)
-            + "; frame-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; img-src 'self' data:;"
-            " frame-ancestors 'none'")
-CONTENT_CSP = f"sandbox {SANDBOX}; frame-ancestors 'self'"
+def _page_csp() -> str:
+    frame_src = _origin(config.content_url()) or "'self'"
+    return ("default-src 'none'; script-src " + _csp_hash(PAGE_SCRIPT) + "; style-src " + _csp_hash(PAGE_CSS)
+            + f"; frame-src {frame_src}; connect-src 'self'; form-action 'self'; base-uri 'none'; "
+            "img-src 'self' data:; frame-ancestors 'none'")
+
+
+def _content_csp() -> str:
+    """Sandboxed (an opaque origin) wherever it is served; framed only by the share page."""
+    ancestors = _origin(config.base_url()) if config.content_url() else "'self'"
+    return f"sandbox {SANDBOX}; frame-ancestors {ancestors}"
+
+
+def _origin(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+# ------------------------------------------------------------------ two sites
+
+CONTENT_ROUTE = "/d/{share_id}/v/{version_id}"
+
+
+def site_of(request) -> str:
+    """"content" when the request came to DOCPUB_CONTENT_URL's origin, else "main".
+    Behind CloudFront each distribution names its site in the X-Docpub-Site origin
+    header (a viewer cannot set it: CloudFront overwrites it, and without the origin
+    secret the request is refused anyway); elsewhere the Host header decides."""
+    from urllib.parse import urlsplit
+
+    content = config.content_url()
+    if not content:
+        return "main"
+    named = (request.headers.get("x-docpub-site") or "").lower()
+    if named in ("content", "main") and config.origin_secret():
+        return named
+    host = (request.headers.get("host") or "").lower()
+    return "content" if host == urlsplit(content).netloc.lower() else "main"
+
+
+def separate_sites(request) -> Optional[Response]:
+    """With a content origin: it serves document content only (anything else is
+    404 there), and the main origin no longer serves content (it redirects an old
+    content URL to the content origin, where the same rules apply)."""
+    if not config.content_url() or request is None:
+        return None
+    route = (request.context or {}).get("resourcePath")
+    site = site_of(request)
+    if site == "content" and route != CONTENT_ROUTE:
+        return _page("<main class=\"center\"><h1>Not found</h1><p>This address serves shared documents "
+                     "only.</p></main>", "Not found", 404, CACHE_PAGE)
+    if site == "main" and route == CONTENT_ROUTE:
+        from urllib.parse import urlencode
+
+        # From the route's parameters, not requestContext.path (behind API Gateway
+        # that carries the stage prefix, which the public address does not have).
+        params = request.uri_params or {}
+        query = urlencode(request.query_params or {})
+        location = (f"{config.content_url()}/d/{params.get('share_id', '')}/v/{params.get('version_id', '')}"
+                    + (f"?{query}" if query else ""))
+        return Response(body="", status_code=302, headers={"Location": location, "Cache-Control": CACHE_PRIVATE,
+                                                           "Referrer-Policy": "no-referrer"})
+    return None
 
 
 def _headers(csp: str, cache: str, extra: Optional[dict] = None) -> dict:
@@ -175,7 +238,7 @@ def _page(body_html: str, title: str, status: int = 200, cache: str = CACHE_PRIV
                 f"<meta name=\"robots\" content=\"noindex\"><title>{html.escape(title)}</title>"
                 f"<style>{PAGE_CSS}</style></head><body>{body_html}</body></html>")
     return Response(body=document, status_code=status,
-                    headers=_headers(PAGE_CSP, cache, {"X-Frame-Options": "DENY", **(extra_headers or {})}))
+                    headers=_headers(_page_csp(), cache, {"X-Frame-Options": "DENY", **(extra_headers or {})}))
 
 
 def _not_found_page() -> Response:
@@ -192,6 +255,11 @@ def _expired_page() -> Response:
 
 
 def _error_page(error: errors.DocpubError) -> Response:
+    """The share surface's answer for any error (as_error maps exceptions to errors)."""
+    if isinstance(error, errors.NotFound):
+        return _not_found_page()
+    if isinstance(error, errors.Gone):
+        return _expired_page()
     body = f"<main class=\"center\"><h1>Something went wrong</h1><p>{html.escape(error.message)}</p></main>"
     return _page(body, "Error", error.status, CACHE_PRIVATE, dict(error.headers))
 
@@ -233,7 +301,9 @@ def _viewer_page(page: SharePage) -> Response:
         links.append(f"<a href=\"{base}\">latest</a>")
     meta = (f"Version {page.version_number} of {page.version_count}"
             + ("".join(f" &middot; {link}" for link in links)))
-    content_src = f"{base}/v/{html.escape(page.version_id)}"
+    content_src = f"{config.content_url()}{base}/v/{html.escape(page.version_id)}"
+    if config.content_url() and page.content_token:  # the content origin never sees the unlock cookie
+        content_src += f"?t={html.escape(page.content_token)}"
     feedback_action = f"{base}/feedback?v={page.version_number}"
     body = (
         f"<header class=\"bar\"><h1>{title}</h1><span class=\"meta\">{meta}</span></header>"
@@ -292,14 +362,8 @@ def _html_view(view):
         request = _request()
         try:
             response = view(*args, **kwargs)
-        except errors.NotFound:
-            response = _not_found_page()
-        except errors.Gone:
-            response = _expired_page()
-        except errors.DocpubError as exc:
-            response = _error_page(exc)
-        except Exception as exc:  # noqa: BLE001
-            response = _error_page(unexpected(bp, exc))
+        except Exception as exc:  # noqa: BLE001 - mapped by as_error, never a stack trace
+            response = _error_page(as_error(exc, bp))
         return compress(request, response)
 
     return wrapper
@@ -334,14 +398,15 @@ def _etag_matches(header: Optional[str], etag: str) -> bool:
 def share_content(share_id, version_id):
     sharing = registry.sharing()
     try:
-        ref = sharing.open_content(share_id, version_id, _cookie(UNLOCK_COOKIE))
+        ref = sharing.open_content(share_id, version_id, _cookie(UNLOCK_COOKIE),
+                                   (_request().query_params or {}).get("t"))
     except Locked:
         return Response(body="<!doctype html><meta charset=utf-8><title>Locked</title>"
                              "<p>This document is protected by a passphrase.</p>",
-                        status_code=401, headers=_headers(CONTENT_CSP, CACHE_PRIVATE))
+                        status_code=401, headers=_headers(_content_csp(), CACHE_PRIVATE))
     etag = _etag(ref.version_id)
     cache = CACHE_PRIVATE if ref.protected else cache_content(ref.cache_seconds)
-    headers = _headers(CONTENT_CSP, cache, {"ETag": etag})
+    headers = _headers(_content_csp(), cache, {"ETag": etag})
     if _etag_matches(_request().headers.get("if-none-match"), etag):
         return Response(body="", status_code=304, headers=headers)
     data = sharing.read_content(ref) + SELECTION_SCRIPT.encode("utf-8")
@@ -380,43 +445,50 @@ def share_unlock(share_id):
                              "Referrer-Policy": "no-referrer", "X-Robots-Tag": "noindex, nofollow"})
 
 
+def _cache_headers(cache: str):
+    """Answers of viewer posts (beacon, feedback), success or error, are never
+    indexed and never kept by a shared cache."""
+    import functools
+
+    def decorator(view):
+        @functools.wraps(view)
+        def wrapper(*args, **kwargs):
+            response = view(*args, **kwargs)
+            response.headers.update({"Cache-Control": cache, "X-Robots-Tag": "noindex, nofollow",
+                                     "X-Content-Type-Options": "nosniff"})
+            return response
+
+        return wrapper
+
+    return decorator
+
+
+_private = _cache_headers(CACHE_PRIVATE)
+
+
 @bp.route("/d/{share_id}/view", methods=["POST"], content_types=["*/*"])
+@_cache_headers(CACHE_NO_STORE)
+@handles_errors(bp)
 def share_view(share_id):
     """The wrapper page's view beacon: 204 whether counted or not (bots and
     prefetches are dropped silently), 404/401 like the page, 429 past the
     per-address limit. Never cached; sets no cookie."""
     request = _request()
-    try:
-        refuse_cross_site(request)
-        version = _version_param()
-        registry.views().record(share_id, version, _cookie(UNLOCK_COOKIE), client_ip(),
-                                request.headers.get("user-agent"), request.headers)
-        response = Response(body="", status_code=204, headers={})
-    except errors.DocpubError as exc:
-        response = error_response(exc)
-    except Exception as exc:  # noqa: BLE001
-        response = error_response(unexpected(bp, exc))
-    response.headers.update({"Cache-Control": CACHE_NO_STORE, "X-Robots-Tag": "noindex, nofollow",
-                             "X-Content-Type-Options": "nosniff"})
-    return response
+    refuse_cross_site(request)
+    registry.views().record(share_id, _version_param(), _cookie(UNLOCK_COOKIE), client_ip(),
+                            request.headers.get("user-agent"), request.headers)
+    return Response(body="", status_code=204, headers={})
 
 
 @bp.route("/d/{share_id}/feedback", methods=["POST"], content_types=FORM_TYPES)
+@_private
+@handles_errors(bp)
 def share_feedback(share_id):
     """JSON API: 201 {"feedback_id"} or the contract's error body."""
     request = _request()
-    try:
-        refuse_cross_site(request)
-        version = _version_param()
-        submission = parse_form_or_json(request, FeedbackSubmission)
-        created = registry.feedback().submit(share_id, submission, client_ip(),
-                                             _cookie(UNLOCK_COOKIE), version)
-        response = json_response(created, 201, {"Cache-Control": CACHE_PRIVATE})
-    except errors.DocpubError as exc:
-        response = error_response(exc)
-    except Exception as exc:  # noqa: BLE001
-        response = error_response(unexpected(bp, exc))
-    response.headers.update({"Cache-Control": CACHE_PRIVATE, "X-Robots-Tag": "noindex, nofollow",
-                             "X-Content-Type-Options": "nosniff"})
-    return compress(request, response)
+    refuse_cross_site(request)
+    version = _version_param()
+    submission = parse_form_or_json(request, FeedbackSubmission)
+    created = registry.feedback().submit(share_id, submission, client_ip(), _cookie(UNLOCK_COOKIE), version)
+    return json_response(created, 201)
 

@@ -16,19 +16,22 @@ from typing import Optional, Union
 
 from chalicelib import config
 from chalicelib.ports import (
-    BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
+    BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
     definitely_not_applied, document_prefix, version_key,
 )
 from chalicelib.domain import limits, links, plans
 from chalicelib.domain.edits import apply_edits_utf8
 from chalicelib.domain.limits import checked_size, encoded_html
 from chalicelib.domain.ratelimit import SlotDecision, current_headers, decide
-from chalicelib.errors import DocpubError, NotFound, PlanLimitReached, ValidationFailed, VersionConflict
+from chalicelib.errors import (
+    DocpubError, NotFound, PlanLimitReached, ServiceUnavailable, ValidationFailed, VersionConflict,
+    VersionContentMissing,
+)
 from chalicelib.models import (
     DocumentDetail, DocumentList, DocumentSummary, EditRequest, EditResponse, EditSummary,
     PublishRequest, PublishResponse, UpdateDocumentRequest, VersionInfo,
 )
-from chalicelib.services import access, cdn, ratelimits
+from chalicelib.services import access, cdn, cursors, ratelimits
 from chalicelib.services.views import ViewService
 from chalicelib.services.access import (  # noqa: F401  (also imported from here by the dashboard)
     Actor, Who, canonical_document_id, document_not_found, well_formed_id,
@@ -80,6 +83,17 @@ def _request_hash(request: PublishRequest, data: bytes) -> str:
     digest.update(b"\0")
     digest.update(data)
     return digest.hexdigest()
+
+
+def _gave_up(doc: Optional[dict], key_busy: bool, doing: str) -> DocpubError:
+    """Every attempt lost a race: say which. Racing writes through one API key
+    contend for its write-limit slot (nothing about the document changed), so
+    that is a short "busy, retry", not a version conflict."""
+    if key_busy:
+        return ServiceUnavailable(f"Too many simultaneous writes with this API key while {doing}; "
+                                  "retry in a moment.")
+    return VersionConflict(f"The document kept changing while {doing}; retry.",
+                           {"latest_version_id": doc["latest_version_id"] if doc else None})
 
 
 class DocumentService:
@@ -164,6 +178,7 @@ class DocumentService:
         if doc is not None and request.base_version_id and request.base_version_id != doc["latest_version_id"]:
             raise self._conflict(doc)
         stored = False
+        key_busy = False
         try:
             for attempt in range(MAX_WRITE_ATTEMPTS):
                 self.ctx.backoff(attempt)
@@ -193,9 +208,11 @@ class DocumentService:
                                               request_hash)
                         if replay is not None:
                             return replay
+                    key_busy = exc.which == "rate"
                     actor = access.reload_key(self.ctx, actor)
                     continue
                 except StaleDocument:
+                    key_busy = False
                     doc = access.check_still_visible(self.ctx, actor, document_id)
                     if request.base_version_id:
                         raise self._conflict(doc)
@@ -211,8 +228,7 @@ class DocumentService:
                 if doc is not None and links.withdraws(doc, link_changes, now_ms):
                     cdn.withdraw(self.ctx, doc["share_id"], "link settings")
                 return WriteResult(response, decision.headers() if decision else {})
-            raise VersionConflict("The document kept changing while publishing; retry.",
-                                  {"latest_version_id": doc["latest_version_id"] if doc else None})
+            raise _gave_up(doc, key_busy, "publishing")
         finally:
             if stored:
                 self._discard(object_key)
@@ -297,6 +313,7 @@ class DocumentService:
         if request.base_version_id and request.base_version_id != doc["latest_version_id"]:
             raise self._conflict(doc)
         before = None
+        key_busy = False
         for attempt in range(MAX_WRITE_ATTEMPTS):
             self.ctx.backoff(attempt)
             now_ms = self.ctx.now_ms()
@@ -317,10 +334,12 @@ class DocumentService:
                 self.ctx.documents.append_version(doc, version, {}, slot, None)
             except GuardFailed:
                 self._discard(object_key)
+                key_busy = True
                 actor = access.reload_key(self.ctx, actor)
                 continue
             except StaleDocument:
                 self._discard(object_key)
+                key_busy = False
                 doc = access.check_still_visible(self.ctx, actor, document_id)
                 if request.base_version_id:
                     raise self._conflict(doc)
@@ -338,14 +357,19 @@ class DocumentService:
                                     version_number=version["number"], share_url=share_url(doc["share_id"]),
                                     summary=summary)
             return WriteResult(response, decision.headers() if decision else {})
-        raise VersionConflict("The document kept changing while editing; retry.",
-                              {"latest_version_id": doc["latest_version_id"]})
+        raise _gave_up(doc, key_busy, "editing")
 
     def _read_html(self, doc: dict, version_id: str) -> str:
         return self._read_bytes(doc, version_id).decode("utf-8")
 
     def _read_bytes(self, doc: dict, version_id: str) -> bytes:
-        return self.ctx.blobs.get_html(version_key(doc["workspace_id"], doc["document_id"], version_id))
+        try:
+            return self.ctx.blobs.get_html(version_key(doc["workspace_id"], doc["document_id"], version_id))
+        except BlobNotFound:
+            error = VersionContentMissing(version_id)
+            log.error("version content missing", extra={"document_id": doc["document_id"], "version_id": version_id,
+                                                         "request_id": error.details["request_id"]})
+            raise error from None
 
     # ---------------------------------------------------------------- reads
 
@@ -378,14 +402,16 @@ class DocumentService:
         actor = access.actor(self.ctx, who)
         if query is not None and query.strip():
             return self._find(actor, query.strip(), limit, cursor)
+        raw = cursors.unseal(actor.workspace_id, "documents", cursor)
         try:
-            items, next_cursor = self.ctx.documents.list_page(actor.workspace_id, limit, cursor)
+            items, next_cursor = self.ctx.documents.list_page(actor.workspace_id, limit, raw)
         except BadCursor as exc:
-            raise ValidationFailed.field("cursor", "is not a cursor this service returned") from exc
-        return DocumentList(documents=[summary_model(i) for i in items], next_cursor=next_cursor)
+            raise ValidationFailed.field("cursor", cursors.MESSAGE) from exc
+        return DocumentList(documents=[summary_model(i) for i in items],
+                            next_cursor=cursors.seal(actor.workspace_id, "documents", next_cursor))
 
     def _find(self, actor: Actor, query: str, limit: int, cursor: Optional[str]) -> DocumentList:
-        offset = _decode_offset(cursor)
+        offset = _decode_offset(cursors.unseal(actor.workspace_id, "find", cursor))
         needle = query.casefold()
         ranked = []
         for position, item in enumerate(self.ctx.documents.list_all(actor.workspace_id)):
@@ -406,7 +432,8 @@ class DocumentService:
         page = ranked[offset:offset + limit]
         more = offset + limit < len(ranked)
         return DocumentList(documents=[summary_model(i) for _, _, i in page],
-                            next_cursor=_encode_offset(offset + limit) if more else None)
+                            next_cursor=cursors.seal(actor.workspace_id, "find",
+                                                     _encode_offset(offset + limit) if more else None))
 
     # ---------------------------------------------------------------- update / delete
 
@@ -457,9 +484,9 @@ def _decode_offset(cursor: Optional[str]) -> int:
         return 0
     try:
         data = json.loads(base64.urlsafe_b64decode((cursor + "=" * (-len(cursor) % 4)).encode()))
-        offset = int(data["o"])
-        if offset < 0:
+        offset = data["o"]
+        if type(offset) is not int or offset < 0:
             raise ValueError
         return offset
-    except (ValueError, TypeError, KeyError) as exc:
+    except (ValueError, TypeError, KeyError, OverflowError) as exc:
         raise ValidationFailed.field("cursor", "is not a cursor this service returned") from exc

@@ -15,7 +15,7 @@ from chalicelib.domain import limits
 from chalicelib.errors import NotFound, ValidationFailed
 from chalicelib.ports import BadCursor, FeedbackGone, GuardFailed, StaleDocument
 from chalicelib.models import Feedback, FeedbackCreated, FeedbackList, FeedbackSubmission
-from chalicelib.services import access, ratelimits
+from chalicelib.services import access, cursors, ratelimits
 from chalicelib.services.context import Context, default_context, new_feedback_id, rfc3339
 from chalicelib.services.sharing import ShareService
 
@@ -79,12 +79,15 @@ class FeedbackService:
             raise ValidationFailed.field("limit", f"must be 1 to {MAX_LIMIT}")
         found = access.find_document(self.ctx, who, document_id)
         actor, document_id = found.actor, found.document_id
+        listing = f"feedback#{document_id or ''}"
+        raw = cursors.unseal(actor.workspace_id, listing, cursor)
         try:
             items, next_cursor = self.ctx.feedback.page(actor.workspace_id, document_id,
-                                                        None if status == "all" else status, limit, cursor)
+                                                        None if status == "all" else status, limit, raw)
         except BadCursor as exc:
-            raise ValidationFailed.field("cursor", "is not a cursor this service returned") from exc
-        return FeedbackList(feedback=[feedback_model(i) for i in items], next_cursor=next_cursor)
+            raise ValidationFailed.field("cursor", cursors.MESSAGE) from exc
+        return FeedbackList(feedback=[feedback_model(i) for i in items],
+                            next_cursor=cursors.seal(actor.workspace_id, listing, next_cursor))
 
     def resolve(self, who, feedback_id: str, resolved: bool = True) -> Feedback:
         """Mark resolved (or, with resolved=False, open again); repeating is harmless."""

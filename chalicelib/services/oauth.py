@@ -44,7 +44,7 @@ SCOPE_DESCRIPTIONS = {
 # Which scope each MCP tool needs.
 TOOL_SCOPES = {
     "publish_document": "docs:write", "edit_document": "docs:write", "update_document": "docs:write",
-    "delete_document": "docs:write", "rotate_share_link": "docs:write",
+    "delete_document": "docs:write", "rotate_share_link": "docs:write", "set_passphrase": "docs:write",
     "get_document": "docs:read", "list_documents": "docs:read", "find_document": "docs:read",
     "get_workspace_info": "docs:read", "get_document_stats": "docs:read",
     "list_feedback": "feedback", "resolve_feedback": "feedback",

@@ -60,3 +60,23 @@ def hit(ctx: Context, scope: str, rate: tuple[int, int], what: str) -> None:
         if ctx.rates.claim(claim.scope, claim.expected_seq, claim.new_log, claim.expires_at):
             return
     raise contended(what)
+
+
+def check(ctx: Context, scope: str, rate: tuple[int, int], what: str) -> None:
+    """429 when `scope` has used up `rate` (limit, window s); counts nothing. For
+    budgets of failures, which are recorded (`record`) only once they happen."""
+    next_claim(ctx, scope, rate, what)
+
+
+def record(ctx: Context, scope: str, rate: tuple[int, int], what: str) -> None:
+    """Count one event in `scope` (like `hit`), never refusing: the event already happened."""
+    try:
+        hit(ctx, scope, rate, what)
+    except RateLimited:
+        pass  # the budget is already used up: the log is full enough to refuse what follows
+
+
+def recent(ctx: Context, scope: str, window: int) -> list[int]:
+    """Times (ms) of the events of `scope` in the last `window` s, oldest first."""
+    now_ms = ctx.now_ms()
+    return sorted(t for t in ((ctx.rates.get(scope) or {}).get("hits", [])) if t > now_ms - window * 1000)

@@ -79,6 +79,9 @@ class SharePage:
     version_count: Optional[int] = None
     latest: bool = True
     branding: Optional[Branding] = None
+    # For a protected document served from a separate content origin (which never
+    # sees the unlock cookie): a short-lived grant the frame's URL carries.
+    content_token: Optional[str] = None
     cache_seconds: int = links.EDGE_TTL_SECONDS  # how long a shared cache may keep this page
 
 
@@ -99,6 +102,42 @@ class Unlocked:
     path: str
 
 
+# zxcvbn's score (0 to 4) below which a passphrase is refused; its cost grows with
+# length, so it judges the first characters only (where any weakness shows anyway).
+MIN_PASSPHRASE_SCORE = 2
+STRENGTH_CHECKED_CHARS = 72
+
+
+def refuse_weak_passphrase(passphrase: str) -> None:
+    """422 naming `passphrase` and why, for a passphrase a guesser would try early
+    (`password1`, `aaaaaaaa`): unlock limits slow guessing, they cannot stop it."""
+    from zxcvbn import zxcvbn  # lazy: only passphrase changes pay for its dictionaries
+
+    result = zxcvbn(passphrase[:STRENGTH_CHECKED_CHARS])
+    if result["score"] >= MIN_PASSPHRASE_SCORE:
+        return
+    feedback = result.get("feedback") or {}
+    reasons = [feedback.get("warning") or "It is too easy to guess."] + list(feedback.get("suggestions") or [])
+    reason = " ".join(r.strip().rstrip(".") + "." for r in reasons if r and r.strip())
+    raise ValidationFailed.field("passphrase", f"is too easy to guess: {reason}")
+
+
+def failure_scope(document_id: str) -> str:
+    return ratelimits.scope_key("unlock-failures", document_id)
+
+
+@dataclass(frozen=True)
+class FailedUnlocks:
+    count: int
+    last_ms: Optional[int]
+    window_seconds: int
+    budget: int
+
+    @property
+    def exhausted(self) -> bool:
+        return self.count >= self.budget
+
+
 def share_path(share_id: str) -> str:
     return f"/d/{share_id}"
 
@@ -109,10 +148,15 @@ def _hasher():
     return PasswordHasher()  # argon2id, RFC 9106 low-memory profile (t=3, m=64 MiB, p=4)
 
 
-def _serializer():
+UNLOCK_SALT = "docpub-share-unlock"
+CONTENT_SALT = "docpub-share-content"
+CONTENT_TOKEN_SECONDS = 3600
+
+
+def _serializer(salt: str = UNLOCK_SALT):
     from itsdangerous import URLSafeSerializer
 
-    return URLSafeSerializer(config.secret_key(), salt="docpub-share-unlock")
+    return URLSafeSerializer(config.secret_key(), salt=salt)
 
 
 class ShareService:
@@ -165,16 +209,19 @@ class ShareService:
             version_id=access.version_id, version_number=access.version_number,
             version_count=access.doc["version_count"], latest=version_number is None,
             branding=Branding(ws.get("plan", "free"), ws.get("brand_name"), ws.get("brand_tagline")),
+            content_token=self._grant(access.doc, CONTENT_SALT) if access.protected else None,
             cache_seconds=access.cache_seconds)
 
-    def open_content(self, share_id: str, version_id: str, unlock_cookie: Optional[str] = None) -> ContentRef:
+    def open_content(self, share_id: str, version_id: str, unlock_cookie: Optional[str] = None,
+                     content_token: Optional[str] = None) -> ContentRef:
         """Check (DynamoDB only) that this viewer may read `version_id` of the link's
         document; the entrypoint can answer a conditional GET from this alone."""
         if not version_id or not _VERSION_ID.match(version_id):
             raise NotFound("No such version.")
         doc, _workspace, _ = self._resolve(share_id)
         protected = bool(doc.get("passphrase_hash"))
-        if protected and not self.cookie_unlocks(doc, unlock_cookie):
+        if protected and not (self.cookie_unlocks(doc, unlock_cookie) or self._grant_valid(
+                doc, content_token, CONTENT_SALT, CONTENT_TOKEN_SECONDS)):
             raise Locked("This document is protected by a passphrase.")
         return ContentRef(doc, version_id, protected, self.cache_seconds(doc))
 
@@ -188,12 +235,20 @@ class ShareService:
     # ---------------------------------------------------------------- unlock
 
     def cookie_unlocks(self, doc: dict, cookie: Optional[str]) -> bool:
-        if not cookie:
+        return self._grant_valid(doc, cookie, UNLOCK_SALT, UNLOCK_MAX_AGE_SECONDS)
+
+    def _grant(self, doc: dict, salt: str) -> str:
+        """A signed grant for this document and passphrase epoch, issued now."""
+        return _serializer(salt).dumps({"d": doc["document_id"], "e": doc.get("passphrase_epoch", 0),
+                                        "t": self.ctx.now_ms() // 1000})
+
+    def _grant_valid(self, doc: dict, value: Optional[str], salt: str, max_age: int) -> bool:
+        if not value:
             return False
         from itsdangerous import BadSignature
 
         try:
-            data = _serializer().loads(cookie)
+            data = _serializer(salt).loads(value)
         except BadSignature:
             return False
         if not isinstance(data, dict):
@@ -202,7 +257,7 @@ class ShareService:
         return (data.get("d") == doc["document_id"]
                 and data.get("e") == doc.get("passphrase_epoch", 0)
                 and isinstance(issued, int)
-                and 0 <= self.ctx.now_ms() // 1000 - issued < UNLOCK_MAX_AGE_SECONDS)
+                and 0 <= self.ctx.now_ms() // 1000 - issued < max_age)
 
     def unlock(self, share_id: str, passphrase: str, client_ip: str) -> Unlocked:
         """Right passphrase → a cookie for this document only; wrong → WrongPassphrase;
@@ -210,14 +265,26 @@ class ShareService:
         doc, _workspace, _ = self._resolve(share_id)
         if not doc.get("passphrase_hash"):
             return self._cookie(doc)  # nothing to unlock; the link is public
+        # Guessing from many addresses: a budget of failures per document for everyone.
+        budget = failure_scope(doc["document_id"])
+        ratelimits.check(self.ctx, budget, limits.unlock_failure_rate(),
+                         "Too many wrong passphrases were tried for this document")
         self._consume_attempt("unlock", doc["document_id"], client_ip)
         if not self._verify(doc["passphrase_hash"], passphrase or ""):
+            ratelimits.record(self.ctx, budget, limits.unlock_failure_rate(), "Too many wrong passphrases")
             raise WrongPassphrase("That passphrase is not right.")
         return self._cookie(doc)
 
+    def failed_unlocks(self, who, document_id: str) -> FailedUnlocks:
+        """For the owner: wrong passphrases tried on this document within the budget's window."""
+        doc = self._owned(who, document_id, allow_free=True)
+        budget, window = limits.unlock_failure_rate()
+        times = ratelimits.recent(self.ctx, failure_scope(doc["document_id"]), window)
+        return FailedUnlocks(count=len(times), last_ms=times[-1] if times else None, window_seconds=window,
+                             budget=budget)
+
     def _cookie(self, doc: dict) -> Unlocked:
-        value = _serializer().dumps({"d": doc["document_id"], "e": doc.get("passphrase_epoch", 0),
-                                     "t": self.ctx.now_ms() // 1000})
+        value = self._grant(doc, UNLOCK_SALT)
         return Unlocked(UNLOCK_COOKIE, value, UNLOCK_MAX_AGE_SECONDS, share_path(doc["share_id"]))
 
     @staticmethod
@@ -243,6 +310,7 @@ class ShareService:
         if not isinstance(passphrase, str) or not MIN_PASSPHRASE <= len(passphrase) <= MAX_PASSPHRASE:
             raise ValidationFailed.field("passphrase", f"must be {MIN_PASSPHRASE} to {MAX_PASSPHRASE} characters")
         doc = self._owned(who, document_id, allow_free=False)
+        refuse_weak_passphrase(passphrase)
         try:
             self.ctx.documents.set_passphrase(doc, _hasher().hash(passphrase))
         except StaleDocument as exc:

@@ -15,6 +15,7 @@ from chalicelib.adapters.aws.keys import (
     share_key, version_item_key, workspace_key,
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
+from chalicelib.ports.records import OutcomeUnknown
 from chalicelib.ports.records import (
     BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
 )
@@ -134,7 +135,11 @@ class DocumentRepository:
         guards = Guards.add(tx, slot, idem)
         try:
             tx.commit()
-        except ConditionFailed as exc:
+        except (ConditionFailed, OutcomeUnknown) as exc:
+            if self._settled(exc, doc["document_id"], version):
+                return  # it committed: the answer was lost, the write was not
+            if isinstance(exc, OutcomeUnknown):
+                raise
             _raise_guard(exc, guards)
             if exc.failed(ws_index):
                 raise DocumentCapReached(exc.old_items[ws_index]) from exc
@@ -161,12 +166,30 @@ class DocumentRepository:
         guards = Guards.add(tx, slot, idem)
         try:
             tx.commit()
-        except ConditionFailed as exc:
+        except (ConditionFailed, OutcomeUnknown) as exc:
+            if self._settled(exc, doc["document_id"], version):
+                return  # it committed: the answer was lost, the write was not
+            if isinstance(exc, OutcomeUnknown):
+                raise
             _raise_guard(exc, guards)
             if exc.failed(doc_index) or exc.failed(doc_index + 1):
                 raise StaleDocument(exc.old_items[doc_index]) from exc
             raise
 
+    def _settled(self, exc: Exception, document_id: str, version: dict) -> bool:
+        """After a write whose outcome is unknown (a timeout or 5xx, or a retry that
+        failed conditions an earlier attempt may have changed): read what is true.
+        True if our version is stored (the write committed); OutcomeUnknown if it
+        is not but may still be (the caller keeps the object for the sweep);
+        False for a plain refusal, which the caller maps as usual."""
+        if isinstance(exc, ConditionFailed) and not exc.retried:
+            return False
+        stored = self.table.get(version_item_key(document_id, version["number"]))
+        if stored is not None and stored.get("version_id") == version["version_id"]:
+            return True
+        if isinstance(exc, OutcomeUnknown):
+            return False  # re-raised as it is: 503, object kept
+        raise OutcomeUnknown("ConditionFailedAfterRetry") from exc
     def update_fields(self, doc: dict, fields: dict) -> dict:
         """Change metadata (no version); refuses a document being deleted."""
         names = {f"#a{i}": k for i, k in enumerate(fields)}

@@ -93,10 +93,14 @@ class ConditionFailed(WriteRefused):
     """A transaction was cancelled; `reasons[i]` is the code for action i, and
     `old_items[i]` the item as it was when the condition failed (if asked for)."""
 
-    def __init__(self, reasons: list[str], old_items: list[Optional[dict]]):
+    def __init__(self, reasons: list[str], old_items: list[Optional[dict]], retried: bool = False):
         super().__init__("ConditionalCheckFailed")
         self.reasons = reasons
         self.old_items = old_items
+        # Refused on a retry of a call whose earlier attempt failed without an answer
+        # (a 5xx or a timeout): that attempt may have committed, and the conditions
+        # failed on its own changes. The outcome is unknown until someone looks.
+        self.retried = retried
 
     def failed(self, index: Optional[int]) -> bool:
         return index is not None and index < len(self.reasons) and self.reasons[index] == "ConditionalCheckFailed"
@@ -158,7 +162,8 @@ class Transaction:
                 raw = exc.response.get("CancellationReasons") or []
                 reasons = [r.get("Code", "None") for r in raw]
                 if "ConditionalCheckFailed" in reasons:
-                    raise ConditionFailed(reasons, [from_item(r.get("Item")) for r in raw]) from exc
+                    retried = exc.response.get("ResponseMetadata", {}).get("RetryAttempts", 0) > 0
+                    raise ConditionFailed(reasons, [from_item(r.get("Item")) for r in raw], retried) from exc
             # Others (conflicts with a concurrent transaction, throttling, 5xx) are storage trouble.
             raise _failed_write(exc) from exc
         except BotoCoreError as exc:
