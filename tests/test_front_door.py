@@ -176,6 +176,8 @@ def test_api_reference_in_chromium(stack, page):
 @pytest.mark.e2e
 @pytest.mark.browser
 def test_dashboard_upload_fills_the_title_from_the_files_title_element(stack, page, tmp_path):
+    from playwright.sync_api import expect  # polls from Python: no eval under the dashboard's CSP
+
     seen = _watch(page, stack)
     page.goto(stack.base_url + "/dashboard/sign-up")
     page.fill("input[name=email]", "upload-title@example.com")
@@ -190,7 +192,7 @@ def test_dashboard_upload_fills_the_title_from_the_files_title_element(stack, pa
     page.goto(stack.base_url + "/dashboard/upload")
     title = page.locator("input[name=title]")
     page.set_input_files("input[name=file]", str(report))
-    page.wait_for_function("document.querySelector('input[name=title]').value !== ''")
+    expect(title).not_to_have_value("")
     assert title.input_value() == "Q3 & Q4 report"
     assert page.evaluate("window.pwned") is None  # parsing the file ran nothing
 
@@ -201,11 +203,11 @@ def test_dashboard_upload_fills_the_title_from_the_files_title_element(stack, pa
     assert title.input_value() == "Quarterly numbers"
     title.fill("")
     page.set_input_files("input[name=file]", str(report))
-    page.wait_for_function("document.querySelector('input[name=title]').value !== ''")
+    expect(title).not_to_have_value("")
     page.set_input_files("input[name=file]", str(untitled))  # an auto-filled title follows the file
-    page.wait_for_function("document.querySelector('input[name=title]').value === 'plain-notes'")
+    expect(title).to_have_value("plain-notes")
     page.set_input_files("input[name=file]", str(report))
-    page.wait_for_function("document.querySelector('input[name=title]').value === 'Q3 & Q4 report'")
+    expect(title).to_have_value("Q3 & Q4 report")
     page.click("button[type=submit] >> text=Publish")
     page.wait_for_url("**/dashboard/documents/**")
     assert "Q3 &amp; Q4 report" in page.content()

@@ -11,7 +11,7 @@ import dataclasses
 
 import pytest
 
-from chalicelib.errors import ServiceUnavailable, VersionConflict
+from chalicelib.errors import RateLimited, VersionConflict
 from chalicelib.models import EditRequest, PublishRequest
 from chalicelib.ports import GuardFailed, StaleDocument
 from chalicelib.services import auth
@@ -50,16 +50,16 @@ def setup(ctx):
 
 def test_a_publish_that_always_loses_the_key_slot_is_busy_not_a_conflict(setup):
     who, document_id, service = setup
-    with pytest.raises(ServiceUnavailable) as caught:
+    with pytest.raises(RateLimited) as caught:
         service("key").publish(who, PublishRequest(title="T", html="<p>b</p>", document_id=document_id))
-    assert caught.value.status == 503 and caught.value.headers["Retry-After"] == "1"
+    assert caught.value.status == 429 and caught.value.headers["Retry-After"] == "1"
     assert "simultaneous writes with this API key" in caught.value.message
 
 
 def test_an_edit_that_always_loses_the_key_slot_is_busy_not_a_conflict(setup):
     who, document_id, service = setup
     edit = EditRequest(edits=[{"old_string": "a", "new_string": "b"}])
-    with pytest.raises(ServiceUnavailable):
+    with pytest.raises(RateLimited):
         service("key").edit(who, document_id, edit)
 
 

@@ -24,7 +24,7 @@ from chalicelib.domain.edits import apply_edits_utf8
 from chalicelib.domain.limits import checked_size, encoded_html
 from chalicelib.domain.ratelimit import SlotDecision, current_headers, decide
 from chalicelib.errors import (
-    DocpubError, NotFound, PlanLimitReached, ServiceUnavailable, ValidationFailed, VersionConflict,
+    DocpubError, NotFound, PlanLimitReached, RateLimited, ValidationFailed, VersionConflict,
     VersionContentMissing,
 )
 from chalicelib.models import (
@@ -88,10 +88,11 @@ def _request_hash(request: PublishRequest, data: bytes) -> str:
 def _gave_up(doc: Optional[dict], key_busy: bool, doing: str) -> DocpubError:
     """Every attempt lost a race: say which. Racing writes through one API key
     contend for its write-limit slot (nothing about the document changed), so
-    that is a short "busy, retry", not a version conflict."""
+    that is a 429 "retry in a second" (a refusal: nothing stored, no slot used),
+    not a version conflict."""
     if key_busy:
-        return ServiceUnavailable(f"Too many simultaneous writes with this API key while {doing}; "
-                                  "retry in a moment.")
+        return RateLimited(1, f"Too many simultaneous writes with this API key while {doing}; "
+                              "try again in 1 second.")
     return VersionConflict(f"The document kept changing while {doing}; retry.",
                            {"latest_version_id": doc["latest_version_id"] if doc else None})
 
