@@ -198,7 +198,11 @@ def test_registration_issues_a_public_client(client):
 
 
 @pytest.mark.parametrize("uri", ["http://example.com/cb", "ftp://example.com/cb", "https://example.com/cb#x",
-                                 "not a url", "javascript:alert(1)"])
+                                 "not a url", "javascript:alert(1)",
+                                 # userinfo: the consent page would name "127.0.0.1:8000@evil.example"
+                                 "https://127.0.0.1:8000@evil.example/cb", "https://user:pw@evil.example/cb",
+                                 # a host that is no host: it would be copied into the consent CSP
+                                 "https://*/cb", "https://evil.example;sandbox/cb", "https://'self'/cb"])
 def test_registration_refuses_unsafe_redirect_uris(client, uri):
     r = register(client, redirect_uris=[uri])
     assert r.status_code == 400
