@@ -97,6 +97,8 @@ class Flow:
         """The location the person's browser ends at (the client's redirect URI)."""
         params = self.params(challenge, **overrides)
         r = self.client.http.get("/oauth/authorize?" + urlencode(params))
+        if r.status_code == 400:  # an error for the client: behind a link the person follows
+            return back_link(r.body.decode())
         assert r.status_code == 302, r.body
         location = r.headers["Location"]
         if not location.startswith(BASE + "/dashboard/"):
@@ -129,6 +131,14 @@ class Flow:
     def refresh(self, refresh_token, **overrides):
         return form(self.client, "/oauth/token", {"grant_type": "refresh_token", "refresh_token": refresh_token,
                                                   "client_id": self.client_id, **overrides})
+
+
+def back_link(page: str) -> str:
+    import html
+
+    found = re.search(r'<a id="back" href="([^"]*)"', page)
+    assert found, page
+    return html.unescape(found.group(1))
 
 
 def mcp(client, token, method, params=None):
@@ -353,6 +363,24 @@ def test_foreign_resource_is_invalid_target(flow):
     assert got["error"] == "invalid_target"
     code, verifier = flow.code()
     assert body(flow.exchange(code, verifier, resource="https://evil.example/mcp"))["error"] == "invalid_target"
+
+
+@pytest.mark.parametrize("path", ["/oauth/authorize", "/dashboard/oauth/authorize"])
+def test_an_erroneous_request_is_not_an_open_redirect(client, dash, path):
+    # Anyone can register any https redirect URI: a bad request must not bounce the
+    # browser there unasked (RFC 9700 4.11.2); the error waits behind a link.
+    r = register(client, redirect_uris=["https://evil.example/phish"])
+    client_id = body(r)["client_id"]
+    dash.sign_up(email="victim@example.com", workspace="Victim")
+    _, challenge = pkce()
+    params = urlencode({"client_id": client_id, "redirect_uri": "https://evil.example/phish",
+                        "response_type": "token", "code_challenge": challenge, "code_challenge_method": "S256",
+                        "state": "s"})
+    r = dash.get(f"{path}?{params}")
+    assert r.status == 400 and "Location" not in r.headers, (r.status, r.headers)
+    got = query(back_link(r.text))
+    assert back_link(r.text).startswith("https://evil.example/phish?")
+    assert got["error"] == "unsupported_response_type" and got["state"] == "s"
 
 
 def test_unknown_client_is_not_redirected(client):

@@ -745,6 +745,10 @@ def _authorization(page: Page, params: dict):
     try:
         return oauth().check_authorization(params), None
     except RedirectError as exc:
+        if page.request.method == "GET":  # a link anyone can send: no automatic redirect (RFC 9700 4.11.2)
+            from chalicelib.entrypoints.oauth import redirect_error_page
+
+            return None, redirect_error_page(exc)
         return None, redirect(exc.location(), 302)
     except NotRedirectable as exc:
         return None, error_page(page, errors.DocpubError(exc.message, status=400))
