@@ -54,6 +54,7 @@ def viewer_rate_window_seconds() -> int:
 
 
 LOCAL_SECRET_KEY = "docpub-local-development-secret-not-for-production"
+MIN_SECRET_KEY_CHARS = 32
 
 
 class ConfigurationError(RuntimeError):
@@ -79,6 +80,11 @@ def secret_key() -> str:
     set: the local default is public, so anyone could forge cookies with it."""
     value = _get("DOCPUB_SECRET_KEY", "")
     if value and not hmac.compare_digest(value.encode(), LOCAL_SECRET_KEY.encode()):
+        if deployed() and len(value) < MIN_SECRET_KEY_CHARS:
+            raise ConfigurationError(
+                f"DOCPUB_SECRET_KEY is too short: Docpub refuses to start with a signing key of fewer than "
+                f"{MIN_SECRET_KEY_CHARS} characters (use at least 32 random characters; infra/deploy.sh stores "
+                "64 in Secrets Manager).")
         return value
     if deployed():
         raise ConfigurationError(

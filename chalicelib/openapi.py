@@ -196,7 +196,8 @@ OAUTH_OPERATIONS: tuple[OAuthOperation, ...] = (
                    request=models.ClientRegistrationRequest, request_type="application/json", errors=(400, 429)),
     OAuthOperation("GET", "/oauth/authorize", "authorize",
                    "Authorization code request (PKCE S256 required); redirects to the consent page, or "
-                   "back to the client with an error.", status=302, errors=(400, 401), redirect=True),
+                   "an error page (400) whose link carries the error back to the client (never an automatic "
+                   "redirect).", status=302, errors=(400, 401), redirect=True),
     OAuthOperation("POST", "/oauth/token", "token",
                    "Exchange a code (PKCE verifier) or rotate a refresh token.", models.TokenResponse,
                    request=models.TokenRequest, errors=(400, 401, 429)),

@@ -111,3 +111,48 @@ def test_a_trickling_server_cannot_hold_the_fetch_open(monkeypatch):
     with pytest.raises(cimd.MetadataError, match="too long"):
         cimd._read_within(Trickle(), now[0] + cimd.TIMEOUT_SECONDS)
     assert now[0] <= 1000.0 + cimd.TIMEOUT_SECONDS + 1
+
+
+def test_a_server_trickling_its_headers_cannot_hold_the_fetch_open(monkeypatch):
+    # Each byte comes well within the per-read timeout, so only a bound on the whole
+    # fetch ends it (before: the request was held until the server gave up).
+    import http.client
+    import socket
+    import threading
+    import time
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    stop = threading.Event()
+
+    def trickle():
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+        while not stop.wait(0.05):  # one byte every 50 ms, for up to 20 s
+            try:
+                conn.sendall(b"a")
+            except OSError:
+                break
+        conn.close()
+
+    server = threading.Thread(target=trickle, daemon=True)
+    server.start()
+    threading.Timer(20, stop.set).start()
+
+    class Plain(http.client.HTTPConnection):  # the pinned connection, without TLS
+        def __init__(self, host, port, address, context):
+            super().__init__(address, listener.getsockname()[1], timeout=cimd.TIMEOUT_SECONDS)
+
+    monkeypatch.setattr(cimd, "_vetted_address", lambda host, port: "127.0.0.1")
+    monkeypatch.setattr(cimd, "_PinnedHTTPSConnection", Plain)
+    monkeypatch.setattr(cimd, "FETCH_SECONDS", 0.5, raising=False)
+    started = time.monotonic()
+    try:
+        with pytest.raises(cimd.MetadataError, match="too long"):
+            cimd.fetch("https://app.example/client.json")
+        assert time.monotonic() - started < 3
+    finally:
+        stop.set()
+        listener.close()

@@ -745,6 +745,10 @@ def _authorization(page: Page, params: dict):
     try:
         return oauth().check_authorization(params), None
     except RedirectError as exc:
+        if page.request.method == "GET":  # a link anyone can send: no automatic redirect (RFC 9700 4.11.2)
+            from chalicelib.entrypoints.oauth import redirect_error_page
+
+            return None, redirect_error_page(exc)
         return None, redirect(exc.location(), 302)
     except NotRedirectable as exc:
         return None, error_page(page, errors.DocpubError(exc.message, status=400))
@@ -760,8 +764,10 @@ def consent(page: Page):
     workspace = workspaces().get_workspace(page.workspace_id)
     target = urlparse(request.redirect_uri)
     # The form's answer redirects to the client: allow exactly that origin as a form target.
-    csp = SECURITY_HEADERS["Content-Security-Policy"].replace(
-        "form-action 'self'", f"form-action 'self' {target.scheme}://{target.netloc}")
+    # CSP has no syntax for an IPv6 literal (Chromium ignores `http://[::1]:port` and then
+    # blocks the redirect): such a loopback client is allowed by its scheme alone.
+    source = f"{target.scheme}:" if target.netloc.startswith("[") else f"{target.scheme}://{target.netloc}"
+    csp = SECURITY_HEADERS["Content-Security-Policy"].replace("form-action 'self'", f"form-action 'self' {source}")
     return render(page, "consent.html", headers={"Content-Security-Policy": csp}, request=request,
                   workspace=workspace, scopes=[(s, SCOPE_DESCRIPTIONS[s]) for s in request.scopes],
                   params=request.params())

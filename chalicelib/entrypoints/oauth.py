@@ -113,20 +113,35 @@ def authorize():
         registry.oauth().limit("authorize", client_ip(request))
         registry.oauth().check_authorization(params)
     except RedirectError as exc:
-        return Response(body="", status_code=302, headers={"Location": exc.location(), **NO_STORE})
+        return redirect_error_page(exc)
     except (NotRedirectable, OAuthError) as exc:
         return authorization_error_page(exc.error, exc.message, exc.status, dict(exc.headers))
     consent = config.base_url() + "/dashboard/oauth/authorize?" + urlencode(params)
     return Response(body="", status_code=302, headers={"Location": consent, **NO_STORE})
 
 
-def authorization_error_page(error: str, message: str, status: int = 400, headers: dict | None = None) -> Response:
+def authorization_error_page(error: str, message: str, status: int = 400, headers: dict | None = None,
+                             back: str | None = None, back_host: str | None = None) -> Response:
     from html import escape
 
     body = ("<!doctype html><meta charset=utf-8><title>Cannot connect · Docpub</title>"
             "<h1>This app cannot connect to Docpub</h1>"
             f"<p>{escape(message)}</p><p><code>{escape(error)}</code></p>")
+    if back:
+        body += (f"<p><a id=\"back\" href=\"{escape(back)}\" rel=\"noreferrer\">Return to {escape(back_host or '')}"
+                 "</a> (only if you started connecting this app yourself).</p>")
     return html_response(body, status, headers={**NO_STORE, **(headers or {})})
+
+
+def redirect_error_page(exc) -> Response:
+    """An erroneous request of a known client: its error for the client's redirect URI,
+    behind a link the person follows, never an automatic redirect. Anyone can register
+    a client with any https redirect URI, so redirecting at once would make Docpub an
+    open redirector for phishing (RFC 9700 4.11.2)."""
+    from urllib.parse import urlsplit
+
+    return authorization_error_page(exc.error, exc.message, 400, back=exc.location(),
+                                    back_host=urlsplit(exc.redirect_uri).netloc)
 
 
 @bp.route("/oauth/token", methods=["POST"], content_types=FORM)

@@ -8,7 +8,9 @@ a request to an address chosen by a stranger, so it is fenced (SSRF):
   private, link-local, multicast, reserved…), and the connection goes to that
   vetted address (no second lookup a DNS rebinding could change), with TLS
   verified against the host name;
-- no redirects, 5 s per network wait and 5 s for the whole body, at most 64 KiB;
+- no redirects, 5 s per network wait and 5 s for the whole body, at most 64 KiB,
+  and FETCH_SECONDS for everything (a server trickling its status line or headers
+  a byte at a time cannot hold the request open either);
 - the answer is cached (CACHE_SECONDS) by the OAuth service.
 `DOCPUB_CIMD_ALLOWED_HOSTS` (comma-separated `host:port`) exempts named hosts
 from the public-address rule, so tests can serve a document locally;
@@ -21,6 +23,7 @@ import ipaddress
 import json
 import socket
 import ssl
+import threading
 import time
 from typing import Optional
 from urllib.parse import urlsplit
@@ -31,6 +34,7 @@ from chalicelib.domain.clients import MAX_CLIENT_NAME, MAX_REDIRECT_URIS, valid_
 CACHE_SECONDS = 3600
 MAX_BYTES = 64 * 1024
 TIMEOUT_SECONDS = 5.0
+FETCH_SECONDS = 10.0  # connect, status line, headers and body together
 
 
 class MetadataError(ValueError):
@@ -99,16 +103,27 @@ def fetch(url: str) -> dict:
     host, port, path = check_url(url)
     address = _vetted_address(host, port)
     connection = _PinnedHTTPSConnection(host, port, address, _tls_context())
+    aborted = threading.Event()
+    watchdog = threading.Timer(FETCH_SECONDS, _abort, (connection, aborted))
+    watchdog.daemon = True
+    watchdog.start()
     try:
         connection.request("GET", path, headers={"Accept": "application/json", "User-Agent": "Docpub"})
         response = connection.getresponse()
         if response.status != 200:
             raise MetadataError(f"fetching it answered HTTP {response.status}")
         body = _read_within(response, time.monotonic() + TIMEOUT_SECONDS)
-    except (OSError, http.client.HTTPException, ssl.SSLError) as exc:
+    except (OSError, http.client.HTTPException, ssl.SSLError, ValueError) as exc:
+        if aborted.is_set():
+            raise MetadataError("fetching it took too long") from None
+        if isinstance(exc, MetadataError):
+            raise
         raise MetadataError(f"it could not be fetched ({type(exc).__name__})") from None
     finally:
+        watchdog.cancel()
         connection.close()
+    if aborted.is_set():  # cut short: what was read is not the document
+        raise MetadataError("fetching it took too long")
     if len(body) > MAX_BYTES:
         raise MetadataError(f"the document is larger than {MAX_BYTES} bytes")
     try:
@@ -118,6 +133,17 @@ def fetch(url: str) -> dict:
     if not isinstance(document, dict):
         raise MetadataError("the document is not a JSON object")
     return document
+
+
+def _abort(connection, aborted: threading.Event) -> None:
+    """The whole fetch ran out of time: end the connection under the reading thread."""
+    aborted.set()
+    sock = getattr(connection, "sock", None)
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
 
 def _read_within(response, deadline: float) -> bytes:
