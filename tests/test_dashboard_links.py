@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-
 from tests.test_dashboard import doc_id_from, upload
 from tests.test_dashboard_sharing import cheap_argon2, owner, share_path  # noqa: F401  (fixtures)
 
