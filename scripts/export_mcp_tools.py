@@ -11,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 
+from scripts.generated import write_or_check
+
 PATH = Path(__file__).resolve().parent.parent / "clients" / "python" / "src" / "docpub" / "mcp_tools.json"
 
 
@@ -27,15 +29,7 @@ def render() -> str:
 
 
 def main(argv: list[str]) -> int:
-    text = render()
-    if "--check" in argv:
-        if not PATH.exists() or PATH.read_text(encoding="utf-8") != text:
-            print(f"{PATH} is out of date: run `.venv/bin/python -m scripts.export_mcp_tools`", file=sys.stderr)
-            return 1
-        return 0
-    PATH.write_text(text, encoding="utf-8")
-    print(f"wrote {PATH}")
-    return 0
+    return write_or_check(PATH, render(), argv, ".venv/bin/python -m scripts.export_mcp_tools")
 
 
 if __name__ == "__main__":

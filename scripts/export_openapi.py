@@ -7,6 +7,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from scripts.generated import write_or_check
+
 PATH = Path(__file__).resolve().parent.parent / "docs" / "openapi.json"
 
 
@@ -18,15 +20,7 @@ def render() -> str:
 
 
 def main(argv: list[str]) -> int:
-    text = render()
-    if "--check" in argv:
-        if not PATH.exists() or PATH.read_text(encoding="utf-8") != text:
-            print(f"{PATH} is out of date: run `make openapi`", file=sys.stderr)
-            return 1
-        return 0
-    PATH.write_text(text, encoding="utf-8")
-    print(f"wrote {PATH}")
-    return 0
+    return write_or_check(PATH, render(), argv, "make openapi")
 
 
 if __name__ == "__main__":

@@ -5,15 +5,12 @@ and without one (content sandboxed on the base URL). Real Chromium, real stack."
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
-pytestmark = [pytest.mark.e2e, pytest.mark.browser]
+from tests.browser import ARGS, CHROMIUM, browser  # noqa: F401  (browser: a fixture)
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
 # Tries to read the service's pages and cookies and to post to it, then reports.
 HOSTILE = """<!doctype html><html><body><pre id="out">pending</pre><script>
@@ -47,18 +44,6 @@ def site(request, tmp_path_factory):
     running = LocalStack(tmp_path_factory.mktemp(request.param) / "data", env=env).start()
     yield request.param, running
     running.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield launched
-        launched.close()
 
 
 def test_a_documents_script_cannot_read_or_post_to_the_dashboards_origin(site, browser):

@@ -3,27 +3,8 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-import pytest
-
-from tests.dashboard_client import FAST_ARGON2, DashboardClient
 from tests.test_dashboard import doc_id_from, upload
-from tests.test_dashboard_sharing import share_path
-
-
-@pytest.fixture(autouse=True)
-def cheap_argon2(monkeypatch):
-    for name, value in FAST_ARGON2.items():
-        monkeypatch.setenv(name, value)
-
-
-@pytest.fixture
-def owner(client, aws, clock):
-    from chalicelib.services.context import default_context
-
-    default_context().clock = clock
-    dash = DashboardClient(client)
-    dash.sign_up()
-    return dash
+from tests.test_dashboard_sharing import cheap_argon2, owner, share_path  # noqa: F401  (fixtures)
 
 
 def _minute(clock, seconds: int) -> str:

@@ -15,6 +15,8 @@ from urllib.parse import urlparse
 
 import pytest
 
+from tests.browser import ARGS, CHROMIUM, browser  # noqa: F401  (browser: a fixture)
+
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 # Like tests/test_dashboard_browser.py: screenshots go to a temporary folder unless
 # DOCPUB_SCREENSHOT_DIR=docs/screenshots (how docs/screenshots/front-door.png and
@@ -89,22 +91,6 @@ def test_front_door_pages_never_import_on_rest_requests():
 
 
 # ------------------------------------------------------------------ real Chromium on the local stack
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture

@@ -2,16 +2,13 @@
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 
 import pytest
 
-pytestmark = [pytest.mark.e2e, pytest.mark.browser]
+from tests.browser import ARGS, CHROMIUM, browser  # noqa: F401  (browser: a fixture)
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
+pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
 # A document that tries to reach the service's cookies and API, and reports what it got.
 HOSTILE = """<!doctype html><html><head><style>#styled { color: rgb(0, 128, 0); }</style></head>
@@ -26,18 +23,6 @@ fetch('/api/v1/me', {credentials: 'include'})
   .then(function (r) { return r.text(); })
   .then(function (t) { out.me = 'read:' + t; done(); }, function (e) { out.me = 'blocked:' + e.name; done(); });
 </script></body></html>"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture

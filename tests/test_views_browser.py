@@ -1,29 +1,16 @@
 """View beacon in real Chromium against the real local stack: one count per page load."""
 from __future__ import annotations
 
-import os
 from urllib.parse import urlparse
 
 import pytest
 
-from tests.test_share_browser import ARGS, CHROMIUM
+from tests.browser import ARGS, CHROMIUM, browser  # noqa: F401  (browser: a fixture)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
 DESKTOP_CHROME = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
                   "Chrome/131.0.0.0 Safari/537.36")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")

@@ -132,18 +132,11 @@ class DocumentRepository:
                "attribute_not_exists(PK)")
         tx.put({**share_key(doc["share_id"]), "document_id": doc["document_id"],
                 "workspace_id": doc["workspace_id"]}, "attribute_not_exists(PK)")
-        guards = Guards.add(tx, slot, idem)
-        try:
-            tx.commit()
-        except (ConditionFailed, OutcomeUnknown) as exc:
-            if self._settled(exc, doc["document_id"], version):
-                return  # it committed: the answer was lost, the write was not
-            if isinstance(exc, OutcomeUnknown):
-                raise
-            _raise_guard(exc, guards)
-            if exc.failed(ws_index):
-                raise DocumentCapReached(exc.old_items[ws_index]) from exc
-            raise
+        refused = self._commit_version(tx, doc["document_id"], version, Guards.add(tx, slot, idem))
+        if refused is not None:
+            if refused.failed(ws_index):
+                raise DocumentCapReached(refused.old_items[ws_index]) from refused
+            raise refused
 
     def append_version(self, doc: dict, version: dict, changes: dict,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
@@ -163,18 +156,28 @@ class DocumentRepository:
         )
         tx.put({**version_item_key(doc["document_id"], version["number"]), **version},
                "attribute_not_exists(PK)")
-        guards = Guards.add(tx, slot, idem)
+        refused = self._commit_version(tx, doc["document_id"], version, Guards.add(tx, slot, idem))
+        if refused is not None:
+            if refused.failed(doc_index) or refused.failed(doc_index + 1):
+                raise StaleDocument(refused.old_items[doc_index]) from refused
+            raise refused
+
+    def _commit_version(self, tx: Transaction, document_id: str, version: dict,
+                        guards: dict) -> Optional[ConditionFailed]:
+        """Commit a transaction that stores `version`. None: it is stored (also when
+        the answer was lost but the write was not). A guard's refusal (rate slot,
+        idempotency) raises here; any other refused condition is returned for the
+        caller to name. An outcome still unknown raises OutcomeUnknown."""
         try:
             tx.commit()
         except (ConditionFailed, OutcomeUnknown) as exc:
-            if self._settled(exc, doc["document_id"], version):
-                return  # it committed: the answer was lost, the write was not
+            if self._settled(exc, document_id, version):
+                return None  # it committed: the answer was lost, the write was not
             if isinstance(exc, OutcomeUnknown):
                 raise
             _raise_guard(exc, guards)
-            if exc.failed(doc_index) or exc.failed(doc_index + 1):
-                raise StaleDocument(exc.old_items[doc_index]) from exc
-            raise
+            return exc
+        return None
 
     def _settled(self, exc: Exception, document_id: str, version: dict) -> bool:
         """After a write whose outcome is unknown (a timeout or 5xx, or a retry that

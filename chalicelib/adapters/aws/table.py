@@ -48,6 +48,18 @@ def from_item(item: Optional[dict]) -> Optional[dict]:
     return out
 
 
+def with_expressions(params: dict, condition: Optional[str] = None, names: Optional[dict] = None,
+                     values: Optional[dict] = None) -> dict:
+    """`params` plus the condition and expression attribute names/values given."""
+    if condition:
+        params["ConditionExpression"] = condition
+    if names:
+        params["ExpressionAttributeNames"] = names
+    if values:
+        params["ExpressionAttributeValues"] = {k: to_attr(v) for k, v in values.items()}
+    return params
+
+
 def encode_cursor(last_key: Optional[dict]) -> Optional[str]:
     if not last_key:
         return None
@@ -119,36 +131,20 @@ class Transaction:
     def update(self, key: dict, update: str, condition: Optional[str] = None,
                names: Optional[dict] = None, values: Optional[dict] = None,
                return_old: bool = False) -> int:
-        body: dict[str, Any] = {"TableName": config.table_name(), "Key": to_item(key),
-                                "UpdateExpression": update}
-        if condition:
-            body["ConditionExpression"] = condition
-        if names:
-            body["ExpressionAttributeNames"] = names
-        if values:
-            body["ExpressionAttributeValues"] = {k: to_attr(v) for k, v in values.items()}
+        body = with_expressions({"TableName": config.table_name(), "Key": to_item(key),
+                                 "UpdateExpression": update}, condition, names, values)
         if return_old:
             body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
         return self.add({"Update": body})
 
     def put(self, item: dict, condition: Optional[str] = None, values: Optional[dict] = None) -> int:
-        body: dict[str, Any] = {"TableName": config.table_name(), "Item": to_item(item)}
-        if condition:
-            body["ConditionExpression"] = condition
-        if values:
-            body["ExpressionAttributeValues"] = {k: to_attr(v) for k, v in values.items()}
-        return self.add({"Put": body})
+        return self.add({"Put": with_expressions({"TableName": config.table_name(), "Item": to_item(item)},
+                                                 condition, values=values)})
 
     def delete(self, key: dict, condition: Optional[str] = None, values: Optional[dict] = None,
                names: Optional[dict] = None) -> int:
-        body: dict[str, Any] = {"TableName": config.table_name(), "Key": to_item(key)}
-        if condition:
-            body["ConditionExpression"] = condition
-        if values:
-            body["ExpressionAttributeValues"] = {k: to_attr(v) for k, v in values.items()}
-        if names:
-            body["ExpressionAttributeNames"] = names
-        return self.add({"Delete": body})
+        return self.add({"Delete": with_expressions({"TableName": config.table_name(), "Key": to_item(key)},
+                                                    condition, names, values)})
 
     def commit(self) -> None:
         if not self.actions:
@@ -229,11 +225,7 @@ class Table:
                 return items
 
     def put(self, item: dict, condition: Optional[str] = None, values: Optional[dict] = None) -> None:
-        params: dict[str, Any] = {"TableName": self.name, "Item": to_item(item)}
-        if condition:
-            params["ConditionExpression"] = condition
-        if values:
-            params["ExpressionAttributeValues"] = {k: to_attr(v) for k, v in values.items()}
+        params = with_expressions({"TableName": self.name, "Item": to_item(item)}, condition, values=values)
         try:
             aws.dynamodb().put_item(**params)
         except ClientError as exc:
@@ -243,14 +235,8 @@ class Table:
 
     def update(self, key: dict, update: str, condition: Optional[str] = None,
                names: Optional[dict] = None, values: Optional[dict] = None) -> Optional[dict]:
-        params: dict[str, Any] = {"TableName": self.name, "Key": to_item(key),
-                                  "UpdateExpression": update, "ReturnValues": "ALL_NEW"}
-        if condition:
-            params["ConditionExpression"] = condition
-        if names:
-            params["ExpressionAttributeNames"] = names
-        if values:
-            params["ExpressionAttributeValues"] = {k: to_attr(v) for k, v in values.items()}
+        params = with_expressions({"TableName": self.name, "Key": to_item(key), "UpdateExpression": update,
+                                   "ReturnValues": "ALL_NEW"}, condition, names, values)
         try:
             resp = aws.dynamodb().update_item(**params)
         except ClientError as exc:
