@@ -16,9 +16,8 @@ import uuid
 from typing import Optional
 
 from chalicelib.adapters.aws import clients as aws
+from chalicelib.adapters.aws.keys import PENDING_INDEX_PK, pending_key
 from chalicelib.adapters.aws.table import Table
-
-PENDING_INDEX_PK = "CDN#PENDING"
 
 
 class CloudFrontInvalidator:
@@ -40,10 +39,6 @@ class CloudFrontInvalidator:
             DistributionId=self.distribution_id(),
             InvalidationBatch={"Paths": {"Quantity": len(paths), "Items": list(paths)},
                                "CallerReference": f"docpub-{uuid.uuid4().hex}"})
-
-
-def pending_key(path: str) -> dict:
-    return {"PK": f"CDN#{path}", "SK": "CDN"}
 
 
 class PendingInvalidationRepository:

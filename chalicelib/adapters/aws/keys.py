@@ -103,3 +103,26 @@ def access_key(token_hash: str) -> dict:
 
 def refresh_key(token_hash: str) -> dict:
     return {"PK": f"RTOKEN#{token_hash}", "SK": "TOKEN"}
+
+
+# View counters (adapters/aws/views.py)
+
+def views_pk(document_id: str) -> str:
+    return f"VIEWS#{document_id}"
+
+
+def day_sk(day: str, shard: int) -> str:
+    return f"D#{day}#{shard:02d}"
+
+
+def total_sk(shard: int) -> str:
+    return f"T#{shard:02d}"
+
+
+# Pending CDN invalidations (adapters/aws/cdn.py)
+
+PENDING_INDEX_PK = "CDN#PENDING"
+
+
+def pending_key(path: str) -> dict:
+    return {"PK": f"CDN#{path}", "SK": "CDN"}

@@ -18,22 +18,11 @@ from __future__ import annotations
 
 from typing import Optional
 
+from chalicelib.adapters.aws.keys import day_sk, total_sk, views_pk
 from chalicelib.adapters.aws.table import ConditionFailed, Table
 from chalicelib.ports.views import ViewCounts
 
 VERSION_PREFIX = "v#"
-
-
-def views_pk(document_id: str) -> str:
-    return f"VIEWS#{document_id}"
-
-
-def day_sk(day: str, shard: int) -> str:
-    return f"D#{day}#{shard:02d}"
-
-
-def total_sk(shard: int) -> str:
-    return f"T#{shard:02d}"
 
 
 class ViewCounterRepository:
