@@ -78,6 +78,24 @@ def storage(request):
 
 
 @pytest.fixture
+def app_clock(storage, clock):
+    """The app's default context (what chalice.test.Client requests use) on the fake clock."""
+    from chalicelib.services.context import default_context
+
+    default_context().clock = clock
+    return clock
+
+
+@pytest.fixture
+def fast_argon2(monkeypatch):
+    """Cheap argon2 parameters for tests that sign many people up or in."""
+    from tests.dashboard_client import FAST_ARGON2
+
+    for name, value in FAST_ARGON2.items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.fixture
 def clock():
     return FakeClock()
 

@@ -11,15 +11,6 @@ FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
 
 @pytest.fixture
-def app_clock(aws, clock):
-    """The app's default context (what chalice.test.Client requests use) on the fake clock."""
-    from chalicelib.services.context import default_context
-
-    default_context().clock = clock
-    return clock
-
-
-@pytest.fixture
 def pro(services):
     ws, key = services.workspaces.create_workspace("Pro Co", "pro")
     return ws, key.api_key

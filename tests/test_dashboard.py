@@ -9,25 +9,15 @@ import sys
 
 import pytest
 
-from tests.dashboard_client import FAST_ARGON2, DashboardClient
+from tests.dashboard_client import DashboardClient
 from tests.helpers import post_json
 
 KEY_SHAPE = re.compile(r"dpk_[A-Za-z0-9_-]{32,}")
 
 
 @pytest.fixture(autouse=True)
-def cheap_argon2(monkeypatch):
-    for name, value in FAST_ARGON2.items():
-        monkeypatch.setenv(name, value)
-
-
-@pytest.fixture
-def app_clock(aws, clock):
-    """The clock of the services the app uses (the registry's default context)."""
-    from chalicelib.services.context import default_context
-
-    default_context().clock = clock
-    return clock
+def cheap_argon2(fast_argon2):
+    """Hash passwords cheaply: these tests sign up many people."""
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from tests.dashboard_client import FAST_ARGON2, DashboardClient
+from tests.dashboard_client import DashboardClient
 from tests.test_dashboard import create_key, doc_id_from, rest, set_plan, upload, workspace_id_of
 
 
@@ -28,9 +28,8 @@ needs_feedback = pytest.mark.skipif(_missing("chalicelib.services.feedback"),
 
 
 @pytest.fixture(autouse=True)
-def cheap_argon2(monkeypatch):
-    for name, value in FAST_ARGON2.items():
-        monkeypatch.setenv(name, value)
+def cheap_argon2(fast_argon2):
+    """Hash passwords cheaply: these tests sign up many people."""
 
 
 @pytest.fixture

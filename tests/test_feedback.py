@@ -8,7 +8,7 @@ import pytest
 
 from tests.helpers import auth
 from tests.sharing_helpers import (  # noqa: F401  (fixtures)
-    FORM, app_clock, get_json, publish, send_feedback,
+    FORM, get_json, publish, send_feedback,
 )
 
 

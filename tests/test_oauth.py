@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
-from tests.dashboard_client import FAST_ARGON2, DashboardClient
+from tests.dashboard_client import DashboardClient
 
 BASE = "http://127.0.0.1:8000"
 RESOURCE = BASE + "/mcp"
@@ -21,9 +21,8 @@ ACCEPT = "application/json, text/event-stream"
 
 
 @pytest.fixture(autouse=True)
-def cheap_argon2(monkeypatch):
-    for name, value in FAST_ARGON2.items():
-        monkeypatch.setenv(name, value)
+def cheap_argon2(fast_argon2, monkeypatch):
+    """Hash passwords cheaply (these tests sign up many people); one base URL."""
     monkeypatch.setenv("DOCPUB_BASE_URL", BASE)
 
 
@@ -31,15 +30,6 @@ def cheap_argon2(monkeypatch):
 def storage(request):
     """Every test of this module runs on both storage adapters."""
     return request.getfixturevalue(f"{request.param}_storage")
-
-
-@pytest.fixture
-def app_clock(storage, clock):
-    """The app's services on the injected clock."""
-    from chalicelib.services.context import default_context
-
-    default_context().clock = clock
-    return clock
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 
 from tests.helpers import auth
 from tests.sharing_helpers import (  # noqa: F401  (fixtures)
-    FORM, app_clock, cookie_of, get_json, pro, publish, send_feedback, set_passphrase, unlock,
+    FORM, cookie_of, get_json, pro, publish, send_feedback, set_passphrase, unlock,
 )
 
 PASS = "correct horse battery"

@@ -8,7 +8,7 @@ import random
 import re
 
 from tests.helpers import auth
-from tests.sharing_helpers import app_clock, pro, publish  # noqa: F401  (fixtures)
+from tests.sharing_helpers import pro, publish  # noqa: F401  (fixtures)
 
 SANDBOX = "allow-scripts allow-forms allow-popups allow-modals"
 

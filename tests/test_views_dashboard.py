@@ -8,7 +8,7 @@ from html import unescape
 import pytest
 
 from chalicelib.domain import views as rules
-from tests.dashboard_client import FAST_ARGON2, DashboardClient
+from tests.dashboard_client import DashboardClient
 from tests.test_dashboard import create_key, rest
 from tests.test_views import CHROME
 
@@ -16,17 +16,8 @@ DAY = 24 * 3600
 
 
 @pytest.fixture(autouse=True)
-def cheap_argon2(monkeypatch):
-    for name, value in FAST_ARGON2.items():
-        monkeypatch.setenv(name, value)
-
-
-@pytest.fixture
-def app_clock(aws, clock):
-    from chalicelib.services.context import default_context
-
-    default_context().clock = clock
-    return clock
+def cheap_argon2(fast_argon2):
+    """Hash passwords cheaply: these tests sign up many people."""
 
 
 @pytest.fixture
