@@ -106,6 +106,39 @@ def _plural(count: Any, word: str) -> str:
     return f"{count} {word}" + ("" if count == 1 else "s")
 
 
+def _each(kinds: tuple[str, ...], phrase: str) -> dict[str, str]:
+    return dict.fromkeys(kinds, phrase)
+
+
+# pydantic error type -> plain phrase (a string, or a function of the error's ctx).
+_PHRASES: dict[str, Any] = {
+    **_each(("missing", "missing_argument", "missing_keyword_only_argument", "missing_positional_only_argument"),
+            "is required"),
+    **_each(("extra_forbidden", "unexpected_keyword_argument", "unexpected_positional_argument"),
+            "is not a field of this request"),
+    "string_too_short": lambda c: "must not be empty" if c.get("min_length") == 1
+    else f"must be at least {_plural(c.get('min_length'), 'character')}",
+    "string_too_long": lambda c: f"must be at most {_plural(c.get('max_length'), 'character')}",
+    "too_short": lambda c: f"must have at least {_plural(c.get('min_length'), 'item')}",
+    "too_long": lambda c: f"must have at most {_plural(c.get('max_length'), 'item')}",
+    "string_pattern_mismatch": "is not in the expected format",
+    **_each(("string_type", "string_sub_type"), "must be a string"),
+    **_each(("int_type", "int_parsing", "int_from_float", "int_parsing_size"), "must be a whole number"),
+    **_each(("float_type", "float_parsing"), "must be a number"),
+    **_each(("bool_type", "bool_parsing"), "must be true or false"),
+    **_each(("list_type", "tuple_type", "set_type"), "must be a list"),
+    **_each(("dict_type", "model_type", "model_attributes_type", "dataclass_type"), "must be an object"),
+    "none_required": "must be null",
+    "greater_than_equal": lambda c: f"must be at least {c.get('ge')}",
+    "greater_than": lambda c: f"must be more than {c.get('gt')}",
+    "less_than_equal": lambda c: f"must be at most {c.get('le')}",
+    "less_than": lambda c: f"must be less than {c.get('lt')}",
+    "literal_error": lambda c: f"must be one of {c.get('expected', '')}".rstrip(),
+    **_each(("string_unicode", "unicode_error"), "must be valid text (UTF-8)"),
+}
+_PHRASES["enum"] = _PHRASES["literal_error"]
+
+
 def plain_message(problem: dict[str, Any]) -> str:
     """One pydantic error (a dict of `ValidationError.errors()`) as a short plain phrase,
     without library phrasing ("Value error, …", "Input should …", "List should have …")."""
@@ -114,47 +147,9 @@ def plain_message(problem: dict[str, Any]) -> str:
     field = ".".join(str(p) for p in problem.get("loc", ()))
     if kind in ("too_short", "too_long", "string_pattern_mismatch") and field in _FIELD_MESSAGES:
         return _FIELD_MESSAGES[field]
-    if kind in ("missing", "missing_argument", "missing_keyword_only_argument", "missing_positional_only_argument"):
-        return "is required"
-    if kind in ("extra_forbidden", "unexpected_keyword_argument", "unexpected_positional_argument"):
-        return "is not a field of this request"
-    if kind == "string_too_short":
-        return "must not be empty" if ctx.get("min_length") == 1 else \
-            f"must be at least {_plural(ctx.get('min_length'), 'character')}"
-    if kind == "string_too_long":
-        return f"must be at most {_plural(ctx.get('max_length'), 'character')}"
-    if kind == "too_short":
-        return f"must have at least {_plural(ctx.get('min_length'), 'item')}"
-    if kind == "too_long":
-        return f"must have at most {_plural(ctx.get('max_length'), 'item')}"
-    if kind == "string_pattern_mismatch":
-        return "is not in the expected format"
-    if kind in ("string_type", "string_sub_type"):
-        return "must be a string"
-    if kind in ("int_type", "int_parsing", "int_from_float", "int_parsing_size"):
-        return "must be a whole number"
-    if kind in ("float_type", "float_parsing"):
-        return "must be a number"
-    if kind in ("bool_type", "bool_parsing"):
-        return "must be true or false"
-    if kind in ("list_type", "tuple_type", "set_type"):
-        return "must be a list"
-    if kind in ("dict_type", "model_type", "model_attributes_type", "dataclass_type"):
-        return "must be an object"
-    if kind == "none_required":
-        return "must be null"
-    if kind == "greater_than_equal":
-        return f"must be at least {ctx.get('ge')}"
-    if kind == "greater_than":
-        return f"must be more than {ctx.get('gt')}"
-    if kind == "less_than_equal":
-        return f"must be at most {ctx.get('le')}"
-    if kind == "less_than":
-        return f"must be less than {ctx.get('lt')}"
-    if kind in ("literal_error", "enum"):
-        return f"must be one of {ctx.get('expected', '')}".rstrip()
-    if kind in ("string_unicode", "unicode_error"):
-        return "must be valid text (UTF-8)"
+    phrase = _PHRASES.get(kind)
+    if phrase is not None:
+        return phrase(ctx) if callable(phrase) else phrase
     if kind in ("value_error", "assertion_error") and ctx.get("error") is not None:
         return str(ctx["error"])  # our own validators already speak plainly ("must not be blank")
     text = str(problem.get("msg") or "is not valid")
