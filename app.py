@@ -16,7 +16,7 @@ from chalicelib.models import (
     EditRequest, FeedbackListQuery, GetDocumentQuery, Health, ListDocumentsQuery, PassphraseRequest,
     PublishRequest, ResolveFeedbackRequest, StatsQuery, UpdateDocumentRequest,
 )
-from chalicelib.services import registry
+from chalicelib import wiring
 from chalicelib.services.auth import credentials_from_headers
 from chalicelib.services.health import check_storage
 
@@ -56,9 +56,9 @@ def _authorized(parse, model, write=False):
     try:
         return credentials, parse(_request(), model)
     except DocpubError as exc:
-        key_item = registry.workspaces().authenticate(credentials)
+        key_item = wiring.workspaces().authenticate(credentials)
         if write:  # every publish/edit answer carries the rate-limit headers
-            exc.headers.update(registry.documents().rate_limit_headers(key_item))
+            exc.headers.update(wiring.documents().rate_limit_headers(key_item))
         raise
 
 
@@ -81,7 +81,7 @@ def favicon():
 @app.route("/api/v1/health", methods=["GET"])
 @api
 def health():
-    check_storage()
+    check_storage(wiring.default_context())
     return json_response(Health(status="ok"))
 
 
@@ -96,14 +96,14 @@ def openapi_document():
 @app.route("/api/v1/me", methods=["GET"])
 @api
 def me():
-    return json_response(registry.workspaces().me(_credentials()))
+    return json_response(wiring.workspaces().me(_credentials()))
 
 
 @app.route("/api/v1/publish", methods=["POST"])
 @api
 def publish():
     credentials, request = _authorized(parse_body, PublishRequest, write=True)
-    result = registry.documents().publish(credentials, request,
+    result = wiring.documents().publish(credentials, request,
                                           _request().headers.get("idempotency-key"))
     return json_response(result.response, headers=result.headers)
 
@@ -112,14 +112,14 @@ def publish():
 @api
 def list_documents():
     credentials, query = _authorized(parse_query, ListDocumentsQuery)
-    return json_response(registry.documents().list(credentials, query.limit, query.cursor, query.query))
+    return json_response(wiring.documents().list(credentials, query.limit, query.cursor, query.query))
 
 
 @app.route("/api/v1/documents/{document_id}", methods=["GET"])
 @api
 def get_document(document_id):
     credentials, query = _authorized(parse_query, GetDocumentQuery)
-    document = registry.documents().get(credentials, document_id, query.include_html, query.version_id)
+    document = wiring.documents().get(credentials, document_id, query.include_html, query.version_id)
     return json_response(document, exclude=None if query.include_html else {"html"})
 
 
@@ -127,13 +127,13 @@ def get_document(document_id):
 @api
 def update_document(document_id):
     credentials, request = _authorized(parse_body, UpdateDocumentRequest)
-    return json_response(registry.documents().update(credentials, document_id, request), exclude={"html"})
+    return json_response(wiring.documents().update(credentials, document_id, request), exclude={"html"})
 
 
 @app.route("/api/v1/documents/{document_id}", methods=["DELETE"])
 @api
 def delete_document(document_id):
-    registry.documents().delete(_credentials(), document_id)
+    wiring.documents().delete(_credentials(), document_id)
     return empty_response(204)
 
 
@@ -141,7 +141,7 @@ def delete_document(document_id):
 @api
 def edit_document(document_id):
     credentials, request = _authorized(parse_body, EditRequest, write=True)
-    result = registry.documents().edit(credentials, document_id, request)
+    result = wiring.documents().edit(credentials, document_id, request)
     return json_response(result.response, headers=result.headers)
 
 
@@ -149,35 +149,35 @@ def edit_document(document_id):
 @api
 def document_stats(document_id):
     credentials, query = _authorized(parse_query, StatsQuery)
-    return json_response(registry.views().stats(credentials, document_id, query.days))
+    return json_response(wiring.views().stats(credentials, document_id, query.days))
 
 
 @app.route("/api/v1/documents/{document_id}/passphrase", methods=["PUT"])
 @api
 def set_passphrase(document_id):
     credentials, request = _authorized(parse_body, PassphraseRequest)
-    registry.sharing().set_passphrase(credentials, document_id, request.passphrase)
+    wiring.sharing().set_passphrase(credentials, document_id, request.passphrase)
     return empty_response(204)
 
 
 @app.route("/api/v1/documents/{document_id}/passphrase", methods=["DELETE"])
 @api
 def clear_passphrase(document_id):
-    registry.sharing().clear_passphrase(_credentials(), document_id)
+    wiring.sharing().clear_passphrase(_credentials(), document_id)
     return empty_response(204)
 
 
 @app.route("/api/v1/documents/{document_id}/share/rotate", methods=["POST"])
 @api
 def rotate_share_link(document_id):
-    return json_response(registry.sharing().rotate(_credentials(), document_id))
+    return json_response(wiring.sharing().rotate(_credentials(), document_id))
 
 
 @app.route("/api/v1/feedback", methods=["GET"])
 @api
 def list_feedback():
     credentials, query = _authorized(parse_query, FeedbackListQuery)
-    return json_response(registry.feedback().list(credentials, query.document_id, query.status,
+    return json_response(wiring.feedback().list(credentials, query.document_id, query.status,
                                                   query.limit, query.cursor))
 
 
@@ -187,7 +187,7 @@ def resolve_feedback(feedback_id):
     # The body is optional: none means {"resolved": true}.
     parse = parse_body if _request().raw_body else (lambda _request, model: model())
     credentials, request = _authorized(parse, ResolveFeedbackRequest)
-    return json_response(registry.feedback().resolve(credentials, feedback_id, request.resolved))
+    return json_response(wiring.feedback().resolve(credentials, feedback_id, request.resolved))
 
 
 app.register_blueprint(share_pages)

@@ -111,10 +111,11 @@ def main() -> None:
 
         from app import app
         from chalicelib.adapters.aws.schema import ensure_storage
+        from chalicelib import wiring
         from chalicelib.services.workspaces import WorkspaceService
 
         ensure_storage()
-        _, key = WorkspaceService().create_workspace("Bench", "free")
+        _, key = WorkspaceService(wiring.default_context()).create_workspace("Bench", "free")
         with Client(app) as client:
             results = run_operations(client.http, key.api_key, app)
 

@@ -38,10 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(args) -> dict:
+    from chalicelib import wiring
     from chalicelib.errors import DocpubError
-    from chalicelib.services.registry import workspaces
 
-    service = workspaces()
+    service = wiring.workspaces()
     try:
         if args.command == "create-workspace":
             ws, key = service.create_workspace(args.name, args.plan)
@@ -60,15 +60,15 @@ def run(args) -> dict:
         if args.command == "sweep-orphans":
             from chalicelib.services.maintenance import sweep_orphans
 
-            return sweep_orphans()
+            return sweep_orphans(wiring.default_context())
         if args.command == "cdn-pending":
             from chalicelib.services import cdn
 
-            return {"pending": cdn.pending()}
+            return {"pending": cdn.pending(wiring.default_context())}
         if args.command == "cdn-retry":
             from chalicelib.services import cdn
 
-            return cdn.retry_pending()
+            return cdn.retry_pending(wiring.default_context())
     except DocpubError as exc:
         return {"error": exc.body()["error"]}
     raise SystemExit(f"unknown command {args.command}")

@@ -177,14 +177,14 @@ def test_pro_entitlements(client, services):
 
 
 def test_unexpected_failure_is_clean_500(client, workspace, monkeypatch):
-    from chalicelib.services import registry
+    from chalicelib import wiring
 
     _, key = workspace
 
     def boom(*_a, **_k):
         raise RuntimeError("secret internals")
 
-    monkeypatch.setattr(registry.workspaces(), "me", boom)
+    monkeypatch.setattr(wiring.workspaces(), "me", boom)
     r = client.http.get("/api/v1/me", headers={"X-Api-Key": key})
     assert r.status_code == 500
     error = _error(r)

@@ -159,7 +159,7 @@ def test_even_a_failing_pending_store_does_not_fail_the_call(app, key, broken, c
 def test_admin_lists_and_retries_pending(app, key, broken, monkeypatch, capsys):
     from scripts import admin
 
-    monkeypatch.setattr("chalicelib.services.cdn.default_context", lambda: app.context)
+    monkeypatch.setattr("chalicelib.wiring.default_context", lambda: app.context)
     doc = publish(app, key)
     delete(app, key, doc["document_id"])
     listed = admin.run(admin.build_parser().parse_args(["cdn-pending"]))
@@ -220,9 +220,9 @@ def test_cloudfront_quota_refusal_becomes_a_pending_retry(aws, cloudfront, clock
     """CloudFront's own refusal (15 wildcard paths in progress) through the real adapter."""
     from chalicelib.adapters.aws.cdn import CloudFrontInvalidator
     from chalicelib.services import cdn as cdn_service
-    from chalicelib.services.context import Context
+    from chalicelib.wiring import new_context
 
-    ctx = Context(clock=clock, cdn=CloudFrontInvalidator("E2EXAMPLE"))
+    ctx = new_context(clock=clock, cdn=CloudFrontInvalidator("E2EXAMPLE"))
     cloudfront.add_client_error("create_invalidation", "TooManyInvalidationsInProgress", http_status_code=400)
     assert cdn_service.withdraw(ctx, "c" * 22, "delete") is False
     assert [p["path"] for p in cdn_service.pending(ctx)] == ["/d/" + "c" * 22 + "*"]

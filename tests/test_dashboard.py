@@ -54,9 +54,9 @@ def doc_id_from(page) -> str:
 
 
 def set_plan(workspace_id: str, plan: str) -> None:
-    from chalicelib.services import registry
+    from chalicelib import wiring
 
-    registry.workspaces().set_plan(workspace_id, plan)
+    wiring.workspaces().set_plan(workspace_id, plan)
 
 
 def rest(client, method: str, path: str, key: str, body=None):
@@ -121,19 +121,19 @@ def test_sign_up_creates_free_workspace_with_owner_and_session_cookie(client, ap
     assert "Secure" not in cookie  # plain http locally
     workspace = dash.get("/dashboard/workspace")
     assert "Acme Docs" in workspace and "Free" in workspace and "0 / 5" in workspace and "0 / 1" in workspace
-    from chalicelib.services import registry
+    from chalicelib import wiring
 
-    user = registry.accounts().ctx.users.get("owner@example.com")
+    user = wiring.accounts().ctx.users.get("owner@example.com")
     assert user["role"] == "owner" and user["password_hash"].startswith("$argon2id$")
     assert "correct horse" not in json.dumps(user)
-    ws = registry.workspaces().get_workspace(user["workspace_id"])
+    ws = wiring.workspaces().get_workspace(user["workspace_id"])
     assert ws.plan == "free" and ws.name == "Acme Docs"
-    assert registry.workspaces().list_keys(ws.id) == []  # with_key=False
+    assert wiring.workspaces().list_keys(ws.id) == []  # with_key=False
     # Only the hash of the session id is stored.
     session_id = dash.cookies["docpub_session"]
     from chalicelib.services.accounts import hash_session_id
 
-    sessions = registry.accounts().ctx.sessions
+    sessions = wiring.accounts().ctx.sessions
     assert sessions.get(session_id) is None
     assert sessions.get(hash_session_id(session_id))["email"] == "owner@example.com"
 

@@ -34,7 +34,7 @@ def cheap_argon2(fast_argon2):
 
 @pytest.fixture
 def owner(client, aws, clock):
-    from chalicelib.services.context import default_context
+    from chalicelib.wiring import default_context
 
     default_context().clock = clock
     dash = DashboardClient(client)
@@ -107,12 +107,12 @@ def test_feedback_inbox_filter_resolve_reopen(owner, client):
 
 
 def test_inbox_says_so_when_feedback_is_unavailable(owner, monkeypatch):
-    from chalicelib.services import registry
+    from chalicelib import wiring
 
     def unavailable():
         raise ImportError("chalicelib.services.feedback")
 
     unavailable.cache_clear = lambda: None
-    monkeypatch.setattr(registry, "feedback", unavailable, raising=False)
+    monkeypatch.setattr(wiring, "feedback", unavailable, raising=False)
     page = owner.get("/dashboard/feedback")
     assert page.status == 200 and "not available" in page.text

@@ -156,11 +156,11 @@ def test_make_run_imports_a_folder_in_the_old_snapshot_format(aws_storage, tmp_p
     from chalicelib import config
     from chalicelib.adapters.aws import clients as aws
     from chalicelib.models import PublishRequest
-    from chalicelib.services import registry
+    from chalicelib import wiring
     from chalicelib.services.auth import credentials_from_key
 
-    _, key = registry.workspaces().create_workspace("Old", "free")
-    doc = registry.documents().publish(credentials_from_key(key.api_key),
+    _, key = wiring.workspaces().create_workspace("Old", "free")
+    doc = wiring.documents().publish(credentials_from_key(key.api_key),
                                        PublishRequest(title="From before", html="<p>old é</p>")).response
     data_dir = tmp_path / "data"
     data_dir.mkdir()

@@ -115,9 +115,9 @@ def _mcp_call(client, key, name, arguments):
 @pytest.fixture
 def listed(client):
     """A workspace with three documents (so listings have more than one page)."""
-    from chalicelib.services import registry
+    from chalicelib import wiring
 
-    workspace, created = registry.workspaces().create_workspace("Lists", "pro")
+    workspace, created = wiring.workspaces().create_workspace("Lists", "pro")
     for i in range(3):
         r = post_json(client, "/api/v1/publish", {"title": f"A doc {i}", "html": f"<p>{i}</p>"}, created.api_key)
         assert r.status_code == 200, r.body
@@ -152,13 +152,13 @@ def test_crafted_cursors_are_validation_errors_on_mcp(client, listed):
 
 
 def test_a_cursor_of_another_workspace_is_422(client, listed):
-    from chalicelib.services import registry
+    from chalicelib import wiring
 
     _, key = listed
     page = json.loads(client.http.get("/api/v1/documents?limit=1", headers={"X-Api-Key": key}).body)
     found = json.loads(client.http.get("/api/v1/documents?limit=1&query=doc", headers={"X-Api-Key": key}).body)
     assert page["next_cursor"] and found["next_cursor"]
-    _, other = registry.workspaces().create_workspace("Other", "pro")
+    _, other = wiring.workspaces().create_workspace("Other", "pro")
     post_json(client, "/api/v1/publish", {"title": "A doc", "html": "<p>x</p>"}, other.api_key)
     for url in (f"/api/v1/documents?limit=1&cursor={page['next_cursor']}",
                 f"/api/v1/documents?limit=1&query=doc&cursor={found['next_cursor']}"):
@@ -219,7 +219,7 @@ def test_no_cursor_of_an_mcp_list_tool_is_an_internal_error(client, listed, curs
 
 @pytest.fixture
 def owner(client, monkeypatch):
-    from chalicelib.services.context import default_context
+    from chalicelib.wiring import default_context
     from tests.dashboard_client import FAST_ARGON2, DashboardClient
     from tests.helpers import FakeClock
 
@@ -328,9 +328,9 @@ def test_without_an_origin_secret_nothing_is_required(client, monkeypatch):
 
 @pytest.fixture
 def pro_doc(client):
-    from chalicelib.services import registry
+    from chalicelib import wiring
 
-    _, created = registry.workspaces().create_workspace("Pro", "pro")
+    _, created = wiring.workspaces().create_workspace("Pro", "pro")
     r = post_json(client, "/api/v1/publish", {"title": "Plans", "html": "<p>secret plans</p>"}, created.api_key)
     return created.api_key, json.loads(r.body)
 
@@ -393,25 +393,25 @@ def test_every_500_has_its_own_request_id_even_with_a_shared_lambda_context():
 
 
 def test_each_surface_answers_an_unexpected_failure_with_a_fresh_request_id(client, owner, monkeypatch):
-    from chalicelib.services import registry
+    from chalicelib import wiring
 
     def boom(*_a, **_k):
         raise RuntimeError("internal detail 1234")
 
-    _, created = registry.workspaces().create_workspace("Boom", "free")
+    _, created = wiring.workspaces().create_workspace("Boom", "free")
     key = created.api_key
     ids = []
-    monkeypatch.setattr(registry.workspaces(), "me", boom)
+    monkeypatch.setattr(wiring.workspaces(), "me", boom)
     r = client.http.get("/api/v1/me", headers={"X-Api-Key": key})
     assert r.status_code == 500 and "internal detail" not in r.body.decode()
     ids.append(json.loads(r.body)["error"]["details"]["request_id"])
     result = _mcp_call(client, key, "get_workspace_info", {})
     assert result["isError"] and result["content"][0]["text"].startswith("internal_error:")
     ids.append(re.search(r'"request_id":"([^"]+)"', result["content"][0]["text"]).group(1))
-    monkeypatch.setattr(registry.sharing(), "page", boom)
+    monkeypatch.setattr(wiring.sharing(), "page", boom)
     r = client.http.get("/d/AAAAAAAAAAAAAAAAAAAAAA")
     assert r.status_code == 500 and "internal detail" not in r.body.decode()
-    monkeypatch.setattr(registry.documents(), "list", boom)
+    monkeypatch.setattr(wiring.documents(), "list", boom)
     from chalicelib.entrypoints import dashboard
     monkeypatch.setattr(dashboard, "documents", lambda: SimpleNamespace(list=boom))
     page = owner.get("/dashboard/documents")
@@ -447,7 +447,7 @@ def test_one_mapping_from_errors_to_answers():
 
 
 def test_failed_unlocks_have_a_per_document_budget_across_all_addresses(client, owner, monkeypatch):
-    from chalicelib.services.context import default_context
+    from chalicelib.wiring import default_context
     from tests.sharing_helpers import unlock
     from tests.test_dashboard import doc_id_from, set_plan, upload, workspace_id_of
 
@@ -486,11 +486,11 @@ CONTENT = "https://content.example"
 
 @pytest.fixture
 def two_sites(client, monkeypatch):
-    from chalicelib.services import registry
+    from chalicelib import wiring
 
     monkeypatch.setenv("DOCPUB_BASE_URL", BASE)
     monkeypatch.setenv("DOCPUB_CONTENT_URL", CONTENT)
-    _, created = registry.workspaces().create_workspace("Sites", "pro")
+    _, created = wiring.workspaces().create_workspace("Sites", "pro")
     r = post_json(client, "/api/v1/publish", {"title": "Doc", "html": "<p id=x>hello</p>"}, created.api_key,
                   headers={"Host": "docs.example"})
     doc = json.loads(r.body)
@@ -583,10 +583,10 @@ def test_protected_content_on_the_content_origin_needs_the_frames_grant(client, 
 
 
 def test_without_a_content_origin_content_stays_on_the_base_url(client, monkeypatch):
-    from chalicelib.services import registry
+    from chalicelib import wiring
 
     monkeypatch.delenv("DOCPUB_CONTENT_URL", raising=False)
-    _, created = registry.workspaces().create_workspace("One", "free")
+    _, created = wiring.workspaces().create_workspace("One", "free")
     doc = json.loads(post_json(client, "/api/v1/publish", {"title": "D", "html": "<p>one</p>"}, created.api_key).body)
     share = doc["share_url"].rsplit("/", 1)[1]
     page = _text(client.http.get(f"/d/{share}"))

@@ -36,26 +36,26 @@ def app(request, aws, clock, cdn, monkeypatch, tmp_path):
     from chalice.test import Client
 
     from app import app as chalice_app
-    from chalicelib.adapters import build_repositories
+    from chalicelib.wiring import build_repositories
     from chalicelib.adapters.sqlite import repositories
-    from chalicelib.services import registry
+    from chalicelib import wiring
     from chalicelib.services.context import Context
 
     repos = build_repositories("aws") if request.param == "aws" else repositories(tmp_path / "data", shared=False)
     context = Context(repos=repos, clock=clock, cdn=cdn)
-    registry.reset()
-    monkeypatch.setattr(registry, "default_context", lambda: context)
+    wiring.reset()
+    monkeypatch.setattr(wiring, "default_context", lambda: context)
     with Client(chalice_app) as test_client:
         test_client.context = context
         yield test_client
-    registry.reset()
+    wiring.reset()
 
 
 @pytest.fixture
 def key(app):
-    from chalicelib.services import registry
+    from chalicelib import wiring
 
-    _, created = registry.workspaces().create_workspace("Links", "pro")
+    _, created = wiring.workspaces().create_workspace("Links", "pro")
     return created.api_key
 
 
@@ -270,10 +270,10 @@ def test_rotate_of_a_protected_link_needs_a_new_unlock(app, key):
 
 
 def test_rotate_unknown_or_foreign_document_is_404(app, key):
-    from chalicelib.services import registry
+    from chalicelib import wiring
 
     doc = publish(app, key)
-    _, other = registry.workspaces().create_workspace("Other", "free")
+    _, other = wiring.workspaces().create_workspace("Other", "free")
     for who, document_id in ((other.api_key, doc["document_id"]),
                              (key, "00000000-0000-4000-8000-000000000000"), (key, "nope")):
         r = rotate(app, who, document_id)
@@ -289,12 +289,12 @@ def test_rotate_after_delete_is_404(app, key):
 
 
 def test_concurrent_rotations_leave_exactly_one_working_link(app, key):
-    from chalicelib.services import registry
+    from chalicelib import wiring
     from chalicelib.services.auth import credentials_from_headers
     from tests.helpers import run_together
 
     doc = publish(app, key)
-    sharing = registry.sharing()
+    sharing = wiring.sharing()
     who = credentials_from_headers({"x-api-key": key})
     results, failures = run_together([lambda: sharing.rotate(who, doc["document_id"]) for _ in range(5)])
     assert not failures, failures

@@ -19,9 +19,9 @@ ACCEPT = "application/json, text/event-stream"
 
 @pytest.fixture
 def key(client):
-    from chalicelib.services import registry
+    from chalicelib import wiring
 
-    _, created = registry.workspaces().create_workspace("MCP", "free")
+    _, created = wiring.workspaces().create_workspace("MCP", "free")
     return created.api_key
 
 

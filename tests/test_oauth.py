@@ -429,11 +429,11 @@ def test_read_only_scope_cannot_write(client, dash):
 
 def test_token_of_workspace_a_cannot_see_document_of_workspace_b(client, dash):
     from chalicelib.models import PublishRequest
-    from chalicelib.services import registry
+    from chalicelib import wiring
     from chalicelib.services.auth import credentials_from_key
 
-    _, key = registry.workspaces().create_workspace("B", "free")
-    other = registry.documents().publish(credentials_from_key(key.api_key),
+    _, key = wiring.workspaces().create_workspace("B", "free")
+    other = wiring.documents().publish(credentials_from_key(key.api_key),
                                          PublishRequest(title="B doc", html="<p>b</p>"))
     doc_id = other.response.document_id
     access = Flow(client, dash).tokens()["access_token"]
@@ -466,9 +466,9 @@ def test_token_writes_share_the_write_rate_limit_per_grant(client, flow, monkeyp
 
 
 def test_api_keys_still_work_on_mcp(client):
-    from chalicelib.services import registry
+    from chalicelib import wiring
 
-    _, key = registry.workspaces().create_workspace("K", "free")
+    _, key = wiring.workspaces().create_workspace("K", "free")
     r = client.http.post("/mcp", headers={"Content-Type": "application/json", "Accept": ACCEPT,
                                           "X-Api-Key": key.api_key},
                          body=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))

@@ -13,7 +13,7 @@ NOW = 1_795_000_000_000
 def repo(request, tmp_path):
     if request.param == "aws":
         request.getfixturevalue("aws")  # moto reset + table
-        from chalicelib.adapters import build_repositories
+        from chalicelib.wiring import build_repositories
 
         return build_repositories("aws").oauth
     from chalicelib.adapters.sqlite import repositories

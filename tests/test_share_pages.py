@@ -95,7 +95,7 @@ def test_content_is_sandboxed_cacheable_60_s_and_carries_the_selection_script(cl
 
 
 def test_conditional_get_answers_304_without_reading_s3(client, workspace, monkeypatch):
-    from chalicelib.services import registry
+    from chalicelib import wiring
 
     _, key = workspace
     doc = publish(client, key, html="<p>" + "cache me " * 500 + "</p>")
@@ -109,7 +109,7 @@ def test_conditional_get_answers_304_without_reading_s3(client, workspace, monke
     def no_s3(*_args, **_kwargs):
         raise AssertionError("S3 must not be read for a conditional GET that matches")
 
-    monkeypatch.setattr(registry.sharing().ctx.blobs, "get_html", no_s3)
+    monkeypatch.setattr(wiring.sharing().ctx.blobs, "get_html", no_s3)
     for tag in (etag, gz_etag, f'"other", {etag}'):
         r = client.http.get(path, headers={"If-None-Match": tag})
         assert r.status_code == 304
@@ -178,7 +178,7 @@ def test_deleted_document_link_is_404(client, workspace):
 
 def test_storage_trouble_is_an_html_error_page(client, workspace, monkeypatch):
     from chalicelib.ports import StorageUnavailable
-    from chalicelib.services import registry
+    from chalicelib import wiring
 
     _, key = workspace
     doc = publish(client, key)
@@ -186,7 +186,7 @@ def test_storage_trouble_is_an_html_error_page(client, workspace, monkeypatch):
     def busy(*_a, **_k):
         raise StorageUnavailable("ThrottlingException")
 
-    monkeypatch.setattr(registry.sharing().ctx.documents, "get_for_share", busy)
+    monkeypatch.setattr(wiring.sharing().ctx.documents, "get_for_share", busy)
     r = client.http.get(f"/d/{doc['share_id']}")
     assert r.status_code == 503
     assert r.headers["Content-Type"].startswith("text/html")

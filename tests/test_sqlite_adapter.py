@@ -157,20 +157,20 @@ def test_a_locked_database_is_503_not_500(sqlite_storage, client, monkeypatch):
     from tests.helpers import post_json
 
     monkeypatch.setattr(db_module, "BUSY_TIMEOUT_MS", 50)
-    from chalicelib.services import registry
+    from chalicelib import wiring
 
-    _, key = registry.workspaces().create_workspace("Busy", "pro")
-    path = registry.documents().ctx.documents.db.path
+    _, key = wiring.workspaces().create_workspace("Busy", "pro")
+    path = wiring.documents().ctx.documents.db.path
     other = sqlite3.connect(path, isolation_level=None, timeout=0.05)
     other.execute("BEGIN IMMEDIATE")
     try:
-        registry.documents().ctx.documents.db.close()  # the next connection gets the short timeout
+        wiring.documents().ctx.documents.db.close()  # the next connection gets the short timeout
         r = post_json(client, "/api/v1/publish", {"title": "T", "html": "<p>x</p>"}, key.api_key)
     finally:
         other.execute("ROLLBACK")
     assert r.status_code == 503, r.body
     assert json.loads(r.body)["error"]["code"] == "service_unavailable"
-    assert registry.documents().ctx.blobs.list_keys("documents/") == []  # refused: its blob discarded
+    assert wiring.documents().ctx.blobs.list_keys("documents/") == []  # refused: its blob discarded
 
 
 # ------------------------------------------------------------------ blobs
@@ -264,7 +264,7 @@ def test_acknowledged_writes_survive_sigkill(data_dir):
 
 def test_storage_selection(monkeypatch, tmp_path):
     from chalicelib import config
-    from chalicelib.adapters import build_repositories
+    from chalicelib.wiring import build_repositories
 
     monkeypatch.delenv("DOCPUB_STORAGE", raising=False)
     monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME", raising=False)
@@ -295,8 +295,8 @@ def test_services_import_ports_not_adapters():
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             for name in names:
-                assert not name.startswith(("chalicelib.adapters", "botocore", "boto3", "sqlite3", "moto")) or (
-                    path.name == "context.py" and name == "chalicelib.adapters"), f"{path.name} imports {name}"
+                assert not name.startswith(("chalicelib.adapters", "botocore", "boto3", "sqlite3", "moto")), \
+                    f"{path.name} imports {name}"
 
 
 # ------------------------------------------------------------------ import of the old snapshot format
@@ -305,7 +305,7 @@ def test_services_import_ports_not_adapters():
 def test_the_old_snapshot_format_is_imported_once_and_kept(aws_storage, data_dir):
     """Data made on DynamoDB (moto), saved in the old local-stack format, imported into SQLite."""
     from chalicelib import config
-    from chalicelib.adapters import build_repositories
+    from chalicelib.wiring import build_repositories
     from chalicelib.adapters.aws import clients as aws
     from chalicelib.adapters.sqlite.importer import import_snapshot
     from chalicelib.models import FeedbackSubmission

@@ -156,7 +156,7 @@ def any_ctx(request, tmp_path, clock):
 
     if request.param == "aws":
         request.getfixturevalue("aws")
-        from chalicelib.adapters import build_repositories
+        from chalicelib.wiring import build_repositories
 
         return Context(repos=build_repositories("aws"), clock=clock)
     from chalicelib.adapters.sqlite import repositories
@@ -288,10 +288,10 @@ def test_delete_forgets_views(api, workspace, ctx):
 # ---------------------------------------------------------------- MCP
 
 def test_mcp_get_document_stats_mirrors_rest(client):
-    from chalicelib.services import registry
+    from chalicelib import wiring
     from tests.test_mcp import call
 
-    _, created = registry.workspaces().create_workspace("MCP views", "free")
+    _, created = wiring.workspaces().create_workspace("MCP views", "free")
     key = created.api_key
     doc = publish(client, key, "Stats over MCP")
     assert beacon(client, doc["share_id"]).status_code == 204
@@ -312,14 +312,14 @@ def test_beacon_and_stats_over_http_on_sqlite(tmp_path, monkeypatch, clock):
 
     from app import app
     from chalicelib.adapters.sqlite import repositories
-    from chalicelib.services import registry
+    from chalicelib import wiring
     from chalicelib.services.context import Context
 
     context = Context(repos=repositories(tmp_path / "data", shared=False), clock=clock)
-    registry.reset()
-    monkeypatch.setattr(registry, "default_context", lambda: context)
+    wiring.reset()
+    monkeypatch.setattr(wiring, "default_context", lambda: context)
     try:
-        _, created = registry.workspaces().create_workspace("Embedded", "free")
+        _, created = wiring.workspaces().create_workspace("Embedded", "free")
         key = created.api_key
         with Client(app) as http:
             doc = publish(http, key, "On SQLite")
@@ -336,4 +336,4 @@ def test_beacon_and_stats_over_http_on_sqlite(tmp_path, monkeypatch, clock):
                                     headers={"X-Api-Key": key}).status_code == 204
             assert context.views.counts(doc["document_id"], "2000-01-01", "2100-01-01").total == 0
     finally:
-        registry.reset()
+        wiring.reset()

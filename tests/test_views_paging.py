@@ -8,7 +8,7 @@ DOC = "00000000-0000-4000-8000-000000000001"
 
 
 def test_counts_read_every_page_of_a_documents_counters(aws, monkeypatch):
-    from chalicelib.adapters import build_repositories
+    from chalicelib.wiring import build_repositories
     from chalicelib.adapters.aws.table import Table
 
     views = build_repositories("aws").views

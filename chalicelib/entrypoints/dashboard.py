@@ -204,32 +204,32 @@ def parse_multipart(content_type: str, body: bytes) -> tuple[dict[str, str], dic
 # ------------------------------------------------------------------ services (lazy)
 
 def accounts():
-    from chalicelib.services import registry
+    from chalicelib import wiring as registry
 
     return registry.accounts()
 
 
 def documents():
-    from chalicelib.services import registry
+    from chalicelib import wiring as registry
 
     return registry.documents()
 
 
 def workspaces():
-    from chalicelib.services import registry
+    from chalicelib import wiring as registry
 
     return registry.workspaces()
 
 
 def editing():
-    from chalicelib.services import registry
+    from chalicelib import wiring as registry
 
     return registry.editing()
 
 
 def optional_service(name: str):
     """registry.feedback() / registry.sharing(), or None when this build has no such service."""
-    from chalicelib.services import registry
+    from chalicelib import wiring as registry
 
     factory = getattr(registry, name, None)
     if factory is None:
@@ -733,7 +733,7 @@ def revoke_key(page: Page, key_id: str):
 # ------------------------------------------------------------------ OAuth: consent and connected apps
 
 def oauth():
-    from chalicelib.services import registry
+    from chalicelib import wiring as registry
 
     return registry.oauth()
 

@@ -327,11 +327,6 @@ def _vary(headers: dict) -> str:
 # feedback), share.py `_error_page`, dashboard.py `error_page`, mcp_tools.py
 # `error_result`. Every surface's catch-all calls `as_error`; nothing else maps.
 
-_THROTTLE_CODES = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
-                   "SlowDown", "ServiceUnavailable", "InternalServerError", "TransactionConflictException",
-                   "TransactionCanceledException", "RequestTimeout", "InternalError"}
-
-
 def as_error(exc: BaseException, app=None) -> errors.DocpubError:
     """`exc` as the contract's error: a DocpubError as it is; storage trouble as a
     503; anything else a 500 with its own request id (logged with the stack)."""
@@ -345,18 +340,10 @@ def _unexpected(app, exc: BaseException) -> errors.DocpubError:
     # local server) or stale, and two failures must never share an id.
     rid = str(uuid.uuid4())
     context = {"request_id": rid, "aws_request_id": lambda_request_id(app)}
-    from chalicelib.ports import StorageUnavailable
+    from chalicelib.ports.errors import Unavailable
 
-    if isinstance(exc, StorageUnavailable):
+    if isinstance(exc, Unavailable):  # both adapters raise only the port's errors (ports/errors.py)
         log.warning("storage busy", extra={**context, "error_code": exc.code})
-        return errors.ServiceUnavailable()
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    if isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") in _THROTTLE_CODES:
-        log.warning("storage busy", extra={**context, "error_code": exc.response["Error"]["Code"]})
-        return errors.ServiceUnavailable()
-    if isinstance(exc, (BotoCoreError, ClientError)):
-        log.error("storage error", extra={**context, "error": type(exc).__name__})
         return errors.ServiceUnavailable()
     log.error("unexpected error", extra=context, exc_info=(type(exc), exc, exc.__traceback__))
     return errors.InternalError("An unexpected error occurred; it has been logged.", {"request_id": rid})

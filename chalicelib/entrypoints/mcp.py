@@ -20,7 +20,7 @@ from chalice import Blueprint, Response
 from chalicelib import errors
 from chalicelib.entrypoints.routing import method_not_allowed_view
 from chalicelib.entrypoints.http import JSON_TYPE, error_response, handles_errors
-from chalicelib.services import registry
+from chalicelib import wiring
 from chalicelib.services.auth import credentials_from_headers
 
 bp = Blueprint(__name__)
@@ -66,13 +66,13 @@ def _caller(headers):
             if headers.get("x-api-key"):
                 raise errors.InvalidApiKey("Send either an API key or an access token, not both.")
             try:
-                return registry.oauth().authenticate(value.strip())
+                return wiring.oauth().authenticate(value.strip())
             except oauth.OAuthError as exc:
                 error = errors.Unauthorized(exc.message, headers=dict(exc.headers))
                 error.code = "invalid_token"
                 raise error from None
         credentials = credentials_from_headers(headers)
-        registry.workspaces().authenticate(credentials)
+        wiring.workspaces().authenticate(credentials)
         return credentials
     except errors.DocpubError as exc:
         if exc.status == 401:

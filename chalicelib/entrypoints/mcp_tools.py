@@ -39,7 +39,7 @@ from chalicelib.models import (
     UpdateDocumentRequest, VersionId,
 )
 from chalicelib.mcp_instructions import instructions, limit_words
-from chalicelib.services import registry
+from chalicelib import wiring
 from chalicelib.services.auth import Credentials
 from chalicelib.services.access import Actor
 from chalicelib.services.oauth import OAuthService, Principal
@@ -173,7 +173,7 @@ async def publish_document(
         request = validate(PublishRequest, {
             **_given(title=title, html=html, document_id=document_id, note=note, description=description),
             **_link_settings(share_enabled, share_expires_at)})
-        return registry.documents().publish(_credentials(), request).response
+        return wiring.documents().publish(_credentials(), request).response
 
     return _call(action)
 
@@ -188,7 +188,7 @@ async def edit_document(
 ) -> Annotated[CallToolResult, EditResponse]:
     def action():
         request = validate(EditRequest, _given(edits=[e.model_dump() for e in edits], note=note))
-        return registry.documents().edit(_credentials(), document_id, request).response
+        return wiring.documents().edit(_credentials(), document_id, request).response
 
     return _call(action)
 
@@ -203,7 +203,7 @@ async def get_document(
 ) -> Annotated[CallToolResult, DocumentDetail]:
     def action():
         query = validate(GetDocumentQuery, _given(include_html=include_html, version_id=version_id))
-        return registry.documents().get(_credentials(), document_id, query.include_html, query.version_id)
+        return wiring.documents().get(_credentials(), document_id, query.include_html, query.version_id)
 
     return _call(action, exclude=None if include_html else {"html"})
 
@@ -218,7 +218,7 @@ async def update_document(
     def action():
         request = validate(UpdateDocumentRequest, {**_given(title=title, description=description),
                                                    **_link_settings(share_enabled, share_expires_at)})
-        return registry.documents().update(_credentials(), document_id, request)
+        return wiring.documents().update(_credentials(), document_id, request)
 
     return _call(action, exclude={"html"})
 
@@ -226,7 +226,7 @@ async def update_document(
 async def rotate_share_link(
     document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
 ) -> Annotated[CallToolResult, ShareRotated]:
-    return _call(lambda: registry.sharing().rotate(_credentials(), document_id))
+    return _call(lambda: wiring.sharing().rotate(_credentials(), document_id))
 
 
 async def set_passphrase(
@@ -236,13 +236,13 @@ async def set_passphrase(
         "words work well). null removes the passphrase and makes the link public again."))],
 ) -> Annotated[CallToolResult, DocumentDetail]:
     def action():
-        sharing = registry.sharing()
+        sharing = wiring.sharing()
         if passphrase is None:
             sharing.clear_passphrase(_credentials(), document_id)
         else:
             sharing.set_passphrase(_credentials(), document_id,
                                    validate(PassphraseRequest, {"passphrase": passphrase}).passphrase)
-        return registry.documents().get(_credentials(), document_id)
+        return wiring.documents().get(_credentials(), document_id)
 
     return _call(action, exclude={"html"})
 
@@ -251,7 +251,7 @@ async def delete_document(
     document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
 ) -> Annotated[CallToolResult, DocumentDeleted]:
     def action():
-        registry.documents().delete(_credentials(), document_id)
+        wiring.documents().delete(_credentials(), document_id)
         return DocumentDeleted(document_id=document_id, deleted=True)
 
     return _call(action)
@@ -264,7 +264,7 @@ async def list_documents(
 ) -> Annotated[CallToolResult, DocumentList]:
     def action():
         query = validate(ListDocumentsQuery, _given(limit=limit, cursor=cursor))
-        return registry.documents().list(_credentials(), query.limit, query.cursor)
+        return wiring.documents().list(_credentials(), query.limit, query.cursor)
 
     return _call(action)
 
@@ -280,13 +280,13 @@ async def find_document(
         if not query.strip():
             raise errors.ValidationFailed.field("query", "must not be blank")
         parsed = validate(ListDocumentsQuery, _given(limit=limit, cursor=cursor, query=query))
-        return registry.documents().list(_credentials(), parsed.limit, parsed.cursor, parsed.query)
+        return wiring.documents().list(_credentials(), parsed.limit, parsed.cursor, parsed.query)
 
     return _call(action)
 
 
 async def get_workspace_info() -> Annotated[CallToolResult, MeResponse]:
-    return _call(lambda: registry.workspaces().me(_credentials()))
+    return _call(lambda: wiring.workspaces().me(_credentials()))
 
 
 async def list_feedback(
@@ -299,7 +299,7 @@ async def list_feedback(
     def action():
         query = validate(FeedbackListQuery, _given(document_id=document_id, status=status, limit=limit,
                                                    cursor=cursor))
-        return registry.feedback().list(_credentials(), document_id=query.document_id, status=query.status,
+        return wiring.feedback().list(_credentials(), document_id=query.document_id, status=query.status,
                                         limit=query.limit, cursor=query.cursor)
 
     return _call(action)
@@ -311,7 +311,7 @@ async def resolve_feedback(
 ) -> Annotated[CallToolResult, Feedback]:
     def action():
         request = validate(ResolveFeedbackRequest, {"resolved": resolved})
-        return registry.feedback().resolve(_credentials(), feedback_id, resolved=request.resolved)
+        return wiring.feedback().resolve(_credentials(), feedback_id, resolved=request.resolved)
 
     return _call(action)
 
@@ -322,7 +322,7 @@ async def get_document_stats(
 ) -> Annotated[CallToolResult, DocumentStats]:
     def action():
         query = validate(StatsQuery, {"days": days})
-        return registry.views().stats(_credentials(), document_id, query.days)
+        return wiring.views().stats(_credentials(), document_id, query.days)
 
     return _call(action)
 

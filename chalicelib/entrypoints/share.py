@@ -36,7 +36,7 @@ from chalicelib.entrypoints.http import (
     client_ip as http_client_ip, parse_cookies, refuse_cross_site,
 )
 from chalicelib.models import FeedbackSubmission, RequestModel
-from chalicelib.services import registry
+from chalicelib import wiring
 from chalicelib.services.sharing import Locked, SharePage, UNLOCK_COOKIE, WrongPassphrase, share_path
 
 log = logging.getLogger("docpub")
@@ -375,7 +375,7 @@ def _html_view(view):
 @_html_view
 def share_page(share_id):
     version = _version_param()
-    page = registry.sharing().page(share_id, version, _cookie(UNLOCK_COOKIE))
+    page = wiring.sharing().page(share_id, version, _cookie(UNLOCK_COOKIE))
     if page.locked:
         return _unlock_page(share_id, version)
     return _viewer_page(page)
@@ -396,7 +396,7 @@ def _etag_matches(header: Optional[str], etag: str) -> bool:
 @bp.route("/d/{share_id}/v/{version_id}", methods=["GET"])
 @_html_view
 def share_content(share_id, version_id):
-    sharing = registry.sharing()
+    sharing = wiring.sharing()
     try:
         ref = sharing.open_content(share_id, version_id, _cookie(UNLOCK_COOKIE),
                                    (_request().query_params or {}).get("t"))
@@ -431,7 +431,7 @@ def share_unlock(share_id):
     except errors.DocpubError:
         passphrase = ""
     try:
-        unlocked = registry.sharing().unlock(share_id, passphrase, client_ip())
+        unlocked = wiring.sharing().unlock(share_id, passphrase, client_ip())
     except WrongPassphrase as exc:
         return _unlock_page(share_id, version, 401, exc.message)
     except errors.RateLimited as exc:
@@ -475,7 +475,7 @@ def share_view(share_id):
     per-address limit. Never cached; sets no cookie."""
     request = _request()
     refuse_cross_site(request)
-    registry.views().record(share_id, _version_param(), _cookie(UNLOCK_COOKIE), client_ip(),
+    wiring.views().record(share_id, _version_param(), _cookie(UNLOCK_COOKIE), client_ip(),
                             request.headers.get("user-agent"), request.headers)
     return Response(body="", status_code=204, headers={})
 
@@ -489,6 +489,6 @@ def share_feedback(share_id):
     refuse_cross_site(request)
     version = _version_param()
     submission = parse_form_or_json(request, FeedbackSubmission)
-    created = registry.feedback().submit(share_id, submission, client_ip(), _cookie(UNLOCK_COOKIE), version)
+    created = wiring.feedback().submit(share_id, submission, client_ip(), _cookie(UNLOCK_COOKIE), version)
     return json_response(created, 201)
 

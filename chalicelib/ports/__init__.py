@@ -1,11 +1,12 @@
 """Ports: what the services need from storage, and the records and exceptions they
 exchange. Services import this package only, never an adapter."""
 from chalicelib.ports.oauth import OAuthRepository
-from chalicelib.ports.records import (
-    BadCursor, BlobNotFound, DocumentCapReached, FeedbackGone, GuardFailed, IdempotencyRecord, KeyCapReached,
-    OutcomeUnknown, RateClaim, RateSlot, StaleDocument, StorageUnavailable, UserExists, WriteRefused,
-    definitely_not_applied,
+from chalicelib.ports.errors import (
+    BadCursor, BlobNotFound, Conflict, DocumentCapReached, FeedbackGone, GuardFailed, InvalidCursor, KeyCapReached,
+    NotFound, OutcomeUnknown, QuotaExceeded, StaleDocument, StorageError, StorageUnavailable, Unavailable,
+    UserExists, WriteRefused, definitely_not_applied,
 )
+from chalicelib.ports.records import IdempotencyRecord, RateClaim, RateSlot
 from chalicelib.ports.repositories import (
     BLOB_ROOT, ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository,
     Repositories, SessionRepository, StorageHealth, UserRepository, WorkspaceRepository, document_prefix,
@@ -18,5 +19,6 @@ __all__ = [
     "FeedbackGone", "FeedbackRepository", "GuardFailed", "IdempotencyRecord", "KeyCapReached", "OutcomeUnknown",
     "RateClaim", "RateLimitRepository", "RateSlot", "Repositories", "SessionRepository", "StaleDocument",
     "StorageHealth", "StorageUnavailable", "UserExists", "UserRepository", "WorkspaceRepository", "WriteRefused",
-    "definitely_not_applied", "BLOB_ROOT", "document_prefix", "version_key", "ViewCounterRepository", "ViewCounts",
+    "definitely_not_applied", "Conflict", "InvalidCursor", "NotFound", "QuotaExceeded", "StorageError",
+    "Unavailable", "BLOB_ROOT", "document_prefix", "version_key", "ViewCounterRepository", "ViewCounts",
 ]

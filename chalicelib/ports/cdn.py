@@ -14,6 +14,15 @@ class CdnInvalidator(Protocol):
         allowed). Raises on any failure; the caller records it for a retry."""
 
 
+class NoCdn:
+    """Nothing caches share answers (local runs, tests): nothing to invalidate."""
+
+    enabled = False
+
+    def invalidate(self, paths: list[str]) -> None:
+        return None
+
+
 class PendingInvalidationRepository(Protocol):
     def add(self, path: str, reason: str, now_ms: int, error: str) -> None:
         """Record (or, if already pending, count one more failed attempt at) `path`;

@@ -1,13 +1,19 @@
 """The records and exceptions the services exchange with storage.
 
-Adapters (DynamoDB + S3, SQLite + files) raise these; services catch these and
-never a driver's own error. Records are plain data: how an adapter stores them is
-its own business.
+Records are plain data: how an adapter stores them is its own business. The
+storage errors both adapters raise are in chalicelib/ports/errors.py.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Optional
+
+# The storage errors live in chalicelib/ports/errors.py; re-exported here for older imports.
+from chalicelib.ports.errors import (  # noqa: F401
+    BadCursor, BlobNotFound, Conflict, DocumentCapReached, FeedbackGone, GuardFailed, InvalidCursor, KeyCapReached,
+    NotFound, OutcomeUnknown, QuotaExceeded, StaleDocument, StorageError, StorageUnavailable, Unavailable, UserExists,
+    WriteRefused, definitely_not_applied,
+)
 
 
 # ------------------------------------------------------------------ records
@@ -42,80 +48,3 @@ class RateClaim:
     expected_seq: int
     new_log: list[int]
     expires_at: int  # epoch seconds; for cleanup only, never for correctness
-
-
-# ------------------------------------------------------------------ refusals (nothing was written)
-
-class StaleDocument(Exception):
-    """The document changed (or vanished, or is being deleted) since it was read."""
-
-    def __init__(self, current: Optional[dict] = None):
-        super().__init__("document changed")
-        self.current = current
-
-
-class DocumentCapReached(Exception):
-    """The workspace holds its plan's maximum of documents."""
-
-    def __init__(self, workspace: Optional[dict]):
-        super().__init__("document cap reached")
-        self.workspace = workspace
-
-
-class KeyCapReached(Exception):
-    """The workspace holds its plan's maximum of active API keys."""
-
-    def __init__(self, workspace: Optional[dict]):
-        super().__init__("key cap reached")
-        self.workspace = workspace
-
-
-class GuardFailed(Exception):
-    """The rate slot ("rate") or the idempotency record ("idem") could not be claimed."""
-
-    def __init__(self, which: str):
-        super().__init__(which)
-        self.which = which
-
-
-class FeedbackGone(Exception):
-    """The feedback (or its document) no longer exists, or is not in that state."""
-
-
-class UserExists(Exception):
-    """An account with this email already exists."""
-
-
-class BadCursor(ValueError):
-    """A listing cursor that this listing never returned (malformed, or another listing's)."""
-
-
-# ------------------------------------------------------------------ storage trouble (503)
-
-class StorageUnavailable(Exception):
-    """Storage is busy or unreachable; the client should retry (503). `code` names
-    the cause for logs (never anything secret)."""
-
-    def __init__(self, code: str = "unavailable"):
-        super().__init__(code)
-        self.code = code
-
-
-class WriteRefused(StorageUnavailable):
-    """A write failed and is known not to have been applied."""
-
-
-class OutcomeUnknown(StorageUnavailable):
-    """A write failed without saying whether it committed (a timeout can hide a
-    commit): anything it refers to must be kept."""
-
-
-class BlobNotFound(StorageUnavailable):
-    """No blob under that key. For a committed version this is storage trouble (503)
-    unless the caller knows better (a share link's content: 404)."""
-
-
-def definitely_not_applied(exc: BaseException) -> bool:
-    """Whether a failed write is known not to have been applied."""
-    return isinstance(exc, (WriteRefused, StaleDocument, DocumentCapReached, KeyCapReached,
-                            GuardFailed, FeedbackGone, UserExists))

@@ -27,7 +27,7 @@ from chalicelib import config
 from chalicelib.domain import limits
 from chalicelib.ports import UserExists
 from chalicelib.errors import Unauthorized, ValidationFailed
-from chalicelib.services.context import Context, default_context, new_workspace_id
+from chalicelib.services.context import Context, new_workspace_id
 from chalicelib.services import ratelimits
 from chalicelib.services.workspaces import MAX_WORKSPACE_NAME, WorkspaceService
 
@@ -97,8 +97,8 @@ def _verify(password_hash: str, password: str) -> bool:
 
 
 class AccountService:
-    def __init__(self, ctx: Optional[Context] = None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
 
     # ---------------------------------------------------------------- sign up / in / out
 

@@ -1,7 +1,9 @@
-"""What a use case needs: repositories (the ports), a clock and id generation (injectable)."""
+"""What a use case needs: repositories (the ports), a clock and id generation (injectable).
+
+The default Context of a running process is built by chalicelib/wiring.py (the
+composition root), never here: services import ports only."""
 from __future__ import annotations
 
-import functools
 import random
 import secrets
 import time
@@ -14,7 +16,7 @@ from chalicelib.ports import (
     ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository, Repositories,
     SessionRepository, StorageHealth, UserRepository, ViewCounterRepository, WorkspaceRepository,
 )
-from chalicelib.ports.cdn import CdnInvalidator, PendingInvalidationRepository
+from chalicelib.ports.cdn import CdnInvalidator, NoCdn, PendingInvalidationRepository
 from chalicelib.ports.oauth import OAuthRepository
 
 
@@ -39,24 +41,13 @@ def new_workspace_id() -> str:
     return "ws_" + secrets.token_urlsafe(12)
 
 
-def _configured_repositories() -> Repositories:
-    # The composition root: the one place services reach for an adapter (chosen by config).
-    from chalicelib.adapters import build_repositories
-
-    return build_repositories()
-
-
-def _configured_cdn() -> CdnInvalidator:
-    from chalicelib.adapters import build_cdn
-
-    return build_cdn()
-
-
 @dataclass
 class Context:
-    repos: Repositories = field(default_factory=_configured_repositories)
+    """Built by the composition root (chalicelib/wiring.py), which picks the adapters;
+    services only ever see the ports."""
+    repos: Repositories
     # Edge coherence: the CDN told about withdrawn links (services/cdn.py); not storage.
-    cdn: CdnInvalidator = field(default_factory=_configured_cdn)
+    cdn: CdnInvalidator = field(default_factory=NoCdn)
     clock: Callable[[], float] = time.time
     # Backoff between optimistic-concurrency retries; tests may inject a no-op.
     sleep: Callable[[float], None] = time.sleep
@@ -122,8 +113,3 @@ def rfc3339(ms: int | None) -> str | None:
     if ms is None:
         return None
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@functools.lru_cache(maxsize=None)
-def default_context() -> Context:
-    return Context()

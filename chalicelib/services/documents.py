@@ -37,7 +37,7 @@ from chalicelib.services.access import (  # noqa: F401  (also imported from here
     Actor, Who, canonical_document_id, document_not_found, well_formed_id,
 )
 from chalicelib.services.context import (
-    Context, default_context, new_document_id, new_share_id, new_version_id, rfc3339,
+    Context, new_document_id, new_share_id, new_version_id, rfc3339,
 )
 
 log = logging.getLogger(__name__)
@@ -98,8 +98,8 @@ def _gave_up(doc: Optional[dict], key_busy: bool, doing: str) -> DocpubError:
 
 
 class DocumentService:
-    def __init__(self, ctx: Optional[Context] = None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
 
     # ---------------------------------------------------------------- loading
 

@@ -20,7 +20,7 @@ from chalicelib.errors import FeatureNotInPlan, NoChange, ValidationFailed
 from chalicelib.models import PublishRequest
 from chalicelib.services import access
 from chalicelib.services.access import Who
-from chalicelib.services.context import Context, default_context
+from chalicelib.services.context import Context
 from chalicelib.services.documents import DocumentService, WriteResult
 
 FEATURE_MESSAGES = {
@@ -54,8 +54,8 @@ def require_feature(ctx: Context, workspace_id: str, feature: str) -> None:
 
 
 class EditingService:
-    def __init__(self, ctx: Optional[Context] = None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
         self.documents = DocumentService(self.ctx)
 
     def upload(self, who: Who, data: bytes, title: Optional[str] = None, note: Optional[str] = None,

@@ -16,7 +16,7 @@ from chalicelib.errors import NotFound, ValidationFailed
 from chalicelib.ports import BadCursor, FeedbackGone, GuardFailed, StaleDocument
 from chalicelib.models import Feedback, FeedbackCreated, FeedbackList, FeedbackSubmission
 from chalicelib.services import access, cursors, ratelimits
-from chalicelib.services.context import Context, default_context, new_feedback_id, rfc3339
+from chalicelib.services.context import Context, new_feedback_id, rfc3339
 from chalicelib.services.sharing import ShareService
 
 STATUSES = ("open", "resolved", "all")
@@ -36,8 +36,8 @@ _FEEDBACK_ID = re.compile(r"fb_[A-Za-z0-9_-]{8,64}")
 
 
 class FeedbackService:
-    def __init__(self, ctx: Optional[Context] = None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
         self.sharing = ShareService(self.ctx)
 
     # ---------------------------------------------------------------- viewers

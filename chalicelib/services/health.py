@@ -1,16 +1,12 @@
 """Health: can the service reach its storage?"""
 from __future__ import annotations
 
-from typing import Optional
-
 from chalicelib.errors import ServiceUnavailable
 from chalicelib.services.context import Context
 
 
-def check_storage(ctx: Optional[Context] = None) -> None:
-    from chalicelib.services import registry
-
+def check_storage(ctx: Context) -> None:
     try:
-        (ctx or registry.default_context()).health.check()
+        ctx.health.check()
     except Exception as exc:  # any failure means "not healthy", said cleanly
         raise ServiceUnavailable("Storage is not reachable.") from exc

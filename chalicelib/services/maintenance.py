@@ -18,15 +18,14 @@ from __future__ import annotations
 
 from typing import Optional
 
-from chalicelib.services.context import Context, default_context
+from chalicelib.services.context import Context
 
 GRACE_SECONDS = 3600
 
 
-def sweep_orphans(ctx: Optional[Context] = None, grace_seconds: int = GRACE_SECONDS) -> dict:
+def sweep_orphans(ctx: Context, grace_seconds: int = GRACE_SECONDS) -> dict:
     from chalicelib.services.documents import DocumentService
 
-    ctx = ctx or default_context()
     now = ctx.clock()
     known: dict[str, Optional[set[str]]] = {}
     checked = deleted = finished = 0

@@ -33,7 +33,7 @@ from chalicelib.domain import limits
 from chalicelib.domain.clients import MAX_CLIENT_NAME, MAX_PARAM, MAX_REDIRECT_URIS, valid_redirect_uri
 from chalicelib.errors import DocpubError, RateLimited
 from chalicelib.services import ratelimits
-from chalicelib.services.context import Context, default_context, rfc3339
+from chalicelib.services.context import Context, rfc3339
 
 SCOPES = ("docs:read", "docs:write", "feedback")
 SCOPE_DESCRIPTIONS = {
@@ -210,8 +210,8 @@ def ip_scope(kind: str, client_ip: str) -> str:
 
 
 class OAuthService:
-    def __init__(self, ctx: Optional[Context] = None, fetch_metadata=None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context, fetch_metadata=None):
+        self.ctx = ctx
         self._fetch_metadata = fetch_metadata  # tests may inject the CIMD fetcher
 
     @property

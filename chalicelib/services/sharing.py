@@ -21,7 +21,7 @@ from chalicelib.errors import FeatureNotInPlan, Gone, NotFound, RateLimited, Una
 from chalicelib.models import ShareRotated
 from chalicelib.ports import BlobNotFound, StaleDocument, version_key
 from chalicelib.services import access, cdn, ratelimits
-from chalicelib.services.context import Context, default_context, new_share_id
+from chalicelib.services.context import Context, new_share_id
 
 MIN_PASSPHRASE, MAX_PASSPHRASE = limits.PASSPHRASE_CHARS
 UNLOCK_MAX_AGE_SECONDS = 7 * 24 * 3600
@@ -160,8 +160,8 @@ def _serializer(salt: str = UNLOCK_SALT):
 
 
 class ShareService:
-    def __init__(self, ctx: Optional[Context] = None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
 
     # ---------------------------------------------------------------- resolve
 

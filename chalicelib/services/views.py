@@ -27,7 +27,7 @@ from chalicelib.errors import RateLimited
 from chalicelib.models import DayViews, DocumentStats, VersionViews
 from chalicelib.ports.views import ViewCounts
 from chalicelib.services import access
-from chalicelib.services.context import Context, default_context, rfc3339
+from chalicelib.services.context import Context, rfc3339
 from chalicelib.services.sharing import ShareService
 
 
@@ -56,8 +56,8 @@ def address_scope(document_id: str, client_ip: str) -> str:
 
 
 class ViewService:
-    def __init__(self, ctx: Optional[Context] = None, shard: Optional[Callable[[], int]] = None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context, shard: Optional[Callable[[], int]] = None):
+        self.ctx = ctx
         self.shard = shard or (lambda: secrets.randbelow(rules.SHARDS))
 
     # ---------------------------------------------------------------- viewers

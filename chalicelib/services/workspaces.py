@@ -10,7 +10,7 @@ from chalicelib.domain import plans
 from chalicelib.errors import FeatureNotInPlan, NotFound, PlanLimitReached, ValidationFailed
 from chalicelib.models import MeResponse, Workspace
 from chalicelib.services import auth
-from chalicelib.services.context import Context, default_context, new_workspace_id, rfc3339
+from chalicelib.services.context import Context, new_workspace_id, rfc3339
 
 MAX_WORKSPACE_NAME = 100
 MAX_KEY_NAME = 100
@@ -42,8 +42,8 @@ def key_summary(item: dict) -> dict:
 
 
 class WorkspaceService:
-    def __init__(self, ctx: Optional[Context] = None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
 
     def authenticate(self, credentials: auth.Credentials) -> dict:
         """The verified key item for presented credentials (one GetItem)."""

@@ -21,7 +21,7 @@ WS = "ws_contract"
 def repos(request, tmp_path) -> Repositories:
     if request.param == "aws":
         request.getfixturevalue("aws")  # moto reset + table and bucket
-        from chalicelib.adapters import build_repositories
+        from chalicelib.wiring import build_repositories
 
         return build_repositories("aws")
     from chalicelib.adapters.sqlite import repositories

@@ -10,12 +10,14 @@ from chalicelib import config
 from chalicelib.adapters.aws import clients as aws
 from chalicelib.ports.records import BlobNotFound
 from chalicelib.ports.repositories import document_prefix, version_key  # noqa: F401 (the key layout)
+from chalicelib.adapters.aws.errors import storage_errors
 
 
 def crc32_b64(data: bytes) -> str:
     return base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode("ascii")
 
 
+@storage_errors
 class BlobStore:
     def __init__(self, bucket: str | None = None):
         self._bucket = bucket

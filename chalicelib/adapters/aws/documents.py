@@ -19,6 +19,7 @@ from chalicelib.ports.records import OutcomeUnknown
 from chalicelib.ports.records import (
     BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
 )
+from chalicelib.adapters.aws.errors import storage_errors
 
 # The condition of every change to a document: it exists in this workspace and is not being deleted.
 LIVE_DOCUMENT = "attribute_exists(PK) AND workspace_id = :ws AND attribute_not_exists(deleting)"
@@ -56,6 +57,7 @@ def _raise_guard(exc: ConditionFailed, guards: dict) -> None:
 
 
 
+@storage_errors
 class DocumentRepository:
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()

@@ -10,8 +10,10 @@ from chalicelib.adapters.aws.keys import (
 from chalicelib.adapters.aws.rates import add_rate_claim
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
 from chalicelib.ports.records import BadCursor, FeedbackGone, GuardFailed, RateClaim, StaleDocument
+from chalicelib.adapters.aws.errors import storage_errors
 
 
+@storage_errors
 class FeedbackRepository:
     """Viewer feedback. Item `FB#<id>`; GSI1 lists a workspace's feedback and GSI2
     a document's, newest first. The document's `open_feedback_count` changes in the

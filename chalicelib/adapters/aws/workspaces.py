@@ -7,8 +7,10 @@ from typing import Optional
 from chalicelib.adapters.aws.keys import api_key_key, keys_index_pk, workspace_key
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction
 from chalicelib.ports.records import KeyCapReached
+from chalicelib.adapters.aws.errors import storage_errors
 
 
+@storage_errors
 class WorkspaceRepository:
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()
@@ -39,6 +41,7 @@ class WorkspaceRepository:
                                  names=names, values=values or None)
 
 
+@storage_errors
 class ApiKeyRepository:
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()

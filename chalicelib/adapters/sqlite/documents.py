@@ -129,7 +129,7 @@ class DocumentRepository:
                 raise DocumentCapReached(workspace)
             if (_document(tx, doc["document_id"]) is not None
                     or one(tx, "SELECT 1 AS x FROM share_links WHERE share_id = ?", (doc["share_id"],))):
-                raise WriteRefused("ConditionalCheckFailed")
+                raise WriteRefused("exists")
             tx.execute("UPDATE workspaces SET document_count = document_count + 1 WHERE id = ?",
                        (doc["workspace_id"],))
             tx.execute("INSERT INTO documents (document_id, workspace_id, title, description, share_id, created_ms, "

@@ -29,7 +29,7 @@ class FeedbackRepository:
             if doc is None or doc.get("deleting") or doc["workspace_id"] != feedback["workspace_id"]:
                 raise StaleDocument(None)
             if one(tx, "SELECT 1 AS x FROM feedback WHERE feedback_id = ?", (feedback["feedback_id"],)):
-                raise WriteRefused("ConditionalCheckFailed")
+                raise WriteRefused("exists")
             tx.execute(f"INSERT INTO feedback ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
                        tuple(feedback.get(c) for c in COLUMNS))
             tx.execute("UPDATE documents SET open_feedback_count = open_feedback_count + 1 WHERE document_id = ?",
