@@ -1,29 +1,17 @@
-"""Docpub's route table. Handlers parse, call one service function, shape the answer."""
+"""Docpub's Chalice app: the REST operations (generated from chalicelib/operations.py),
+the pages, share links, /mcp, the dashboard and OAuth blueprints."""
 from chalice import Chalice
 
 from chalicelib import config, logs
-from chalicelib.errors import DocpubError
-from chalicelib.entrypoints.http import (
-    empty_response, handles_errors, json_response, normalise_chalice_error, parse_body, parse_query,
-    refuse_without_origin_secret,
-)
-from chalicelib.entrypoints import pages, routing
+from chalicelib.entrypoints.http import normalise_chalice_error, refuse_without_origin_secret
+from chalicelib.entrypoints import pages, rest, routing
 from chalicelib.entrypoints.share import bp as share_pages, separate_sites
 from chalicelib.entrypoints.mcp import bp as mcp_blueprint
 from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
 from chalicelib.entrypoints.oauth import bp as oauth_blueprint
-from chalicelib.models import (
-    EditRequest, FeedbackListQuery, GetDocumentQuery, Health, ListDocumentsQuery, PassphraseRequest,
-    PublishRequest, ResolveFeedbackRequest, StatsQuery, UpdateDocumentRequest,
-)
-from chalicelib import wiring
-from chalicelib.services.auth import credentials_from_headers
-from chalicelib.services.health import check_storage
-
 config.check_startup()  # deployed without DOCPUB_SECRET_KEY: refuse to start (no public default)
 app = Chalice(app_name="docpub")
 logs.configure()
-api = handles_errors(app)
 
 
 @app.middleware("http")
@@ -44,24 +32,6 @@ def _request():
     return app.current_request
 
 
-def _credentials():
-    return credentials_from_headers(app.current_request.headers)
-
-
-def _authorized(parse, model, write=False):
-    """(credentials, parsed input), the key judged first: a missing or unknown key
-    is 401 whatever the input. The key is looked up here only when the input is
-    invalid; valid requests verify it inside the service call (no extra trip)."""
-    credentials = _credentials()
-    try:
-        return credentials, parse(_request(), model)
-    except DocpubError as exc:
-        key_item = wiring.workspaces().authenticate(credentials)
-        if write:  # every publish/edit answer carries the rate-limit headers
-            exc.headers.update(wiring.documents().rate_limit_headers(key_item))
-        raise
-
-
 @app.route("/", methods=["GET"])
 def landing_page():
     return pages.landing(_request())
@@ -78,117 +48,9 @@ def favicon():
     return pages.favicon(_request())
 
 
-@app.route("/api/v1/health", methods=["GET"])
-@api
-def health():
-    check_storage(wiring.default_context())
-    return json_response(Health(status="ok"))
-
-
-@app.route("/api/v1/openapi.json", methods=["GET"])
-@api
-def openapi_document():
-    from chalicelib import openapi  # built on first request only
-
-    return json_response(openapi.document(app.routes))
-
-
-@app.route("/api/v1/me", methods=["GET"])
-@api
-def me():
-    return json_response(wiring.workspaces().me(_credentials()))
-
-
-@app.route("/api/v1/publish", methods=["POST"])
-@api
-def publish():
-    credentials, request = _authorized(parse_body, PublishRequest, write=True)
-    result = wiring.documents().publish(credentials, request,
-                                          _request().headers.get("idempotency-key"))
-    return json_response(result.response, headers=result.headers)
-
-
-@app.route("/api/v1/documents", methods=["GET"])
-@api
-def list_documents():
-    credentials, query = _authorized(parse_query, ListDocumentsQuery)
-    return json_response(wiring.documents().list(credentials, query.limit, query.cursor, query.query))
-
-
-@app.route("/api/v1/documents/{document_id}", methods=["GET"])
-@api
-def get_document(document_id):
-    credentials, query = _authorized(parse_query, GetDocumentQuery)
-    document = wiring.documents().get(credentials, document_id, query.include_html, query.version_id)
-    return json_response(document, exclude=None if query.include_html else {"html"})
-
-
-@app.route("/api/v1/documents/{document_id}", methods=["PATCH"])
-@api
-def update_document(document_id):
-    credentials, request = _authorized(parse_body, UpdateDocumentRequest)
-    return json_response(wiring.documents().update(credentials, document_id, request), exclude={"html"})
-
-
-@app.route("/api/v1/documents/{document_id}", methods=["DELETE"])
-@api
-def delete_document(document_id):
-    wiring.documents().delete(_credentials(), document_id)
-    return empty_response(204)
-
-
-@app.route("/api/v1/documents/{document_id}/edit", methods=["POST"])
-@api
-def edit_document(document_id):
-    credentials, request = _authorized(parse_body, EditRequest, write=True)
-    result = wiring.documents().edit(credentials, document_id, request)
-    return json_response(result.response, headers=result.headers)
-
-
-@app.route("/api/v1/documents/{document_id}/stats", methods=["GET"])
-@api
-def document_stats(document_id):
-    credentials, query = _authorized(parse_query, StatsQuery)
-    return json_response(wiring.views().stats(credentials, document_id, query.days))
-
-
-@app.route("/api/v1/documents/{document_id}/passphrase", methods=["PUT"])
-@api
-def set_passphrase(document_id):
-    credentials, request = _authorized(parse_body, PassphraseRequest)
-    wiring.sharing().set_passphrase(credentials, document_id, request.passphrase)
-    return empty_response(204)
-
-
-@app.route("/api/v1/documents/{document_id}/passphrase", methods=["DELETE"])
-@api
-def clear_passphrase(document_id):
-    wiring.sharing().clear_passphrase(_credentials(), document_id)
-    return empty_response(204)
-
-
-@app.route("/api/v1/documents/{document_id}/share/rotate", methods=["POST"])
-@api
-def rotate_share_link(document_id):
-    return json_response(wiring.sharing().rotate(_credentials(), document_id))
-
-
-@app.route("/api/v1/feedback", methods=["GET"])
-@api
-def list_feedback():
-    credentials, query = _authorized(parse_query, FeedbackListQuery)
-    return json_response(wiring.feedback().list(credentials, query.document_id, query.status,
-                                                  query.limit, query.cursor))
-
-
-@app.route("/api/v1/feedback/{feedback_id}/resolve", methods=["POST"])
-@api
-def resolve_feedback(feedback_id):
-    # The body is optional: none means {"resolved": true}.
-    parse = parse_body if _request().raw_body else (lambda _request, model: model())
-    credentials, request = _authorized(parse, ResolveFeedbackRequest)
-    return json_response(wiring.feedback().resolve(credentials, feedback_id, request.resolved))
-
+# REST v1: one route per entry of chalicelib/operations.py (which also makes the
+# OpenAPI document, the MCP tools and the OAuth scope table).
+rest.register(app)
 
 app.register_blueprint(share_pages)
 app.register_blueprint(mcp_blueprint)  # POST /mcp (the SDK is imported only when it is hit)

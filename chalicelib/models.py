@@ -156,6 +156,12 @@ class ListDocumentsQuery(QueryModel):
     query: Optional[Annotated[str, StringConstraints(max_length=500)]] = None
 
 
+class VersionListQuery(QueryModel):
+    limit: Annotated[int, Field(ge=1, le=100, description="Page size, 1 to 100.")] = 20
+    cursor: Optional[Annotated[str, StringConstraints(max_length=2048), Field(description=(
+        "`next_cursor` of the previous page of the same listing; anything else is 422."))]] = None
+
+
 class GetDocumentQuery(QueryModel):
     include_html: bool = False
     version_id: Optional[VersionId] = None
@@ -262,6 +268,12 @@ class VersionInfo(ResponseModel):
     note: Optional[str] = None
     created_at: str
     size_bytes: int
+
+
+class VersionList(ResponseModel):
+    """GET /documents/:id/versions: every version, newest first, a page at a time."""
+    versions: list[VersionInfo]
+    next_cursor: Optional[str] = None
 
 
 class DocumentDetail(DocumentSummary):

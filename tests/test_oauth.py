@@ -495,7 +495,8 @@ def test_tokens_are_stored_hashed_only(client, flow, storage):
 
 def test_every_mcp_tool_has_a_scope():
     from chalicelib.entrypoints.mcp_tools import TOOLS
-    from chalicelib.services.oauth import SCOPES, TOOL_SCOPES
+    from chalicelib.operations import TOOL_SCOPES
+    from chalicelib.services.oauth import SCOPES
 
     assert set(TOOLS) <= set(TOOL_SCOPES)
     assert set(TOOL_SCOPES.values()) == set(SCOPES)

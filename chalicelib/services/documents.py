@@ -29,7 +29,7 @@ from chalicelib.errors import (
 )
 from chalicelib.models import (
     DocumentDetail, DocumentList, DocumentSummary, EditRequest, EditResponse, EditSummary,
-    PublishRequest, PublishResponse, UpdateDocumentRequest, VersionInfo,
+    PublishRequest, PublishResponse, UpdateDocumentRequest, VersionInfo, VersionList,
 )
 from chalicelib.services import access, cdn, cursors, ratelimits
 from chalicelib.services.views import ViewService
@@ -387,6 +387,22 @@ class DocumentService:
         return DocumentDetail(**summary_model(doc).model_dump(), versions=[version_model(v) for v in versions],
                               passphrase_protected=bool(doc.get("passphrase_hash")), html=html,
                               views_total=views_total, last_viewed_at=last_viewed_at)
+
+    def versions(self, who: Who, document_id: str, limit: int = 20, cursor: Optional[str] = None) -> VersionList:
+        """Every version of a document, newest first, `limit` at a time; the cursor is
+        bound to the workspace and this document's listing (anything else is 422)."""
+        found = access.find_document(self.ctx, who, document_id, with_versions=True)
+        listing = f"versions:{found.document_id}"
+        raw = cursors.unseal(found.doc["workspace_id"], listing, cursor)
+        before = int(raw) if raw is not None and raw.isdigit() else None
+        if raw is not None and before is None:
+            raise ValidationFailed.field("cursor", cursors.MESSAGE)
+        newest_first = [v for v in reversed(found.versions) if before is None or v["number"] < before]
+        page = newest_first[:limit]
+        more = len(newest_first) > limit
+        return VersionList(versions=[version_model(v) for v in page],
+                           next_cursor=cursors.seal(found.doc["workspace_id"], listing,
+                                                    str(page[-1]["number"]) if more else None))
 
     def get_html(self, who: Who, document_id: str, version_number: Optional[int] = None) -> tuple[dict, dict, str]:
         """(document, version, html) of the latest or a numbered version."""

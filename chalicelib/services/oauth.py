@@ -41,14 +41,7 @@ SCOPE_DESCRIPTIONS = {
     "docs:write": "Publish, edit, rename and delete documents",
     "feedback": "Read viewer feedback and mark it resolved",
 }
-# Which scope each MCP tool needs.
-TOOL_SCOPES = {
-    "publish_document": "docs:write", "edit_document": "docs:write", "update_document": "docs:write",
-    "delete_document": "docs:write", "rotate_share_link": "docs:write", "set_passphrase": "docs:write",
-    "get_document": "docs:read", "list_documents": "docs:read", "find_document": "docs:read",
-    "get_workspace_info": "docs:read", "get_document_stats": "docs:read",
-    "list_feedback": "feedback", "resolve_feedback": "feedback",
-}
+# Which scope each MCP tool needs is declared with its operation (chalicelib/operations.py TOOL_SCOPES).
 
 ACCESS_TOKEN_PREFIX = "dpa_"
 REFRESH_TOKEN_PREFIX = "dpr_"
@@ -507,11 +500,12 @@ class OAuthService:
         return Principal(record["workspace_id"], record["grant_id"], record["client_id"], tuple(record["scopes"]))
 
     @staticmethod
-    def require_scope(principal: Optional[Principal], tool: str) -> None:
-        """A token acts within its scopes only (API keys have every scope)."""
+    def require_scope(principal: Optional[Principal], tool: str, needed: Optional[str]) -> None:
+        """A token acts within its scopes only (API keys have every scope). `needed`: the
+        scope the tool's operation declares; None (undeclared) fails closed: docs:write."""
         if principal is None:
             return
-        needed = TOOL_SCOPES.get(tool, "docs:write")  # a tool missing from the table: fail closed
+        needed = needed or "docs:write"
         if needed not in principal.scopes:
             raise InsufficientScope(
                 f"{tool} needs the {needed} scope; this connection was granted "

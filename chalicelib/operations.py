@@ -1,0 +1,311 @@
+"""Every operation of the public API, declared once.
+
+One `Operation` per operation: its name, method and path, request / query /
+response models, success status, the contract's error statuses, the OAuth scope
+it needs, its MCP tool(s) (name, title, description, hints) and `call`, the one
+service function it runs. Everything else is generated from this table:
+
+- the Chalice routes (chalicelib/entrypoints/rest.py registers one view each);
+- the OpenAPI document (chalicelib/openapi.py);
+- the MCP tool list (chalicelib/entrypoints/mcp_tools.py: a tool with a
+  hand-written typed function keeps it, any other tool's arguments are built
+  from the operation's path parameters and models);
+- the OAuth scope table (`TOOL_SCOPES`, what an access token needs per tool).
+
+Adding an operation = one entry here + one service function (docs/architecture.md
+walks through `listVersions`). `call` receives a `Call` (credentials, path
+parameters, the validated body / query, headers) and returns a response model
+(or a plain JSON object), a `Reply` (model + headers / excluded fields), or None
+for "no body".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional, Union
+
+from pydantic import BaseModel
+
+from chalicelib import models, wiring
+
+API_PREFIX = "/api/v1"
+
+# OAuth scopes (services/oauth.py SCOPES): what an access token must hold to run an operation's tools.
+READ, WRITE, FEEDBACK = "docs:read", "docs:write", "feedback"
+
+
+@dataclass(frozen=True)
+class Tool:
+    """An MCP tool of an operation. `description` may hold {placeholders} filled from
+    the limits table when a server is built (mcp_instructions.limit_words)."""
+    name: str
+    title: str
+    description: str
+    read_only: bool = False
+    idempotent: bool = False
+    destructive: bool = False
+
+
+@dataclass(frozen=True)
+class Call:
+    """What an operation's `call` gets: the same on REST and MCP."""
+    credentials: Any  # services.auth.Credentials, or an OAuth principal's Actor (MCP)
+    path: Mapping[str, str] = field(default_factory=dict)
+    body: Any = None  # the validated request model, or None
+    query: Any = None  # the validated query model, or None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    routes: Mapping[str, Any] = field(default_factory=dict)  # the app's route table (openapi only)
+
+
+@dataclass(frozen=True)
+class Reply:
+    body: Optional[BaseModel]
+    headers: Mapping[str, str] = field(default_factory=dict)
+    exclude: Optional[set[str]] = None
+
+
+Answer = Union[BaseModel, dict, Reply, None]
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str  # also the Chalice view name
+    method: str
+    path: str
+    operation_id: str
+    summary: str
+    call: Callable[[Call], Answer]
+    response: Optional[type[BaseModel]] = None  # None: no body (204) or `response_schema`
+    status: int = 200
+    request: Optional[type[BaseModel]] = None
+    query: Optional[type[BaseModel]] = None
+    errors: tuple[int, ...] = ()
+    auth: bool = True  # an API key is required
+    scope: Optional[str] = None  # the OAuth scope its tools need
+    tools: tuple[Tool, ...] = ()
+    write: bool = False  # a write under the rate limit: every answer carries X-RateLimit-*
+    body_optional: bool = False  # no body means the request model's defaults
+    tag: str = "documents"
+    response_schema: Optional[dict] = None
+    response_headers: dict = field(default_factory=dict)
+    header_parameters: tuple[dict, ...] = ()
+    links: dict = field(default_factory=dict)
+    example: Optional[dict] = None  # a valid request body (also used by the authorization matrix)
+
+
+# ------------------------------------------------------------------ OpenAPI decorations
+
+INT_HEADER = {"schema": {"type": "integer"}}
+RATE_HEADERS = {
+    "X-RateLimit-Limit": {"description": "Accepted writes allowed per window.", **INT_HEADER},
+    "X-RateLimit-Remaining": {"description": "Writes left in the current rolling window.", **INT_HEADER},
+    "X-RateLimit-Reset": {"description": "Seconds until a write slot frees.", **INT_HEADER},
+}
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key", "in": "header", "required": False,
+    "description": "A retry with the same key and body within 24 h returns the first answer.",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+}
+
+
+def _link(operation_id: str, description: str) -> dict:
+    return {"operationId": operation_id, "description": description,
+            "parameters": {"document_id": "$response.body#/document_id"}}
+
+
+DOCUMENT_LINKS = {
+    "GetDocument": _link("getDocument", "Read the document just written."),
+    "EditDocument": _link("editDocument", "Edit the document just written."),
+    "UpdateDocument": _link("updateDocument", "Change its title or description."),
+    "DeleteDocument": _link("deleteDocument", "Delete it."),
+}
+
+
+# ------------------------------------------------------------------ calls
+
+def _publish(c: Call) -> Reply:
+    result = wiring.documents().publish(c.credentials, c.body, c.headers.get("idempotency-key"))
+    return Reply(result.response, result.headers)
+
+
+def _edit(c: Call) -> Reply:
+    result = wiring.documents().edit(c.credentials, c.path["document_id"], c.body)
+    return Reply(result.response, result.headers)
+
+
+def _get(c: Call) -> Reply:
+    document = wiring.documents().get(c.credentials, c.path["document_id"], c.query.include_html,
+                                      c.query.version_id)
+    return Reply(document, exclude=None if c.query.include_html else {"html"})
+
+
+def _health(c: Call) -> BaseModel:
+    from chalicelib.services.health import check_storage
+
+    check_storage(wiring.default_context())
+    return models.Health(status="ok")
+
+
+def _openapi(c: Call) -> dict:
+    from chalicelib import openapi  # built on first request only
+
+    return openapi.document(c.routes)
+
+
+# ------------------------------------------------------------------ the table
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        "publish", "POST", "/api/v1/publish", "publish", "Create a document or append a version.",
+        _publish, models.PublishResponse, request=models.PublishRequest, errors=(403, 404, 409, 413, 429),
+        scope=WRITE, write=True, response_headers=RATE_HEADERS, header_parameters=(IDEMPOTENCY_KEY,),
+        links=DOCUMENT_LINKS,
+        example={"title": "Release notes", "html": "<h1>Release notes</h1><p>Draft</p>", "note": "first draft"},
+        tools=(Tool("publish_document", "Publish a document", (
+            "Publish HTML as a new document and get its shareable link (share_url), or, with document_id, "
+            "publish it as the next version of an existing document (same link; title and description are "
+            "replaced). Use this to create a document or to replace all of its HTML; to change part of an "
+            "existing document prefer edit_document. Limits: HTML at most {html_size}, else "
+            "document_too_large; a free workspace holds at most {free_documents} (one more is "
+            "plan_limit_reached; new versions of existing documents still work); publish and edit share a "
+            "write rate limit of {write_rate} (rate_limited, with retry_after_seconds).")),)),
+    Operation(
+        "edit_document", "POST", "/api/v1/documents/{document_id}/edit", "editDocument",
+        "Apply a batch of literal edits as one new version.",
+        _edit, models.EditResponse, request=models.EditRequest, errors=(404, 409, 413, 429),
+        scope=WRITE, write=True, response_headers=RATE_HEADERS, links=DOCUMENT_LINKS,
+        example={"edits": [{"old_string": "Draft", "new_string": "Final"}], "note": "final"},
+        tools=(Tool("edit_document", "Edit a document", (
+            "Change an existing document with exact search-and-replace edits on its latest HTML, creating "
+            "one new version (the share_url is unchanged). Matching is literal and case-sensitive (no regex, "
+            "whitespace counts): copy old_string exactly from get_document(include_html=true). Each "
+            "old_string must match exactly once unless replace_all is true (edit_ambiguous: add surrounding "
+            "text); a missing one is edit_not_found. The batch is atomic: if any edit fails, nothing is "
+            "stored. Limits: {edits}, resulting HTML at most {html_size_short}, {write_rate}.")),)),
+    Operation(
+        "get_document", "GET", "/api/v1/documents/{document_id}", "getDocument", "A document and its versions.",
+        _get, models.DocumentDetail, query=models.GetDocumentQuery, errors=(404,), scope=READ,
+        tools=(Tool("get_document", "Read a document", (
+            "Read one document: title, description, share_url, versions (oldest first), open feedback "
+            "count, and with include_html=true the HTML of the latest version (or of version_id). Use it "
+            "before edit_document to see the exact text to replace."), read_only=True),)),
+    Operation(
+        "update_document", "PATCH", "/api/v1/documents/{document_id}", "updateDocument",
+        "Change title and/or description (no new version).",
+        lambda c: Reply(wiring.documents().update(c.credentials, c.path["document_id"], c.body), exclude={"html"}),
+        models.DocumentDetail, request=models.UpdateDocumentRequest, errors=(404,), scope=WRITE,
+        example={"title": "Release notes (final)"},
+        tools=(Tool("update_document", "Rename or redescribe a document", (
+            "Change a document's title, description and share-link settings without creating a version "
+            "(the HTML is not touched): share_enabled=false withdraws the link (404) until set true again; "
+            "share_expires_at makes it stop working at that moment (410), null or \"never\" removes the "
+            "expiry. Give at least one field. Returns the document as get_document does."), idempotent=True),)),
+    Operation(
+        "rotate_share_link", "POST", "/api/v1/documents/{document_id}/share/rotate", "rotateShareLink",
+        "Give the document a new share link; the old one answers 404 at once.",
+        lambda c: wiring.sharing().rotate(c.credentials, c.path["document_id"]),
+        models.ShareRotated, errors=(404,), scope=WRITE,
+        tools=(Tool("rotate_share_link", "Replace the share link", (
+            "Give a document a new share_url, e.g. when the old link leaked: the old link answers 404 at "
+            "once (and is dropped from the CDN); versions, feedback and settings stay. Returns the new "
+            "share_url; share it with the people who should still have access.")),)),
+    Operation(
+        "set_passphrase", "PUT", "/api/v1/documents/{document_id}/passphrase", "setPassphrase",
+        "Protect the share link with a passphrase (Pro).",
+        lambda c: wiring.sharing().set_passphrase(c.credentials, c.path["document_id"], c.body.passphrase),
+        status=204, request=models.PassphraseRequest, errors=(403, 404), scope=WRITE,
+        example={"passphrase": "correct horse"},
+        tools=(Tool("set_passphrase", "Protect a share link", (
+            "Pro: protect a document's share link with a passphrase (viewers must enter it), or with "
+            "passphrase=null make it public again. Weak passphrases are refused with the reason "
+            "(validation_error). Returns the document as get_document does (passphrase_protected)."),
+            idempotent=True),)),
+    Operation(
+        "delete_document", "DELETE", "/api/v1/documents/{document_id}", "deleteDocument",
+        "Delete a document, its versions, feedback and share link.",
+        lambda c: wiring.documents().delete(c.credentials, c.path["document_id"]),
+        status=204, errors=(404,), scope=WRITE,
+        tools=(Tool("delete_document", "Delete a document", (
+            "Permanently delete a document: all its versions, its feedback and its share link (which then "
+            "answers 404). Cannot be undone. Frees a slot of the free plan's {free_documents}."),
+            idempotent=True, destructive=True),)),
+    Operation(
+        "list_documents", "GET", "/api/v1/documents", "listDocuments", "List (or find) the workspace's documents.",
+        lambda c: wiring.documents().list(c.credentials, c.query.limit, c.query.cursor, c.query.query),
+        models.DocumentList, query=models.ListDocumentsQuery, scope=READ,
+        tools=(Tool("list_documents", "List documents", (
+            "List the workspace's documents, most recently updated first, a page at a time (limit 1 to "
+            "100, default 20); pass next_cursor back as cursor for the next page. To look for a document "
+            "by name use find_document."), read_only=True),
+            Tool("find_document", "Find documents", (
+                "Find documents whose title or description contains the query (case-insensitive); exact and "
+                "prefix title matches come first. Use it to get the document_id of a document you know by "
+                "name."), read_only=True))),
+    Operation(
+        "me", "GET", "/api/v1/me", "getWorkspace", "The key's workspace, plan and entitlements.",
+        lambda c: wiring.workspaces().me(c.credentials), models.MeResponse, scope=READ, tag="workspace",
+        tools=(Tool("get_workspace_info", "Workspace and plan", (
+            "The workspace this API key belongs to: plan (free or pro), document_count and entitlements "
+            "(max_documents, max_html_bytes, write_rate_limit, Pro features). Use it to check limits "
+            "before publishing."), read_only=True),)),
+    Operation(
+        "list_feedback", "GET", "/api/v1/feedback", "listFeedback", "Viewer feedback, newest first.",
+        lambda c: wiring.feedback().list(c.credentials, c.query.document_id, c.query.status, c.query.limit,
+                                         c.query.cursor),
+        models.FeedbackList, query=models.FeedbackListQuery, errors=(404,), scope=FEEDBACK, tag="feedback",
+        tools=(Tool("list_feedback", "List viewer feedback", (
+            "List feedback viewers left on shared documents, newest first: open by default, or resolved / "
+            "all; optionally for one document_id. Each item has the message, the quoted passage (if any) "
+            "and the version it was written on. Page with next_cursor."), read_only=True),)),
+    Operation(
+        "resolve_feedback", "POST", "/api/v1/feedback/{feedback_id}/resolve", "resolveFeedback",
+        "Resolve (or reopen) a feedback entry.",
+        lambda c: wiring.feedback().resolve(c.credentials, c.path["feedback_id"], c.body.resolved),
+        models.Feedback, request=models.ResolveFeedbackRequest, body_optional=True, errors=(404,),
+        scope=FEEDBACK, tag="feedback", example={"resolved": True},
+        tools=(Tool("resolve_feedback", "Resolve feedback", (
+            "Mark a feedback item resolved (or reopen it with resolved=false), e.g. after fixing the "
+            "document with edit_document. Returns the updated feedback item."), idempotent=True),)),
+    Operation(
+        "document_stats", "GET", "/api/v1/documents/{document_id}/stats", "getDocumentStats",
+        "Views of the share link: all time, per version, per UTC day of the window.",
+        lambda c: wiring.views().stats(c.credentials, c.path["document_id"], c.query.days),
+        models.DocumentStats, query=models.StatsQuery, errors=(404,), scope=READ,
+        tools=(Tool("get_document_stats", "View statistics", (
+            "How often a document's share link was viewed (never by whom): views_total (all time), views "
+            "per UTC day over the last `days` days (1 to 90, default 30; oldest first, zeros included) and "
+            "all-time views per version. Bots and prefetches are not counted."), read_only=True),)),
+    Operation(
+        "list_versions", "GET", "/api/v1/documents/{document_id}/versions", "listVersions",
+        "Every version of a document, newest first, a page at a time.",
+        lambda c: wiring.documents().versions(c.credentials, c.path["document_id"], c.query.limit, c.query.cursor),
+        models.VersionList, query=models.VersionListQuery, errors=(404,), scope=READ,
+        tools=(Tool("list_versions", "List versions", (
+            "List a document's versions (version_id, number, note, created_at, size_bytes), newest first, "
+            "a page at a time; pass next_cursor back as cursor for the next page. get_document with "
+            "version_id reads one version's HTML."), read_only=True),)),
+    # REST only (MCP: set_passphrase with passphrase=null).
+    Operation(
+        "clear_passphrase", "DELETE", "/api/v1/documents/{document_id}/passphrase", "removePassphrase",
+        "Make the share link public again (Pro).",
+        lambda c: wiring.sharing().clear_passphrase(c.credentials, c.path["document_id"]),
+        status=204, errors=(403, 404), scope=WRITE),
+    Operation(
+        "health", "GET", "/api/v1/health", "health", "Can the service reach its storage?",
+        _health, models.Health, auth=False, tag="service"),
+    Operation(
+        "openapi_document", "GET", "/api/v1/openapi.json", "openapi", "This OpenAPI document.",
+        _openapi, response_schema={"type": "object"}, auth=False, tag="service"),
+)
+
+
+def tools() -> list[tuple[Operation, Tool]]:
+    """Every MCP tool with its operation, in the order tools/list shows them."""
+    return [(op, tool) for op in OPERATIONS for tool in op.tools]
+
+
+# Which OAuth scope each MCP tool needs (a tool missing here is refused: services/oauth.py).
+TOOL_SCOPES: dict[str, str] = {tool.name: op.scope or WRITE for op, tool in tools()}
+
+
+def by_name(name: str) -> Operation:
+    return next(op for op in OPERATIONS if op.name == name)
