@@ -307,6 +307,19 @@ def client_calls(path: Path) -> list[tuple[str, str, str]]:
     return calls
 
 
+def transaction_actions() -> list[str]:
+    """The IAM actions of every kind of TransactWriteItems action the whole AWS
+    adapter builds (`{"Put": ...}`, `{"ConditionCheck": ...}` ...), wherever in
+    chalicelib/adapters/aws/ the action is written (oauth.py adds a ConditionCheck)."""
+    kinds: set[str] = set()
+    for path in sorted((ROOT / "chalicelib" / "adapters" / "aws").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Dict):
+                kinds.update(k.value for k in node.keys
+                             if isinstance(k, ast.Constant) and k.value in TRANSACTION_ACTIONS)
+    return [TRANSACTION_ACTIONS[k] for k in sorted(kinds)]
+
+
 def code_actions() -> dict[str, list[str]]:
     """IAM action -> where the Lambda code needs it."""
     needed: dict[str, list[str]] = {}
@@ -326,9 +339,7 @@ def code_actions() -> dict[str, list[str]]:
                 method = method.split(":", 1)[1]
                 names = ACTIONS[service].get(method)
             elif service == "dynamodb" and method == "transact_write_items":
-                names = [TRANSACTION_ACTIONS[k] for k in TRANSACTION_ACTIONS
-                         if re.search(rf"[{{,]\s*[\"']{k}[\"']\s*:", (ROOT / "chalicelib").joinpath(
-                             "adapters/aws/table.py").read_text())]
+                names = transaction_actions()
             else:
                 names = ACTIONS[service].get(method)
             assert names is not None, (
@@ -825,3 +836,9 @@ def test_a_content_domain_gets_its_own_distribution_that_serves_content_only(tem
     variables = resources["APIHandler"]["Properties"]["Environment"]["Variables"]
     assert "ContentDomainName" in json.dumps(variables["DOCPUB_CONTENT_URL"])
     assert CONTENT_ROUTE == "/d/{share_id}/v/{version_id}"
+
+
+def test_transaction_scan_sees_every_kind_of_action_the_adapter_builds():
+    """A ConditionCheck inside a transaction needs dynamodb:ConditionCheckItem
+    (OAuth refresh rotation, adapters/aws/oauth.py); scanning table.py alone missed it."""
+    assert set(transaction_actions()) == {"PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"}
