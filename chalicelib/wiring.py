@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from chalicelib import config
 from chalicelib.ports import Repositories
 from chalicelib.ports.cdn import CdnInvalidator
+from chalicelib.ports.mail import Mailer
 from chalicelib.services.context import Context
 
 if TYPE_CHECKING:
@@ -51,12 +52,27 @@ def build_cdn() -> CdnInvalidator:
     return default_invalidator()
 
 
+def build_mailer() -> Mailer:
+    """The configured Mailer (DOCPUB_MAIL: outbox, smtp(s)://, ses; adapters/mail)."""
+    from chalicelib.adapters.mail import build_mailer as configured
+
+    return configured()
+
+
+def read_outbox(limit: int) -> dict:
+    """The latest messages of the outbox folder (`make admin ARGS=outbox`)."""
+    from chalicelib.adapters.mail.outbox import read_outbox as read
+
+    return {"outbox": config.outbox_dir(), "messages": read(config.outbox_dir(), limit)}
+
+
 def new_context(**overrides: Any) -> Context:
-    """A Context on the configured adapters; `overrides` replace fields (clock, sleep, repos, cdn)."""
+    """A Context on the configured adapters; `overrides` replace fields (clock, sleep, repos, cdn, mail_factory)."""
     if "repos" not in overrides:
         overrides["repos"] = build_repositories()
     if "cdn" not in overrides:
         overrides["cdn"] = build_cdn()
+    overrides.setdefault("mail_factory", build_mailer)
     return Context(**overrides)
 
 

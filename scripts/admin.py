@@ -34,6 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
                                          "retry pending CDN invalidations")
     sub.add_parser("cdn-pending", help="CDN invalidations of withdrawn links not yet accepted (oldest first)")
     sub.add_parser("cdn-retry", help="send pending CDN invalidations again")
+    outbox = sub.add_parser("outbox", help="the latest messages in the mail outbox (DOCPUB_MAIL=outbox) "
+                                          "with their links, newest first")
+    outbox.add_argument("--limit", type=int, default=10)
     return parser
 
 
@@ -65,6 +68,8 @@ def run(args) -> dict:
             from chalicelib.services import cdn
 
             return {"pending": cdn.pending(wiring.default_context())}
+        if args.command == "outbox":
+            return wiring.read_outbox(args.limit)
         if args.command == "cdn-retry":
             from chalicelib.services import cdn
 

@@ -4,6 +4,7 @@ The default Context of a running process is built by chalicelib/wiring.py (the
 composition root), never here: services import ports only."""
 from __future__ import annotations
 
+import functools
 import random
 import secrets
 import time
@@ -17,6 +18,7 @@ from chalicelib.ports import (
     SessionRepository, StorageHealth, UserRepository, ViewCounterRepository, WorkspaceRepository,
 )
 from chalicelib.ports.cdn import CdnInvalidator, NoCdn, PendingInvalidationRepository
+from chalicelib.ports.mail import Mailer
 from chalicelib.ports.oauth import OAuthRepository
 
 
@@ -41,6 +43,10 @@ def new_workspace_id() -> str:
     return "ws_" + secrets.token_urlsafe(12)
 
 
+def _no_mailer() -> Mailer:
+    raise RuntimeError("this Context has no mailer: build it with chalicelib.wiring.new_context()")
+
+
 @dataclass
 class Context:
     """Built by the composition root (chalicelib/wiring.py), which picks the adapters;
@@ -49,6 +55,8 @@ class Context:
     # Edge coherence: the CDN told about withdrawn links (services/cdn.py); not storage.
     cdn: CdnInvalidator = field(default_factory=NoCdn)
     clock: Callable[[], float] = time.time
+    # Outgoing mail (ports/mail.py), built on first use: DOCPUB_MAIL picks the adapter.
+    mail_factory: Callable[[], Mailer] = _no_mailer
     # Backoff between optimistic-concurrency retries; tests may inject a no-op.
     sleep: Callable[[float], None] = time.sleep
 
@@ -56,6 +64,10 @@ class Context:
         """Short jittered pause before retrying a write that lost a race."""
         if attempt:
             self.sleep(random.uniform(0, min(0.1, 0.002 * (2 ** min(attempt, 6)))))
+
+    @functools.cached_property
+    def mail(self) -> Mailer:
+        return self.mail_factory()
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
