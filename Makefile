@@ -10,7 +10,7 @@ STACK ?= docpub-$(STAGE)
 BUILD_DIR ?= build
 export PORT
 
-.PHONY: run test test-fast admin bench bench-embedded load openapi package deploy lint-infra clean
+.PHONY: run test test-fast lint admin bench bench-embedded load openapi package deploy lint-infra clean
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +22,13 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt
 run: $(BIN)/.installed
 	$(BIN)/python -m scripts.local_stack --host $(HOST) --port $(PORT)
 
-test: $(BIN)/.installed
+# ruff + mypy (pyproject.toml: strict on domain/, services/, ports/), then every test.
+test: lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 test-fast: $(BIN)/.installed
 	$(BIN)/python -m pytest -q -m "not e2e and not browser" $(PYTEST_ARGS)

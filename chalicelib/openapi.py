@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from pydantic import BaseModel, TypeAdapter
@@ -67,7 +67,7 @@ SECURITY_SCHEMES = {
     "BearerAuth": {"type": "http", "scheme": "bearer",
                    "description": "The same API key as `Authorization: Bearer <key>`."},
 }
-KEY_SECURITY = [{"ApiKeyHeader": []}, {"BearerAuth": []}]
+KEY_SECURITY: list[dict[str, list[str]]] = [{"ApiKeyHeader": []}, {"BearerAuth": []}]
 
 
 # OAuth 2.1 for MCP clients (docs/mcp.md): standard OAuth wire formats, with RFC 6749
@@ -181,7 +181,7 @@ def operation_for(method: str, path: str) -> Optional[Operation]:
 
 def model_schema(model: type[BaseModel], mode: str, components: dict) -> dict:
     """The model's JSON schema as a $ref; its definitions go into components."""
-    schema = model.model_json_schema(ref_template=REF_TEMPLATE, mode=mode)
+    schema = model.model_json_schema(ref_template=REF_TEMPLATE, mode=mode)  # type: ignore[arg-type]
     for name, definition in schema.pop("$defs", {}).items():
         components[name] = definition
     components[model.__name__] = schema

@@ -148,7 +148,7 @@ def _health(c: Call) -> BaseModel:
 def _openapi(c: Call) -> dict:
     from chalicelib import openapi  # built on first request only
 
-    return openapi.document(c.routes)
+    return openapi.document(dict(c.routes))
 
 
 # ------------------------------------------------------------------ the table

@@ -295,7 +295,6 @@ def test_concurrent_resolves_do_not_drift(ctx, client, workspace):
 
 
 def test_deleting_a_document_deletes_its_feedback(ctx, client, workspace):
-    from chalicelib.adapters.aws import clients as aws
 
     _, key = workspace
     doc = publish(client, key)

@@ -7,6 +7,7 @@ import signal
 import socket
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import psutil

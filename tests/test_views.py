@@ -6,7 +6,7 @@ import json
 import pytest
 
 from chalicelib.domain import views as rules
-from tests.helpers import post_json, run_together
+from tests.helpers import run_together
 from tests.sharing_helpers import FORM, cookie_of, pro, publish, set_passphrase, unlock  # noqa: F401
 
 CHROME = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "

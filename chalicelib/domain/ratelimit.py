@@ -36,6 +36,7 @@ class SlotDecision:
 
     def refuse(self, message: str) -> RateLimited:
         """The 429 for a refused decision, with Retry-After and X-RateLimit-*."""
+        assert self.retry_after is not None, "only a refused decision is refused"
         error = RateLimited(self.retry_after, message)
         error.headers.update(self.headers())
         return error

@@ -14,6 +14,7 @@ is rewritten into the contract's body.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from chalice import Blueprint, Response
 
@@ -95,7 +96,7 @@ def _response(status: int, headers: dict[str, str], body: bytes) -> Response:
         error_class = _STATUS_ERRORS.get(status, errors.InternalError)
         message = body.decode("utf-8", "replace").strip() or f"The MCP endpoint answered HTTP {status}."
         return error_response(error_class(message, status=status))
-    out = {name.title(): value for name, value in headers.items() if name in _PASS_HEADERS}
+    out: dict[str, Any] = {name.title(): value for name, value in headers.items() if name in _PASS_HEADERS}
     if not body:
         return Response(body="", status_code=status, headers=out)
     out["Content-Type"] = JSON_TYPE if headers.get("content-type", "").startswith("application/json") \

@@ -49,7 +49,7 @@ from chalicelib.services.oauth import OAuthService, Principal
 log = logging.getLogger("docpub.mcp")
 
 SERVER_NAME = "docpub"
-_who: contextvars.ContextVar[Credentials] = contextvars.ContextVar("docpub_mcp_credentials")
+_who: contextvars.ContextVar[Union[Credentials, Actor]] = contextvars.ContextVar("docpub_mcp_credentials")
 _principal: contextvars.ContextVar[Optional[Principal]] = contextvars.ContextVar("docpub_mcp_principal",
                                                                                 default=None)
 
@@ -353,7 +353,7 @@ def generated_tool(op: operations.Operation, tool: operations.Tool) -> Callable:
     fields: dict[str, list[str]] = {"query": [], "body": []}
     for where, model in (("query", op.query), ("body", op.request)):
         for name, info in (model.model_fields.items() if model is not None else ()):
-            annotation = Annotated[(info.annotation, *info.metadata, Field(description=info.description))]
+            annotation = Annotated[(info.annotation, *info.metadata, Field(description=info.description))]  # type: ignore[name-defined]
             default = inspect.Parameter.empty if info.is_required() else info.get_default()
             parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
                                                 default=default))
@@ -372,6 +372,8 @@ def generated_tool(op: operations.Operation, tool: operations.Tool) -> Callable:
         except Exception as exc:  # noqa: BLE001 - mapped by as_error, like every tool
             return error_result(as_error(exc))
         if isinstance(answer, operations.Reply):
+            if answer.body is None:
+                raise TypeError(f"{op.name} answered no body")
             return ok_result(answer.body, answer.exclude)
         return ok_result(answer)
 
@@ -431,8 +433,8 @@ def build_server() -> DocpubMCP:
     server = DocpubMCP(name=SERVER_NAME, title="Docpub", instructions=instructions(), version="1",
                        log_level="WARNING")
     descriptions = tool_descriptions()
-    for name, (fn, title, annotations, _description) in TOOLS.items():
-        server.add_tool(fn, name=name, title=title, description=descriptions[name], annotations=annotations)
+    for name, (fn, title, tool_annotations, _description) in TOOLS.items():
+        server.add_tool(fn, name=name, title=title, description=descriptions[name], annotations=tool_annotations)
     return server
 
 

@@ -36,7 +36,7 @@ def _view(app: Any, op: Operation) -> Callable[..., Any]:
             if op.query is not None:
                 query = parse_query(request, op.query)
         except DocpubError as exc:
-            if op.auth:  # the key is judged first; only looked up here, when the input is invalid
+            if credentials is not None:  # the key is judged first; only looked up here, when the input is invalid
                 key_item = wiring.workspaces().authenticate(credentials)
                 if op.write:  # every publish/edit answer carries the rate-limit headers
                     exc.headers.update(wiring.documents().rate_limit_headers(key_item))

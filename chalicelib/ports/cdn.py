@@ -3,6 +3,7 @@ remembering the requests it did not accept (services/cdn.py)."""
 from __future__ import annotations
 
 from typing import Protocol
+from chalicelib.ports.records import Record
 
 
 class CdnInvalidator(Protocol):
@@ -28,7 +29,7 @@ class PendingInvalidationRepository(Protocol):
         """Record (or, if already pending, count one more failed attempt at) `path`;
         the first `created_ms` is kept."""
 
-    def list(self, limit: int) -> list[dict]:
+    def list(self, limit: int) -> list[Record]:
         """Pending paths, oldest first: {path, reason, created_ms, attempts,
         last_attempt_ms, last_error}."""
 

@@ -6,7 +6,7 @@ storage errors both adapters raise are in chalicelib/ports/errors.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any
 
 # The storage errors live in chalicelib/ports/errors.py; re-exported here for older imports.
 from chalicelib.ports.errors import (  # noqa: F401
@@ -14,6 +14,18 @@ from chalicelib.ports.errors import (  # noqa: F401
     NotFound, OutcomeUnknown, QuotaExceeded, StaleDocument, StorageError, StorageUnavailable, Unavailable, UserExists,
     WriteRefused, definitely_not_applied,
 )
+
+
+__all__ = [
+    "Record", "RateSlot", "IdempotencyRecord", "RateClaim",
+    "BadCursor", "BlobNotFound", "Conflict", "DocumentCapReached", "FeedbackGone", "GuardFailed", "InvalidCursor",
+    "KeyCapReached", "NotFound", "OutcomeUnknown", "QuotaExceeded", "StaleDocument", "StorageError",
+    "StorageUnavailable", "Unavailable", "UserExists", "WriteRefused", "definitely_not_applied",
+]
+
+# A stored record as the adapters hand it over (field names in docs/architecture.md);
+# the typed records of the ports replace it aggregate by aggregate.
+Record = dict[str, Any]
 
 
 # ------------------------------------------------------------------ records

@@ -13,96 +13,96 @@ from dataclasses import dataclass
 from typing import Iterable, Optional, Protocol
 
 from chalicelib.ports.oauth import OAuthRepository
-from chalicelib.ports.records import IdempotencyRecord, RateClaim, RateSlot
+from chalicelib.ports.records import IdempotencyRecord, RateClaim, RateSlot, Record
 from chalicelib.ports.views import ViewCounterRepository
 
 
 class WorkspaceRepository(Protocol):
-    def get(self, workspace_id: str) -> Optional[dict]:
+    def get(self, workspace_id: str) -> Optional[Record]:
         """The workspace with its `document_count` and `key_count`, or None."""
 
-    def create(self, workspace: dict) -> None:
+    def create(self, workspace: Record) -> None:
         """Store a new workspace (counts start at 0)."""
 
-    def set_plan(self, workspace_id: str, plan: str) -> dict:
+    def set_plan(self, workspace_id: str, plan: str) -> Record:
         """Change the plan; returns the workspace as stored."""
 
-    def set_fields(self, workspace_id: str, fields: dict) -> dict:
+    def set_fields(self, workspace_id: str, fields: Record) -> Record:
         """Set fields (None removes one); returns the workspace as stored."""
 
 
 class ApiKeyRepository(Protocol):
-    def get(self, key_id: str) -> Optional[dict]:
+    def get(self, key_id: str) -> Optional[Record]:
         """The key record (hash, workspace_id, `writes` log, `writes_seq`, revoked_at), or None."""
 
-    def create(self, record: dict, max_keys: Optional[int]) -> None:
+    def create(self, record: Record, max_keys: Optional[int]) -> None:
         """Store a key and count it in the workspace's `key_count`, atomically;
         KeyCapReached if `max_keys` active keys exist already."""
 
-    def revoke(self, key_id: str, now_ms: int) -> Optional[dict]:
+    def revoke(self, key_id: str, now_ms: int) -> Optional[Record]:
         """Mark revoked and free its place in the count (once); the record, or None if unknown."""
 
-    def list_for_workspace(self, workspace_id: str) -> list[dict]:
+    def list_for_workspace(self, workspace_id: str) -> list[Record]:
         """Every key of a workspace (revoked too), newest first."""
 
 
 class DocumentRepository(Protocol):
     """Documents, their versions, share links and idempotency records."""
 
-    def get(self, document_id: str) -> Optional[dict]:
+    def get(self, document_id: str) -> Optional[Record]:
         """The document record (a `deleting` one too), or None."""
 
     def get_with_key(self, key_id: str, document_id: Optional[str] = None,
                      idempotency_digest: Optional[str] = None
-                     ) -> tuple[Optional[dict], Optional[dict], Optional[dict]]:
+                     ) -> tuple[Optional[Record], Optional[Record], Optional[Record]]:
         """(key record, document, idempotency record) in one read."""
 
-    def get_with_versions(self, document_id: str) -> tuple[Optional[dict], list[dict]]:
+    def get_with_versions(self, document_id: str) -> tuple[Optional[Record], list[Record]]:
         """The document and its versions, oldest first."""
 
-    def get_version(self, document_id: str, number: int) -> Optional[dict]: ...
+    def get_version(self, document_id: str, number: int) -> Optional[Record]: ...
 
-    def get_share(self, share_id: str) -> Optional[dict]:
+    def get_share(self, share_id: str) -> Optional[Record]:
         """{share_id, document_id, workspace_id} of a live share link, or None."""
 
     def get_for_share(self, share_id: str, version_number: Optional[int] = None
-                      ) -> tuple[Optional[dict], Optional[dict], Optional[dict], Optional[dict]]:
+                      ) -> tuple[Optional[Record], Optional[Record], Optional[Record], Optional[Record]]:
         """(share link, document, workspace, version N or None)."""
 
-    def list_page(self, workspace_id: str, limit: int, cursor: Optional[str]) -> tuple[list[dict], Optional[str]]:
+    def list_page(self, workspace_id: str, limit: int, cursor: Optional[str]) -> tuple[list[Record], Optional[str]]:
         """Live documents, most recently updated first; the cursor is opaque and bound
         to the workspace (BadCursor otherwise). None: no more pages."""
 
-    def list_all(self, workspace_id: str) -> list[dict]:
+    def list_all(self, workspace_id: str) -> list[Record]:
         """Every live document, most recently updated first."""
 
-    def get_idempotency(self, key_id: str, key_digest: str) -> Optional[dict]:
+    def get_idempotency(self, key_id: str, key_digest: str) -> Optional[Record]:
         """{request_hash, response, expires_at} or None."""
 
-    def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
+    def create(self, doc: Record, version: Record, max_documents: int, uncapped_plans: Iterable[str],
                slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
         """Document + version 1 + share link + guards, atomically, counted in the
         workspace's `document_count` (DocumentCapReached at `max_documents` unless the
         plan, as stored at commit, is uncapped). GuardFailed("rate"|"idem")."""
 
-    def append_version(self, doc: dict, version: dict, changes: dict,
+    def append_version(self, doc: Record, version: Record, changes: Record,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
         """Version N+1 only if the document still has `doc["version_count"]` = N versions
         and is not being deleted (StaleDocument otherwise), with `changes` to its fields
         and the guards, atomically."""
 
-    def update_fields(self, doc: dict, fields: dict) -> dict:
+    def update_fields(self, doc: Record, fields: Record) -> Record:
         """Change metadata (no version); StaleDocument if gone or being deleted."""
 
-    def set_passphrase(self, doc: dict, passphrase_hash: Optional[str]) -> dict:
+    def set_passphrase(self, doc: Record, passphrase_hash: Optional[str]) -> Record:
         """Store (None: remove) the passphrase hash and bump `passphrase_epoch`."""
 
-    def rotate_share(self, doc: dict, new_share_id: str) -> None:
+    def rotate_share(self, doc: Record, new_share_id: str) -> None:
         """Atomically: the document's `share_id` becomes `new_share_id`, a share link for it
         exists and the old one is gone. StaleDocument if the document's share id is no
         longer `doc["share_id"]`, or it is gone or being deleted."""
 
-    def begin_delete(self, doc: dict) -> None:
+    def begin_delete(self, doc: Record) -> None:
         """Mark `deleting` (hidden from lists and share links), drop the share link and
         free the place in `document_count`, atomically; StaleDocument if already marked."""
 
@@ -112,18 +112,18 @@ class DocumentRepository(Protocol):
 
 
 class FeedbackRepository(Protocol):
-    def get(self, feedback_id: str) -> Optional[dict]: ...
+    def get(self, feedback_id: str) -> Optional[Record]: ...
 
-    def create(self, feedback: dict, rate: Optional[RateClaim]) -> None:
+    def create(self, feedback: Record, rate: Optional[RateClaim]) -> None:
         """Store feedback, +1 the document's `open_feedback_count` and claim the rate
         log, atomically. StaleDocument, GuardFailed("rate")."""
 
-    def set_status(self, feedback: dict, resolved: bool, now_ms: int) -> None:
+    def set_status(self, feedback: Record, resolved: bool, now_ms: int) -> None:
         """open -> resolved (count - 1) or back (count + 1), only from the expected
         state; FeedbackGone otherwise."""
 
     def page(self, workspace_id: str, document_id: Optional[str], status: Optional[str], limit: int,
-             cursor: Optional[str]) -> tuple[list[dict], Optional[str]]:
+             cursor: Optional[str]) -> tuple[list[Record], Optional[str]]:
         """Newest first, of a workspace (or one document), optionally one status; BadCursor."""
 
     def delete_for_document(self, document_id: str) -> int: ...
@@ -132,7 +132,7 @@ class FeedbackRepository(Protocol):
 class RateLimitRepository(Protocol):
     """Sliding logs of standalone limits (per IP, per account, per workspace)."""
 
-    def get(self, scope: str) -> Optional[dict]:
+    def get(self, scope: str) -> Optional[Record]:
         """{hits: [ms...], seq: int, expires_at} or None."""
 
     def claim(self, scope: str, expected_seq: int, new_log: list[int], expires_at: int) -> bool:
@@ -140,9 +140,9 @@ class RateLimitRepository(Protocol):
 
 
 class UserRepository(Protocol):
-    def get(self, email_lower: str) -> Optional[dict]: ...
+    def get(self, email_lower: str) -> Optional[Record]: ...
 
-    def create(self, user: dict) -> None:
+    def create(self, user: Record) -> None:
         """UserExists if the email is taken."""
 
     def delete(self, email_lower: str) -> None: ...
@@ -155,9 +155,9 @@ class SessionRepository(Protocol):
     """Dashboard sessions by the SHA-256 of the session id. `expires_ms` is checked
     by the service on every read."""
 
-    def get(self, session_hash: str) -> Optional[dict]: ...
+    def get(self, session_hash: str) -> Optional[Record]: ...
 
-    def create(self, session: dict) -> None: ...
+    def create(self, session: Record) -> None: ...
 
     def delete(self, session_hash: str) -> None: ...
 

@@ -21,7 +21,7 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, TYPE_CHECKING
 
 from chalicelib import config
 from chalicelib.domain import limits
@@ -45,6 +45,9 @@ BAD_CREDENTIALS = "Email or password is incorrect."
 SIGN_UP_REFUSED = ("We could not create an account with these details. "
                    "If you already have an account, sign in instead.")
 CSRF_SALT = "docpub.dashboard.csrf"
+
+if TYPE_CHECKING:
+    from argon2 import PasswordHasher
 
 
 @dataclass(frozen=True)
@@ -71,14 +74,14 @@ def normalise_email(email: Optional[str]) -> str:
 
 
 @functools.lru_cache(maxsize=8)
-def _hasher(cost: tuple[int, int, int]):
+def _hasher(cost: tuple[int, int, int]) -> PasswordHasher:
     from argon2 import PasswordHasher, Type
 
     time_cost, memory_kib, parallelism = cost
     return PasswordHasher(time_cost=time_cost, memory_cost=memory_kib, parallelism=parallelism, type=Type.ID)
 
 
-def password_hasher():
+def password_hasher() -> PasswordHasher:
     return _hasher(config.argon2_cost())
 
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import Optional
 
+from chalicelib.ports.records import Record
 from chalicelib.services.context import Context
 
 log = logging.getLogger("docpub")
@@ -57,12 +57,12 @@ def withdraw(ctx: Context, share_id: str, reason: str) -> bool:
         return False
 
 
-def pending(ctx: Context, limit: int = RETRY_BATCH) -> list[dict]:
+def pending(ctx: Context, limit: int = RETRY_BATCH) -> list[Record]:
     """Invalidations not yet accepted by the CDN, oldest first."""
     return ctx.cdn_pending.list(limit) if ctx.cdn_pending is not None else []
 
 
-def retry_pending(ctx: Context, limit: int = RETRY_BATCH) -> dict:
+def retry_pending(ctx: Context, limit: int = RETRY_BATCH) -> Record:
     """Send every pending path again, in one invalidation; drop those accepted."""
     items = pending(ctx, limit)
     if not items:

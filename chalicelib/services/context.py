@@ -11,7 +11,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Callable
+from typing import Callable, overload
 
 from chalicelib.ports import (
     ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository, Repositories,
@@ -106,6 +106,7 @@ class Context:
 
     @property
     def oauth(self) -> OAuthRepository:
+        assert self.repos.oauth is not None, "this storage has no OAuth repository"
         return self.repos.oauth
 
     @property
@@ -114,13 +115,17 @@ class Context:
 
     @property
     def cdn_pending(self) -> PendingInvalidationRepository:
-        return self.repos.cdn_pending
+        return self.repos.cdn_pending  # type: ignore[return-value]  # set by both adapters
 
     @property
     def views(self) -> ViewCounterRepository:
         return self.repos.views
 
 
+@overload
+def rfc3339(ms: int) -> str: ...
+@overload
+def rfc3339(ms: None) -> None: ...
 def rfc3339(ms: int | None) -> str | None:
     if ms is None:
         return None

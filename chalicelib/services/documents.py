@@ -12,9 +12,10 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 from chalicelib import config
+from chalicelib.ports.records import Record
 from chalicelib.ports import (
     BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
     definitely_not_applied, document_prefix, version_key,
@@ -60,7 +61,7 @@ def share_url(share_id: str) -> str:
     return f"{config.base_url()}/d/{share_id}"
 
 
-def summary_model(doc: dict) -> DocumentSummary:
+def summary_model(doc: Record) -> DocumentSummary:
     return DocumentSummary(
         document_id=doc["document_id"], title=doc["title"], description=doc.get("description", ""),
         share_url=share_url(doc["share_id"]), created_at=rfc3339(doc["created_ms"]),
@@ -71,7 +72,7 @@ def summary_model(doc: dict) -> DocumentSummary:
     )
 
 
-def version_model(item: dict) -> VersionInfo:
+def version_model(item: Record) -> VersionInfo:
     return VersionInfo(version_id=item["version_id"], number=item["number"], note=item.get("note"),
                        created_at=rfc3339(item["created_ms"]), size_bytes=item["size_bytes"])
 
@@ -85,7 +86,7 @@ def _request_hash(request: PublishRequest, data: bytes) -> str:
     return digest.hexdigest()
 
 
-def _gave_up(doc: Optional[dict], key_busy: bool, doing: str) -> DocpubError:
+def _gave_up(doc: Optional[Record], key_busy: bool, doing: str) -> DocpubError:
     """Every attempt lost a race: say which. Racing writes through one API key
     contend for its write-limit slot (nothing about the document changed), so
     that is a 429 "retry in a second" (a refusal: nothing stored, no slot used),
@@ -104,12 +105,18 @@ class DocumentService:
     # ---------------------------------------------------------------- loading
 
     def _load(self, who: Who, document_id: Optional[str] = None, idempotency_digest: Optional[str] = None,
-              include_deleting: bool = False, seen: Optional[dict] = None
-              ) -> tuple[Actor, Optional[dict], Optional[dict]]:
+              include_deleting: bool = False, seen: Optional[Record] = None
+              ) -> tuple[Actor, Optional[Record], Optional[Record]]:
         """Verify the caller and read the document (and idempotency record) in one round trip."""
         found = access.find_document(self.ctx, who, document_id, include_deleting=include_deleting,
                                      idempotency_digest=idempotency_digest, seen=seen)
         return found.actor, found.doc, found.idempotency
+
+    def _load_document(self, who: Who, document_id: str, include_deleting: bool = False,
+                       seen: Optional[Record] = None) -> tuple[Actor, Record]:
+        """Verify the caller and read an existing document (the one NotFound otherwise)."""
+        found = access.find_document(self.ctx, who, document_id, include_deleting=include_deleting, seen=seen)
+        return found.actor, found.document
 
     def _slot(self, actor: Actor, now_ms: int) -> tuple[Optional[SlotDecision], Optional[RateSlot]]:
         if actor.key_item is None:
@@ -117,21 +124,21 @@ class DocumentService:
         rate = limits.write_rate()
         decision = decide(actor.key_item.get("writes", []), now_ms, rate.limit, rate.window_seconds)
         if not decision.allowed:
-            raise decision.refuse(limits.write_refusal(decision.retry_after))
+            raise decision.refuse(limits.write_refusal(decision.retry_after or 1))
         slot = RateSlot(actor.key_item["key_id"], actor.key_item.get("writes_seq", 0),
                         decision.new_log, now_ms)
         return decision, slot
 
-    def rate_limit_headers(self, key_item: Optional[dict]) -> dict[str, str]:
+    def rate_limit_headers(self, key_item: Optional[Record]) -> dict[str, str]:
         """The key's current X-RateLimit-* (no slot claimed)."""
         if key_item is None:
             return {}
         rate = limits.write_rate()
         return current_headers(key_item.get("writes", []), self.ctx.now_ms(), rate.limit, rate.window_seconds)
 
-    def _with_rate_headers(self, write):
+    def _with_rate_headers(self, write: Callable[[Record], WriteResult]) -> WriteResult:
         """Every publish/edit answer carries X-RateLimit-*: refusals and replays too."""
-        seen: dict = {}
+        seen: Record = {}
         try:
             result = write(seen)
         except DocpubError as exc:
@@ -156,7 +163,7 @@ class DocumentService:
             ratelimits.hit(self.ctx, actor.write_limit_scope or ratelimits.scope_key(kind, actor.workspace_id),
                            limits.write_rate(), limits.REFUSALS[kind])
 
-    def _publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str], seen: dict) -> WriteResult:
+    def _publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str], seen: Record) -> WriteResult:
         digest = None
         if idempotency_key is not None:
             if not 1 <= len(idempotency_key) <= MAX_IDEMPOTENCY_KEY:
@@ -188,7 +195,7 @@ class DocumentService:
                 if not stored:
                     self.ctx.blobs.put_html(object_key, data)
                     stored = True
-                version = {"version_id": version_id, "number": (doc["version_count"] + 1) if doc else 1,
+                version: Record = {"version_id": version_id, "number": (doc["version_count"] + 1) if doc else 1,
                            "note": request.note, "created_ms": now_ms, "size_bytes": len(data),
                            "s3_key": object_key}
                 response = PublishResponse(document_id=document_id, version_id=version_id,
@@ -204,7 +211,7 @@ class DocumentService:
                             changes["description"] = request.description
                         self.ctx.documents.append_version(doc, version, changes, slot, idem_record)
                 except GuardFailed as exc:
-                    if exc.which == "idem":
+                    if exc.which == "idem" and actor.key_item is not None and digest is not None:
                         replay = self._replay(self.ctx.documents.get_idempotency(actor.key_item["key_id"], digest),
                                               request_hash)
                         if replay is not None:
@@ -234,11 +241,11 @@ class DocumentService:
             if stored:
                 self._discard(object_key)
 
-    def _link_changes(self, request) -> dict:
+    def _link_changes(self, request: Union[PublishRequest, UpdateDocumentRequest]) -> Record:
         """Document item fields for the link settings a publish/PATCH body gives:
         `share_enabled`, and `share_expires_ms` (None: clear it)."""
         given = request.model_fields_set
-        changes: dict = {}
+        changes: Record = {}
         if "share_enabled" in given and request.share_enabled is not None:
             changes["share_enabled"] = request.share_enabled
         if "share_expires_at" in given:
@@ -246,8 +253,8 @@ class DocumentService:
         return changes
 
     def _create(self, actor: Actor, document_id: str, share_id: str, request: PublishRequest,
-                version: dict, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
-                link_changes: Optional[dict] = None) -> None:
+                version: Record, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
+                link_changes: Optional[Record] = None) -> None:
         # The cap is a condition of the transaction (no read of the workspace first):
         # it holds unless the workspace's plan at commit time is uncapped.
         max_documents = limits.FREE_MAX_DOCUMENTS
@@ -268,13 +275,13 @@ class DocumentService:
 
     def _idem_record(self, actor: Actor, digest: Optional[str], request_hash: Optional[str],
                      response: PublishResponse, now_ms: int) -> Optional[IdempotencyRecord]:
-        if digest is None or actor.key_item is None:
+        if digest is None or actor.key_item is None or request_hash is None:
             return None
         now = now_ms // 1000
         return IdempotencyRecord(actor.key_item["key_id"], digest, request_hash, response.model_dump_json(),
                                  now + IDEMPOTENCY_TTL_SECONDS, now)
 
-    def _replay(self, idem: Optional[dict], request_hash: Optional[str]) -> Optional[WriteResult]:
+    def _replay(self, idem: Optional[Record], request_hash: Optional[str]) -> Optional[WriteResult]:
         if idem is None or idem.get("expires_at", 0) < self.ctx.now_ms() // 1000:
             return None
         if idem["request_hash"] != request_hash:
@@ -297,7 +304,7 @@ class DocumentService:
         log.warning("write outcome unknown; object left for the orphan sweep", extra={"s3_key": object_key})
 
     @staticmethod
-    def _conflict(doc: dict) -> VersionConflict:
+    def _conflict(doc: Record) -> VersionConflict:
         return VersionConflict(
             f"base_version_id is not the latest version; the latest is {doc['latest_version_id']}.",
             {"latest_version_id": doc["latest_version_id"]})
@@ -308,8 +315,8 @@ class DocumentService:
         document_id = canonical_document_id(document_id)
         return self._with_rate_headers(lambda seen: self._edit(who, document_id, request, seen))
 
-    def _edit(self, who: Who, document_id: str, request: EditRequest, seen: dict) -> WriteResult:
-        actor, doc, _ = self._load(who, document_id, seen=seen)
+    def _edit(self, who: Who, document_id: str, request: EditRequest, seen: Record) -> WriteResult:
+        actor, doc = self._load_document(who, document_id, seen=seen)
         self._count_session_write(actor)
         if request.base_version_id and request.base_version_id != doc["latest_version_id"]:
             raise self._conflict(doc)
@@ -360,16 +367,16 @@ class DocumentService:
             return WriteResult(response, decision.headers() if decision else {})
         raise _gave_up(doc, key_busy, "editing")
 
-    def _read_html(self, doc: dict, version_id: str) -> str:
+    def _read_html(self, doc: Record, version_id: str) -> str:
         return self._read_bytes(doc, version_id).decode("utf-8")
 
-    def _read_bytes(self, doc: dict, version_id: str) -> bytes:
+    def _read_bytes(self, doc: Record, version_id: str) -> bytes:
         try:
             return self.ctx.blobs.get_html(version_key(doc["workspace_id"], doc["document_id"], version_id))
         except BlobNotFound:
             error = VersionContentMissing(version_id)
             log.error("version content missing", extra={"document_id": doc["document_id"], "version_id": version_id,
-                                                         "request_id": error.details["request_id"]})
+                                                         "request_id": (error.details or {}).get("request_id")})
             raise error from None
 
     # ---------------------------------------------------------------- reads
@@ -377,7 +384,7 @@ class DocumentService:
     def get(self, who: Who, document_id: str, include_html: bool = False,
             version_id: Optional[str] = None) -> DocumentDetail:
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
-        doc, versions, document_id = found.doc, found.versions, found.document_id
+        doc, versions, document_id = found.document, found.versions, found.id
         html = None
         if version_id is not None and not any(v["version_id"] == version_id for v in versions):
             raise NotFound(f"No version {version_id} of document {document_id}.")
@@ -393,7 +400,7 @@ class DocumentService:
         bound to the workspace and this document's listing (anything else is 422)."""
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
         listing = f"versions:{found.document_id}"
-        raw = cursors.unseal(found.doc["workspace_id"], listing, cursor)
+        raw = cursors.unseal(found.document["workspace_id"], listing, cursor)
         before = int(raw) if raw is not None and raw.isdigit() else None
         if raw is not None and before is None:
             raise ValidationFailed.field("cursor", cursors.MESSAGE)
@@ -401,13 +408,13 @@ class DocumentService:
         page = newest_first[:limit]
         more = len(newest_first) > limit
         return VersionList(versions=[version_model(v) for v in page],
-                           next_cursor=cursors.seal(found.doc["workspace_id"], listing,
+                           next_cursor=cursors.seal(found.document["workspace_id"], listing,
                                                     str(page[-1]["number"]) if more else None))
 
-    def get_html(self, who: Who, document_id: str, version_number: Optional[int] = None) -> tuple[dict, dict, str]:
+    def get_html(self, who: Who, document_id: str, version_number: Optional[int] = None) -> tuple[Record, Record, str]:
         """(document, version, html) of the latest or a numbered version."""
         found = access.find_document(self.ctx, access.actor(self.ctx, who), document_id)
-        doc, document_id = found.doc, found.document_id
+        doc, document_id = found.document, found.id
         number = version_number or doc["version_count"]
         version = self.ctx.documents.get_version(document_id, number)
         if version is None:
@@ -463,7 +470,7 @@ class DocumentService:
             raise ValidationFailed(
                 "Give title, description, share_enabled and/or share_expires_at to change.",
                 {"fields": [{"field": "title", "message": "at least one field to change is required"}]})
-        actor, doc, _ = self._load(who, document_id)
+        actor, doc = self._load_document(who, document_id)
         try:
             self.ctx.documents.update_fields(doc, fields)
         except StaleDocument as exc:
@@ -474,7 +481,7 @@ class DocumentService:
 
     def delete(self, who: Who, document_id: str) -> None:
         document_id = canonical_document_id(document_id)
-        _, doc, _ = self._load(who, document_id, include_deleting=True)  # key + document: one round trip
+        _, doc = self._load_document(who, document_id, include_deleting=True)  # key + document: one round trip
         if not doc.get("deleting"):
             try:
                 self.ctx.documents.begin_delete(doc)
@@ -483,7 +490,7 @@ class DocumentService:
         cdn.withdraw(self.ctx, doc["share_id"], "delete")
         self.finish_delete(doc)
 
-    def finish_delete(self, doc: dict) -> None:
+    def finish_delete(self, doc: Record) -> None:
         """Remove everything of a document marked `deleting`; safe to repeat."""
         self.ctx.blobs.delete_prefix(document_prefix(doc["workspace_id"], doc["document_id"]))
         self.ctx.feedback.delete_for_document(doc["document_id"])

@@ -8,10 +8,11 @@ in-dashboard editing lives here, not in the adapter.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from pydantic import ValidationError
 
+from chalicelib.ports.records import Record
 from chalicelib.domain import plans
 from chalicelib.domain.diffs import LineDiff, line_diff
 from chalicelib.domain import limits
@@ -31,13 +32,13 @@ FEATURE_MESSAGES = {
 
 @dataclass(frozen=True)
 class VersionPair:
-    document: dict
-    old: dict
-    new: dict
+    document: Record
+    old: Record
+    new: Record
     diff: LineDiff
 
 
-def publish_request(**fields) -> PublishRequest:
+def publish_request(**fields: Any) -> PublishRequest:
     """A PublishRequest from adapter fields, with the contract's validation error."""
     try:
         return PublishRequest.model_validate({k: v for k, v in fields.items() if v is not None})

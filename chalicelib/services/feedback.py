@@ -11,11 +11,13 @@ import re
 
 from typing import Optional
 
+from chalicelib.ports.records import Record
 from chalicelib.domain import limits
 from chalicelib.errors import NotFound, ValidationFailed
 from chalicelib.ports import BadCursor, FeedbackGone, GuardFailed, StaleDocument
 from chalicelib.models import Feedback, FeedbackCreated, FeedbackList, FeedbackSubmission
 from chalicelib.services import access, cursors, ratelimits
+from chalicelib.services.access import Who
 from chalicelib.services.context import Context, new_feedback_id, rfc3339
 from chalicelib.services.sharing import ShareService
 
@@ -25,7 +27,7 @@ MAX_LIMIT = 100
 RESOLVE_ATTEMPTS = 5
 
 
-def feedback_model(item: dict) -> Feedback:
+def feedback_model(item: Record) -> Feedback:
     return Feedback(feedback_id=item["feedback_id"], document_id=item["document_id"],
                     version_id=item["version_id"], message=item["message"], name=item.get("name"),
                     quote=item.get("quote"), status=item["status"], created_at=rfc3339(item["created_ms"]),
@@ -71,7 +73,7 @@ class FeedbackService:
 
     # ---------------------------------------------------------------- owners
 
-    def list(self, who, document_id: str | None = None, status: str = "open", limit: int = 20,
+    def list(self, who: Who, document_id: str | None = None, status: str = "open", limit: int = 20,
              cursor: str | None = None) -> FeedbackList:
         if status not in STATUSES:
             raise ValidationFailed.field("status", "must be open, resolved or all")
@@ -89,7 +91,7 @@ class FeedbackService:
         return FeedbackList(feedback=[feedback_model(i) for i in items],
                             next_cursor=cursors.seal(actor.workspace_id, listing, next_cursor))
 
-    def resolve(self, who, feedback_id: str, resolved: bool = True) -> Feedback:
+    def resolve(self, who: Who, feedback_id: str, resolved: bool = True) -> Feedback:
         """Mark resolved (or, with resolved=False, open again); repeating is harmless."""
         actor = access.actor(self.ctx, who)
         wanted = "resolved" if resolved else "open"

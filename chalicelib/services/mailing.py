@@ -8,8 +8,9 @@ from __future__ import annotations
 import functools
 import logging
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
+from chalicelib.ports.records import Record
 from chalicelib.errors import ServiceUnavailable
 from chalicelib.ports.mail import MailUndeliverable, OutgoingMail
 from chalicelib.services.context import Context
@@ -27,7 +28,7 @@ SUBJECTS = {
 
 
 @functools.lru_cache(maxsize=None)
-def _environments():
+def _environments() -> tuple[Any, Any]:
     import jinja2
 
     loader = jinja2.FileSystemLoader(str(TEMPLATES))
@@ -35,7 +36,7 @@ def _environments():
             jinja2.Environment(loader=loader, autoescape=True))
 
 
-def render(kind: str, to: str, branding: Optional[dict] = None, **values) -> OutgoingMail:
+def render(kind: str, to: str, branding: Optional[Record] = None, **values: Any) -> OutgoingMail:
     text_env, html_env = _environments()
     values = {"email": to, "brand_name": None, "brand_tagline": None, **(branding or {}), **values}
     subject = SUBJECTS[kind].format(**values)
@@ -44,7 +45,7 @@ def render(kind: str, to: str, branding: Optional[dict] = None, **values) -> Out
                         html=html_env.get_template(f"{kind}.html").render(**values), kind=kind)
 
 
-def branding_of(workspace: Optional[dict]) -> dict:
+def branding_of(workspace: Optional[Record]) -> Record:
     """A Pro workspace's own name and tagline on its messages (as on its share pages)."""
     if workspace and workspace.get("plan") == "pro" and workspace.get("brand_name"):
         return {"brand_name": workspace["brand_name"], "brand_tagline": workspace.get("brand_tagline")}

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from typing import Optional
 
+from chalicelib.ports.records import Record
 from chalicelib.services.context import Context
 
 GRACE_SECONDS = 3600
 
 
-def sweep_orphans(ctx: Context, grace_seconds: int = GRACE_SECONDS) -> dict:
+def sweep_orphans(ctx: Context, grace_seconds: int = GRACE_SECONDS) -> Record:
     from chalicelib.services.documents import DocumentService
 
     now = ctx.clock()

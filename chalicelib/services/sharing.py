@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, TYPE_CHECKING
 
+from chalicelib.ports.records import Record
 from chalicelib import config
 from chalicelib.domain import limits, links, plans
 from chalicelib.errors import FeatureNotInPlan, Gone, NotFound, RateLimited, Unauthorized, ValidationFailed
 from chalicelib.models import ShareRotated
 from chalicelib.ports import BlobNotFound, StaleDocument, version_key
 from chalicelib.services import access, cdn, ratelimits
+from chalicelib.services.access import Who
 from chalicelib.services.context import Context, new_share_id
 
 MIN_PASSPHRASE, MAX_PASSPHRASE = limits.PASSPHRASE_CHARS
@@ -29,6 +31,10 @@ UNLOCK_COOKIE = "dp_unlock"
 ROTATE_ATTEMPTS = 5  # each lost race means another rotation committed; give up (429) after this many
 _SHARE_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 _VERSION_ID = re.compile(r"^v_[A-Za-z0-9_-]{1,60}$")
+
+if TYPE_CHECKING:
+    from argon2 import PasswordHasher
+    from itsdangerous import URLSafeSerializer
 
 
 class Locked(Unauthorized):
@@ -55,8 +61,8 @@ class Branding:
 class Access:
     """A viewer's verified access to one version of a shared document."""
     share_id: str
-    doc: dict
-    workspace: dict
+    doc: Record
+    workspace: Record
     version_id: str
     version_number: int
     cache_seconds: int = links.EDGE_TTL_SECONDS
@@ -88,7 +94,7 @@ class SharePage:
 @dataclass(frozen=True)
 class ContentRef:
     """A version's immutable content, verified readable by this viewer."""
-    doc: dict
+    doc: Record
     version_id: str
     protected: bool
     cache_seconds: int = links.EDGE_TTL_SECONDS
@@ -142,7 +148,7 @@ def share_path(share_id: str) -> str:
     return f"/d/{share_id}"
 
 
-def _hasher():
+def _hasher() -> PasswordHasher:
     from argon2 import PasswordHasher  # lazy: only passphrase code paths pay for it
 
     return PasswordHasher()  # argon2id, RFC 9106 low-memory profile (t=3, m=64 MiB, p=4)
@@ -153,7 +159,7 @@ CONTENT_SALT = "docpub-share-content"
 CONTENT_TOKEN_SECONDS = 3600
 
 
-def _serializer(salt: str = UNLOCK_SALT):
+def _serializer(salt: str = UNLOCK_SALT) -> URLSafeSerializer:
     from itsdangerous import URLSafeSerializer
 
     return URLSafeSerializer(config.secret_key(), salt=salt)
@@ -166,7 +172,7 @@ class ShareService:
     # ---------------------------------------------------------------- resolve
 
     def _resolve(self, share_id: str, version_number: Optional[int] = None
-                 ) -> tuple[dict, dict, Optional[dict]]:
+                 ) -> tuple[Record, Record, Optional[Record]]:
         if not share_id or not _SHARE_ID.match(share_id):
             raise NotFound("No such link.")
         share, doc, workspace, version = self.ctx.documents.get_for_share(share_id, version_number)
@@ -177,7 +183,7 @@ class ShareService:
             raise Gone("This link has expired.")
         return doc, workspace or {}, version
 
-    def cache_seconds(self, doc: dict) -> int:
+    def cache_seconds(self, doc: Record) -> int:
         """How long a shared cache may keep a public answer of this link (<= 60 s, never past expiry)."""
         return links.cache_seconds(doc, self.ctx.now_ms())
 
@@ -234,15 +240,15 @@ class ShareService:
 
     # ---------------------------------------------------------------- unlock
 
-    def cookie_unlocks(self, doc: dict, cookie: Optional[str]) -> bool:
+    def cookie_unlocks(self, doc: Record, cookie: Optional[str]) -> bool:
         return self._grant_valid(doc, cookie, UNLOCK_SALT, UNLOCK_MAX_AGE_SECONDS)
 
-    def _grant(self, doc: dict, salt: str) -> str:
+    def _grant(self, doc: Record, salt: str) -> str:
         """A signed grant for this document and passphrase epoch, issued now."""
-        return _serializer(salt).dumps({"d": doc["document_id"], "e": doc.get("passphrase_epoch", 0),
-                                        "t": self.ctx.now_ms() // 1000})
+        return str(_serializer(salt).dumps({"d": doc["document_id"], "e": doc.get("passphrase_epoch", 0),
+                                        "t": self.ctx.now_ms() // 1000}))
 
-    def _grant_valid(self, doc: dict, value: Optional[str], salt: str, max_age: int) -> bool:
+    def _grant_valid(self, doc: Record, value: Optional[str], salt: str, max_age: int) -> bool:
         if not value:
             return False
         from itsdangerous import BadSignature
@@ -275,7 +281,7 @@ class ShareService:
             raise WrongPassphrase("That passphrase is not right.")
         return self._cookie(doc)
 
-    def failed_unlocks(self, who, document_id: str) -> FailedUnlocks:
+    def failed_unlocks(self, who: Who, document_id: str) -> FailedUnlocks:
         """For the owner: wrong passphrases tried on this document within the budget's window."""
         doc = self._owned(who, document_id, allow_free=True)
         budget, window = limits.unlock_failure_rate()
@@ -283,7 +289,7 @@ class ShareService:
         return FailedUnlocks(count=len(times), last_ms=times[-1] if times else None, window_seconds=window,
                              budget=budget)
 
-    def _cookie(self, doc: dict) -> Unlocked:
+    def _cookie(self, doc: Record) -> Unlocked:
         value = self._grant(doc, UNLOCK_SALT)
         return Unlocked(UNLOCK_COOKIE, value, UNLOCK_MAX_AGE_SECONDS, share_path(doc["share_id"]))
 
@@ -294,7 +300,7 @@ class ShareService:
         if not passphrase or len(passphrase) > MAX_PASSPHRASE:
             return False
         try:
-            return _hasher().verify(passphrase_hash, passphrase)
+            return bool(_hasher().verify(passphrase_hash, passphrase))
         except (VerificationError, InvalidHashError):
             return False
 
@@ -306,7 +312,7 @@ class ShareService:
 
     # ---------------------------------------------------------------- passphrase (owners)
 
-    def set_passphrase(self, who, document_id: str, passphrase: str) -> None:
+    def set_passphrase(self, who: Who, document_id: str, passphrase: str) -> None:
         if not isinstance(passphrase, str) or not MIN_PASSPHRASE <= len(passphrase) <= MAX_PASSPHRASE:
             raise ValidationFailed.field("passphrase", f"must be {MIN_PASSPHRASE} to {MAX_PASSPHRASE} characters")
         doc = self._owned(who, document_id, allow_free=False)
@@ -317,7 +323,7 @@ class ShareService:
             raise access.document_not_found(document_id) from exc
         cdn.withdraw(self.ctx, doc["share_id"], "passphrase")  # set or changed: narrows access
 
-    def clear_passphrase(self, who, document_id: str) -> None:
+    def clear_passphrase(self, who: Who, document_id: str) -> None:
         # A workspace moved back to free may still remove a passphrase it set on Pro.
         doc = self._owned(who, document_id, allow_free=True)
         try:
@@ -327,26 +333,26 @@ class ShareService:
 
     # ---------------------------------------------------------------- rotate (owners)
 
-    def rotate(self, who, document_id: str) -> ShareRotated:
+    def rotate(self, who: Who, document_id: str) -> ShareRotated:
         """Give the document a new share id: the old link is 404 at once (its share
         item goes in the same transaction that adds the new one) and the CDN is asked
         to drop it. Feedback, versions and settings stay with the document."""
         found = access.find_document(self.ctx, who, document_id)  # key + document: one round trip
-        doc = found.doc
+        doc = found.document
         for _attempt in range(ROTATE_ATTEMPTS):
             new_id = new_share_id()
             try:
                 self.ctx.documents.rotate_share(doc, new_id)
             except StaleDocument:
-                doc = access.check_still_visible(self.ctx, found.actor, found.document_id)  # rotated meanwhile
+                doc = access.check_still_visible(self.ctx, found.actor, found.id)  # rotated meanwhile
                 continue
             cdn.withdraw(self.ctx, doc["share_id"], "rotate")
             return ShareRotated(share_url=config.base_url() + share_path(new_id))
         raise RateLimited(1, "The link is being rotated by another request; retry in 1 s.")
 
-    def _owned(self, who, document_id: str, allow_free: bool) -> dict:
+    def _owned(self, who: Who, document_id: str, allow_free: bool) -> Record:
         found = access.find_document(self.ctx, access.actor(self.ctx, who), document_id)
-        doc, actor = found.doc, found.actor
+        doc, actor = found.document, found.actor
         workspace = self.ctx.workspaces.get(actor.workspace_id) or {}
         if not plans.entitlements(workspace.get("plan", "free")).passphrase_links and not (
                 allow_free and doc.get("passphrase_hash")):

@@ -27,6 +27,7 @@ from chalicelib.errors import RateLimited
 from chalicelib.models import DayViews, DocumentStats, VersionViews
 from chalicelib.ports.views import ViewCounts
 from chalicelib.services import access
+from chalicelib.services.access import Who
 from chalicelib.services.context import Context, rfc3339
 from chalicelib.services.sharing import ShareService
 
@@ -87,10 +88,10 @@ class ViewService:
         window = rules.window(self.ctx.now_ms(), days)
         return window, self.ctx.views.counts(document_id, window[0], window[-1])
 
-    def stats(self, who, document_id: str, days: int = rules.DEFAULT_STATS_DAYS) -> DocumentStats:
+    def stats(self, who: Who, document_id: str, days: int = rules.DEFAULT_STATS_DAYS) -> DocumentStats:
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
         versions = sorted(found.versions, key=lambda v: v["number"])
-        return self.stats_for(found.document_id, [v["version_id"] for v in versions], days)
+        return self.stats_for(found.id, [v["version_id"] for v in versions], days)
 
     def stats_for(self, document_id: str, version_ids: list[str], days: int) -> DocumentStats:
         """Stats of a document the caller was already allowed to read."""
@@ -113,7 +114,7 @@ class ViewService:
             out[document_id] = (window, [counts.days.get(day, 0) for day in window])
         return out
 
-    def most_viewed(self, who, days: int = 30, limit: int = 5) -> list[Ranked]:
+    def most_viewed(self, who: Who, days: int = 30, limit: int = 5) -> list[Ranked]:
         """The workspace's documents with the most views in the last `days` days
         (ties: more all-time views first); documents never viewed are left out."""
         actor = access.actor(self.ctx, who)

@@ -5,11 +5,13 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from chalicelib.ports.records import Record
 from chalicelib.ports import KeyCapReached
 from chalicelib.domain import plans
 from chalicelib.errors import FeatureNotInPlan, NotFound, PlanLimitReached, ValidationFailed
 from chalicelib.models import MeResponse, Workspace
 from chalicelib.services import auth
+from chalicelib.services.access import Who
 from chalicelib.services.context import Context, new_workspace_id, rfc3339
 
 MAX_WORKSPACE_NAME = 100
@@ -26,7 +28,7 @@ class CreatedKey:
     name: str
 
 
-def workspace_model(item: dict) -> Workspace:
+def workspace_model(item: Record) -> Workspace:
     return Workspace(
         id=item["id"], name=item["name"], brand_name=item.get("brand_name"),
         brand_tagline=item.get("brand_tagline"), plan=item["plan"],
@@ -35,7 +37,7 @@ def workspace_model(item: dict) -> Workspace:
     )
 
 
-def key_summary(item: dict) -> dict:
+def key_summary(item: Record) -> Record:
     return {"key_id": item["key_id"], "name": item.get("name", ""), "prefix": item.get("prefix", ""),
             "created_at": rfc3339(item.get("created_ms")), "last_used_at": rfc3339(item.get("last_used_at")),
             "revoked": item.get("revoked_at") is not None}
@@ -45,11 +47,11 @@ class WorkspaceService:
     def __init__(self, ctx: Context):
         self.ctx = ctx
 
-    def authenticate(self, credentials: auth.Credentials) -> dict:
+    def authenticate(self, credentials: auth.Credentials) -> Record:
         """The verified key item for presented credentials (one GetItem)."""
         return auth.verify(credentials, self.ctx.keys.get(credentials.key_id))
 
-    def me(self, who) -> MeResponse:
+    def me(self, who: Who) -> MeResponse:
         """The caller's workspace: `who` is API-key credentials or an authenticated Actor."""
         from chalicelib.services.access import Actor
 
@@ -102,14 +104,14 @@ class WorkspaceService:
                 {"limit": max_keys, "current": current}) from exc
         return CreatedKey(credentials.key_id, secret, workspace_id, name)
 
-    def revoke_key(self, key_id: str, workspace_id: Optional[str] = None) -> dict:
+    def revoke_key(self, key_id: str, workspace_id: Optional[str] = None) -> Record:
         # Ids we never issue are 404 without a lookup (DynamoDB refuses keys over 2 KB).
         item = self.ctx.keys.get(key_id) if re.fullmatch(r"key_[0-9a-f]{20}", key_id or "") else None
         if item is None or (workspace_id is not None and item["workspace_id"] != workspace_id):
             raise NotFound("No such API key.")
         return key_summary(self.ctx.keys.revoke(key_id, self.ctx.now_ms()) or item)
 
-    def list_keys(self, workspace_id: str) -> list[dict]:
+    def list_keys(self, workspace_id: str) -> list[Record]:
         return [key_summary(i) for i in self.ctx.keys.list_for_workspace(workspace_id)]
 
     def set_branding(self, workspace_id: str, brand_name: Optional[str],

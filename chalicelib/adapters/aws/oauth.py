@@ -88,8 +88,9 @@ class OAuthRepository:
         return _strip(self.table.get(grant_key(grant_id)))
 
     def list_grants(self, workspace_id: str) -> list[dict]:
-        return [_strip(i) for i in self.table.query_all("GSI1PK = :pk", {":pk": grants_index_pk(workspace_id)},
-                                                        index="GSI1", forward=False)]
+        items = self.table.query_all("GSI1PK = :pk", {":pk": grants_index_pk(workspace_id)}, index="GSI1",
+                                     forward=False)
+        return [grant for i in items if (grant := _strip(i)) is not None]
 
     def revoke_grant(self, grant_id: str, now_ms: int) -> Optional[dict]:
         try:

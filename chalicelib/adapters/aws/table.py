@@ -185,7 +185,8 @@ class Table:
             resp = aws.dynamodb().batch_get_item(RequestItems=request)
             for raw in resp.get("Responses", {}).get(self.name, []):
                 item = from_item(raw)
-                found[(item["PK"], item["SK"])] = item
+                if item is not None:
+                    found[(item["PK"], item["SK"])] = item
             request = resp.get("UnprocessedKeys") or {}
         return [found.get((k["PK"], k["SK"])) for k in keys]
 
@@ -213,7 +214,7 @@ class Table:
         if filter_expression:
             params["FilterExpression"] = filter_expression
         resp = aws.dynamodb().query(**params)
-        return [from_item(i) for i in resp.get("Items", [])], resp.get("LastEvaluatedKey")
+        return [d for i in resp.get("Items", []) if (d := from_item(i)) is not None], resp.get("LastEvaluatedKey")
 
     def query_all(self, key_condition: str, values: dict, **kwargs) -> list[dict]:
         items: list[dict] = []
@@ -234,7 +235,7 @@ class Table:
             raise
 
     def update(self, key: dict, update: str, condition: Optional[str] = None,
-               names: Optional[dict] = None, values: Optional[dict] = None) -> Optional[dict]:
+               names: Optional[dict] = None, values: Optional[dict] = None) -> dict:
         params = with_expressions({"TableName": self.name, "Key": to_item(key), "UpdateExpression": update,
                                    "ReturnValues": "ALL_NEW"}, condition, names, values)
         try:
@@ -243,7 +244,7 @@ class Table:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
                 raise ConditionFailed(["ConditionalCheckFailed"], [None]) from exc
             raise
-        return from_item(resp.get("Attributes"))
+        return from_item(resp.get("Attributes")) or {}  # ALL_NEW: the item as stored
 
     def delete(self, key: dict) -> None:
         aws.dynamodb().delete_item(TableName=self.name, Key=to_item(key))

@@ -176,7 +176,7 @@ class DocumentRepository:
                 (*fields.values(), doc["document_id"], doc["workspace_id"])).rowcount
             if not changed:
                 raise StaleDocument(None)
-            return _document(tx, doc["document_id"])
+            return _document(tx, doc["document_id"]) or {}  # it was just updated
 
     def set_passphrase(self, doc: dict, passphrase_hash: Optional[str]) -> dict:
         with self.db.write() as tx:
@@ -185,7 +185,7 @@ class DocumentRepository:
                 (passphrase_hash, doc["document_id"], doc["workspace_id"])).rowcount
             if not changed:
                 raise StaleDocument(None)
-            return _document(tx, doc["document_id"])
+            return _document(tx, doc["document_id"]) or {}  # it was just updated
 
     def rotate_share(self, doc: dict, new_share_id: str) -> None:
         with self.db.write() as tx:

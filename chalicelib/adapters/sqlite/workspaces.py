@@ -39,7 +39,7 @@ class WorkspaceRepository:
                                  (*fields.values(), workspace_id)).rowcount
             if not changed:
                 raise WriteRefused("missing")
-            return one(tx, "SELECT * FROM workspaces WHERE id = ?", (workspace_id,))
+            return one(tx, "SELECT * FROM workspaces WHERE id = ?", (workspace_id,)) or {}  # it was just updated
 
 
 class ApiKeyRepository:

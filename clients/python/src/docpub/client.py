@@ -32,7 +32,7 @@ import httpx
 
 from docpub import config
 from docpub.errors import (
-    AuthError, ConnectionFailed, DocpubError, LimitError, NotFoundError, ServerError, UsageError,
+    AuthError, ConnectionFailed, LimitError, NotFoundError, ServerError, UsageError,
     error_from_response,
 )
 
