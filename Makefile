@@ -30,8 +30,9 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# Tests by level (tests/README.md): unit and contract are the fast ones.
 test-fast: $(BIN)/.installed
-	$(BIN)/python -m pytest -q -m "not e2e and not browser" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q tests/unit tests/contract $(PYTEST_ARGS)
 
 admin: $(BIN)/.installed
 	@$(BIN)/python -m scripts.admin $(ARGS)

@@ -3,7 +3,7 @@ the app's own cached clients, under moto in-process.
 
     .venv/bin/python -m bench.aws_calls
 
-tests/test_round_trips.py runs the same scenario and asserts the targets.
+tests/http/test_round_trips.py runs the same scenario and asserts the targets.
 Share views are measured only when the app has `/d/` routes.
 """
 from __future__ import annotations

@@ -32,7 +32,7 @@ from bench._common import fake_aws_env, moto_server, ms, print_header, print_tab
 PROJECT = Path(__file__).resolve().parent.parent
 TARGET = 1.2
 
-# Modules that must never load for a REST request (tests/test_cold_start.py).
+# Modules that must never load for a REST request (tests/http/test_cold_start.py).
 HEAVY = ("mcp", "jinja2", "markupsafe", "argon2", "_argon2_cffi_bindings", "starlette", "anyio", "httpx",
          "httpx2", "sse_starlette", "uvicorn", "moto", "itsdangerous")
 

@@ -127,6 +127,15 @@ def workspace(services):
 
 
 @pytest.fixture
+def key(storage):
+    """A free workspace's API key, on the app's default context."""
+    from chalicelib import wiring
+
+    _, created = wiring.workspaces().create_workspace("Test", "free")
+    return created.api_key
+
+
+@pytest.fixture
 def client(storage):
     from chalice.test import Client
 

@@ -29,6 +29,20 @@ def post_json(client, path: str, body, key: str | None = None, headers: dict | N
     return client.http.post(path, headers=h, body=json.dumps(body))
 
 
+def publish_raw(client, key: str | None, headers: dict | None = None, **body):
+    """POST /api/v1/publish (title "Doc", html "<p>x</p>" unless given): the response."""
+    return post_json(client, "/api/v1/publish", {"title": "Doc", "html": "<p>x</p>", **body}, key, headers)
+
+
+def publish(client, key: str, headers: dict | None = None, **body) -> dict:
+    """Publish (as `publish_raw`), expect 200: the answer's JSON plus its `share_id`."""
+    r = publish_raw(client, key, headers, **body)
+    assert r.status_code == 200, r.body
+    doc = json.loads(r.body)
+    doc["share_id"] = doc["share_url"].rsplit("/", 1)[1]
+    return doc
+
+
 def run_together(targets):
     """Start every callable at the same instant (a barrier); return (results, failures)
     where failures are the exceptions' class names."""

@@ -273,7 +273,7 @@ def json_response(body: BaseModel | dict, status: int = 200, headers: Optional[d
 HTML_TYPE = "text/html; charset=utf-8"
 # Every HTML page the service itself renders (share-link chrome, unlock form,
 # dashboard, error pages). A shared document's own HTML gets a sandboxing CSP
-# on top (docs/contract.md, Share links); tests/test_security.py checks all HTML answers.
+# on top (docs/contract.md, Share links); tests/http/test_security.py checks all HTML answers.
 HTML_SECURITY_HEADERS = {
     "Content-Security-Policy": ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
                                 "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.helpers import post_json
-from tests.test_mcp import call
+from tests.http.test_mcp import call
 
 
 @pytest.fixture
