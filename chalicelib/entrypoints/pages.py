@@ -1,38 +1,29 @@
 """The front door: `GET /` (what Docpub is and how to start), `GET /docs` (the API reference,
 rendered on the server from the OpenAPI document) and the favicon.
 
-Pages use jinja2 with autoescape and the service's strict HTML security headers;
-they load nothing from other origins (no CDN, no scripts). jinja2 and the OpenAPI
+Pages are jinja2 templates (templates/site/, rendered by chalicelib.rendering,
+autoescaped) with the service's strict HTML security headers; they load nothing
+from other origins (no CDN, no scripts). jinja2 and the OpenAPI
 builder are imported on first use, so REST requests never pay for them.
 """
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any, Optional
 
 from chalice import Response
 
-from chalicelib import config
+from chalicelib import config, rendering
 from chalicelib.entrypoints.http import HTML_SECURITY_HEADERS, compress, html_response
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATES = ROOT / "templates" / "site"
 FAVICON = ROOT / "static" / "dashboard" / "favicon.svg"
 CACHE_PAGE = "public, max-age=300"
 METHOD_ORDER = {"GET": 0, "POST": 1, "PUT": 2, "PATCH": 3, "DELETE": 4}
 
 
-@functools.lru_cache(maxsize=1)
-def _environment():
-    import jinja2
-
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-
-
 def _render(request, template: str, **context: Any) -> Response:
-    body = _environment().get_template(template).render(base_url=config.base_url(), **context)
+    body = rendering.page("site/" + template, base_url=config.base_url(), **context)
     return compress(request, html_response(body, headers={"Cache-Control": CACHE_PAGE}))
 
 
