@@ -44,7 +44,7 @@ def environment():
 
     env = Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=_autoescape,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(size=human_size, when=human_time, thousands=thousands)
+    env.filters.update(size=human_size, when=human_time, thousands=thousands, md=markdown)
     return env
 
 
@@ -81,3 +81,21 @@ def human_time(value: Optional[str]) -> str:
 
 def thousands(n: int) -> str:
     return f"{n:,}"
+
+
+@functools.lru_cache(maxsize=1)
+def _markdown():
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False})  # our own texts; raw HTML stays text
+
+
+def markdown(text: str, inline: bool = True):
+    """`|md`: CommonMark (`code`, **bold**, links) of our own texts (the OpenAPI
+    document's descriptions); raw HTML in them is shown as text."""
+    from markupsafe import Markup
+
+    if not text:
+        return Markup("")
+    md = _markdown()
+    return Markup(md.renderInline(text) if inline else md.render(text))
