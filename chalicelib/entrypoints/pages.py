@@ -165,7 +165,7 @@ def _sample(schema: dict, name: str, components: dict):
         return True
     if schema.get("format") == "uri":
         return "https://example.com/callback"
-    return f"<{name}>"
+    return "<" + name + ">"  # a placeholder in the curl text (escaped by the template), not markup
 
 
 def _shell_quote(text: str) -> str:
