@@ -3,7 +3,7 @@
 One test (or more) per numbered item of the issue where one can hold it; the
 dashboard items (6, 7) are in tests/test_dashboard_second_hour.py, the CLI's
 list output (4) in clients/python/tests/test_docpub_list_output.py, /docs (5)
-in tests/test_docs_page.py.
+in tests/http/test_docs_page.py.
 """
 from __future__ import annotations
 
