@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from tests.browser import browser  # noqa: F401  (fixture)
+from tests.chromium import browser  # noqa: F401  (fixture)
 
 SECTION_ORDER = ["Publish", "Documents", "Edits", "Feedback", "Sharing", "Workspace and service", "OAuth"]
 OP = re.compile(r'<section class="card op" id="op-([^"]+)">(.*?)</section>', re.S)
