@@ -197,7 +197,7 @@ class DocumentService:
                     stored = True
                 version: Record = {"version_id": version_id, "number": (doc["version_count"] + 1) if doc else 1,
                            "note": request.note, "created_ms": now_ms, "size_bytes": len(data),
-                           "s3_key": object_key}
+                           "blob_key": object_key}
                 response = PublishResponse(document_id=document_id, version_id=version_id,
                                            version_number=version["number"], share_url=share_url(share_id))
                 idem_record = self._idem_record(actor, digest, request_hash, response, now_ms)
@@ -294,14 +294,14 @@ class DocumentService:
         try:
             self.ctx.blobs.delete(object_key)
         except Exception:  # the orphan sweep removes what this could not
-            log.warning("could not delete unreferenced object", extra={"s3_key": object_key})
+            log.warning("could not delete unreferenced object", extra={"blob_key": object_key})
 
     @staticmethod
     def _outcome_unknown(object_key: str) -> None:
         """The transaction failed without saying whether it committed (a timeout can
         hide a commit). Deleting the object could leave a committed version without
         its HTML, so it stays: sweep_orphans removes it if no version refers to it."""
-        log.warning("write outcome unknown; object left for the orphan sweep", extra={"s3_key": object_key})
+        log.warning("write outcome unknown; object left for the orphan sweep", extra={"blob_key": object_key})
 
     @staticmethod
     def _conflict(doc: Record) -> VersionConflict:
@@ -336,7 +336,7 @@ class DocumentService:
             version_id = new_version_id()
             object_key = version_key(actor.workspace_id, document_id, version_id)
             version = {"version_id": version_id, "number": doc["version_count"] + 1, "note": request.note,
-                       "created_ms": now_ms, "size_bytes": len(data), "s3_key": object_key}
+                       "created_ms": now_ms, "size_bytes": len(data), "blob_key": object_key}
             self.ctx.blobs.put_html(object_key, data)
             try:
                 self.ctx.documents.append_version(doc, version, {}, slot, None)

@@ -57,6 +57,23 @@ def _raise_guard(exc: ConditionFailed, guards: dict) -> None:
 
 
 
+def version_item(version: dict) -> dict:
+    """A version record as its item: the blob's key is stored as `s3_key` (the item's
+    name for it since the first release; old items keep working)."""
+    item = {k: v for k, v in version.items() if k != "blob_key"}
+    item["s3_key"] = version["blob_key"]
+    return item
+
+
+def version_record(item: Optional[dict]) -> Optional[dict]:
+    """A version item as the port's record (`blob_key`, no `s3_key`)."""
+    if item is None:
+        return None
+    record = {k: v for k, v in item.items() if k != "s3_key"}
+    record["blob_key"] = item.get("s3_key")
+    return record
+
+
 @storage_errors
 class DocumentRepository:
     def __init__(self, table: Optional[Table] = None):
@@ -86,11 +103,11 @@ class DocumentRepository:
         """Document and all its versions (oldest first) in one query of its partition."""
         items = self.table.query_all("PK = :pk", {":pk": document_pk(document_id)}, consistent=True)
         doc = next((i for i in items if i["SK"] == "META"), None)
-        versions = [i for i in items if i["SK"].startswith("V#")]
-        return doc, versions
+        versions = [version_record(i) for i in items if i["SK"].startswith("V#")]
+        return doc, [v for v in versions if v is not None]
 
     def get_version(self, document_id: str, number: int) -> Optional[dict]:
-        return self.table.get(version_item_key(document_id, number))
+        return version_record(self.table.get(version_item_key(document_id, number)))
 
     def get_share(self, share_id: str) -> Optional[dict]:
         return self.table.get(share_key(share_id))
@@ -130,7 +147,7 @@ class DocumentRepository:
                 "GSI1PK": documents_index_pk(doc["workspace_id"]),
                 "GSI1SK": documents_sort_key(doc["updated_ms"], doc["document_id"])},
                "attribute_not_exists(PK)")
-        tx.put({**version_item_key(doc["document_id"], version["number"]), **version},
+        tx.put({**version_item_key(doc["document_id"], version["number"]), **version_item(version)},
                "attribute_not_exists(PK)")
         tx.put({**share_key(doc["share_id"]), "document_id": doc["document_id"],
                 "workspace_id": doc["workspace_id"]}, "attribute_not_exists(PK)")
@@ -156,7 +173,7 @@ class DocumentRepository:
             LIVE_DOCUMENT + " AND version_count = :prev",
             names=names, values=values, return_old=True,
         )
-        tx.put({**version_item_key(doc["document_id"], version["number"]), **version},
+        tx.put({**version_item_key(doc["document_id"], version["number"]), **version_item(version)},
                "attribute_not_exists(PK)")
         refused = self._commit_version(tx, doc["document_id"], version, Guards.add(tx, slot, idem))
         if refused is not None:
@@ -220,7 +237,7 @@ class DocumentRepository:
         if version_number is not None:
             keys.append(version_item_key(share["document_id"], version_number))
         found = self.table.batch_get(keys)
-        return share, found[0], found[1], (found[2] if version_number is not None else None)
+        return share, found[0], found[1], (version_record(found[2]) if version_number is not None else None)
 
     def set_passphrase(self, doc: dict, passphrase_hash: Optional[str]) -> dict:
         """Store (or, with None, remove) the passphrase hash; every change bumps

@@ -19,7 +19,7 @@ from chalicelib.ports.records import (
 )
 
 DOCUMENT_FIELDS = ("title", "description", "share_enabled", "share_expires_ms")
-VERSION_COLUMNS = "version_id, number, note, created_ms, size_bytes, blob_key AS s3_key"
+VERSION_COLUMNS = "version_id, number, note, created_ms, size_bytes, blob_key"
 LIVE = "document_id = ? AND workspace_id = ? AND deleting = 0"
 
 
@@ -149,7 +149,7 @@ class DocumentRepository:
         tx.execute("INSERT INTO versions (document_id, number, version_id, note, created_ms, size_bytes, blob_key) "
                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
                    (document_id, version["number"], version["version_id"], version.get("note"),
-                    version["created_ms"], version["size_bytes"], version["s3_key"]))
+                    version["created_ms"], version["size_bytes"], version["blob_key"]))
 
     def append_version(self, doc: dict, version: dict, changes: dict,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
