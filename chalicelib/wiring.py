@@ -20,6 +20,7 @@ from chalicelib.services.context import Context
 
 if TYPE_CHECKING:
     from chalicelib.services.accounts import AccountService
+    from chalicelib.services.dashboard_pages import DashboardPages
     from chalicelib.services.documents import DocumentService
     from chalicelib.services.editing import EditingService
     from chalicelib.services.feedback import FeedbackService
@@ -165,7 +166,14 @@ def oauth() -> OAuthService:
     return OAuthService(default_context())
 
 
-_SERVICES = (documents, workspaces, sharing, feedback, accounts, editing, views, oauth)
+@functools.lru_cache(maxsize=None)
+def dashboard_pages() -> DashboardPages:
+    from chalicelib.services.dashboard_pages import DashboardPages
+
+    return DashboardPages(documents(), workspaces(), feedback(), sharing(), views(), editing())
+
+
+_SERVICES = (documents, workspaces, sharing, feedback, accounts, editing, views, oauth, dashboard_pages)
 
 
 def reset() -> None:

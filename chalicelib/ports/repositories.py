@@ -57,6 +57,10 @@ class DocumentRepository(Protocol):
                      ) -> tuple[Optional[Record], Optional[Record], Optional[Record]]:
         """(key record, document, idempotency record) in one read."""
 
+    def get_many(self, document_ids: Iterable[str]) -> dict[str, Record]:
+        """The document records (`deleting` ones too) among `document_ids`, by id, in
+        one read (at most 100 ids: the dashboard asks for one page's documents)."""
+
     def get_with_versions(self, document_id: str) -> tuple[Optional[Record], list[Record]]:
         """The document and its versions, oldest first."""
 

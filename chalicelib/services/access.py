@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Optional, TypeGuard, Union
 
 from chalicelib.ports.records import Record
 from chalicelib.errors import InvalidApiKey, NotFound
@@ -34,7 +34,7 @@ Who = Union[auth.Credentials, Actor]
 _DOCUMENT_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
 
-def well_formed_id(document_id: Optional[str]) -> bool:
+def well_formed_id(document_id: Optional[str]) -> TypeGuard[str]:
     """Only a UUID can name a document."""
     return isinstance(document_id, str) and _DOCUMENT_ID.match(document_id) is not None
 
