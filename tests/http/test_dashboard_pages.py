@@ -50,7 +50,7 @@ def _documents_with_feedback(owner, client, count: int) -> list[str]:
 
 def _count_document_reads(monkeypatch) -> dict:
     """Count every call of the document repository (the storage port) by method."""
-    from chalicelib.services.context import default_context
+    from chalicelib.wiring import default_context
 
     repo = default_context().documents
     counts: dict[str, int] = {}
