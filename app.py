@@ -17,6 +17,7 @@ from chalicelib.models import (
     PublishRequest, ResolveFeedbackRequest, StatsQuery, UpdateDocumentRequest,
 )
 from chalicelib.services import registry
+from chalicelib.services.documents import document_exclusions
 from chalicelib.services.auth import credentials_from_headers
 from chalicelib.services.health import check_storage
 
@@ -119,15 +120,17 @@ def list_documents():
 @api
 def get_document(document_id):
     credentials, query = _authorized(parse_query, GetDocumentQuery)
-    document = registry.documents().get(credentials, document_id, query.include_html, query.version_id)
-    return json_response(document, exclude=None if query.include_html else {"html"})
+    document = registry.documents().get(credentials, document_id, query.include_html, query.version_id,
+                                        query.include_source)
+    return json_response(document, exclude=document_exclusions(query.include_html, query.include_source))
 
 
 @app.route("/api/v1/documents/{document_id}", methods=["PATCH"])
 @api
 def update_document(document_id):
     credentials, request = _authorized(parse_body, UpdateDocumentRequest)
-    return json_response(registry.documents().update(credentials, document_id, request), exclude={"html"})
+    return json_response(registry.documents().update(credentials, document_id, request),
+                         exclude=document_exclusions(False, False))
 
 
 @app.route("/api/v1/documents/{document_id}", methods=["DELETE"])

@@ -34,6 +34,21 @@ class BlobStore:
         aws.s3().put_object(Bucket=self.bucket, Key=key, Body=data,
                             ContentType="text/html; charset=utf-8", **extra)
 
+    def put_file(self, key: str, data: bytes) -> None:
+        aws.s3().put_object(Bucket=self.bucket, Key=key, Body=data, ContentType="application/octet-stream",
+                            ChecksumCRC32=crc32_b64(data))
+
+    def touch(self, key: str) -> bool:
+        """A server-side copy onto itself: S3 sets LastModified, no bytes pass through Lambda."""
+        try:
+            aws.s3().copy_object(Bucket=self.bucket, Key=key, CopySource={"Bucket": self.bucket, "Key": key},
+                                 MetadataDirective="REPLACE", ContentType="application/octet-stream")
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+                return False
+            raise
+        return True
+
     def get_html(self, key: str) -> bytes:
         try:
             return aws.s3().get_object(Bucket=self.bucket, Key=key)["Body"].read()

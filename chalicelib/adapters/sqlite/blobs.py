@@ -64,6 +64,16 @@ class FileBlobStore:
             raise
         _fsync_dir(path.parent)
 
+    def put_file(self, key: str, data: bytes) -> None:
+        self.put_html(key, data)
+
+    def touch(self, key: str) -> bool:
+        try:
+            os.utime(self._path(key))
+        except FileNotFoundError:
+            return False
+        return True
+
     def get_html(self, key: str) -> bytes:
         try:
             return self._path(key).read_bytes()
