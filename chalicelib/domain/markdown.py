@@ -93,8 +93,8 @@ def _heading_text(tokens, start: int) -> str:
 
 
 def first_heading(tokens) -> Optional[str]:
-    for index, token in enumerate(tokens):
-        if token.type == "heading_open":
+    for index, item in enumerate(tokens):  # markdown-it "tokens": parse nodes, nothing secret
+        if item.type == "heading_open":
             text = _heading_text(tokens, index)
             if text:
                 return text
