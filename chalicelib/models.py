@@ -186,6 +186,10 @@ class GetDocumentQuery(QueryModel):
     version_id: Optional[VersionId] = None
 
 
+class DownloadQuery(QueryModel):
+    version_id: Optional[VersionId] = None
+
+
 class PassphraseRequest(RequestModel):
     passphrase: Annotated[str, StringConstraints(min_length=8, max_length=200), Field(description=(
         "8 to 200 characters and not easy to guess (zxcvbn score 2 or more, judged on the first 72 "

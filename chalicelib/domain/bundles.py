@@ -29,6 +29,9 @@ from chalicelib.errors import BundleTooLarge, ValidationFailed
 MAX_FILES = 200
 MAX_BYTES = 32 * 1024 * 1024
 MAX_PATH = 255
+# Folders deep a file may sit (a file at a/b/c.png is 3 deep): share links route
+# each depth (API Gateway and chalice local have no portable catch-all route).
+MAX_DEPTH = 8
 INDEX_NAMES = ("index.html", "index.md")
 READ_CHUNK = 64 * 1024
 # A zip's central directory lists at most this many entries before it is refused
@@ -87,6 +90,10 @@ def check_path(path: str, field: str = "files") -> str:
         raise bad_path(field, path, "contains '.' or '..'; paths stay inside the bundle")
     if any(part == "" for part in parts):
         raise bad_path(field, path, "has an empty folder name (// or a trailing /)")
+    if len(parts) > MAX_DEPTH:
+        raise bad_path(field, path, f"is more than {MAX_DEPTH} levels deep")
+    if "?" in path or "#" in path:
+        raise bad_path(field, path, "contains ? or #, which a relative link cannot reach")
     return path
 
 
@@ -132,6 +139,9 @@ def from_json(entries: list, index_names: Iterable[str] = ()) -> list[BundleFile
             raise too_large(f"The files add up to more than {MAX_BYTES:,} bytes")
         files.append(make_file(path, data))
     _no_duplicates((f.path for f in files), "files")
+    for item in files:
+        if item.path in INDEX_NAMES:
+            raise bad_path("files", item.path, "is the page's own name; send the page as `html`")
     return files
 
 
@@ -271,6 +281,12 @@ def content_type(path: str) -> str:
         return _EXTRA_TYPES[ext]
     guessed, _ = mimetypes.guess_type("x" + ext)
     return guessed or "application/octet-stream"
+
+
+def compressible(path: str) -> bool:
+    kind = content_type(path)
+    return kind.startswith("text/") or kind in ("image/svg+xml", "application/json", "application/xml",
+                                                "application/wasm")
 
 
 def slug(title: str, limit: int = 80) -> str:

@@ -30,9 +30,9 @@ from typing import Optional
 from chalice import Blueprint, Response
 
 from chalicelib import config, errors
-from chalicelib.domain import links
+from chalicelib.domain import bundles, links
 from chalicelib.entrypoints.http import (
-    FORM_TYPE, as_error, compress, handles_errors, json_response, parse_form_or_json,
+    FORM_TYPE, EncodedResponse, as_error, compress, download_response, handles_errors, json_response, parse_form_or_json,
     client_ip as http_client_ip, parse_cookies, refuse_cross_site,
 )
 from chalicelib.models import FeedbackSubmission, RequestModel
@@ -178,6 +178,15 @@ def _origin(url: str) -> str:
 # ------------------------------------------------------------------ two sites
 
 CONTENT_ROUTE = "/d/{share_id}/v/{version_id}"
+# A bundle's files beside the page, one route per depth (no portable catch-all route).
+_PARTS = [f"p{i}" for i in range(1, bundles.MAX_DEPTH + 1)]
+FILE_ROUTES = [CONTENT_ROUTE + "".join(f"/{{{name}}}" for name in _PARTS[:depth])
+               for depth in range(1, bundles.MAX_DEPTH + 1)]
+CONTENT_ROUTES = frozenset([CONTENT_ROUTE, *FILE_ROUTES])
+# The version segment of a file's URL may carry the content grant of a protected
+# document after "~" (the content origin never sees the unlock cookie, and relative
+# references cannot carry a query string along).
+GRANT_SEPARATOR = "~"
 
 
 def site_of(request) -> str:
@@ -205,18 +214,19 @@ def separate_sites(request) -> Optional[Response]:
         return None
     route = (request.context or {}).get("resourcePath")
     site = site_of(request)
-    if site == "content" and route != CONTENT_ROUTE:
+    if site == "content" and route not in CONTENT_ROUTES:
         return _page("<main class=\"center\"><h1>Not found</h1><p>This address serves shared documents "
                      "only.</p></main>", "Not found", 404, CACHE_PAGE)
-    if site == "main" and route == CONTENT_ROUTE:
-        from urllib.parse import urlencode
+    if site == "main" and route in CONTENT_ROUTES:
+        from urllib.parse import quote, urlencode
 
         # From the route's parameters, not requestContext.path (behind API Gateway
         # that carries the stage prefix, which the public address does not have).
         params = request.uri_params or {}
         query = urlencode(request.query_params or {})
+        tail = "".join("/" + quote(params[name]) for name in _PARTS if params.get(name))
         location = (f"{config.content_url()}/d/{params.get('share_id', '')}/v/{params.get('version_id', '')}"
-                    + (f"?{query}" if query else ""))
+                    + tail + (f"?{query}" if query else ""))
         return Response(body="", status_code=302, headers={"Location": location, "Cache-Control": CACHE_PRIVATE,
                                                            "Referrer-Policy": "no-referrer"})
     return None
@@ -299,10 +309,17 @@ def _viewer_page(page: SharePage) -> Response:
         links.append(f"<a href=\"{base}?v={page.version_number - 1}\">previous</a>")
     if not page.latest:
         links.append(f"<a href=\"{base}\">latest</a>")
+    download = f"{base}?download=1" + ("" if page.latest else f"&amp;v={page.version_number}")
+    links.append(f"<a href=\"{download}\" download>download</a>")
     meta = (f"Version {page.version_number} of {page.version_count}"
             + ("".join(f" &middot; {link}" for link in links)))
     content_src = f"{config.content_url()}{base}/v/{html.escape(page.version_id)}"
-    if config.content_url() and page.content_token:  # the content origin never sees the unlock cookie
+    if page.has_files:
+        # Opened as <version>/index.html so the page's relative references resolve to its files.
+        if config.content_url() and page.content_token:
+            content_src += GRANT_SEPARATOR + html.escape(page.content_token)
+        content_src += "/index.html"
+    elif config.content_url() and page.content_token:  # the content origin never sees the unlock cookie
         content_src += f"?t={html.escape(page.content_token)}"
     feedback_action = f"{base}/feedback?v={page.version_number}"
     body = (
@@ -375,6 +392,12 @@ def _html_view(view):
 @_html_view
 def share_page(share_id):
     version = _version_param()
+    if (_request().query_params or {}).get("download") == "1":
+        try:
+            return download_response(registry.sharing().download(share_id, version, _cookie(UNLOCK_COOKIE)),
+                                     {"X-Robots-Tag": "noindex, nofollow", "Referrer-Policy": "no-referrer"})
+        except Locked:
+            return _unlock_page(share_id, version)
     page = registry.sharing().page(share_id, version, _cookie(UNLOCK_COOKIE))
     if page.locked:
         return _unlock_page(share_id, version)
@@ -393,17 +416,32 @@ def _etag_matches(header: Optional[str], etag: str) -> bool:
     return "*" in tags or etag in tags or gz in tags
 
 
+def _locked_content() -> Response:
+    return Response(body="<!doctype html><meta charset=utf-8><title>Locked</title>"
+                         "<p>This document is protected by a passphrase.</p>",
+                    status_code=401, headers=_headers(_content_csp(), CACHE_PRIVATE))
+
+
+def _open_content(share_id: str, version_segment: str):
+    """The viewer's access to a version: the grant comes from the unlock cookie, `?t=`,
+    or the version segment (`<version_id>~<grant>`)."""
+    version_id, _, grant = version_segment.partition(GRANT_SEPARATOR)
+    return registry.sharing().open_content(share_id, version_id, _cookie(UNLOCK_COOKIE),
+                                           grant or (_request().query_params or {}).get("t"))
+
+
 @bp.route("/d/{share_id}/v/{version_id}", methods=["GET"])
 @_html_view
 def share_content(share_id, version_id):
-    sharing = registry.sharing()
     try:
-        ref = sharing.open_content(share_id, version_id, _cookie(UNLOCK_COOKIE),
-                                   (_request().query_params or {}).get("t"))
+        ref = _open_content(share_id, version_id)
     except Locked:
-        return Response(body="<!doctype html><meta charset=utf-8><title>Locked</title>"
-                             "<p>This document is protected by a passphrase.</p>",
-                        status_code=401, headers=_headers(_content_csp(), CACHE_PRIVATE))
+        return _locked_content()
+    return _version_page(ref)
+
+
+def _version_page(ref) -> Response:
+    sharing = registry.sharing()
     etag = _etag(ref.version_id)
     cache = CACHE_PRIVATE if ref.protected else cache_content(ref.cache_seconds)
     headers = _headers(_content_csp(), cache, {"ETag": etag})
@@ -414,6 +452,38 @@ def share_content(share_id, version_id):
     if response.headers.get("Content-Encoding") == "gzip":
         response.headers["ETag"] = etag[:-1] + "-gz\""  # a strong ETag names one encoding
     return response
+
+
+def share_file(share_id, version_id, **parts):
+    """A file of a bundle (or `index.html`: the version's page), typed by extension,
+    sandboxed like the page, never sniffed."""
+    from urllib.parse import unquote
+
+    path = "/".join(unquote(parts[name]) for name in _PARTS if parts.get(name))
+    try:
+        ref = _open_content(share_id, version_id)
+    except Locked:
+        return _locked_content()
+    if path == "index.html":
+        return _version_page(ref)
+    sharing = registry.sharing()
+    found = sharing.open_file(ref, path)
+    etag = f"\"{found.sha256}\""
+    cache = CACHE_PRIVATE if ref.protected else cache_content(ref.cache_seconds)
+    headers = _headers(_content_csp(), cache, {"ETag": etag, "Content-Type": bundles.content_type(path)})
+    if _etag_matches(_request().headers.get("if-none-match"), etag):
+        return Response(body="", status_code=304, headers=headers)
+    data = sharing.read_file(found)
+    if not bundles.compressible(path):  # images, fonts, archives: already compressed
+        return EncodedResponse(body=data, status_code=200, headers=headers)
+    response = compress(_request(), Response(body=data, status_code=200, headers=headers))
+    if response.headers.get("Content-Encoding") == "gzip":
+        response.headers["ETag"] = etag[:-1] + "-gz\""
+    return response
+
+
+for _route in FILE_ROUTES:
+    bp.route(_route, methods=["GET"])(_html_view(share_file))
 
 
 class _UnlockForm(RequestModel):

@@ -159,6 +159,28 @@ def read_source(ctx, doc: dict, version: dict) -> tuple[str, bytes]:
     return fmt, ctx.blobs.get_html(key)
 
 
+@dataclass(frozen=True)
+class Download:
+    filename: str
+    content_type: str
+    data: bytes
+
+
+def package(ctx, doc: dict, version: dict) -> Download:
+    """A version as one file: the page (.html), the Markdown source (.md), or for a
+    bundle a .zip of the index page (index.html or index.md) and the files at their paths."""
+    fmt, source = read_source(ctx, doc, version)
+    name = bundles.slug(doc["title"])
+    files = version.get("files") or []
+    if not files:
+        if fmt == "markdown":
+            return Download(f"{name}.md", "text/markdown; charset=utf-8", source)
+        return Download(f"{name}.html", "text/html; charset=utf-8", source)
+    index_name = "index.md" if fmt == "markdown" else "index.html"
+    contents = [(f["path"], read_file(ctx, doc["workspace_id"], f["sha256"])) for f in files]
+    return Download(f"{name}.zip", "application/zip", bundles.write_zip(index_name, source, contents))
+
+
 def read_file(ctx, workspace_id: str, sha256: str) -> bytes:
     return ctx.blobs.get_html(file_key(workspace_id, sha256))
 

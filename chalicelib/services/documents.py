@@ -461,6 +461,18 @@ class DocumentService:
                               passphrase_protected=bool(doc.get("passphrase_hash")), html=html,
                               views_total=views_total, last_viewed_at=last_viewed_at, format=fmt, source=source)
 
+    def download(self, who: Who, document_id: str, version_id: Optional[str] = None) -> "content_files.Download":
+        """The owner's download of a version (the latest by default): .html, .md or .zip."""
+        found = access.find_document(self.ctx, who, document_id, with_versions=True)
+        wanted = version_id or found.doc["latest_version_id"]
+        version = next((v for v in found.versions if v["version_id"] == wanted), None)
+        if version is None:
+            raise NotFound(f"No version {wanted} of document {found.document_id}.")
+        try:
+            return content_files.package(self.ctx, found.doc, version)
+        except BlobNotFound:
+            raise VersionContentMissing(wanted) from None
+
     def get_html(self, who: Who, document_id: str, version_number: Optional[int] = None) -> tuple[dict, dict, str]:
         """(document, version, html) of the latest or a numbered version."""
         found = access.find_document(self.ctx, access.actor(self.ctx, who), document_id)

@@ -60,6 +60,7 @@ class Access:
     version_id: str
     version_number: int
     cache_seconds: int = links.EDGE_TTL_SECONDS
+    has_files: bool = False
 
     @property
     def protected(self) -> bool:
@@ -83,6 +84,9 @@ class SharePage:
     # sees the unlock cookie): a short-lived grant the frame's URL carries.
     content_token: Optional[str] = None
     cache_seconds: int = links.EDGE_TTL_SECONDS  # how long a shared cache may keep this page
+    # The version has files: the frame opens it as <content>/index.html so relative
+    # references resolve inside the version (img/chart.png → <content>/img/chart.png).
+    has_files: bool = False
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,15 @@ class ContentRef:
     version_id: str
     protected: bool
     cache_seconds: int = links.EDGE_TTL_SECONDS
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """A bundle file of a version the viewer may read."""
+    content: ContentRef
+    path: str
+    sha256: str
+    size_bytes: int
 
 
 @dataclass(frozen=True)
@@ -192,10 +205,12 @@ class ShareService:
             raise Locked("This document is protected by a passphrase.")
         ttl = self.cache_seconds(doc)
         if version_number is None:
-            return Access(share_id, doc, workspace, doc["latest_version_id"], doc["version_count"], ttl)
+            return Access(share_id, doc, workspace, doc["latest_version_id"], doc["version_count"], ttl,
+                          "files" in (doc.get("latest_content") or ""))
         if version is None:
             raise NotFound("No such version.")
-        return Access(share_id, doc, workspace, version["version_id"], version["number"], ttl)
+        return Access(share_id, doc, workspace, version["version_id"], version["number"], ttl,
+                      bool(version.get("files")))
 
     def page(self, share_id: str, version_number: Optional[int] = None,
              unlock_cookie: Optional[str] = None) -> SharePage:
@@ -210,7 +225,21 @@ class ShareService:
             version_count=access.doc["version_count"], latest=version_number is None,
             branding=Branding(ws.get("plan", "free"), ws.get("brand_name"), ws.get("brand_tagline")),
             content_token=self._grant(access.doc, CONTENT_SALT) if access.protected else None,
-            cache_seconds=access.cache_seconds)
+            cache_seconds=access.cache_seconds, has_files=access.has_files)
+
+    def download(self, share_id: str, version_number: Optional[int] = None,
+                 unlock_cookie: Optional[str] = None):
+        """`?download=1`: the version as a file, under the same access rules as viewing."""
+        from chalicelib.services import content
+
+        access = self.access(share_id, unlock_cookie, version_number)
+        version = {"version_id": access.version_id}
+        if access.has_files or version_number is not None or access.doc.get("latest_content"):
+            version = self.ctx.documents.get_version(access.doc["document_id"], access.version_number) or version
+        try:
+            return content.package(self.ctx, access.doc, version)
+        except BlobNotFound as exc:
+            raise NotFound("No such version.") from exc
 
     def open_content(self, share_id: str, version_id: str, unlock_cookie: Optional[str] = None,
                      content_token: Optional[str] = None) -> ContentRef:
@@ -224,6 +253,23 @@ class ShareService:
                 doc, content_token, CONTENT_SALT, CONTENT_TOKEN_SECONDS)):
             raise Locked("This document is protected by a passphrase.")
         return ContentRef(doc, version_id, protected, self.cache_seconds(doc))
+
+    def open_file(self, ref: ContentRef, path: str) -> "FileRef":
+        """A bundle file of the version `ref` opened (its access already checked)."""
+        _, versions = self.ctx.documents.get_with_versions(ref.doc["document_id"])
+        version = next((v for v in versions if v["version_id"] == ref.version_id), None)
+        entry = next((f for f in (version or {}).get("files") or () if f["path"] == path), None)
+        if entry is None:
+            raise NotFound("No such file in this document.")
+        return FileRef(ref, path, entry["sha256"], entry["size_bytes"])
+
+    def read_file(self, ref: "FileRef") -> bytes:
+        from chalicelib.services import content
+
+        try:
+            return content.read_file(self.ctx, ref.content.doc["workspace_id"], ref.sha256)
+        except BlobNotFound as exc:
+            raise NotFound("No such file in this document.") from exc
 
     def read_content(self, ref: ContentRef) -> bytes:
         try:

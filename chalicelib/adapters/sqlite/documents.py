@@ -13,7 +13,7 @@ import sqlite3
 from typing import Iterable, Optional
 
 from chalicelib.adapters.sqlite import cursors
-from chalicelib.adapters.sqlite.db import Database, one
+from chalicelib.adapters.sqlite.db import Database, one, row_dict
 from chalicelib.ports.records import (
     DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument, WriteRefused,
 )
@@ -72,7 +72,7 @@ class DocumentRepository:
     def get_with_versions(self, document_id: str) -> tuple[Optional[dict], list[dict]]:
         with self.db.snapshot() as conn:
             doc = _document(conn, document_id)
-            versions = [dict(_drop_none(r)) for r in conn.execute(
+            versions = [row_dict(r) for r in conn.execute(
                 f"SELECT {VERSION_COLUMNS} FROM versions WHERE document_id = ? ORDER BY number",
                 (document_id,)).fetchall()]
         return doc, versions
