@@ -242,10 +242,10 @@ def _headers(csp: str, cache: str, extra: Optional[dict] = None) -> dict:
 
 
 def _page(body_html: str, title: str, status: int = 200, cache: str = CACHE_PRIVATE,
-          extra_headers: Optional[dict] = None) -> Response:
+          extra_headers: Optional[dict] = None, head: str = "") -> Response:
     document = (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
                 f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-                f"<meta name=\"robots\" content=\"noindex\"><title>{html.escape(title)}</title>"
+                f"<meta name=\"robots\" content=\"noindex\"><title>{html.escape(title)}</title>{head}"
                 f"<style>{PAGE_CSS}</style></head><body>{body_html}</body></html>")
     return Response(body=document, status_code=status,
                     headers=_headers(_page_csp(), cache, {"X-Frame-Options": "DENY", **(extra_headers or {})}))
@@ -274,6 +274,30 @@ def _error_page(error: errors.DocpubError) -> Response:
     return _page(body, "Error", error.status, CACHE_PRIVATE, dict(error.headers))
 
 
+GENERIC_PREVIEW_TITLE = "A document shared with Docpub"
+
+
+def _preview_tags(title: str, url: str, description: str = "", image: str = "") -> str:
+    """Open Graph and Twitter tags for link unfurls (Slack, iMessage, Discord, X...)."""
+    tags = [("property", "og:type", "website"), ("property", "og:site_name", "Docpub"),
+            ("property", "og:title", title), ("property", "og:url", url),
+            ("name", "twitter:title", title)]
+    if description:
+        tags += [("property", "og:description", description[:300]), ("name", "twitter:description", description[:300])]
+    if image:
+        tags += [("property", "og:image", image), ("property", "og:image:type", "image/png"),
+                 ("property", "og:image:width", "1200"), ("property", "og:image:height", "630"),
+                 ("name", "twitter:card", "summary_large_image"), ("name", "twitter:image", image)]
+    else:
+        tags.append(("name", "twitter:card", "summary"))
+    return "".join(f"<meta {attr}=\"{name}\" content=\"{html.escape(value)}\">" for attr, name, value in tags)
+
+
+def _generic_preview(share_id: str) -> str:
+    """What a protected link unfurls as: nothing of the document."""
+    return _preview_tags(GENERIC_PREVIEW_TITLE, f"{config.base_url()}{share_path(share_id)}")
+
+
 def _unlock_page(share_id: str, version: Optional[int], status: int = 200, message: str = "",
                  extra_headers: Optional[dict] = None) -> Response:
     action = share_path(share_id) + "/unlock" + (f"?v={version}" if version else "")
@@ -286,7 +310,7 @@ def _unlock_page(share_id: str, version: Optional[int], status: int = 200, messa
             f"autocomplete=\"current-password\" autofocus>"
             f"<div class=\"actions\"><button class=\"primary\" type=\"submit\">Unlock</button></div>"
             f"</form></main>")
-    return _page(body, "Protected document", status, CACHE_PRIVATE, extra_headers)
+    return _page(body, "Protected document", status, CACHE_PRIVATE, extra_headers, head=_generic_preview(share_id))
 
 
 def _mark(page: SharePage) -> str:
@@ -342,7 +366,16 @@ def _viewer_page(page: SharePage) -> Response:
         f"<script>{PAGE_SCRIPT}</script>"
     )
     cache = CACHE_PRIVATE if page.protected else cache_page(page.cache_seconds)
-    return _page(body, page.title, 200, cache)
+    url = f"{config.base_url()}{base}"
+    if page.protected:  # even for a viewer who unlocked it: a preview names nothing of it
+        head = _generic_preview(page.share_id)
+    else:
+        from chalicelib.domain.cards import card_key
+
+        name = page.branding.card_name if page.branding else "Docpub"
+        head = _preview_tags(page.title, url, page.description,
+                             f"{url}/card.png?k={card_key(page.title, name)}")
+    return _page(body, page.title, 200, cache, head=head)
 
 
 # ------------------------------------------------------------------ request helpers
@@ -472,7 +505,7 @@ def share_file(share_id, version_id, **parts):
     cache = CACHE_PRIVATE if ref.protected else cache_content(ref.cache_seconds)
     headers = _headers(_content_csp(), cache, {"ETag": etag, "Content-Type": bundles.content_type(path)})
     if _etag_matches(_request().headers.get("if-none-match"), etag):
-        return Response(body="", status_code=304, headers=headers)
+        return EncodedResponse(body=b"", status_code=304, headers=headers)
     data = sharing.read_file(found)
     if not bundles.compressible(path):  # images, fonts, archives: already compressed
         return EncodedResponse(body=data, status_code=200, headers=headers)
@@ -484,6 +517,20 @@ def share_file(share_id, version_id, **parts):
 
 for _route in FILE_ROUTES:
     bp.route(_route, methods=["GET"])(_html_view(share_file))
+
+
+@bp.route("/d/{share_id}/card.png", methods=["GET"])
+@_html_view
+def share_card(share_id):
+    """The link's 1200x630 preview card (public links only; 404 otherwise)."""
+    key, data, seconds = registry.sharing().card(share_id)
+    etag = f"\"card-{key}\""
+    headers = {"Content-Type": "image/png", "Cache-Control": cache_content(seconds), "ETag": etag,
+               "X-Content-Type-Options": "nosniff", "X-Robots-Tag": "noindex, nofollow",
+               "Content-Security-Policy": "default-src 'none'; sandbox"}
+    if _etag_matches(_request().headers.get("if-none-match"), etag):
+        return EncodedResponse(body=b"", status_code=304, headers=headers)
+    return EncodedResponse(body=data, status_code=200, headers=headers)
 
 
 class _UnlockForm(RequestModel):

@@ -50,6 +50,11 @@ class Branding:
         """Free workspaces show "Published with Docpub" around the document."""
         return not plans.entitlements(self.plan).custom_branding
 
+    @property
+    def card_name(self) -> str:
+        """The name on the link-preview card: the Pro brand, else Docpub."""
+        return "Docpub" if self.docpub_mark or not self.brand_name else self.brand_name
+
 
 @dataclass(frozen=True)
 class Access:
@@ -87,6 +92,7 @@ class SharePage:
     # The version has files: the frame opens it as <content>/index.html so relative
     # references resolve inside the version (img/chart.png → <content>/img/chart.png).
     has_files: bool = False
+    description: str = ""
 
 
 @dataclass(frozen=True)
@@ -225,7 +231,29 @@ class ShareService:
             version_count=access.doc["version_count"], latest=version_number is None,
             branding=Branding(ws.get("plan", "free"), ws.get("brand_name"), ws.get("brand_tagline")),
             content_token=self._grant(access.doc, CONTENT_SALT) if access.protected else None,
-            cache_seconds=access.cache_seconds, has_files=access.has_files)
+            cache_seconds=access.cache_seconds, has_files=access.has_files,
+            description=access.doc.get("description") or "")
+
+    def card(self, share_id: str) -> tuple[str, bytes, int]:
+        """(ETag, PNG, cache seconds) of the link's preview card: its title and the
+        workspace's brand. Nothing for a protected, disabled, expired or unknown link
+        (NotFound). Drawn once per title and brand, then read from storage."""
+        from chalicelib.domain import cards
+        from chalicelib.ports import document_prefix
+
+        doc, workspace, _ = self._resolve(share_id)
+        if doc.get("passphrase_hash"):
+            raise NotFound("No such link.")
+        name = Branding(workspace.get("plan", "free"), workspace.get("brand_name"),
+                        workspace.get("brand_tagline")).card_name
+        key = cards.card_key(doc["title"], name)
+        object_key = f"{document_prefix(doc['workspace_id'], doc['document_id'])}card-{key}.png"
+        try:
+            data = self.ctx.blobs.get_html(object_key)
+        except BlobNotFound:
+            data = cards.render_card(doc["title"], name)
+            self.ctx.blobs.put_file(object_key, data)
+        return key, data, self.cache_seconds(doc)
 
     def download(self, share_id: str, version_number: Optional[int] = None,
                  unlock_cookie: Optional[str] = None):
