@@ -14,7 +14,7 @@ from chalicelib.entrypoints.mcp import bp as mcp_blueprint
 from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
 from chalicelib.entrypoints.oauth import bp as oauth_blueprint
 from chalicelib.models import (
-    DownloadQuery, EditRequest, FeedbackListQuery, GetDocumentQuery, Health, ListDocumentsQuery, PassphraseRequest,
+    DownloadQuery, EditRequest, UploadRequest, FeedbackListQuery, GetDocumentQuery, Health, ListDocumentsQuery, PassphraseRequest,
     PublishRequest, ResolveFeedbackRequest, StatsQuery, UpdateDocumentRequest,
 )
 from chalicelib.services import registry
@@ -110,6 +110,8 @@ def _parse_publish(request, model):
         return parse_body(request, model), None
     fields, upload = parse_multipart(request)
     if upload is None:
+        if "upload_id" in fields:
+            return validate(model, fields), None
         if "html" not in fields:
             raise ValidationFailed.field("file", "is required: send the document as a `file` part "
                                                  "(.html, .htm, .md, .markdown or .zip)")
@@ -128,6 +130,23 @@ def publish():
     result = registry.documents().publish(credentials, request,
                                           _request().headers.get("idempotency-key"), upload=upload)
     return json_response(result.response, headers=result.headers)
+
+
+@app.route("/api/v1/uploads", methods=["POST"])
+@api
+def create_upload():
+    credentials, request = _authorized(parse_body, UploadRequest)
+    return json_response(registry.uploads().create(credentials, request.filename, request.size_bytes), 201)
+
+
+@app.route("/uploads/{upload_id}", methods=["PUT"], content_types=["*/*"])
+@api
+def receive_upload(upload_id):
+    """The embedded store's upload_url: no key, the signed token in the URL is the credential
+    (outside /api/v1: its size is the one declared, not the API's body cap)."""
+    body = _request().raw_body or b""
+    registry.uploads().receive(upload_id, (_request().query_params or {}).get("token"), body)
+    return empty_response(204)
 
 
 @app.route("/api/v1/documents", methods=["GET"])

@@ -127,7 +127,10 @@ class PublishRequest(RequestModel):
     title: Optional[Title] = Field(None, description=(
         "1 to 500 characters. Omitted: the page's <title>, else its first <h1>; for Markdown its first "
         "heading; with none of those, 422."))
-    html: Html
+    html: Optional[Html] = Field(None, description=(
+        "The page (or with format=markdown its Markdown source). Required unless `upload_id` is given."))
+    upload_id: Optional[Annotated[str, StringConstraints(max_length=64)]] = Field(None, description=(
+        "A file sent through POST /api/v1/uploads, in place of `html` (single use)."))
     format: DocumentFormat = "html"
     files: Optional[list[FileInput]] = Field(None, description=(
         "Files beside the page (images, stylesheets, scripts, more pages), resolved from the page's "
@@ -184,6 +187,18 @@ class GetDocumentQuery(QueryModel):
     include_html: bool = False
     include_source: bool = False
     version_id: Optional[VersionId] = None
+
+
+class UploadRequest(RequestModel):
+    filename: Annotated[str, StringConstraints(min_length=1, max_length=255), Field(description=(
+        "The file's name: .html, .htm, .md, .markdown or .zip (it decides how the upload is read)."))]
+    size_bytes: Annotated[int, Field(ge=1, description="Exactly how many bytes will be PUT to upload_url.")]
+
+
+class UploadTicket(ResponseModel):
+    upload_id: str
+    upload_url: str = Field(description="PUT exactly size_bytes bytes here, with no credentials.")
+    expires_at: str
 
 
 class DownloadQuery(QueryModel):

@@ -66,6 +66,7 @@ ERROR_HEADERS = {
 PATH_PARAMETERS: dict[str, tuple[Any, str]] = {
     "document_id": (models.DocumentId, "A document's id (UUID)."),
     "feedback_id": (str, "A feedback entry's id."),
+    "upload_id": (str, "An upload's id (`up_…`)."),
 }
 
 SECURITY_SCHEMES = {
@@ -137,6 +138,10 @@ OPERATIONS: tuple[Operation, ...] = (
                       **{name: {"type": "string"} for name in ("title", "document_id", "note", "description")}}}}},
               example={"title": "Release notes", "html": "<h1>Release notes</h1><p>Draft</p>",
                        "note": "first draft"}),
+    Operation("POST", "/api/v1/uploads", "createUpload",
+              "Start a large upload: PUT the file to upload_url, then publish with upload_id.",
+              models.UploadTicket, status=201, request=models.UploadRequest, errors=(413,),
+              example={"filename": "site.zip", "size_bytes": 12582912}),
     Operation("GET", "/api/v1/documents/{document_id}/download", "downloadDocument",
               "The latest version (or `version_id`) as a file: .html, .md, or a .zip of a bundle.",
               query=models.DownloadQuery, errors=(404,), response_content={

@@ -214,6 +214,11 @@ class BlobStore(Protocol):
         sweep's grace period protects it while a write that reuses it commits; False if
         there is no such object."""
 
+    def upload_url(self, key: str, size_bytes: int, expires_seconds: int) -> Optional[str]:
+        """A URL that accepts one PUT of exactly `size_bytes` bytes to `key` without other
+        credentials (a presigned S3 URL), or None when the store has none (the local
+        server then receives the bytes itself)."""
+
     def list_keys(self, prefix: str) -> list[tuple[str, float]]:
         """(key, last-modified epoch seconds) of every object under prefix."""
 

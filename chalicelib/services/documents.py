@@ -196,6 +196,14 @@ class DocumentService:
                 raise ValidationFailed.field("Idempotency-Key", "must be 1 to 255 characters")
             digest = hashlib.sha256(idempotency_key.encode()).hexdigest()
         actor, doc, idem = self._load(who, request.document_id, digest, seen=seen)
+        if request.upload_id is not None:
+            if upload is not None or request.html is not None:
+                raise ValidationFailed.field("upload_id", "give upload_id in place of `html` or `file`, not beside it")
+            from chalicelib.services.uploads import UploadService
+
+            upload = UploadService(self.ctx).take(actor.workspace_id, request.upload_id)
+        elif upload is None and request.html is None:
+            raise ValidationFailed.field("html", "is required (or upload_id, for a file sent to /api/v1/uploads)")
         if upload is not None:
             data = upload[1]
             content = content_files.from_upload(upload[0], upload[1], request.title)
@@ -267,6 +275,10 @@ class DocumentService:
                     raise
                 stored = False  # committed: the objects are referenced now
                 objects.keep()
+                if request.upload_id is not None:
+                    from chalicelib.services.uploads import UploadService
+
+                    UploadService(self.ctx).discard(actor.workspace_id, request.upload_id)
                 if doc is not None and links.withdraws(doc, link_changes, now_ms):
                     cdn.withdraw(self.ctx, doc["share_id"], "link settings")
                 return WriteResult(response, decision.headers() if decision else {})

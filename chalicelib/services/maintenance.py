@@ -57,5 +57,7 @@ def sweep_orphans(ctx: Optional[Context] = None, grace_seconds: int = GRACE_SECO
     workspaces = {key.split("/")[1] for key, _ in ctx.blobs.list_keys(FILE_ROOT) if key.count("/") == 2}
     files_deleted = sum(content.sweep_files(ctx, ws, min(grace_seconds, content.FILE_GRACE_SECONDS))
                         for ws in sorted(workspaces))
+    from chalicelib.services.uploads import sweep_uploads
+
     return {"checked": checked, "deleted": deleted, "deletes_finished": finished,
-            "files_deleted": files_deleted, "cdn": cdn.retry_pending(ctx)}
+            "files_deleted": files_deleted, "uploads_deleted": sweep_uploads(ctx), "cdn": cdn.retry_pending(ctx)}

@@ -38,6 +38,12 @@ class BlobStore:
         aws.s3().put_object(Bucket=self.bucket, Key=key, Body=data, ContentType="application/octet-stream",
                             ChecksumCRC32=crc32_b64(data))
 
+    def upload_url(self, key: str, size_bytes: int, expires_seconds: int) -> str:
+        """Presigned PUT; Content-Length is signed, so S3 refuses any other size."""
+        return aws.s3_presigner().generate_presigned_url(
+            "put_object", Params={"Bucket": self.bucket, "Key": key, "ContentLength": size_bytes},
+            ExpiresIn=expires_seconds, HttpMethod="PUT")
+
     def touch(self, key: str) -> bool:
         """A server-side copy onto itself: S3 sets LastModified, no bytes pass through Lambda."""
         try:

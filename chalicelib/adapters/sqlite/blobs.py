@@ -67,6 +67,9 @@ class FileBlobStore:
     def put_file(self, key: str, data: bytes) -> None:
         self.put_html(key, data)
 
+    def upload_url(self, key: str, size_bytes: int, expires_seconds: int) -> None:
+        return None  # the local server's own upload route receives the bytes
+
     def touch(self, key: str) -> bool:
         try:
             os.utime(self._path(key))
