@@ -50,6 +50,9 @@ class FileBlobStore:
             _fsync_dir(new.parent)
 
     def put_html(self, key: str, data: bytes, sha256_b64: Optional[str] = None) -> None:
+        self._write(key, data)
+
+    def _write(self, key: str, data: bytes) -> None:
         path = self._path(key)
         self._make_dirs(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMP_PREFIX)
@@ -65,7 +68,7 @@ class FileBlobStore:
         _fsync_dir(path.parent)
 
     def put_file(self, key: str, data: bytes) -> None:
-        self.put_html(key, data)
+        self._write(key, data)
 
     def upload_url(self, key: str, size_bytes: int, expires_seconds: int) -> None:
         return None  # the local server's own upload route receives the bytes
