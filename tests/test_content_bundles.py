@@ -95,7 +95,9 @@ def test_files_are_listed_and_served_beside_the_page(client, workspace):
         assert r.headers["X-Content-Type-Options"] == "nosniff"
         assert "sandbox" in r.headers["Content-Security-Policy"]  # sandboxed like the page
         assert "allow-same-origin" not in r.headers["Content-Security-Policy"]
-    again = client.http.get(f"/d/{share}/v/{version}/style.css", headers={"If-None-Match": r.headers["ETag"], **ACCEPT_ALL})
+    etag = client.http.get(f"/d/{share}/v/{version}/style.css").headers["ETag"]
+    assert etag == f'"{listed["style.css"]["sha256"]}"'
+    again = client.http.get(f"/d/{share}/v/{version}/style.css", headers={"If-None-Match": etag, **ACCEPT_ALL})
     assert client.http.get(f"/d/{share}/v/{version}/nope.css").status_code == 404
     assert again.status_code == 304
     # An edit keeps the version's files.
