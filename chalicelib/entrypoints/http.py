@@ -246,48 +246,59 @@ def is_multipart(request) -> bool:
     return (request.headers.get("content-type") or "").lower().startswith(MULTIPART_TYPE)
 
 
-def parse_multipart(request, file_field: str = "file") -> tuple[dict[str, str], Optional[tuple[str, bytes]]]:
-    """(text fields, (filename, bytes) of the `file` part or None) of a multipart/form-data
-    body, read with python-multipart (Starlette's parser) from memory. A malformed body,
-    a repeated field or a second file is 422 naming it; empty text fields count as absent."""
-    import io
-
+def multipart_parts(content_type: str, body: bytes) -> tuple[list[tuple[str, str]], list[tuple[str, str, bytes]]]:
+    """([(name, text)], [(name, filename, bytes)]) of a multipart/form-data body, read with
+    python-multipart (Starlette's parser) from memory: the one multipart reader of the
+    API and the dashboard. A malformed body is 422 naming `file`."""
     from python_multipart import FormParser
     from python_multipart.exceptions import FormParserError
     from python_multipart.multipart import parse_options_header
 
-    check_body_size(request)
-    content_type, params = parse_options_header(request.headers.get("content-type") or "")
+    kind, params = parse_options_header(content_type or "")
     boundary = params.get(b"boundary")
     if not boundary:
         raise errors.ValidationFailed.field("file", "the multipart body has no boundary in its Content-Type")
-    raw = request.raw_body or b""
-    fields: dict[str, str] = {}
+    fields: list[tuple[str, str]] = []
     files: list[tuple[str, str, bytes]] = []
 
     def on_field(part) -> None:
         name = (part.field_name or b"").decode("utf-8", "replace")
-        if name in fields:
-            raise errors.ValidationFailed.field(name, "is given more than once")
         try:
-            value = (part.value or b"").decode("utf-8")
+            fields.append((name, (part.value or b"").decode("utf-8")))
         except UnicodeDecodeError:
             raise errors.ValidationFailed.field(name, "is not UTF-8 text") from None
-        if value != "":
-            fields[name] = value
 
     def on_file(part) -> None:
         part.file_object.seek(0)
-        files.append(((part.field_name or b"").decode("utf-8", "replace"),
-                      (part.file_name or b"").decode("utf-8", "replace"), part.file_object.read()))
+        data = part.file_object.read()
+        filename = (part.file_name or b"").decode("utf-8", "replace")
+        if filename or data:  # an empty file input sends a part with neither
+            files.append(((part.field_name or b"").decode("utf-8", "replace"), filename, data))
 
-    parser = FormParser(content_type.decode("latin-1"), on_field, on_file, boundary=boundary,
-                        config={"MAX_MEMORY_FILE_SIZE": MAX_REQUEST_BYTES + 1, "MAX_BODY_SIZE": MAX_REQUEST_BYTES})
+    parser = FormParser(kind.decode("latin-1"), on_field, on_file, boundary=boundary,
+                        config={"MAX_MEMORY_FILE_SIZE": len(body) + 1, "MAX_BODY_SIZE": len(body) + 1})
     try:
-        parser.write(raw if isinstance(raw, bytes) else raw.encode("utf-8"))
+        parser.write(body)
         parser.finalize()
     except FormParserError:
         raise errors.ValidationFailed.field("file", "the multipart body could not be read") from None
+    return fields, files
+
+
+def parse_multipart(request, file_field: str = "file") -> tuple[dict[str, str], Optional[tuple[str, bytes]]]:
+    """(text fields, (filename, bytes) of the `file` part or None) of an API request's
+    multipart/form-data body. A repeated field or a second file is 422 naming it; empty
+    text fields count as absent."""
+    check_body_size(request)
+    raw = request.raw_body or b""
+    parts, files = multipart_parts(request.headers.get("content-type") or "",
+                                   raw if isinstance(raw, bytes) else raw.encode("utf-8"))
+    fields: dict[str, str] = {}
+    for name, value in parts:
+        if name in fields:
+            raise errors.ValidationFailed.field(name, "is given more than once")
+        if value != "":
+            fields[name] = value
     upload = None
     for name, filename, data in files:
         if name != file_field:

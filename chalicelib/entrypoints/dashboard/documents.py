@@ -69,9 +69,10 @@ def upload(page: Page):
     uploaded = page.file("file")
     try:
         if uploaded is None:
-            raise errors.ValidationFailed.field("file", "choose an HTML file to upload")
+            raise errors.ValidationFailed.field("file", "choose a file to upload (.html, .md or .zip)")
         result = editing().upload(page.actor, uploaded[1], title=form.get("title"), note=form.get("note"),
-                                  document_id=target, description=form.get("description"))
+                                  document_id=target, description=form.get("description"),
+                                  filename=uploaded[0])
     except errors.DocpubError as exc:
         document = None
         if target and UUID.match(target):
@@ -105,6 +106,16 @@ def _document(page: Page, document_id: str):
     if not UUID.match(document_id or ""):
         raise errors.NotFound("No such document in this workspace.")
     return documents().get(page.actor, document_id)
+
+
+@route("/documents/{document_id}/download")
+def download(page: Page, document_id: str):
+    """The version as a file (.html, .md, or a .zip of a page with its files)."""
+    from chalicelib.entrypoints.http import download_response
+
+    _document(page, document_id)
+    version_id = page.query.get("version_id") or None
+    return download_response(documents().download(page.actor, document_id, version_id))
 
 
 @route("/documents/{document_id}", methods=("POST",))

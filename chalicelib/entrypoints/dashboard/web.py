@@ -164,34 +164,14 @@ def parse_form(request) -> tuple[dict[str, str], dict[str, tuple[str, bytes]]]:
 
 
 def parse_multipart(content_type: str, body: bytes) -> tuple[dict[str, str], dict[str, tuple[str, bytes]]]:
-    """multipart/form-data as browsers send it; file contents stay exact bytes."""
-    match = re.search(r'boundary="?([^";]+)"?', content_type, re.I)
-    if not match:
-        raise errors.ValidationFailed("The form could not be read; reload the page and try again.")
-    delimiter = b"--" + match.group(1).encode("latin-1")
-    fields: dict[str, str] = {}
-    files: dict[str, tuple[str, bytes]] = {}
-    for part in body.split(delimiter)[1:]:
-        if part.startswith(b"--"):
-            break
-        if part.startswith(b"\r\n"):
-            part = part[2:]
-        head, _, content = part.partition(b"\r\n\r\n")
-        if content.endswith(b"\r\n"):
-            content = content[:-2]
-        headers = head.decode("utf-8", "replace")
-        disposition = next((line for line in headers.split("\r\n")
-                            if line.lower().startswith("content-disposition")), "")
-        name = re.search(r'\bname="([^"]*)"', disposition)
-        if not name:
-            continue
-        filename = re.search(r'\bfilename="([^"]*)"', disposition)
-        if filename is not None:
-            if filename.group(1) or content:
-                files[name.group(1)] = (filename.group(1), content)
-        else:
-            fields[name.group(1)] = content.decode("utf-8", "replace")
-    return fields, files
+    """multipart/form-data as browsers send it (the API's one reader); file contents stay exact bytes."""
+    from chalicelib.entrypoints.http import multipart_parts
+
+    try:
+        parts, uploads = multipart_parts(content_type, body)
+    except errors.ValidationFailed:
+        raise errors.ValidationFailed("The form could not be read; reload the page and try again.") from None
+    return dict(parts), {name: (filename, data) for name, filename, data in uploads}
 
 
 # ------------------------------------------------------------------ services (lazy)
@@ -244,7 +224,10 @@ def url(path: str = "", **params) -> str:
 @functools.lru_cache(maxsize=1)
 def template_globals() -> dict:
     """What every dashboard template (and the macros it imports) can use."""
-    return {"url": url, "pro_features": PRO_FEATURES, "max_html_bytes": MAX_HTML_BYTES, "limits": limits}
+    from chalicelib.services.uploads import MAX_ZIP_BYTES
+
+    return {"url": url, "pro_features": PRO_FEATURES, "max_html_bytes": MAX_HTML_BYTES, "limits": limits,
+            "max_bundle_bytes": min(MAX_ZIP_BYTES, MAX_FORM_BYTES)}
 
 
 def render(page: Page, template: str, status: int = 200, headers: Optional[dict] = None, **context) -> Response:
