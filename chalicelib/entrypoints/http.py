@@ -246,10 +246,13 @@ def is_multipart(request) -> bool:
     return (request.headers.get("content-type") or "").lower().startswith(MULTIPART_TYPE)
 
 
-def multipart_parts(content_type: str, body: bytes) -> tuple[list[tuple[str, str]], list[tuple[str, str, bytes]]]:
+def multipart_parts(content_type: str, body: bytes, strict_text: bool = True
+                    ) -> tuple[list[tuple[str, str]], list[tuple[str, str, bytes]]]:
     """([(name, text)], [(name, filename, bytes)]) of a multipart/form-data body, read with
     python-multipart (Starlette's parser) from memory: the one multipart reader of the
-    API and the dashboard. A malformed body is 422 naming `file`."""
+    API and the dashboard (dashboard/forms.py). A malformed body is 422 naming `file`;
+    a text field that is not UTF-8 is 422 naming it (`strict_text`) or has its bad
+    bytes replaced."""
     from python_multipart import FormParser
     from python_multipart.exceptions import FormParserError
     from python_multipart.multipart import parse_options_header
@@ -264,7 +267,7 @@ def multipart_parts(content_type: str, body: bytes) -> tuple[list[tuple[str, str
     def on_field(part) -> None:
         name = (part.field_name or b"").decode("utf-8", "replace")
         try:
-            fields.append((name, (part.value or b"").decode("utf-8")))
+            fields.append((name, (part.value or b"").decode("utf-8", "strict" if strict_text else "replace")))
         except UnicodeDecodeError:
             raise errors.ValidationFailed.field(name, "is not UTF-8 text") from None
 
