@@ -101,7 +101,7 @@ def markdown_source(size: int = 1024 * 1024) -> str:
 def markdown_bench(repeat: int) -> list[list[str]]:
     from markdown_it import MarkdownIt
 
-    from chalicelib.domain.markdown import render
+    from chalicelib.services.content import render_markdown as render
 
     source = markdown_source()
     floor_parser = MarkdownIt("gfm-like")

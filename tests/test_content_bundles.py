@@ -326,3 +326,25 @@ def test_a_protected_download_needs_the_unlock(client, workspace, services):
     r = client.http.get(f"/d/{share_of(doc)}?download=1", headers=ACCEPT_ALL)
     assert "Content-Disposition" not in r.headers and b"Report" not in r.body
     assert b"protected" in r.body
+
+
+@BOTH
+def test_restoring_an_old_version_keeps_its_markdown_source_and_files(client, workspace, services):
+    from chalicelib.services.editing import EditingService
+
+    ws, key = workspace
+    first = ok(post_json(client, "/api/v1/publish", {"html": "# One\n\n![c](img/chart.png)", "format": "markdown",
+                                                     "files": files()[:1]}, key))
+    ok(publish(client, key, document_id=first["document_id"], title="Two"))  # plain HTML, no files
+    from chalicelib.services.auth import credentials_from_headers
+
+    EditingService(services.documents.ctx).restore_version(credentials_from_headers({"x-api-key": key}),
+                                                           first["document_id"], 1)
+    doc = json.loads(client.http.get(f"/api/v1/documents/{first['document_id']}?include_source=true",
+                                     headers={"X-Api-Key": key}).body)
+    assert doc["version_count"] == 3 and doc["versions"][-1]["note"] == "Restored version 1"
+    assert doc["format"] == "markdown" and doc["source"] == "# One\n\n![c](img/chart.png)"
+    assert [f["path"] for f in doc["versions"][-1]["files"]] == ["img/chart.png"]
+    share = share_of(first)
+    r = client.http.get(f"/d/{share}/v/{doc['latest_version_id']}/img/chart.png", headers=ACCEPT_ALL)
+    assert r.status_code == 200 and r.body == PNG

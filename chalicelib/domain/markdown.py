@@ -5,7 +5,8 @@ CommonMark plus GFM tables, strikethrough, task lists and autolinks
 by Pygments, headings with anchors. Raw HTML passes through as CommonMark says:
 the page is served sandboxed like any document, so it is not "sanitised" here.
 
-The page is the jinja template templates/content/markdown.html: a readable
+The page around it is the template templates/content/markdown.html
+(services/content.render_markdown, through the one environment chalicelib/rendering.py): a readable
 measure on a desktop, full width on a phone, code blocks and tables that scroll
 sideways instead of widening the page.
 """
@@ -14,10 +15,8 @@ from __future__ import annotations
 import functools
 import html as html_lib
 import re
-from pathlib import Path
 from typing import Optional
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "content"
 # Pygments is linear but slow on pathological input: past these, code is shown plain.
 HIGHLIGHT_BLOCK_CHARS = 200_000
 HIGHLIGHT_TOTAL_CHARS = 1_000_000
@@ -37,15 +36,7 @@ def _parser():
 
 
 @functools.lru_cache(maxsize=1)
-def _template():
-    import jinja2
-
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True)
-    return env.get_template("markdown.html")
-
-
-@functools.lru_cache(maxsize=1)
-def _code_css() -> str:
+def code_css() -> str:
     from pygments.formatters import HtmlFormatter
 
     rules = HtmlFormatter(style="default").get_style_defs(".hl").splitlines()
@@ -73,9 +64,8 @@ class _Highlighter:
         except ClassNotFound:
             return ""
         self.left -= len(code)
-        body = highlight(code, lexer, HtmlFormatter(nowrap=True))
-        return (f'<pre class="hl"><code class="language-{html_lib.escape(lang.split()[0])}">'
-                f"{body}</code></pre>\n")
+        # <div class="hl"><pre><code>…</code></pre></div>: Pygments escapes the code itself.
+        return highlight(code, lexer, HtmlFormatter(cssclass="hl", wrapcode=True))
 
 
 def _heading_text(tokens, start: int) -> str:
@@ -117,15 +107,6 @@ def render_body(source: str) -> tuple[str, Optional[str]]:
     tokens = md.parse(source, env)
     body = md.renderer.render(tokens, md.options, env)
     return body, first_heading(tokens)
-
-
-def render(source: str, title: Optional[str] = None) -> Rendered:
-    """The complete page. `title` (the document's) names the page; when None, the
-    first heading does, and Rendered.title reports it (None if there is none)."""
-    body, heading = render_body(source)
-    page_title = title or heading or "Document"
-    page = _template().render(title=page_title, body=body, code_css=_code_css())
-    return Rendered(page, heading)
 
 
 def _plain(fragment: str) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from chalicelib.domain import bundles, limits
-from chalicelib.domain.markdown import html_title, render
+from chalicelib.domain.markdown import Rendered, code_css, html_title, render_body
 from chalicelib.errors import UnsupportedMediaType, ValidationFailed
 from chalicelib.ports import BlobNotFound, file_key, file_prefix, source_key, version_key
 
@@ -40,9 +40,25 @@ class Content:
     source: Optional[bytes] = None
     title: Optional[str] = None  # inferred from the page / the first Markdown heading
     files: list[bundles.BundleFile] = field(default_factory=list)
+    # Files already stored (a restored or edited version keeps its files): {path, size_bytes, sha256}
+    kept_files: list[dict] = field(default_factory=list)
 
     def file_infos(self) -> Optional[list[dict]]:
-        return [f.info() for f in self.files] or None
+        return [*self.kept_files, *(f.info() for f in self.files)] or None
+
+
+def render_markdown(source: str, title: Optional[str] = None) -> Rendered:
+    """The complete page of a Markdown source (templates/content/markdown.html). `title`
+    (the document's) names the page; when None the first heading does, and
+    Rendered.title reports it (None if there is none)."""
+    from markupsafe import Markup
+
+    from chalicelib import rendering
+
+    body, heading = render_body(source)
+    page = rendering.page("content/markdown.html", title=title or heading or "Document", body=Markup(body),
+                          code_css=Markup(code_css()))
+    return Rendered(page, heading)
 
 
 def _decode(data: bytes, field_name: str) -> str:
@@ -54,7 +70,7 @@ def _decode(data: bytes, field_name: str) -> str:
 
 def markdown_content(source: bytes, title: Optional[str]) -> Content:
     """Render checked Markdown source (≤ 4 MiB) into a page (≤ 4 MiB)."""
-    rendered = render(_decode(source, "html"), title)
+    rendered = render_markdown(_decode(source, "html"), title)
     page = limits.encoded_html(rendered.html)
     return Content(page=page, format="markdown", source=source, title=rendered.title)
 
@@ -122,6 +138,7 @@ class StoredContent:
         blobs.put_html(self.page_key, content.page)
         self.written.append(self.page_key)
         self.put_files(content.files)
+        self.touch_files(content.kept_files)
 
     def put_files(self, files: list[bundles.BundleFile]) -> None:
         seen: set[str] = set()
@@ -179,6 +196,15 @@ def package(ctx, doc: dict, version: dict) -> Download:
     index_name = "index.md" if fmt == "markdown" else "index.html"
     contents = [(f["path"], read_file(ctx, doc["workspace_id"], f["sha256"])) for f in files]
     return Download(f"{name}.zip", "application/zip", bundles.write_zip(index_name, source, contents))
+
+
+def stored_content(ctx, doc: dict, version: dict) -> Content:
+    """A stored version's content as it is (page, source, files kept), to publish again."""
+    fmt, source = read_source(ctx, doc, version)
+    page = source if fmt == "html" else ctx.blobs.get_html(version_key(doc["workspace_id"], doc["document_id"],
+                                                                       version["version_id"]))
+    return Content(page=page, format=fmt, source=source if fmt == "markdown" else None,
+                   kept_files=list(version.get("files") or []))
 
 
 def read_file(ctx, workspace_id: str, sha256: str) -> bytes:

@@ -174,10 +174,28 @@ class DocumentService:
     # ---------------------------------------------------------------- publish
 
     def publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str] = None,
-                upload: Optional[tuple[str, bytes]] = None) -> WriteResult:
+                upload: Optional[tuple[str, bytes]] = None,
+                content: Optional["content_files.Content"] = None) -> WriteResult:
         """Publish JSON (`html` by `format`, `files`), or an uploaded file (filename, bytes):
-        .html/.htm, .md/.markdown or a .zip bundle, which then stands for `html`."""
-        return self._with_rate_headers(lambda seen: self._publish(who, request, idempotency_key, seen, upload))
+        .html/.htm, .md/.markdown or a .zip bundle, which then stands for `html`; or
+        `content` already stored (a version restored as it was: format, source, files)."""
+        return self._with_rate_headers(lambda seen: self._publish(who, request, idempotency_key, seen, upload,
+                                                                  content))
+
+    def restore(self, who: Who, document_id: str, number: int, note: str,
+                base_version_id: Optional[str] = None) -> WriteResult:
+        """Publish version `number` again as the newest: its page, Markdown source and files."""
+        found = access.find_document(self.ctx, access.actor(self.ctx, who), document_id)
+        version = self.ctx.documents.get_version(found.document_id, number)
+        if version is None:
+            raise NotFound(f"No version {number} of document {found.document_id}.")
+        try:
+            content = content_files.stored_content(self.ctx, found.doc, version)
+        except BlobNotFound:
+            raise VersionContentMissing(version["version_id"]) from None
+        request = PublishRequest(title=found.doc["title"], html="(restored)", note=note,
+                                 document_id=found.document_id, base_version_id=base_version_id)
+        return self.publish(found.actor, request, content=content)
 
     def _count_session_write(self, actor: Actor) -> None:
         """Writes from a dashboard session have no API key; the same limit applies
@@ -189,14 +207,17 @@ class DocumentService:
                            limits.write_rate(), limits.REFUSALS[kind])
 
     def _publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str], seen: dict,
-                 upload: Optional[tuple[str, bytes]] = None) -> WriteResult:
+                 upload: Optional[tuple[str, bytes]] = None,
+                 prepared: Optional["content_files.Content"] = None) -> WriteResult:
         digest = None
         if idempotency_key is not None:
             if not 1 <= len(idempotency_key) <= MAX_IDEMPOTENCY_KEY:
                 raise ValidationFailed.field("Idempotency-Key", "must be 1 to 255 characters")
             digest = hashlib.sha256(idempotency_key.encode()).hexdigest()
         actor, doc, idem = self._load(who, request.document_id, digest, seen=seen)
-        if request.upload_id is not None:
+        if prepared is not None:
+            data, content = prepared.page, prepared
+        elif request.upload_id is not None:
             if upload is not None or request.html is not None:
                 raise ValidationFailed.field("upload_id", "give upload_id in place of `html` or `file`, not beside it")
             from chalicelib.services.uploads import UploadService
@@ -204,7 +225,9 @@ class DocumentService:
             upload = UploadService(self.ctx).take(actor.workspace_id, request.upload_id)
         elif upload is None and request.html is None:
             raise ValidationFailed.field("html", "is required (or upload_id, for a file sent to /api/v1/uploads)")
-        if upload is not None:
+        if prepared is not None:
+            pass
+        elif upload is not None:
             data = upload[1]
             content = content_files.from_upload(upload[0], upload[1], request.title)
         else:

@@ -104,12 +104,12 @@ class EditingService:
     def restore_version(self, who: Who, document_id: str, number: int) -> WriteResult:
         """Publish an older version's HTML again, as the newest version."""
         actor = access.actor(self.ctx, who)
-        document, version, html = self.documents.get_html(actor, document_id, number)
-        if number == document["version_count"]:
+        found = access.find_document(self.ctx, actor, document_id)
+        if number == found.doc["version_count"]:
             raise NoChange(f"Version {number} is already the latest version.")
-        return self.documents.publish(actor, publish_request(
-            title=document["title"], html=html, note=f"Restored version {number}", document_id=document_id,
-            base_version_id=document["latest_version_id"]))
+        # As it was: its page, its Markdown source and its files.
+        return self.documents.restore(actor, found.document_id, number, f"Restored version {number}",
+                                      base_version_id=found.doc["latest_version_id"])
 
     def compare(self, who: Who, document_id: str, old_number: int, new_number: int) -> VersionPair:
         actor = access.actor(self.ctx, who)
