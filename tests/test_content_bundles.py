@@ -348,3 +348,33 @@ def test_restoring_an_old_version_keeps_its_markdown_source_and_files(client, wo
     share = share_of(first)
     r = client.http.get(f"/d/{share}/v/{doc['latest_version_id']}/img/chart.png", headers=ACCEPT_ALL)
     assert r.status_code == 200 and r.body == PNG
+
+
+@BOTH
+def test_mcp_publishes_files_beside_the_page(client, workspace):
+    from tests.test_mcp import call
+
+    _, key = workspace
+    result = call(client, key, "publish_document", {"html": PAGE, "files": files()})
+    assert result["isError"] is False, result
+    doc_id = result["structuredContent"]["document_id"]
+    got = call(client, key, "get_document", {"document_id": doc_id})["structuredContent"]
+    assert sorted(f["path"] for f in got["versions"][0]["files"]) == ["img/chart.png", "style.css"]
+    bad = call(client, key, "publish_document", {"html": PAGE, "files": [{"path": "../x", "content": "x"}]})
+    assert bad["isError"] is True and bad["content"][0]["text"].startswith("validation_error:")
+
+
+@pytest.mark.aws
+def test_deployed_a_file_too_large_for_lambda_is_served_by_s3_through_a_presigned_url(client, workspace, storage,
+                                                                                        monkeypatch):
+    from chalicelib.services import sharing
+
+    monkeypatch.setattr(sharing, "INLINE_FILE_BYTES", 1000)
+    _, key = workspace
+    result = ok(publish(client, key, files=[{"path": "big.txt", "content": "x" * 2000}, *files()]))
+    r = client.http.get(f"/d/{share_of(result)}/v/{result['version_id']}/big.txt", headers=ACCEPT_ALL)
+    assert r.status_code == 302
+    location = r.headers["Location"]
+    assert "X-Amz-Signature=" in location and "X-Amz-Expires=60" in location
+    small = client.http.get(f"/d/{share_of(result)}/v/{result['version_id']}/style.css", headers=ACCEPT_ALL)
+    assert small.status_code == 200

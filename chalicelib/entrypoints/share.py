@@ -469,6 +469,10 @@ def share_file(share_id, version_id, **parts):
     headers = _headers(_content_csp(), cache, {"ETag": etag, "Content-Type": bundles.content_type(path)})
     if _etag_matches(_request().headers.get("if-none-match"), etag):
         return EncodedResponse(body=b"", status_code=304, headers=headers)
+    elsewhere = sharing.file_redirect(found, headers["Content-Type"])
+    if elsewhere is not None:
+        return Response(body="", status_code=302, headers={"Location": elsewhere, "Cache-Control": CACHE_PRIVATE,
+                                                           "Referrer-Policy": "no-referrer"})
     data = sharing.read_file(found)
     if not bundles.compressible(path):  # images, fonts, archives: already compressed
         return EncodedResponse(body=data, status_code=200, headers=headers)

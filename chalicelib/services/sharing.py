@@ -26,6 +26,10 @@ from chalicelib.services.context import Context, default_context, new_share_id
 MIN_PASSPHRASE, MAX_PASSPHRASE = limits.PASSPHRASE_CHARS
 UNLOCK_MAX_AGE_SECONDS = 7 * 24 * 3600
 UNLOCK_COOKIE = "dp_unlock"
+# Lambda answers at most 6 MB, binary as base64 (x4/3): larger bundle files are served by
+# storage itself through a short-lived presigned URL (deployed); locally, here.
+INLINE_FILE_BYTES = 4 * 1024 * 1024
+FILE_REDIRECT_SECONDS = 60
 ROTATE_ATTEMPTS = 5  # each lost race means another rotation committed; give up (429) after this many
 _SHARE_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 _VERSION_ID = re.compile(r"^v_[A-Za-z0-9_-]{1,60}$")
@@ -290,6 +294,16 @@ class ShareService:
         if entry is None:
             raise NotFound("No such file in this document.")
         return FileRef(ref, path, entry["sha256"], entry["size_bytes"])
+
+    def file_redirect(self, ref: "FileRef", content_type: str) -> Optional[str]:
+        """For a file too large for a Lambda response (6 MB, base64 for binary): a short-lived
+        URL to storage itself (a presigned S3 GET, 60 s), or None (serve it here)."""
+        from chalicelib.ports import file_key
+
+        if ref.size_bytes <= INLINE_FILE_BYTES:
+            return None
+        return self.ctx.blobs.download_url(file_key(ref.content.doc["workspace_id"], ref.sha256), content_type,
+                                           FILE_REDIRECT_SECONDS)
 
     def read_file(self, ref: "FileRef") -> bytes:
         from chalicelib.services import content

@@ -44,6 +44,12 @@ class BlobStore:
             "put_object", Params={"Bucket": self.bucket, "Key": key, "ContentLength": size_bytes},
             ExpiresIn=expires_seconds, HttpMethod="PUT")
 
+    def download_url(self, key: str, content_type: str, expires_seconds: int) -> str:
+        return aws.s3_presigner().generate_presigned_url(
+            "get_object", Params={"Bucket": self.bucket, "Key": key, "ResponseContentType": content_type,
+                                  "ResponseCacheControl": "private, max-age=60"},
+            ExpiresIn=expires_seconds)
+
     def touch(self, key: str) -> bool:
         """A server-side copy onto itself: S3 sets LastModified, no bytes pass through Lambda."""
         try:
