@@ -129,6 +129,9 @@ class StoredContent:
         self.page_key = version_key(workspace_id, document_id, version_id)
         self.source_key = source_key(workspace_id, document_id, version_id)
         self.written: list[str] = []
+        # Bytes of files this version stored for the first time in the workspace: what
+        # storage usage grows by besides the page (a reused file is counted once).
+        self.new_file_bytes = 0
 
     def put(self, content: Content) -> None:
         blobs = self.ctx.blobs
@@ -150,6 +153,7 @@ class StoredContent:
             if not self.ctx.blobs.touch(key):
                 self.ctx.blobs.put_file(key, item.data)
                 self.written.append(key)
+                self.new_file_bytes += item.size_bytes
 
     def touch_files(self, infos: list[dict]) -> None:
         """An edit keeps the version's files: mark them used again before committing."""
