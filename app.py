@@ -2,8 +2,10 @@
 the pages, share links, /mcp, the dashboard and OAuth blueprints."""
 from chalice import Chalice
 
-from chalicelib import config, logs
-from chalicelib.entrypoints.http import normalise_chalice_error, refuse_without_origin_secret
+from chalicelib import config, logs, wiring
+from chalicelib.entrypoints.http import (
+    MULTIPART_TYPE, empty_response, handles_errors, normalise_chalice_error, refuse_without_origin_secret,
+)
 from chalicelib.entrypoints import pages, rest, routing
 from chalicelib.entrypoints.share import bp as share_pages, separate_sites
 from chalicelib.entrypoints.mcp import bp as mcp_blueprint
@@ -11,6 +13,8 @@ from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
 from chalicelib.entrypoints.oauth import bp as oauth_blueprint
 config.check_startup()  # deployed without DOCPUB_SECRET_KEY: refuse to start (no public default)
 app = Chalice(app_name="docpub")
+# Uploads (multipart) reach the function as bytes, base64-encoded by API Gateway.
+app.api.binary_types.append(MULTIPART_TYPE)
 logs.configure()
 
 
@@ -51,6 +55,16 @@ def favicon():
 # REST v1: one route per entry of chalicelib/operations.py (which also makes the
 # OpenAPI document, the MCP tools and the OAuth scope table).
 rest.register(app)
+
+
+@app.route("/uploads/{upload_id}", methods=["PUT"], content_types=["*/*"])
+@handles_errors(app)
+def receive_upload(upload_id):
+    """The embedded store's upload_url: no key, the signed token in the URL is the credential
+    (outside /api/v1: its size is the one declared, not the API's body cap)."""
+    body = _request().raw_body or b""
+    wiring.uploads().receive(upload_id, (_request().query_params or {}).get("token"), body)
+    return empty_response(204)
 
 app.register_blueprint(share_pages)
 app.register_blueprint(mcp_blueprint)  # POST /mcp (the SDK is imported only when it is hit)

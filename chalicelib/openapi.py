@@ -34,7 +34,7 @@ ERROR_TEXT = {
     413: ("`document_too_large`: the HTML (or the request body) is over the size limit. For an edit "
           "batch, `details.edit_index` is the first edit whose result would exceed it and "
           "`details.size_bytes` the size that edit would produce (nothing larger is built)."),
-    415: "`unsupported_media_type`: the body is not `application/json`.",
+    415: "`unsupported_media_type`: the body is not `application/json` (publish: nor `multipart/form-data`).",
     422: ("`validation_error` (also for a `cursor` this service did not issue to this workspace and "
           "listing, and for a passphrase that is too easy to guess, with the reason), or for edits "
           "`edit_not_found` / `edit_ambiguous` / `no_change`."),
@@ -58,6 +58,7 @@ ERROR_HEADERS = {
 PATH_PARAMETERS: dict[str, tuple[Any, str]] = {
     "document_id": (models.DocumentId, "A document's id (UUID)."),
     "feedback_id": (str, "A feedback entry's id."),
+    "upload_id": (str, "An upload's id (`up_…`)."),
 }
 
 SECURITY_SCHEMES = {
@@ -225,9 +226,12 @@ def _operation(op: Operation, path: str, components: dict) -> dict:
         body: dict[str, Any] = {"schema": model_schema(op.request, "validation", components)}
         if op.example is not None:
             body["example"] = op.example
-        doc["requestBody"] = {"required": True, "content": {"application/json": body}}
+        doc["requestBody"] = {"required": True, "content": {"application/json": body,
+                                                            **(op.extra_request_content or {})}}
     success: dict[str, Any] = {"description": "Success." if op.status != 204 else "Done; no body."}
-    if op.response is not None:
+    if op.response_content is not None:
+        success["content"] = op.response_content
+    elif op.response is not None:
         success["content"] = {"application/json": {"schema": model_schema(op.response, "serialization",
                                                                           components)}}
     elif op.response_schema is not None:

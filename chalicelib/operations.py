@@ -90,6 +90,10 @@ class Operation:
     header_parameters: tuple[dict, ...] = ()
     links: dict = field(default_factory=dict)
     example: Optional[dict] = None  # a valid request body (also used by the authorization matrix)
+    response_content: Optional[dict] = None  # a non-JSON answer: {media type: {"schema": …}}
+    extra_request_content: Optional[dict] = None  # other request media types beside JSON
+    content_types: tuple[str, ...] = ("application/json",)  # what the route accepts
+    parse: Optional[Callable[[Any, type[BaseModel]], Any]] = None  # the body's parser (default: JSON)
 
 
 # ------------------------------------------------------------------ OpenAPI decorations
@@ -122,9 +126,43 @@ DOCUMENT_LINKS = {
 
 # ------------------------------------------------------------------ calls
 
+MULTIPART_TYPE = "multipart/form-data"
+MARKUP_FILE = ".html, .htm, .md, .markdown, or a .zip whose root (or single top folder) holds index.html or index.md"
+
+
+def _parse_publish(request: Any, model: type[BaseModel]) -> tuple[BaseModel, Any]:
+    """(PublishRequest, upload or None): JSON, or multipart/form-data with a `file`
+    part (.html/.htm/.md/.markdown/.zip) and text fields named like the JSON ones."""
+    from chalicelib.entrypoints.http import is_multipart, parse_body, parse_multipart, validate
+    from chalicelib.errors import ValidationFailed
+
+    if not is_multipart(request):
+        return parse_body(request, model), None
+    fields, upload = parse_multipart(request)
+    if upload is None:
+        if "upload_id" in fields:
+            return validate(model, fields), None
+        if "html" not in fields:
+            raise ValidationFailed.field("file", "is required: send the document as a `file` part "
+                                                 "(.html, .htm, .md, .markdown or .zip)")
+        return validate(model, fields), None
+    if "html" in fields:
+        raise ValidationFailed.field("html", "give either a `file` part or an `html` field, not both")
+    if "format" in fields:
+        raise ValidationFailed.field("format", "comes from the file's name (.md/.markdown is Markdown)")
+    return validate(model, {**fields, "html": "(file)"}), upload
+
+
 def _publish(c: Call) -> Reply:
-    result = wiring.documents().publish(c.credentials, c.body, c.headers.get("idempotency-key"))
+    request, upload = c.body
+    result = wiring.documents().publish(c.credentials, request, c.headers.get("idempotency-key"), upload=upload)
     return Reply(result.response, result.headers)
+
+
+def _download(c: Call) -> Any:
+    from chalicelib.entrypoints.http import download_response
+
+    return download_response(wiring.documents().download(c.credentials, c.path["document_id"], c.query.version_id))
 
 
 def _edit(c: Call) -> Reply:
@@ -133,9 +171,18 @@ def _edit(c: Call) -> Reply:
 
 
 def _get(c: Call) -> Reply:
+    from chalicelib.services.documents import document_exclusions
+
     document = wiring.documents().get(c.credentials, c.path["document_id"], c.query.include_html,
-                                      c.query.version_id)
-    return Reply(document, exclude=None if c.query.include_html else {"html"})
+                                      c.query.version_id, c.query.include_source)
+    return Reply(document, exclude=document_exclusions(c.query.include_html, c.query.include_source))
+
+
+def _update(c: Call) -> Reply:
+    from chalicelib.services.documents import document_exclusions
+
+    return Reply(wiring.documents().update(c.credentials, c.path["document_id"], c.body),
+                 exclude=document_exclusions(False, False))
 
 
 def _health(c: Call) -> BaseModel:
@@ -158,16 +205,23 @@ OPERATIONS: tuple[Operation, ...] = (
         "publish", "POST", "/api/v1/publish", "publish", "Create a document or append a version.",
         _publish, models.PublishResponse, request=models.PublishRequest, errors=(403, 404, 409, 413, 429),
         scope=WRITE, write=True, response_headers=RATE_HEADERS, header_parameters=(IDEMPOTENCY_KEY,),
-        links=DOCUMENT_LINKS,
+        links=DOCUMENT_LINKS, content_types=("application/json", MULTIPART_TYPE), parse=_parse_publish,
+        extra_request_content={MULTIPART_TYPE: {"schema": {
+            "type": "object", "required": ["file"], "properties": {
+                "file": {"type": "string", "format": "binary", "description": MARKUP_FILE},
+                **{name: {"type": "string"} for name in ("title", "document_id", "note", "description")}}}}},
         example={"title": "Release notes", "html": "<h1>Release notes</h1><p>Draft</p>", "note": "first draft"},
         tools=(Tool("publish_document", "Publish a document", (
-            "Publish HTML as a new document and get its shareable link (share_url), or, with document_id, "
-            "publish it as the next version of an existing document (same link; title and description are "
-            "replaced). Use this to create a document or to replace all of its HTML; to change part of an "
-            "existing document prefer edit_document. Limits: HTML at most {html_size}, else "
-            "document_too_large; a free workspace holds at most {free_documents} (one more is "
-            "plan_limit_reached; new versions of existing documents still work); publish and edit share a "
-            "write rate limit of {write_rate} (rate_limited, with retry_after_seconds).")),)),
+            (
+                 "Publish HTML as a new document and get its shareable link (share_url), or, with document_id, "
+                 "publish it as the next version of an existing document (same link; title and description are "
+                 "replaced). Use this to create a document or to replace all of its HTML; to change part of an "
+                 "existing document prefer edit_document. Writing prose, notes or a report? Send Markdown with "
+                 "format=\"markdown\" (rendered into a typeset page; edits then apply to the Markdown). Images or "
+                 "stylesheets the page references by relative path go in `files`. Limits: HTML at most "
+                 "{html_size}, else document_too_large; a free workspace holds at most {free_documents} (one more "
+                 "is plan_limit_reached; new versions of existing documents still work); publish and edit share a "
+                 "write rate limit of {write_rate} (rate_limited, with retry_after_seconds)."))),)),
     Operation(
         "edit_document", "POST", "/api/v1/documents/{document_id}/edit", "editDocument",
         "Apply a batch of literal edits as one new version.",
@@ -185,13 +239,15 @@ OPERATIONS: tuple[Operation, ...] = (
         "get_document", "GET", "/api/v1/documents/{document_id}", "getDocument", "A document and its versions.",
         _get, models.DocumentDetail, query=models.GetDocumentQuery, errors=(404,), scope=READ,
         tools=(Tool("get_document", "Read a document", (
-            "Read one document: title, description, share_url, versions (oldest first), open feedback "
-            "count, and with include_html=true the HTML of the latest version (or of version_id). Use it "
-            "before edit_document to see the exact text to replace."), read_only=True),)),
+            (
+                 "Read one document: title, description, share_url, versions (oldest first), open feedback count, "
+                 "and with include_html=true the HTML of the latest version (or of version_id). Use it before "
+                 "edit_document to see the exact text to replace; for a Markdown document ask "
+                 "include_source=true, since edits match its Markdown source.")), read_only=True),)),
     Operation(
         "update_document", "PATCH", "/api/v1/documents/{document_id}", "updateDocument",
         "Change title and/or description (no new version).",
-        lambda c: Reply(wiring.documents().update(c.credentials, c.path["document_id"], c.body), exclude={"html"}),
+        _update,
         models.DocumentDetail, request=models.UpdateDocumentRequest, errors=(404,), scope=WRITE,
         example={"title": "Release notes (final)"},
         tools=(Tool("update_document", "Rename or redescribe a document", (
@@ -283,7 +339,19 @@ OPERATIONS: tuple[Operation, ...] = (
             "List a document's versions (version_id, number, note, created_at, size_bytes), newest first, "
             "a page at a time; pass next_cursor back as cursor for the next page. get_document with "
             "version_id reads one version's HTML."), read_only=True),)),
-    # REST only (MCP: set_passphrase with passphrase=null).
+    # REST only (MCP: set_passphrase with passphrase=null; uploads and downloads are files).
+    Operation(
+        "create_upload", "POST", "/api/v1/uploads", "createUpload",
+        "Start a large upload: PUT the file to upload_url, then publish with upload_id.",
+        lambda c: wiring.uploads().create(c.credentials, c.body.filename, c.body.size_bytes),
+        models.UploadTicket, status=201, request=models.UploadRequest, errors=(413,), scope=WRITE,
+        example={"filename": "site.zip", "size_bytes": 12582912}),
+    Operation(
+        "download_document", "GET", "/api/v1/documents/{document_id}/download", "downloadDocument",
+        "The latest version (or `version_id`) as a file: .html, .md, or a .zip of a bundle.",
+        _download, query=models.DownloadQuery, errors=(404,), scope=READ, response_content={
+            media: {"schema": {"type": "string", "format": "binary"}}
+            for media in ("text/html", "text/markdown", "application/zip")}),
     Operation(
         "clear_passphrase", "DELETE", "/api/v1/documents/{document_id}/passphrase", "removePassphrase",
         "Make the share link public again (Pro).",

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from chalicelib.services.feedback import FeedbackService
     from chalicelib.services.oauth import OAuthService
     from chalicelib.services.sharing import ShareService
+    from chalicelib.services.uploads import UploadService
     from chalicelib.services.views import ViewService
     from chalicelib.services.workspaces import WorkspaceService
 
@@ -167,13 +168,20 @@ def oauth() -> OAuthService:
 
 
 @functools.lru_cache(maxsize=None)
+def uploads() -> UploadService:
+    from chalicelib.services.uploads import UploadService
+
+    return UploadService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
 def dashboard_pages() -> DashboardPages:
     from chalicelib.services.dashboard_pages import DashboardPages
 
     return DashboardPages(documents(), workspaces(), feedback(), sharing(), views(), editing())
 
 
-_SERVICES = (documents, workspaces, sharing, feedback, accounts, editing, views, oauth, dashboard_pages)
+_SERVICES = (documents, workspaces, sharing, feedback, accounts, editing, views, oauth, uploads, dashboard_pages)
 
 
 def reset() -> None:

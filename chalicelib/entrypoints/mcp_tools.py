@@ -35,14 +35,15 @@ from chalicelib.domain import limits
 from chalicelib.entrypoints.http import as_error, validate, validation_error
 from chalicelib.models import (
     MAX_EDITS, Description, DocumentDeleted, DocumentDetail, DocumentStats, DocumentId, DocumentList, EditOperation,
-    EditRequest, EditResponse, Feedback, FeedbackList, FeedbackListQuery, GetDocumentQuery, Html,
+    EditRequest, EditResponse, Feedback, FeedbackList, FileInput, FeedbackListQuery, GetDocumentQuery, Html,
     ListDocumentsQuery, MeResponse, Note, PassphraseRequest, PublishRequest, PublishResponse,
     ResolveFeedbackRequest, ShareRotated, StatsQuery, Title,
     UpdateDocumentRequest, VersionId,
 )
 from chalicelib.mcp_instructions import instructions, limit_words
-from chalicelib import wiring
+from chalicelib import wiring as registry
 from chalicelib.services.auth import Credentials
+from chalicelib.services.documents import document_exclusions
 from chalicelib.services.access import Actor
 from chalicelib.services.oauth import OAuthService, Principal
 
@@ -148,10 +149,22 @@ def _link_settings(share_enabled: Optional[bool], share_expires_at: Optional[str
 
 
 async def publish_document(
-    title: Annotated[Title, Field(description="Document title, 1 to 500 characters, not only whitespace.")],
     html: Annotated[Html, Field(description=(
-        "The complete HTML of the document (a full page or a fragment). At most "
-        f"{limits.html_size_text()}; host large images at a URL instead of inlining base64."))],
+        "The complete HTML of the document (a full page or a fragment), or with format=\"markdown\" its "
+        f"Markdown source. At most {limits.html_size_text()}; put images in `files` or host them at a URL "
+        "instead of inlining base64."))],
+    title: Annotated[Optional[Title], Field(description=(
+        "Document title, 1 to 500 characters. Omit it to use the page's <title> or first <h1> (for "
+        "Markdown, its first heading)."))] = None,
+    format: Annotated[Optional[Literal["html", "markdown"]], Field(description=(
+        "\"html\" (default) or \"markdown\": send Markdown when you are writing prose, notes or reports "
+        "(GFM tables, task lists, fenced code with highlighting); the service renders a typeset, "
+        "mobile-friendly page and keeps the source for edits."))] = None,
+    files: Annotated[Optional[list[FileInput]], Field(description=(
+        "Files beside the page, e.g. [{\"path\": \"img/chart.png\", \"content\": \"<base64>\", "
+        "\"encoding\": \"base64\"}, {\"path\": \"style.css\", \"content\": \"body{...}\"}]; the page "
+        "references them by relative path (<img src=\"img/chart.png\">). At most 200 files, 32 MiB in all; "
+        "a new version replaces the whole set."))] = None,
     document_id: Annotated[Optional[DocumentId], Field(description=(
         "Omit to create a new document. Give an existing document's id to publish this HTML as its next "
         "version (the share_url stays the same)."))] = None,
@@ -163,9 +176,10 @@ async def publish_document(
 ) -> Annotated[CallToolResult, PublishResponse]:
     def action():
         request = validate(PublishRequest, {
-            **_given(title=title, html=html, document_id=document_id, note=note, description=description),
+            **_given(title=title, html=html, document_id=document_id, note=note, description=description,
+                     format=format, files=[f.model_dump() for f in files] if files is not None else None),
             **_link_settings(share_enabled, share_expires_at)})
-        return wiring.documents().publish(_credentials(), request).response
+        return registry.documents().publish(_credentials(), request).response
 
     return _call(action)
 
@@ -180,7 +194,7 @@ async def edit_document(
 ) -> Annotated[CallToolResult, EditResponse]:
     def action():
         request = validate(EditRequest, _given(edits=[e.model_dump() for e in edits], note=note))
-        return wiring.documents().edit(_credentials(), document_id, request).response
+        return registry.documents().edit(_credentials(), document_id, request).response
 
     return _call(action)
 
@@ -192,12 +206,17 @@ async def get_document(
         "metadata."))] = False,
     version_id: Annotated[Optional[VersionId], Field(description=(
         "Read this version's HTML instead of the latest (ids are in `versions`)."))] = None,
+    include_source: Annotated[bool, Field(description=(
+        "true to include `format` and `source`: the Markdown a Markdown document was published from (edit "
+        "that text with edit_document), or the HTML of an HTML document."))] = False,
 ) -> Annotated[CallToolResult, DocumentDetail]:
     def action():
-        query = validate(GetDocumentQuery, _given(include_html=include_html, version_id=version_id))
-        return wiring.documents().get(_credentials(), document_id, query.include_html, query.version_id)
+        query = validate(GetDocumentQuery, _given(include_html=include_html, version_id=version_id,
+                                                  include_source=include_source))
+        return registry.documents().get(_credentials(), document_id, query.include_html, query.version_id,
+                                        query.include_source)
 
-    return _call(action, exclude=None if include_html else {"html"})
+    return _call(action, exclude=document_exclusions(include_html, include_source))
 
 
 async def update_document(
@@ -210,7 +229,7 @@ async def update_document(
     def action():
         request = validate(UpdateDocumentRequest, {**_given(title=title, description=description),
                                                    **_link_settings(share_enabled, share_expires_at)})
-        return wiring.documents().update(_credentials(), document_id, request)
+        return registry.documents().update(_credentials(), document_id, request)
 
     return _call(action, exclude={"html"})
 
@@ -218,7 +237,7 @@ async def update_document(
 async def rotate_share_link(
     document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
 ) -> Annotated[CallToolResult, ShareRotated]:
-    return _call(lambda: wiring.sharing().rotate(_credentials(), document_id))
+    return _call(lambda: registry.sharing().rotate(_credentials(), document_id))
 
 
 async def set_passphrase(
@@ -228,13 +247,13 @@ async def set_passphrase(
         "words work well). null removes the passphrase and makes the link public again."))],
 ) -> Annotated[CallToolResult, DocumentDetail]:
     def action():
-        sharing = wiring.sharing()
+        sharing = registry.sharing()
         if passphrase is None:
             sharing.clear_passphrase(_credentials(), document_id)
         else:
             sharing.set_passphrase(_credentials(), document_id,
                                    validate(PassphraseRequest, {"passphrase": passphrase}).passphrase)
-        return wiring.documents().get(_credentials(), document_id)
+        return registry.documents().get(_credentials(), document_id)
 
     return _call(action, exclude={"html"})
 
@@ -243,7 +262,7 @@ async def delete_document(
     document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
 ) -> Annotated[CallToolResult, DocumentDeleted]:
     def action():
-        wiring.documents().delete(_credentials(), document_id)
+        registry.documents().delete(_credentials(), document_id)
         return DocumentDeleted(document_id=document_id, deleted=True)
 
     return _call(action)
@@ -256,7 +275,7 @@ async def list_documents(
 ) -> Annotated[CallToolResult, DocumentList]:
     def action():
         query = validate(ListDocumentsQuery, _given(limit=limit, cursor=cursor))
-        return wiring.documents().list(_credentials(), query.limit, query.cursor)
+        return registry.documents().list(_credentials(), query.limit, query.cursor)
 
     return _call(action)
 
@@ -272,13 +291,13 @@ async def find_document(
         if not query.strip():
             raise errors.ValidationFailed.field("query", "must not be blank")
         parsed = validate(ListDocumentsQuery, _given(limit=limit, cursor=cursor, query=query))
-        return wiring.documents().list(_credentials(), parsed.limit, parsed.cursor, parsed.query)
+        return registry.documents().list(_credentials(), parsed.limit, parsed.cursor, parsed.query)
 
     return _call(action)
 
 
 async def get_workspace_info() -> Annotated[CallToolResult, MeResponse]:
-    return _call(lambda: wiring.workspaces().me(_credentials()))
+    return _call(lambda: registry.workspaces().me(_credentials()))
 
 
 async def list_feedback(
@@ -291,7 +310,7 @@ async def list_feedback(
     def action():
         query = validate(FeedbackListQuery, _given(document_id=document_id, status=status, limit=limit,
                                                    cursor=cursor))
-        return wiring.feedback().list(_credentials(), document_id=query.document_id, status=query.status,
+        return registry.feedback().list(_credentials(), document_id=query.document_id, status=query.status,
                                         limit=query.limit, cursor=query.cursor)
 
     return _call(action)
@@ -303,7 +322,7 @@ async def resolve_feedback(
 ) -> Annotated[CallToolResult, Feedback]:
     def action():
         request = validate(ResolveFeedbackRequest, {"resolved": resolved})
-        return wiring.feedback().resolve(_credentials(), feedback_id, resolved=request.resolved)
+        return registry.feedback().resolve(_credentials(), feedback_id, resolved=request.resolved)
 
     return _call(action)
 
@@ -314,7 +333,7 @@ async def get_document_stats(
 ) -> Annotated[CallToolResult, DocumentStats]:
     def action():
         query = validate(StatsQuery, {"days": days})
-        return wiring.views().stats(_credentials(), document_id, query.days)
+        return registry.views().stats(_credentials(), document_id, query.days)
 
     return _call(action)
 

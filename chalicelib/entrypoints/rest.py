@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from chalice import Response
 from pydantic import BaseModel
 
 from chalicelib import wiring
@@ -22,7 +23,8 @@ def register(app: Any, operations: tuple[Operation, ...] = OPERATIONS) -> None:
     """Add a route for every operation to `app` (a Chalice app)."""
     api = handles_errors(app)
     for op in operations:
-        app.route(op.path, methods=[op.method], name=op.name)(api(_view(app, op)))
+        app.route(op.path, methods=[op.method], name=op.name, content_types=list(op.content_types))(
+            api(_view(app, op)))
 
 
 def _view(app: Any, op: Operation) -> Callable[..., Any]:
@@ -32,7 +34,8 @@ def _view(app: Any, op: Operation) -> Callable[..., Any]:
         body = query = None
         try:
             if op.request is not None:
-                body = op.request() if op.body_optional and not request.raw_body else parse_body(request, op.request)
+                body = (op.request() if op.body_optional and not request.raw_body
+                        else (op.parse or parse_body)(request, op.request))
             if op.query is not None:
                 query = parse_query(request, op.query)
         except DocpubError as exc:
@@ -57,4 +60,6 @@ def respond(op: Operation, answer: Any) -> Any:
         return json_response(answer.body, op.status, dict(answer.headers), answer.exclude)
     if isinstance(answer, (BaseModel, dict)):
         return json_response(answer, op.status)
+    if isinstance(answer, Response):  # a file (download) or another answer made by the call
+        return answer
     raise TypeError(f"{op.name} answered {type(answer).__name__}")

@@ -9,8 +9,8 @@ from chalicelib.ports.errors import (
 from chalicelib.ports.records import IdempotencyRecord, RateClaim, RateSlot
 from chalicelib.ports.repositories import (
     BLOB_ROOT, ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository,
-    Repositories, SessionRepository, StorageHealth, UserRepository, WorkspaceRepository, document_prefix,
-    version_key,
+    FILE_ROOT, Repositories, SessionRepository, StorageHealth, UserRepository, WorkspaceRepository, document_prefix,
+    file_key, file_prefix, source_key, version_key,
 )
 from chalicelib.ports.views import ViewCounterRepository, ViewCounts
 
@@ -20,5 +20,6 @@ __all__ = [
     "RateClaim", "RateLimitRepository", "RateSlot", "Repositories", "SessionRepository", "StaleDocument",
     "StorageHealth", "StorageUnavailable", "UserExists", "UserRepository", "WorkspaceRepository", "WriteRefused",
     "definitely_not_applied", "Conflict", "InvalidCursor", "NotFound", "QuotaExceeded", "StorageError",
-    "Unavailable", "BLOB_ROOT", "document_prefix", "version_key", "ViewCounterRepository", "ViewCounts",
+    "Unavailable", "BLOB_ROOT", "document_prefix", "version_key",
+    "FILE_ROOT", "file_key", "file_prefix", "source_key", "ViewCounterRepository", "ViewCounts",
 ]
