@@ -7,7 +7,7 @@ from chalicelib.entrypoints.http import (
     empty_response, handles_errors, json_response, normalise_chalice_error, parse_body, parse_query,
     refuse_without_origin_secret,
 )
-from chalicelib.entrypoints import pages, routing
+from chalicelib.entrypoints import bounds, pages, routing
 from chalicelib.entrypoints.share import bp as share_pages, separate_sites
 from chalicelib.entrypoints.mcp import bp as mcp_blueprint
 from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
@@ -36,6 +36,10 @@ def contract_errors(event, get_response):
     elsewhere = separate_sites(event)
     if elsewhere is not None:
         return elsewhere
+    # Undecodable headers, credentials where needed, the route's body cap: before any view reads the body.
+    refused = bounds.admit_event(event, app)
+    if refused is not None:
+        return refused
     # Chalice answers 405/415 itself, in its own shape; reshape to the contract's.
     return normalise_chalice_error(get_response(event))
 

@@ -32,6 +32,11 @@ class InvalidJson(DocpubError):
     status, code = 400, "invalid_json"
 
 
+class BadRequest(DocpubError):
+    """A request the server cannot read at all (e.g. a header value that is not Latin-1)."""
+    status, code = 400, "invalid_request"
+
+
 class Unauthorized(DocpubError):
     status, code = 401, "unauthorized"
 
