@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
+# make run HOST=0.0.0.0: listen on every interface (README: "Another address").
+HOST ?= 127.0.0.1
 STAGE ?= dev
 STACK ?= docpub-$(STAGE)
 BUILD_DIR ?= build
@@ -18,7 +20,7 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt
 
 # The embedded store (SQLite + files in $${DOCPUB_DATA_DIR:-.local}); restarts on source changes.
 run: $(BIN)/.installed
-	$(BIN)/python -m scripts.local_stack --port $(PORT)
+	$(BIN)/python -m scripts.local_stack --host $(HOST) --port $(PORT)
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
