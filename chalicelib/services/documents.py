@@ -23,6 +23,7 @@ from chalicelib.domain import limits, links, plans
 from chalicelib.domain.edits import apply_edits_utf8
 from chalicelib.domain.limits import checked_size, encoded_html
 from chalicelib.domain.ratelimit import SlotDecision, current_headers, decide
+from chalicelib.domain.search import fold
 from chalicelib.errors import (
     DocpubError, NotFound, PlanLimitReached, RateLimited, ValidationFailed, VersionConflict,
     VersionContentMissing,
@@ -413,11 +414,11 @@ class DocumentService:
 
     def _find(self, actor: Actor, query: str, limit: int, cursor: Optional[str]) -> DocumentList:
         offset = _decode_offset(cursors.unseal(actor.workspace_id, "find", cursor))
-        needle = query.casefold()
+        needle = fold(query)
         ranked = []
         for position, item in enumerate(self.ctx.documents.list_all(actor.workspace_id)):
-            title = item["title"].casefold()
-            description = item.get("description", "").casefold()
+            title = fold(item["title"])
+            description = fold(item.get("description", ""))
             if title == needle:
                 rank = 0
             elif title.startswith(needle):

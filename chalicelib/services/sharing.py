@@ -122,8 +122,12 @@ def refuse_weak_passphrase(passphrase: str) -> None:
     raise ValidationFailed.field("passphrase", f"is too easy to guess: {reason}")
 
 
-def failure_scope(document_id: str) -> str:
-    return ratelimits.scope_key("unlock-failures", document_id)
+def failure_scope(doc: dict) -> str:
+    """The document's failed-unlock budget. Keyed by the passphrase's epoch and the
+    share identifier as well, so setting a new passphrase or rotating the link
+    starts a fresh budget (a stranger's guessing cannot outlast either)."""
+    return ratelimits.scope_key("unlock-failures", doc["document_id"], str(doc.get("passphrase_epoch", 0)),
+                                doc.get("share_id") or "")
 
 
 @dataclass(frozen=True)
@@ -259,14 +263,16 @@ class ShareService:
                 and isinstance(issued, int)
                 and 0 <= self.ctx.now_ms() // 1000 - issued < max_age)
 
-    def unlock(self, share_id: str, passphrase: str, client_ip: str) -> Unlocked:
+    def unlock(self, share_id: str, passphrase: str, client_ip: str,
+               unlock_cookie: Optional[str] = None) -> Unlocked:
         """Right passphrase → a cookie for this document only; wrong → WrongPassphrase;
-        over the per-IP limit → RateLimited (the passphrase is then not even checked)."""
+        over the per-IP limit → RateLimited (the passphrase is then not even checked).
+        A viewer who already holds a valid cookie is never refused: the cookie is renewed."""
         doc, _workspace, _ = self._resolve(share_id)
-        if not doc.get("passphrase_hash"):
-            return self._cookie(doc)  # nothing to unlock; the link is public
+        if not doc.get("passphrase_hash") or self.cookie_unlocks(doc, unlock_cookie):
+            return self._cookie(doc)  # nothing to unlock (public link, or unlocked already)
         # Guessing from many addresses: a budget of failures per document for everyone.
-        budget = failure_scope(doc["document_id"])
+        budget = failure_scope(doc)
         ratelimits.check(self.ctx, budget, limits.unlock_failure_rate(),
                          "Too many wrong passphrases were tried for this document")
         self._consume_attempt("unlock", doc["document_id"], client_ip)
@@ -279,7 +285,7 @@ class ShareService:
         """For the owner: wrong passphrases tried on this document within the budget's window."""
         doc = self._owned(who, document_id, allow_free=True)
         budget, window = limits.unlock_failure_rate()
-        times = ratelimits.recent(self.ctx, failure_scope(doc["document_id"]), window)
+        times = ratelimits.recent(self.ctx, failure_scope(doc), window)
         return FailedUnlocks(count=len(times), last_ms=times[-1] if times else None, window_seconds=window,
                              budget=budget)
 
