@@ -42,6 +42,10 @@ SIGN_IN_PER_IP = Rate(20, 15 * 60)
 # account-wide cap is high, so an attacker cannot lock its owner out cheaply.
 SIGN_IN_PER_ACCOUNT_AND_IP = Rate(10, 15 * 60)
 SIGN_IN_PER_ACCOUNT = Rate(100, 15 * 60)
+# Failures from a browser that signed in to the account before (its device
+# cookie): such a browser is judged on its own failures only, so a stranger
+# spending the account-wide budget never locks the owner out (OWASP's device cookies).
+SIGN_IN_PER_DEVICE = Rate(10, 15 * 60)
 SIGN_UP_PER_IP = Rate(10, 60 * 60)
 # OAuth endpoints for MCP clients (per client IP): registrations, authorization
 # requests, token and revocation calls.
@@ -70,6 +74,7 @@ REFUSALS = {
     "signin-ip": "Too many sign-in attempts from this address",
     "signin-account-ip": "Too many sign-in attempts for this account from this address",
     "signin-account": "Too many sign-in attempts for this account",
+    "signin-device": "Too many sign-in attempts from this browser",
     "password-change": "Too many password attempts for this account",
     "signup-ip": "Too many sign-ups from this address",
     "session-writes": "Too many saves in this workspace",

@@ -37,6 +37,7 @@ STATIC_TYPES = {"dashboard.js": "text/javascript; charset=utf-8", "dashboard.css
 
 SESSION_COOKIE = "docpub_session"
 ANON_COOKIE = "docpub_csrf"
+DEVICE_COOKIE = "docpub_device"  # a browser that signed in to an account before (sign-in limits)
 FORM_TYPES = ["application/x-www-form-urlencoded", "multipart/form-data"]
 MAX_FORM_BYTES = MAX_HTML_BYTES + 512 * 1024
 SECURITY_HEADERS = {
@@ -432,7 +433,8 @@ def sign_in(page: Page):
     form = page.form()
     try:
         started = accounts().sign_in(form.get("email", ""), form.get("password", ""), page.client_ip(),
-                                     previous_session_id=page.session_id)
+                                     previous_session_id=page.session_id,
+                                     device_cookie=page.cookies.get(DEVICE_COOKIE))
     except errors.DocpubError as exc:
         return render(page, "sign_in.html", status=exc.status, headers=dict(exc.headers), error=exc,
                       form={"email": form.get("email", "")}, next=_safe_next(form.get("next")))
@@ -443,6 +445,10 @@ def sign_in(page: Page):
 def _start_session(page: Page, started) -> None:
     page.session_id, page.session = started.session_id, started.session
     page.set_cookie(SESSION_COOKIE, started.session_id, max_age=config.dashboard_session_seconds())
+    if started.device_token:  # this browser has signed in to this account (sign-in limits, accounts.py)
+        from chalicelib.services.accounts import DEVICE_MAX_AGE_SECONDS
+
+        page.set_cookie(DEVICE_COOKIE, started.device_token, max_age=DEVICE_MAX_AGE_SECONDS)
     if page.anon_id:
         page.clear_cookie(ANON_COOKIE)
         page.anon_id = None
