@@ -4,8 +4,9 @@ A client may use an https URL as its `client_id`; Docpub fetches the JSON
 document at that URL to learn the client's name and redirect URIs. The fetch is
 a request to an address chosen by a stranger, so it is fenced (SSRF):
 - https only, default port or an explicit one, no credentials in the URL;
-- the host name is resolved once, every address must be public (not loopback,
-  private, link-local, multicast, reserved…), and the connection goes to that
+- the host name is resolved once, every address must be public
+  (domain/addresses.py: not loopback, private, link-local, multicast, reserved,
+  nor an IPv6 form embedding IPv4: mapped, compatible, NAT64, 6to4, Teredo), and the connection goes to that
   vetted address (no second lookup a DNS rebinding could change), with TLS
   verified against the host name;
 - no redirects, 5 s per network wait and 5 s for the whole body, at most 64 KiB,
@@ -19,7 +20,6 @@ from the public-address rule, so tests can serve a document locally;
 from __future__ import annotations
 
 import http.client
-import ipaddress
 import json
 import socket
 import ssl
@@ -29,6 +29,7 @@ from typing import Optional
 from urllib.parse import urlsplit
 
 from chalicelib import config
+from chalicelib.domain import addresses as addresses_rule
 from chalicelib.domain.clients import MAX_CLIENT_NAME, MAX_REDIRECT_URIS, valid_redirect_uri
 
 CACHE_SECONDS = 3600
@@ -71,10 +72,7 @@ def _vetted_address(host: str, port: int) -> str:
         raise MetadataError(f"the host {host} has no address")
     if f"{host}:{port}" not in _allowed_hosts():
         for address in addresses:
-            ip = ipaddress.ip_address(address.split("%")[0])
-            if ip.version == 6 and ip.ipv4_mapped:
-                ip = ip.ipv4_mapped
-            if not ip.is_global or ip.is_multicast:
+            if addresses_rule.refusal(address) is not None:  # the one outbound address check
                 raise MetadataError(f"the host {host} resolves to a non-public address")
     return addresses[0]
 
