@@ -154,7 +154,10 @@ def _hasher():
 
 UNLOCK_SALT = "docpub-share-unlock"
 CONTENT_SALT = "docpub-share-content"
-CONTENT_TOKEN_SECONDS = 3600
+# A content grant (`?t=` on the separate content origin) opens one version, for
+# one purpose (framing it), for a few minutes: a URL leaks (history, logs, a
+# copied link) more easily than a cookie.
+CONTENT_TOKEN_SECONDS = 300
 
 
 def _serializer(salt: str = UNLOCK_SALT):
@@ -213,7 +216,8 @@ class ShareService:
             version_id=access.version_id, version_number=access.version_number,
             version_count=access.doc["version_count"], latest=version_number is None,
             branding=Branding(ws.get("plan", "free"), ws.get("brand_name"), ws.get("brand_tagline")),
-            content_token=self._grant(access.doc, CONTENT_SALT) if access.protected else None,
+            content_token=(self._grant(access.doc, CONTENT_SALT, access.version_id) if access.protected
+                           else None),
             cache_seconds=access.cache_seconds)
 
     def open_content(self, share_id: str, version_id: str, unlock_cookie: Optional[str] = None,
@@ -225,7 +229,7 @@ class ShareService:
         doc, _workspace, _ = self._resolve(share_id)
         protected = bool(doc.get("passphrase_hash"))
         if protected and not (self.cookie_unlocks(doc, unlock_cookie) or self._grant_valid(
-                doc, content_token, CONTENT_SALT, CONTENT_TOKEN_SECONDS)):
+                doc, content_token, CONTENT_SALT, CONTENT_TOKEN_SECONDS, version_id)):
             raise Locked("This document is protected by a passphrase.")
         return ContentRef(doc, version_id, protected, self.cache_seconds(doc))
 
@@ -241,12 +245,16 @@ class ShareService:
     def cookie_unlocks(self, doc: dict, cookie: Optional[str]) -> bool:
         return self._grant_valid(doc, cookie, UNLOCK_SALT, UNLOCK_MAX_AGE_SECONDS)
 
-    def _grant(self, doc: dict, salt: str) -> str:
-        """A signed grant for this document and passphrase epoch, issued now."""
-        return _serializer(salt).dumps({"d": doc["document_id"], "e": doc.get("passphrase_epoch", 0),
-                                        "t": self.ctx.now_ms() // 1000})
+    def _grant(self, doc: dict, salt: str, version_id: Optional[str] = None) -> str:
+        """A signed grant for this document and passphrase epoch, issued now (and
+        for one version only, when `version_id` is given). The salt is its purpose."""
+        grant = {"d": doc["document_id"], "e": doc.get("passphrase_epoch", 0), "t": self.ctx.now_ms() // 1000}
+        if version_id is not None:
+            grant["v"] = version_id
+        return _serializer(salt).dumps(grant)
 
-    def _grant_valid(self, doc: dict, value: Optional[str], salt: str, max_age: int) -> bool:
+    def _grant_valid(self, doc: dict, value: Optional[str], salt: str, max_age: int,
+                     version_id: Optional[str] = None) -> bool:
         if not value:
             return False
         from itsdangerous import BadSignature
@@ -260,6 +268,7 @@ class ShareService:
         issued = data.get("t")
         return (data.get("d") == doc["document_id"]
                 and data.get("e") == doc.get("passphrase_epoch", 0)
+                and (version_id is None or data.get("v") == version_id)
                 and isinstance(issued, int)
                 and 0 <= self.ctx.now_ms() // 1000 - issued < max_age)
 
