@@ -85,7 +85,14 @@ def favicon():
 @app.route("/api/v1/health", methods=["GET"])
 @api
 def health():
-    check_storage()
+    from chalicelib.ports import StorageFull
+
+    try:
+        check_storage()
+    except StorageFull:  # readable, but the disk is full: writes answer 507
+        return json_response({"status": "degraded", "reason": "disk_full",
+                              "message": "The disk is full: writes are refused (507); reads and deletes work."},
+                             status=503, headers={"Retry-After": "60"})
     return json_response(Health(status="ok"))
 
 

@@ -197,6 +197,11 @@ class ServiceUnavailable(DocpubError):
                          {"Retry-After": str(retry_after_seconds)})
 
 
+class InsufficientStorage(DocpubError):
+    """The embedded store's disk is full; nothing was written (reads and deletes still work)."""
+    status, code = 507, "insufficient_storage"
+
+
 class InternalError(DocpubError):
     status, code = 500, "internal_error"
 

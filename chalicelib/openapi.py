@@ -47,6 +47,8 @@ ERROR_TEXT = {
           "in the logs. A version whose HTML is missing from storage is a 500 with `details.version_id` "
           "(not retryable: publish the document again to repair it)."),
     503: "`service_unavailable`: storage is busy or unreachable; retry after `Retry-After` seconds.",
+    507: ("`insufficient_storage`: the embedded store's disk is full; nothing was written (reads and "
+          "deletes still work)."),
 }
 
 INT_HEADER = {"schema": {"type": "integer"}}
@@ -120,7 +122,9 @@ IDEMPOTENCY_KEY = {
 }
 
 OPERATIONS: tuple[Operation, ...] = (
-    Operation("GET", "/api/v1/health", "health", "Can the service reach its storage?",
+    Operation("GET", "/api/v1/health", "health",
+              "Can the service reach its storage? 503 with `{\"status\": \"degraded\", \"reason\": "
+              "\"disk_full\"}` when the embedded store's disk is full (writes are refused with 507).",
               models.Health, auth=False, tag="service"),
     Operation("GET", "/api/v1/openapi.json", "openapi", "This OpenAPI document.",
               response_schema={"type": "object"}, auth=False, tag="service"),
@@ -337,6 +341,8 @@ def _operation(op: Operation, path: str, components: dict) -> dict:
     if op.links:
         success["links"] = op.links
     statuses = set(op.errors) | {400, 500, 503}  # 400: a header value that cannot be decoded
+    if op.method in ("POST", "PUT", "PATCH"):
+        statuses.add(507)  # a full disk (embedded store)
     if op.auth:
         statuses.add(401)
     if op.request is not None:

@@ -329,8 +329,12 @@ def _unexpected(app, exc: BaseException) -> errors.DocpubError:
     # local server) or stale, and two failures must never share an id.
     rid = str(uuid.uuid4())
     context = {"request_id": rid, "aws_request_id": lambda_request_id(app)}
-    from chalicelib.ports import StorageUnavailable
+    from chalicelib.ports import StorageFull, StorageUnavailable
 
+    if isinstance(exc, StorageFull):
+        log.warning("storage full", extra={**context, "error_code": exc.code})
+        return errors.InsufficientStorage("The server's disk is full: nothing was written. Reading and deleting "
+                                          "still work; try again once space has been freed.")
     if isinstance(exc, StorageUnavailable):
         log.warning("storage busy", extra={**context, "error_code": exc.code})
         return errors.ServiceUnavailable()

@@ -3,7 +3,7 @@ exchange. Services import this package only, never an adapter."""
 from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.records import (
     BadCursor, BlobNotFound, DocumentCapReached, FeedbackGone, GuardFailed, IdempotencyRecord, KeyCapReached,
-    OutcomeUnknown, RateClaim, RateSlot, StaleDocument, StorageUnavailable, UserExists, WriteRefused,
+    OutcomeUnknown, RateClaim, RateSlot, StaleDocument, StorageFull, StorageUnavailable, UserExists, WriteRefused,
     definitely_not_applied,
 )
 from chalicelib.ports.repositories import (
@@ -17,6 +17,6 @@ __all__ = [
     "ApiKeyRepository", "OAuthRepository", "BadCursor", "BlobNotFound", "BlobStore", "DocumentCapReached", "DocumentRepository",
     "FeedbackGone", "FeedbackRepository", "GuardFailed", "IdempotencyRecord", "KeyCapReached", "OutcomeUnknown",
     "RateClaim", "RateLimitRepository", "RateSlot", "Repositories", "SessionRepository", "StaleDocument",
-    "StorageHealth", "StorageUnavailable", "UserExists", "UserRepository", "WorkspaceRepository", "WriteRefused",
+    "StorageFull", "StorageHealth", "StorageUnavailable", "UserExists", "UserRepository", "WorkspaceRepository", "WriteRefused",
     "definitely_not_applied", "BLOB_ROOT", "document_prefix", "version_key", "ViewCounterRepository", "ViewCounts",
 ]

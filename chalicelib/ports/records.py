@@ -105,6 +105,10 @@ class WriteRefused(StorageUnavailable):
     """A write failed and is known not to have been applied."""
 
 
+class StorageFull(WriteRefused):
+    """The store's disk is full (embedded store): the write was not applied (507)."""
+
+
 class OutcomeUnknown(StorageUnavailable):
     """A write failed without saying whether it committed (a timeout can hide a
     commit): anything it refers to must be kept."""

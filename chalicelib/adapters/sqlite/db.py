@@ -12,7 +12,9 @@
 
 Driver errors never leave this module as sqlite3 errors: a write that failed
 before COMMIT is WriteRefused (rolled back), one whose COMMIT failed is
-OutcomeUnknown, a read that failed is StorageUnavailable.
+OutcomeUnknown, a read that failed is StorageUnavailable. A full disk
+(SQLITE_FULL) is StorageFull: rolled back, nothing applied; deletes may spend
+the disk reserve (space.py) to get through.
 """
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from chalicelib.ports.records import OutcomeUnknown, StorageUnavailable, WriteRefused
+from chalicelib.adapters.sqlite.space import Reserve
+from chalicelib.ports.records import OutcomeUnknown, StorageFull, StorageUnavailable, WriteRefused
 
 BUSY_TIMEOUT_MS = 10_000
 
@@ -263,7 +266,9 @@ class Database:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        self.reserve = Reserve(self.path.parent)
         self._migrate()
+        self.reserve.ensure()
 
     # ---------------------------------------------------------------- connections
 
@@ -308,19 +313,33 @@ class Database:
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise WriteRefused(_code(exc)) from exc
+            raise _refused(exc) from exc
         try:
             yield conn
         except BaseException as exc:
             _rollback(conn)
             if isinstance(exc, sqlite3.Error):
-                raise WriteRefused(_code(exc)) from exc
+                raise _refused(exc) from exc
             raise
         try:
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             _rollback(conn)
+            if _code(exc) == "SQLITE_FULL" and not conn.in_transaction:
+                raise StorageFull(_code(exc)) from exc  # rolled back: nothing was applied
             raise OutcomeUnknown(_code(exc)) from exc
+
+    def deleting(self, work):
+        """Run `work()` (a delete: it frees space), spending the disk reserve if the
+        disk is full. Returns what `work` returns."""
+        try:
+            result = work()
+        except StorageFull:
+            if not self.reserve.release():
+                raise
+            result = work()
+        self.reserve.ensure()  # made again once the delete left room for it
+        return result
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
@@ -357,6 +376,10 @@ def _rollback(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
         except sqlite3.Error:
             pass
+
+
+def _refused(exc: sqlite3.Error) -> WriteRefused:
+    return StorageFull(_code(exc)) if _code(exc) == "SQLITE_FULL" else WriteRefused(_code(exc))
 
 
 def _code(exc: sqlite3.Error) -> str:

@@ -198,21 +198,28 @@ class DocumentRepository:
                        (new_share_id, doc["document_id"], doc["workspace_id"]))
 
     def begin_delete(self, doc: dict) -> None:
-        with self.db.write() as tx:
-            current = _document(tx, doc["document_id"])
-            workspace = one(tx, "SELECT document_count FROM workspaces WHERE id = ?", (doc["workspace_id"],))
-            if current is None or current.get("deleting") or workspace is None or workspace["document_count"] <= 0:
-                raise StaleDocument(None)
-            tx.execute("UPDATE documents SET deleting = 1 WHERE document_id = ?", (doc["document_id"],))
-            tx.execute("DELETE FROM share_links WHERE share_id = ?", (doc["share_id"],))
-            tx.execute("UPDATE workspaces SET document_count = document_count - 1 WHERE id = ?",
-                       (doc["workspace_id"],))
+        def work():
+            with self.db.write() as tx:
+                current = _document(tx, doc["document_id"])
+                workspace = one(tx, "SELECT document_count FROM workspaces WHERE id = ?", (doc["workspace_id"],))
+                if (current is None or current.get("deleting") or workspace is None
+                        or workspace["document_count"] <= 0):
+                    raise StaleDocument(None)
+                tx.execute("UPDATE documents SET deleting = 1 WHERE document_id = ?", (doc["document_id"],))
+                tx.execute("DELETE FROM share_links WHERE share_id = ?", (doc["share_id"],))
+                tx.execute("UPDATE workspaces SET document_count = document_count - 1 WHERE id = ?",
+                           (doc["workspace_id"],))
+
+        self.db.deleting(work)  # works on a full disk too (spends the reserve)
 
     def purge(self, document_id: str) -> None:
-        with self.db.write() as tx:
-            tx.execute("DELETE FROM versions WHERE document_id = ?", (document_id,))
-            tx.execute("DELETE FROM share_links WHERE document_id = ?", (document_id,))
-            tx.execute("DELETE FROM documents WHERE document_id = ?", (document_id,))
+        def work():
+            with self.db.write() as tx:
+                tx.execute("DELETE FROM versions WHERE document_id = ?", (document_id,))
+                tx.execute("DELETE FROM share_links WHERE document_id = ?", (document_id,))
+                tx.execute("DELETE FROM documents WHERE document_id = ?", (document_id,))
+
+        self.db.deleting(work)
 
 
 def _check_fields(fields: dict) -> None:
