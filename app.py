@@ -148,6 +148,13 @@ def delete_document(document_id):
     return empty_response(204)
 
 
+@app.route("/api/v1/documents/{document_id}/versions/{version_id}", methods=["DELETE"])
+@api
+def delete_version(document_id, version_id):
+    registry.documents().delete_version(_credentials(), document_id, version_id)
+    return empty_response(204)
+
+
 @app.route("/api/v1/documents/{document_id}/edit", methods=["POST"])
 @api
 def edit_document(document_id):

@@ -30,7 +30,8 @@ ERROR_TEXT = {
     400: ("`invalid_json`: the body is not valid JSON or not a JSON object; `invalid_request`: a header "
           "value the server cannot decode (not Latin-1)."),
     401: "`unauthorized` (no key) or `invalid_api_key` (unknown, revoked or malformed key).",
-    403: ("`plan_limit_reached` or `feature_not_in_plan`. (Deployed behind CloudFront with an origin "
+    403: ("`plan_limit_reached` (a plan cap; for storage and versions per document "
+          "`details.entitlement` names it) or `feature_not_in_plan`. (Deployed behind CloudFront with an origin "
           "secret, any request that bypasses CloudFront is 403 `forbidden`.)"),
     404: "`not_found`: no such document (or it belongs to another workspace).",
     409: "`version_conflict`: `base_version_id` is not the latest version.",
@@ -70,6 +71,7 @@ ERROR_HEADERS = {
 PATH_PARAMETERS: dict[str, tuple[Any, str]] = {
     "document_id": (models.DocumentId, "A document's id (UUID)."),
     "feedback_id": (str, "A feedback entry's id."),
+    "version_id": (str, "A version's id."),
 }
 
 SECURITY_SCHEMES = {
@@ -145,9 +147,12 @@ OPERATIONS: tuple[Operation, ...] = (
               example={"title": "Release notes (final)"}),
     Operation("DELETE", "/api/v1/documents/{document_id}", "deleteDocument",
               "Delete a document, its versions, feedback and share link.", status=204, errors=(404,)),
+    Operation("DELETE", "/api/v1/documents/{document_id}/versions/{version_id}", "deleteVersion",
+              "Delete one old version and free its storage (the latest: 409 `version_conflict`).",
+              status=204, errors=(404, 409)),
     Operation("POST", "/api/v1/documents/{document_id}/edit", "editDocument",
               "Apply a batch of literal edits as one new version.",
-              models.EditResponse, request=models.EditRequest, errors=(404, 409, 413, 429),
+              models.EditResponse, request=models.EditRequest, errors=(403, 404, 409, 413, 429),
               response_headers=RATE_HEADERS, links=DOCUMENT_LINKS,
               example={"edits": [{"old_string": "Draft", "new_string": "Final"}], "note": "final"}),
     # Declared ahead of their routes: documented as soon as the routes exist.

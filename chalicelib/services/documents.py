@@ -16,8 +16,8 @@ from typing import Optional, Union
 
 from chalicelib import config
 from chalicelib.ports import (
-    BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
-    definitely_not_applied, document_prefix, version_key,
+    BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot,
+    StaleDocument, definitely_not_applied, document_prefix, version_key,
 )
 from chalicelib.domain import limits, links, plans
 from chalicelib.domain.edits import apply_edits_utf8
@@ -65,11 +65,16 @@ def summary_model(doc: dict) -> DocumentSummary:
     return DocumentSummary(
         document_id=doc["document_id"], title=doc["title"], description=doc.get("description", ""),
         share_url=share_url(doc["share_id"]), created_at=rfc3339(doc["created_ms"]),
-        updated_at=rfc3339(doc["updated_ms"]), version_count=doc["version_count"],
+        updated_at=rfc3339(doc["updated_ms"]), version_count=live_versions(doc),
         latest_version_id=doc["latest_version_id"],
         open_feedback_count=doc.get("open_feedback_count", 0),
         share_enabled=links.enabled(doc), share_expires_at=rfc3339(links.expires_ms(doc)),
     )
+
+
+def live_versions(doc: dict) -> int:
+    """How many versions a document holds (numbers stay as they were when old ones are deleted)."""
+    return doc["version_count"] - int(doc.get("versions_deleted") or 0)
 
 
 def version_model(item: dict) -> VersionInfo:
@@ -122,6 +127,39 @@ class DocumentService:
         slot = RateSlot(actor.key_item["key_id"], actor.key_item.get("writes_seq", 0),
                         decision.new_log, now_ms)
         return decision, slot
+
+    def _quota(self, actor: Actor, doc: Optional[dict], add_bytes: int, now_ms: int) -> Quota:
+        """The workspace-wide bounds of one more version (claimed in its transaction)."""
+        live = 0 if doc is None else live_versions(doc)
+        room = tuple(p for p in plans.PLANS
+                     if (cap := plans.entitlements(p).max_versions_per_document) is None or live < cap)
+        storage = {p: plans.entitlements(p).max_storage_bytes for p in plans.PLANS}
+        rate = limits.workspace_write_rate()
+        window = now_ms // 1000 // rate.window_seconds
+        return Quota(actor.workspace_id, add_bytes, storage, room,
+                     ratelimits.scope_key("workspace-writes", actor.workspace_id, str(window)), rate.limit,
+                     (window + 1) * rate.window_seconds + ratelimits.EXPIRY_MARGIN_SECONDS)
+
+    def _quota_error(self, exc: QuotaReached, quota: Quota, doc: Optional[dict], now_ms: int) -> DocpubError:
+        if exc.which == "workspace-rate":
+            rate = limits.workspace_write_rate()
+            retry = rate.window_seconds - (now_ms // 1000) % rate.window_seconds
+            return RateLimited(retry, limits.workspace_write_refusal(retry))
+        plan = exc.plan or "free"
+        entitlements = plans.entitlements(plan)
+        if exc.which == "versions":
+            cap = entitlements.max_versions_per_document
+            return PlanLimitReached(
+                f"A document on the {plan} plan keeps at most {cap:,} versions; delete old versions "
+                "(DELETE /api/v1/documents/:id/versions/:version_id) or upgrade.",
+                {"entitlement": "max_versions_per_document", "limit": cap,
+                 "current": live_versions(doc) if doc else 0})
+        cap = entitlements.max_storage_bytes
+        return PlanLimitReached(
+            f"The {plan} plan stores at most {limits.bytes_text(cap)}; this workspace holds "
+            f"{limits.bytes_text(exc.current)} and this version adds {limits.bytes_text(quota.add_bytes)}. "
+            "Delete old versions or documents, or upgrade.",
+            {"entitlement": "max_storage_bytes", "limit": cap, "current": exc.current})
 
     def rate_limit_headers(self, key_item: Optional[dict]) -> dict[str, str]:
         """The key's current X-RateLimit-* (no slot claimed)."""
@@ -195,15 +233,18 @@ class DocumentService:
                 response = PublishResponse(document_id=document_id, version_id=version_id,
                                            version_number=version["number"], share_url=share_url(share_id))
                 idem_record = self._idem_record(actor, digest, request_hash, response, now_ms)
+                quota = self._quota(actor, doc, len(data), now_ms)
                 try:
                     if doc is None:
                         self._create(actor, document_id, share_id, request, version, slot, idem_record,
-                                     link_changes)
+                                     link_changes, quota)
                     else:
                         changes = {"title": request.title, **link_changes}
                         if request.description is not None:
                             changes["description"] = request.description
-                        self.ctx.documents.append_version(doc, version, changes, slot, idem_record)
+                        self.ctx.documents.append_version(doc, version, changes, slot, idem_record, quota)
+                except QuotaReached as exc:
+                    raise self._quota_error(exc, quota, doc, now_ms) from exc  # refused: nothing committed
                 except GuardFailed as exc:
                     if exc.which == "idem":
                         replay = self._replay(self.ctx.documents.get_idempotency(actor.key_item["key_id"], digest),
@@ -248,7 +289,7 @@ class DocumentService:
 
     def _create(self, actor: Actor, document_id: str, share_id: str, request: PublishRequest,
                 version: dict, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
-                link_changes: Optional[dict] = None) -> None:
+                link_changes: Optional[dict] = None, quota: Optional[Quota] = None) -> None:
         # The cap is a condition of the transaction (no read of the workspace first):
         # it holds unless the workspace's plan at commit time is uncapped.
         max_documents = limits.FREE_MAX_DOCUMENTS
@@ -259,7 +300,7 @@ class DocumentService:
                "latest_size": version["size_bytes"], "open_feedback_count": 0}
         doc.update({k: v for k, v in (link_changes or {}).items() if v is not None})
         try:
-            self.ctx.documents.create(doc, version, max_documents, plans.UNCAPPED_PLANS, slot, idem)
+            self.ctx.documents.create(doc, version, max_documents, plans.UNCAPPED_PLANS, slot, idem, quota)
         except DocumentCapReached as exc:
             current = (exc.workspace or {}).get("document_count", max_documents)
             raise PlanLimitReached(
@@ -332,8 +373,12 @@ class DocumentService:
             version = {"version_id": version_id, "number": doc["version_count"] + 1, "note": request.note,
                        "created_ms": now_ms, "size_bytes": len(data), "s3_key": object_key}
             self.ctx.blobs.put_html(object_key, data)
+            quota = self._quota(actor, doc, len(data), now_ms)
             try:
-                self.ctx.documents.append_version(doc, version, {}, slot, None)
+                self.ctx.documents.append_version(doc, version, {}, slot, None, quota)
+            except QuotaReached as exc:
+                self._discard(object_key)
+                raise self._quota_error(exc, quota, doc, now_ms) from exc
             except GuardFailed:
                 self._discard(object_key)
                 key_busy = True
@@ -385,7 +430,9 @@ class DocumentService:
         if include_html:
             html = self._read_html(doc, version_id or doc["latest_version_id"])
         views_total, last_viewed_at = ViewService(self.ctx).totals(document_id)
-        return DocumentDetail(**summary_model(doc).model_dump(), versions=[version_model(v) for v in versions],
+        listed = versions[-limits.VERSIONS_LISTED:]  # the newest, oldest first among them
+        return DocumentDetail(**summary_model(doc).model_dump(), versions=[version_model(v) for v in listed],
+                              versions_truncated=len(listed) < len(versions),
                               passphrase_protected=bool(doc.get("passphrase_hash")), html=html,
                               views_total=views_total, last_viewed_at=last_viewed_at)
 
@@ -467,6 +514,32 @@ class DocumentService:
                 pass  # a concurrent delete got there first; finish the job with it
         cdn.withdraw(self.ctx, doc["share_id"], "delete")
         self.finish_delete(doc)
+
+    def delete_version(self, who: Who, document_id: str, version_id: str) -> None:
+        """Delete one old version (never the latest: 409) and free its storage."""
+        document_id = canonical_document_id(document_id)
+        found = access.find_document(self.ctx, who, document_id, with_versions=True)
+        doc, versions = found.doc, found.versions
+        version = next((v for v in versions if v["version_id"] == version_id), None)
+        if version is None:
+            raise NotFound(f"No version {version_id} of document {document_id}.")
+        if version_id == doc["latest_version_id"]:
+            raise self._latest_kept(doc)
+        try:
+            self.ctx.documents.delete_version(doc, version)
+        except StaleDocument:
+            doc = access.check_still_visible(self.ctx, found.actor, document_id)
+            if doc["latest_version_id"] == version_id:
+                raise self._latest_kept(doc) from None
+            raise NotFound(f"No version {version_id} of document {document_id}.") from None
+        self._discard(version_key(doc["workspace_id"], document_id, version_id))
+        cdn.withdraw(self.ctx, doc["share_id"], "version deleted")
+
+    @staticmethod
+    def _latest_kept(doc: dict) -> VersionConflict:
+        return VersionConflict(
+            "The latest version cannot be deleted: publish a new version first, or delete the document.",
+            {"latest_version_id": doc["latest_version_id"]})
 
     def finish_delete(self, doc: dict) -> None:
         """Remove everything of a document marked `deleting`; safe to repeat."""

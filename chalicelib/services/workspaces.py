@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import Optional
 
 from chalicelib.ports import KeyCapReached
-from chalicelib.domain import plans
+from chalicelib.domain import limits, plans
 from chalicelib.errors import FeatureNotInPlan, NotFound, PlanLimitReached, ValidationFailed
-from chalicelib.models import MeResponse, Workspace
-from chalicelib.services import auth
+from chalicelib.models import MeResponse, Usage, Workspace
+from chalicelib.services import auth, ratelimits
 from chalicelib.services.context import Context, default_context, new_workspace_id, rfc3339
 
 MAX_WORKSPACE_NAME = 100
@@ -32,6 +32,8 @@ def workspace_model(item: dict) -> Workspace:
         brand_tagline=item.get("brand_tagline"), plan=item["plan"],
         document_count=item.get("document_count", 0),
         entitlements=plans.entitlements(item["plan"]),
+        usage=Usage(documents=item.get("document_count", 0), versions=max(0, int(item.get("version_total") or 0)),
+                    storage_bytes=max(0, int(item.get("storage_bytes") or 0))),
     )
 
 
@@ -87,6 +89,8 @@ class WorkspaceService:
         workspace = self.ctx.workspaces.get(workspace_id)
         if workspace is None:
             raise NotFound("No such workspace.")
+        ratelimits.hit(self.ctx, ratelimits.scope_key("key-creation", workspace_id),
+                       limits.KEYS_CREATED_PER_WORKSPACE, limits.REFUSALS["key-creation"])
         secret = api_key or auth.generate_api_key()
         credentials = auth.credentials_from_key(secret)
         max_keys = plans.entitlements(workspace["plan"]).max_api_keys

@@ -233,6 +233,18 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX cdn_pending_by_age ON cdn_pending (created_ms, path);
     """,
+    # 4 -> 5: resource bounds (issue 24): storage and version usage per workspace, deleted
+    # versions per document, and the workspace's write counter (in view_limits, by window).
+    """
+    ALTER TABLE workspaces ADD COLUMN storage_bytes INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE workspaces ADD COLUMN version_total INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE documents ADD COLUMN versions_deleted INTEGER NOT NULL DEFAULT 0;
+    UPDATE workspaces SET
+        storage_bytes = (SELECT COALESCE(SUM(v.size_bytes), 0) FROM versions v JOIN documents d
+                         ON d.document_id = v.document_id WHERE d.workspace_id = workspaces.id AND d.deleting = 0),
+        version_total = (SELECT COUNT(*) FROM versions v JOIN documents d
+                         ON d.document_id = v.document_id WHERE d.workspace_id = workspaces.id AND d.deleting = 0);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
