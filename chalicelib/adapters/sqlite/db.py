@@ -22,6 +22,7 @@ import contextlib
 import json
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -29,6 +30,24 @@ from chalicelib.adapters.sqlite.space import Reserve
 from chalicelib.ports.records import OutcomeUnknown, StorageFull, StorageUnavailable, WriteRefused
 
 BUSY_TIMEOUT_MS = 10_000
+# Expired rows (idempotency records, rate logs, sessions, OAuth codes and tokens,
+# unused client registrations) are purged by a sweep at most this often, run by
+# whichever write comes next (DynamoDB deletes them by TTL on `expires_at`).
+SWEEP_INTERVAL_SECONDS = 600
+# Only rows expired at least this long ago go (reads check expiry themselves anyway).
+SWEEP_GRACE_SECONDS = 3600
+# (table, condition on "now" in seconds (:s) and milliseconds (:ms)) of what has expired.
+EXPIRED = (
+    ("idempotency", "expires_at < :s"),
+    ("rate_logs", "expires_at < :s"),
+    ("view_limits", "expires_at < :s"),
+    ("sessions", "expires_ms < :ms"),
+    ("oauth_codes", "expires_ms < :ms"),
+    ("oauth_access_tokens", "expires_ms < :ms"),
+    ("oauth_refresh_tokens", "expires_ms < :ms"),
+    ("oauth_clients", "expires_ms IS NOT NULL AND expires_ms < :ms "
+                      "AND client_id NOT IN (SELECT client_id FROM oauth_grants)"),
+)
 
 MIGRATIONS: list[str] = [
     # 0 -> 1: the first schema.
@@ -279,6 +298,8 @@ class Database:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self.reserve = Reserve(self.path.parent)
+        self._sweep_lock = threading.Lock()
+        self._last_sweep = time.time()  # the first sweep one interval after opening
         self._migrate()
         self.reserve.ensure()
 
@@ -339,6 +360,52 @@ class Database:
             _rollback(conn)
             if _code(exc) == "SQLITE_FULL" and not conn.in_transaction:
                 raise StorageFull(_code(exc)) from exc  # rolled back: nothing was applied
+            raise OutcomeUnknown(_code(exc)) from exc
+        self._maybe_sweep()
+
+    def _maybe_sweep(self) -> None:
+        now = time.time()
+        if now - self._last_sweep < SWEEP_INTERVAL_SECONDS or not self._sweep_lock.acquire(blocking=False):
+            return
+        try:
+            self._last_sweep = now
+            self.purge_expired(int((now - SWEEP_GRACE_SECONDS) * 1000))
+        except StorageUnavailable:
+            pass  # the next sweep tries again
+        finally:
+            self._sweep_lock.release()
+
+    def purge_expired(self, now_ms: int) -> dict[str, int]:
+        """Delete every expired row (see EXPIRED); how many per table."""
+        def work():
+            counts = {}
+            with self.write_only() as tx:
+                for table, condition in EXPIRED:
+                    counts[table] = tx.execute(f"DELETE FROM {table} WHERE {condition}",  # noqa: S608
+                                               {"s": now_ms // 1000, "ms": now_ms}).rowcount
+            return counts
+
+        return self.deleting(work)
+
+    @contextlib.contextmanager
+    def write_only(self) -> Iterator[sqlite3.Connection]:
+        """write() without the sweep afterwards (the sweep's own transaction)."""
+        conn = self.connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise _refused(exc) from exc
+        try:
+            yield conn
+        except BaseException as exc:
+            _rollback(conn)
+            if isinstance(exc, sqlite3.Error):
+                raise _refused(exc) from exc
+            raise
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _rollback(conn)
             raise OutcomeUnknown(_code(exc)) from exc
 
     def deleting(self, work):
