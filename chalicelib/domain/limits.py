@@ -64,6 +64,10 @@ VERSIONS_LISTED = 100
 OAUTH_REGISTER_PER_IP = Rate(20, 60 * 60)
 OAUTH_AUTHORIZE_PER_IP = Rate(60, 10 * 60)
 OAUTH_TOKEN_PER_IP = Rate(120, 10 * 60)
+# The dashboard's consent page, and fetches of client ID metadata documents (a
+# request to an address a stranger chose) that are not in the cache, per client IP.
+OAUTH_CONSENT_PER_IP = Rate(60, 10 * 60)
+OAUTH_METADATA_FETCHES_PER_IP = Rate(20, 10 * 60)
 
 
 def write_rate() -> Rate:
@@ -99,6 +103,8 @@ REFUSALS = {
     "oauth-register": "Too many app registrations from this address",
     "oauth-authorize": "Too many authorization requests from this address",
     "oauth-token": "Too many token requests from this address",
+    "oauth-consent": "Too many authorization pages from this address",
+    "oauth-metadata": "Too many client metadata documents fetched for this address",
     "unlock": "Too many unlock attempts from your address for this document",
     "feedback": "Too many feedback messages from your address for this document",
 }

@@ -111,7 +111,7 @@ def authorize():
     params = {name: query.get(name) for name in query}
     try:
         registry.oauth().limit("authorize", client_ip(request))
-        registry.oauth().check_authorization(params)
+        registry.oauth().check_authorization(params, client_ip(request))
     except RedirectError as exc:
         return redirect_error_page(exc)
     except (NotRedirectable, OAuthError) as exc:

@@ -32,7 +32,11 @@ from chalicelib import config
 from chalicelib.domain import addresses as addresses_rule
 from chalicelib.domain.clients import MAX_CLIENT_NAME, MAX_REDIRECT_URIS, valid_redirect_uri
 
-CACHE_SECONDS = 3600
+CACHE_SECONDS = 3600  # when the answer says nothing about caching
+# A document's own caching headers decide how long it is kept, within these bounds
+# (no-store still keeps it a minute: a stranger cannot make every page fetch anew).
+MIN_CACHE_SECONDS = 60
+MAX_CACHE_SECONDS = 24 * 3600
 MAX_BYTES = 64 * 1024
 TIMEOUT_SECONDS = 5.0
 FETCH_SECONDS = 10.0  # connect, status line, headers and body together
@@ -98,6 +102,40 @@ def _tls_context() -> ssl.SSLContext:
 
 
 def fetch(url: str) -> dict:
+    return fetch_with_lifetime(url)[0]
+
+
+def cache_lifetime(cache_control: Optional[str], expires: Optional[str], now: Optional[float] = None) -> int:
+    """Seconds to keep a document, from its Cache-Control (no-store, no-cache, max-age)
+    or Expires header, within [MIN_CACHE_SECONDS, MAX_CACHE_SECONDS]."""
+    import email.utils
+
+    seconds: Optional[float] = None
+    directives = {}
+    for part in (cache_control or "").split(","):
+        name, _, value = part.strip().partition("=")
+        if name:
+            directives[name.lower()] = value.strip().strip('"')
+    if "no-store" in directives or "no-cache" in directives:
+        seconds = 0
+    elif "max-age" in directives:
+        try:
+            seconds = int(directives["max-age"])
+        except ValueError:
+            seconds = None
+    elif expires:
+        try:
+            when = email.utils.parsedate_to_datetime(expires).timestamp()
+            seconds = when - (time.time() if now is None else now)
+        except (TypeError, ValueError, OverflowError):
+            seconds = 0  # an invalid Expires means "already expired" (RFC 9111)
+    if seconds is None:
+        seconds = CACHE_SECONDS
+    return int(min(MAX_CACHE_SECONDS, max(MIN_CACHE_SECONDS, seconds)))
+
+
+def fetch_with_lifetime(url: str) -> tuple[dict, int]:
+    """(document, seconds to cache it)."""
     host, port, path = check_url(url)
     address = _vetted_address(host, port)
     connection = _PinnedHTTPSConnection(host, port, address, _tls_context())
@@ -110,6 +148,8 @@ def fetch(url: str) -> dict:
         response = connection.getresponse()
         if response.status != 200:
             raise MetadataError(f"fetching it answered HTTP {response.status}")
+        header = getattr(response, "getheader", lambda name: None)
+        lifetime = cache_lifetime(header("Cache-Control"), header("Expires"))
         body = _read_within(response, time.monotonic() + TIMEOUT_SECONDS)
     except (OSError, http.client.HTTPException, ssl.SSLError, ValueError) as exc:
         if aborted.is_set():
@@ -130,7 +170,7 @@ def fetch(url: str) -> dict:
         raise MetadataError("the document is not JSON") from None
     if not isinstance(document, dict):
         raise MetadataError("the document is not a JSON object")
-    return document
+    return document, lifetime
 
 
 def _abort(connection, aborted: threading.Event) -> None:
