@@ -73,7 +73,7 @@ class WorkspaceService:
         workspace_id = workspace_id or new_workspace_id()
         self.ctx.workspaces.create({"id": workspace_id, "name": name, "plan": plan,
                                     "created_ms": self.ctx.now_ms()})
-        key = self.create_key(workspace_id, "default", api_key=api_key) if with_key else None
+        key = self.create_key(workspace_id, "default", api_key=api_key, operator=True) if with_key else None
         return self.get_workspace(workspace_id), key
 
     def set_plan(self, workspace_id: str, plan: str) -> Workspace:
@@ -82,15 +82,19 @@ class WorkspaceService:
             raise NotFound("No such workspace.")
         return workspace_model(self.ctx.workspaces.set_plan(workspace_id, plan))
 
-    def create_key(self, workspace_id: str, name: str = "default", api_key: Optional[str] = None) -> CreatedKey:
+    def create_key(self, workspace_id: str, name: str = "default", api_key: Optional[str] = None,
+                   operator: bool = False) -> CreatedKey:
+        """A new key (shown once). Self-service creations (the dashboard) are limited to
+        KEYS_CREATED_PER_WORKSPACE; the operator's CLI is not (`operator`)."""
         name = (name or "").strip() or "default"
         if len(name) > MAX_KEY_NAME:
             raise ValidationFailed.field("name", f"must be at most {MAX_KEY_NAME} characters")
         workspace = self.ctx.workspaces.get(workspace_id)
         if workspace is None:
             raise NotFound("No such workspace.")
-        ratelimits.hit(self.ctx, ratelimits.scope_key("key-creation", workspace_id),
-                       limits.KEYS_CREATED_PER_WORKSPACE, limits.REFUSALS["key-creation"])
+        if not operator:
+            ratelimits.hit(self.ctx, ratelimits.scope_key("key-creation", workspace_id),
+                           limits.KEYS_CREATED_PER_WORKSPACE, limits.REFUSALS["key-creation"])
         secret = api_key or auth.generate_api_key()
         credentials = auth.credentials_from_key(secret)
         max_keys = plans.entitlements(workspace["plan"]).max_api_keys
