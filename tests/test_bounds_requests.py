@@ -33,6 +33,9 @@ def test_the_rule_table():
         assert bounds.body_rule("POST", path).cap_bytes == 64 * 1024, path
     assert bounds.body_rule("POST", "/dashboard/upload").cap_bytes == 6 * 1024 * 1024
     assert bounds.body_rule("POST", "/dashboard/documents/d1/edit").cap_bytes == 6 * 1024 * 1024
+    from chalicelib.services.uploads import MAX_ZIP_BYTES
+
+    assert bounds.body_rule("PUT", "/uploads/up_x?token=t") == bounds.BodyRule(MAX_ZIP_BYTES)
 
 
 def test_a_strangers_body_is_refused_before_it_is_parsed(client, workspace, monkeypatch):

@@ -27,6 +27,8 @@ from chalicelib import errors
 
 API_BODY_BYTES = 6 * 1024 * 1024
 FORM_BODY_BYTES = 64 * 1024
+# The largest file an upload may declare: a .zip of a page and its 32 MiB of files.
+UPLOAD_BODY_BYTES = 32 * 1024 * 1024 + 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,9 @@ _RULES: list[tuple[Optional[frozenset], re.Pattern, BodyRule]] = [
     (frozenset({"POST"}), re.compile(r"/dashboard/(upload|documents/[^/]+/edit)"),
      BodyRule(API_BODY_BYTES, surface="html")),
     (None, re.compile(r"/(dashboard|d)(/.*)?"), BodyRule(FORM_BODY_BYTES, surface="html")),
+    # The embedded store's upload_url (contract 7b): the signed URL is the credential, and the
+    # body is the declared file (its own check refuses any other size).
+    (frozenset({"PUT"}), re.compile(r"/uploads/[^/]+"), BodyRule(UPLOAD_BODY_BYTES)),
 ]
 _DEFAULT = BodyRule(FORM_BODY_BYTES)
 

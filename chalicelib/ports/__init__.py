@@ -8,15 +8,16 @@ from chalicelib.ports.records import (
 )
 from chalicelib.ports.repositories import (
     BLOB_ROOT, ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository,
-    Repositories, SessionRepository, StorageHealth, UserRepository, WorkspaceRepository, document_prefix,
-    version_key,
+    FILE_ROOT, Repositories, SessionRepository, StorageHealth, UserRepository, WorkspaceRepository, document_prefix,
+    file_key, file_prefix, source_key, version_key,
 )
 from chalicelib.ports.views import ViewCounterRepository, ViewCounts
 
 __all__ = [
     "ApiKeyRepository", "OAuthRepository", "BadCursor", "BlobNotFound", "BlobStore", "DocumentCapReached", "DocumentRepository",
     "FeedbackGone", "FeedbackRepository", "GuardFailed", "IdempotencyRecord", "KeyCapReached", "OutcomeUnknown",
-    "Quota", "QuotaReached", "RateClaim", "RateLimitRepository", "RateSlot", "Repositories", "SessionRepository", "StaleDocument",
-    "StorageFull", "StorageHealth", "StorageUnavailable", "UserExists", "UserRepository", "WorkspaceRepository", "WriteRefused",
-    "definitely_not_applied", "BLOB_ROOT", "document_prefix", "version_key", "ViewCounterRepository", "ViewCounts",
+    "Quota", "QuotaReached", "RateClaim", "RateLimitRepository", "RateSlot", "Repositories", "SessionRepository",
+    "StaleDocument", "StorageFull", "StorageHealth", "StorageUnavailable", "UserExists", "UserRepository",
+    "WorkspaceRepository", "WriteRefused", "definitely_not_applied", "BLOB_ROOT", "document_prefix", "version_key",
+    "FILE_ROOT", "file_key", "file_prefix", "source_key", "ViewCounterRepository", "ViewCounts",
 ]

@@ -21,6 +21,13 @@ def workspaces():
 
 
 @functools.lru_cache(maxsize=None)
+def uploads():
+    from chalicelib.services.uploads import UploadService
+
+    return UploadService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
 def sharing():
     from chalicelib.services.sharing import ShareService
 
@@ -62,6 +69,13 @@ def oauth():
     return OAuthService(default_context())
 
 
+@functools.lru_cache(maxsize=None)
+def dashboard_pages():
+    from chalicelib.services.dashboard_pages import DashboardPages
+
+    return DashboardPages(documents(), workspaces(), feedback(), sharing(), views(), editing())
+
+
 def reset() -> None:
     """Forget cached instances (tests that swap the context)."""
     from chalicelib.services import context
@@ -69,9 +83,11 @@ def reset() -> None:
     documents.cache_clear()
     workspaces.cache_clear()
     sharing.cache_clear()
+    uploads.cache_clear()
     feedback.cache_clear()
     accounts.cache_clear()
     editing.cache_clear()
     views.cache_clear()
     oauth.cache_clear()
+    dashboard_pages.cache_clear()
     context.default_context.cache_clear()
