@@ -127,6 +127,9 @@ def policy_documents(resources: dict):
             yield name, props["PolicyDocument"], True
 
 
+EXTERNAL_PARAMETERS = {"MailIdentity"}
+
+
 def test_every_iam_statement_is_scoped(resources):
     seen = 0
     for where, document, is_resource_policy in policy_documents(resources):
@@ -140,9 +143,10 @@ def test_every_iam_statement_is_scoped(resources):
             if statement["Effect"] == "Allow":
                 assert not any("*" in a for a in actions), f"{where}: wildcard action {actions}"
                 assert "Principal" not in statement or statement["Principal"] != "*", where
-            # Every resource is one this stack creates (no account-wide ARNs).
+            # Every resource is one this stack creates (no account-wide ARNs), or the one
+            # thing verified outside it: the SES identity mail is sent from (by DNS).
             for resource in resources_:
-                created = {r for r in refs(resource) if r in resources}
+                created = {r for r in refs(resource) if r in resources or r in EXTERNAL_PARAMETERS}
                 assert created, f"{where}: {resource} does not name a resource of this stack"
     assert seen >= 5
 
@@ -214,6 +218,10 @@ def test_table_and_bucket_actions_name_exactly_these_resources(resources, functi
                 assert action == "ssm:GetParameter"
                 assert target == {"Fn::Sub": "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:"
                                              "parameter${CdnDistributionParameter}"}, target
+            elif service == "ses":
+                assert action == "ses:SendEmail"
+                assert target == {"Fn::Sub": "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:"
+                                             "identity/${MailIdentity}"}, target
             else:
                 assert service == "logs", action
 
@@ -237,7 +245,9 @@ S3_ACTIONS = {
 }
 CLOUDFRONT_ACTIONS = {"create_invalidation": ["CreateInvalidation"]}
 SSM_ACTIONS = {"get_parameter": ["GetParameter"]}
-ACTIONS = {"dynamodb": DYNAMODB_ACTIONS, "s3": S3_ACTIONS, "cloudfront": CLOUDFRONT_ACTIONS, "ssm": SSM_ACTIONS}
+SES_ACTIONS = {"send_email": ["SendEmail"]}  # aws.ses() is the sesv2 client; IAM names it ses:*
+ACTIONS = {"dynamodb": DYNAMODB_ACTIONS, "s3": S3_ACTIONS, "cloudfront": CLOUDFRONT_ACTIONS, "ssm": SSM_ACTIONS,
+           "ses": SES_ACTIONS}
 WAITERS = {("dynamodb", "table_exists"): ["DescribeTable"]}
 # Setup code that runs only against the local emulator (make run, tests), never in Lambda.
 LOCAL_ONLY = {("chalicelib/adapters/aws/schema.py", "ensure_storage")}
@@ -346,7 +356,7 @@ def test_code_scan_finds_the_known_calls():
     for action in ("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PutItem",
                    "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem",
                    "dynamodb:DescribeTable", "s3:GetObject", "s3:PutObject", "s3:DeleteObject",
-                   "s3:ListBucket", "cloudfront:CreateInvalidation", "ssm:GetParameter"):
+                   "s3:ListBucket", "cloudfront:CreateInvalidation", "ssm:GetParameter", "ses:SendEmail"):
         assert action in needed, action
     assert "dynamodb:CreateTable" not in needed  # local-only setup is not Lambda's business
 
