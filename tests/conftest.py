@@ -45,6 +45,7 @@ class _EngineAccount:
             pytest.exit(f"make test-aws: {why}", returncode=3)
         self.engines = engines.Engines().start()
         os.environ.update(self.engines.env)
+        engines.patient_clients()
         self.serial = 0
         self.current = None
 

@@ -114,13 +114,33 @@ class Engines:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
 
+def patient_clients() -> None:
+    """DynamoDB Local on a loaded 2-core machine can take seconds for what the
+    service answers in milliseconds: give the adapter's clients a 30 s read
+    timeout on the engines (the deployed profile's 3 s would turn a slow JVM into
+    OutcomeUnknown answers that real DynamoDB never causes)."""
+    from dataclasses import replace
+
+    from chalicelib.adapters.aws import clients
+
+    clients.PROFILES["dynamodb"] = replace(clients.PROFILES["dynamodb"], read_timeout=30)
+    clients.PROFILES["s3"] = replace(clients.PROFILES["s3"], read_timeout=30)
+    clients._botocore_config.cache_clear()
+    clients.reset_clients()
+
+
 def create_storage(table: str, bucket: str) -> None:
     """The table (from the deployed stack's own definition in infra/resources.yaml)
     and the bucket, on whatever endpoints the clients point at."""
     from chalicelib.adapters.aws import clients as aws
     from infra.definitions import table_create_params, ttl_specification
 
-    aws.dynamodb().create_table(**table_create_params(table))
+    dynamodb = aws.dynamodb()
+    try:
+        dynamodb.create_table(**table_create_params(table))
+    except dynamodb.exceptions.ResourceInUseException:
+        pass  # a first call that timed out on a cold JVM and was retried: it did create the table
+    dynamodb.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 0.2, "MaxAttempts": 100})
     aws.dynamodb().update_time_to_live(TableName=table, TimeToLiveSpecification=ttl_specification())
     aws.s3().create_bucket(Bucket=bucket)
 

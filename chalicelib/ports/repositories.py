@@ -33,7 +33,10 @@ class WorkspaceRepository(Protocol):
 
 class ApiKeyRepository(Protocol):
     def get(self, key_id: str) -> Optional[dict]:
-        """The key record (hash, workspace_id, `writes` log, `writes_seq`, revoked_at), or None."""
+        """The key record (hash, workspace_id, revoked_at, last_used_at, `writes`: every
+        accepted write time still kept), or None. Its write log is either one log
+        (`writes` + `writes_seq`: RateSlot shard 0) or shards (`write_logs`: a list of
+        {"shard", "seq", "log"}, every shard the adapter has, also empty ones)."""
 
     def create(self, record: dict, max_keys: Optional[int]) -> None:
         """Store a key and count it in the workspace's `key_count`, atomically;

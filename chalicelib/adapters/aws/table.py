@@ -258,9 +258,14 @@ class Table:
         return from_item(resp.get("Item"))
 
     def batch_get(self, keys: list[dict]) -> list[Optional[dict]]:
-        """Items for keys, in the same order (None where missing); one round trip."""
-        request = {self.name: {"Keys": [to_item(k) for k in keys], "ConsistentRead": True}}
+        """Items for keys, in the same order (None where missing); one round trip per 100 keys."""
         found: dict[tuple, dict] = {}
+        for start in range(0, len(keys), 100):
+            self._batch_get_chunk(keys[start:start + 100], found)
+        return [found.get((k["PK"], k["SK"])) for k in keys]
+
+    def _batch_get_chunk(self, keys: list[dict], found: dict) -> None:
+        request = {self.name: {"Keys": [to_item(k) for k in keys], "ConsistentRead": True}}
         for attempt in range(1, RETRY.attempts + 1):
             resp = retrying(lambda: aws.dynamodb().batch_get_item(RequestItems=request))
             for raw in resp.get("Responses", {}).get(self.name, []):
@@ -268,7 +273,7 @@ class Table:
                 found[(item["PK"], item["SK"])] = item
             request = resp.get("UnprocessedKeys") or {}
             if not request:
-                return [found.get((k["PK"], k["SK"])) for k in keys]
+                return
             if attempt < RETRY.attempts:
                 RETRY.pause(attempt)  # unprocessed keys: the partition is busy
         raise StorageUnavailable("UnprocessedKeys")
