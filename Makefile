@@ -34,9 +34,13 @@ ENGINES_DIR ?= .engines
 $(ENGINES_DIR)/.installed: scripts/engines.sh
 	scripts/engines.sh $(ENGINES_DIR)
 
+# These e2e tests run on a `make run` stack with DOCPUB_STORAGE=aws on the engines (the
+# `stack` fixture); the 40-edit race runs at the service level in tests/contract (faster).
+ENGINE_E2E := tests/test_e2e_stack.py::test_free_cap_under_concurrent_http_creates \
+	tests/test_links_e2e.py tests/test_oauth_e2e.py::test_official_client_with_dynamic_registration
 test-aws: $(BIN)/.installed $(ENGINES_DIR)/.installed
 	DOCPUB_TEST_ENGINES=local DOCPUB_ENGINES_DIR=$(abspath $(ENGINES_DIR)) $(BIN)/python -m pytest -q \
-		-p no:cacheprovider -k "not sqlite" tests/contract tests/engine $(PYTEST_ARGS)
+		-p no:cacheprovider -k "not sqlite" tests/contract tests/engine $(ENGINE_E2E) $(PYTEST_ARGS)
 
 test-fast: $(BIN)/.installed
 	$(BIN)/python -m pytest -q -m "not e2e and not browser" $(PYTEST_ARGS)

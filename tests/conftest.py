@@ -197,11 +197,17 @@ def client(storage):
 
 
 @pytest.fixture(scope="session")
-def stack(tmp_path_factory):
-    """One real local stack (`make run`: embedded store + chalice local) shared by e2e tests."""
+def stack(tmp_path_factory, request):
+    """One real local stack (`make run`: embedded store + chalice local) shared by e2e
+    tests; under `make test-aws` the same stack with DOCPUB_STORAGE=aws on the engines."""
     from tests.stack import LocalStack
 
-    running = LocalStack(tmp_path_factory.mktemp("stack") / "data").start()
+    env = None
+    if ON_ENGINES:
+        from tests import engines
+
+        env = engines.stack_env(request.getfixturevalue("_aws").engines)
+    running = LocalStack(tmp_path_factory.mktemp("stack") / "data", env=env).start()
     yield running
     running.stop()
 

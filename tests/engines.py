@@ -114,17 +114,18 @@ class Engines:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
 
+PATIENCE = {"DOCPUB_EMULATOR_READ_TIMEOUT": "30"}
+
+
 def patient_clients() -> None:
     """DynamoDB Local on a loaded 2-core machine can take seconds for what the
-    service answers in milliseconds: give the adapter's clients a 30 s read
-    timeout on the engines (the deployed profile's 3 s would turn a slow JVM into
-    OutcomeUnknown answers that real DynamoDB never causes)."""
-    from dataclasses import replace
-
+    service answers in milliseconds: a 30 s read timeout on the engines (the
+    deployed profile's 3 s would turn a slow JVM into OutcomeUnknown answers that
+    real DynamoDB never causes). Processes started with `PATIENCE` in their
+    environment get the same."""
     from chalicelib.adapters.aws import clients
 
-    clients.PROFILES["dynamodb"] = replace(clients.PROFILES["dynamodb"], read_timeout=30)
-    clients.PROFILES["s3"] = replace(clients.PROFILES["s3"], read_timeout=30)
+    os.environ.update(PATIENCE)
     clients._botocore_config.cache_clear()
     clients.reset_clients()
 
@@ -143,6 +144,13 @@ def create_storage(table: str, bucket: str) -> None:
     dynamodb.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 0.2, "MaxAttempts": 100})
     aws.dynamodb().update_time_to_live(TableName=table, TimeToLiveSpecification=ttl_specification())
     aws.s3().create_bucket(Bucket=bucket)
+
+
+def stack_env(engines: "Engines", table: str = "docpub-e2e", bucket: str = "docpub-e2e") -> dict[str, str]:
+    """Create a table and bucket for a local stack (`make run`'s server) and the
+    environment that runs it on the engines with DOCPUB_STORAGE=aws."""
+    create_storage(table, bucket)
+    return {**engines.env, **PATIENCE, "DOCPUB_STORAGE": "aws", "DOCPUB_TABLE": table, "DOCPUB_BUCKET": bucket}
 
 
 def drop_storage(table: str, bucket: str) -> None:

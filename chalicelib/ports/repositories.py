@@ -68,9 +68,10 @@ class DocumentRepository(Protocol):
     def get_share(self, share_id: str) -> Optional[dict]:
         """{share_id, document_id, workspace_id} of a live share link, or None."""
 
-    def get_for_share(self, share_id: str, version_number: Optional[int] = None
+    def get_for_share(self, share_id: str, version_number: Optional[int] = None, consistent: bool = True
                       ) -> tuple[Optional[dict], Optional[dict], Optional[dict], Optional[dict]]:
-        """(share link, document, workspace, version N or None)."""
+        """(share link, document, workspace, version N or None). `consistent=False`
+        allows a read that may lag a just-committed write by a moment (cheaper)."""
 
     def list_page(self, workspace_id: str, limit: int, cursor: Optional[str]) -> tuple[list[dict], Optional[str]]:
         """Live documents, most recently updated first; the cursor is opaque and bound

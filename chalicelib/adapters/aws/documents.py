@@ -213,17 +213,18 @@ class DocumentRepository:
         except ConditionFailed as exc:
             raise StaleDocument(None) from exc
 
-    def get_for_share(self, share_id: str, version_number: Optional[int] = None
+    def get_for_share(self, share_id: str, version_number: Optional[int] = None, consistent: bool = True
                       ) -> tuple[Optional[dict], Optional[dict], Optional[dict], Optional[dict]]:
         """(share item, document, workspace, version N) for a share link: a GetItem
-        of the share, then one BatchGetItem of the rest."""
-        share = self.get_share(share_id)
+        of the share, then one BatchGetItem of the rest. `consistent=False`: eventually
+        consistent reads (half the read units; the view beacon, services/views.py)."""
+        share = self.table.get(share_key(share_id), consistent=consistent)
         if share is None:
             return None, None, None, None
         keys = [document_key(share["document_id"]), workspace_key(share["workspace_id"])]
         if version_number is not None:
             keys.append(version_item_key(share["document_id"], version_number))
-        found = self.table.batch_get(keys)
+        found = self.table.batch_get(keys, consistent=consistent)
         return share, found[0], found[1], (found[2] if version_number is not None else None)
 
     def set_passphrase(self, doc: dict, passphrase_hash: Optional[str]) -> dict:

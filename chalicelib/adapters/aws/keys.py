@@ -129,6 +129,10 @@ def day_sk(day: str, shard: int) -> str:
     return f"D#{day}#{shard:02d}"
 
 
+def version_views_sk(version_id: str, shard: int) -> str:
+    return f"P#{version_id}#{shard:02d}"
+
+
 def total_sk(shard: int) -> str:
     return f"T#{shard:02d}"
 

@@ -257,15 +257,15 @@ class Table:
                                                         ConsistentRead=consistent))
         return from_item(resp.get("Item"))
 
-    def batch_get(self, keys: list[dict]) -> list[Optional[dict]]:
+    def batch_get(self, keys: list[dict], consistent: bool = True) -> list[Optional[dict]]:
         """Items for keys, in the same order (None where missing); one round trip per 100 keys."""
         found: dict[tuple, dict] = {}
         for start in range(0, len(keys), 100):
-            self._batch_get_chunk(keys[start:start + 100], found)
+            self._batch_get_chunk(keys[start:start + 100], found, consistent)
         return [found.get((k["PK"], k["SK"])) for k in keys]
 
-    def _batch_get_chunk(self, keys: list[dict], found: dict) -> None:
-        request = {self.name: {"Keys": [to_item(k) for k in keys], "ConsistentRead": True}}
+    def _batch_get_chunk(self, keys: list[dict], found: dict, consistent: bool) -> None:
+        request = {self.name: {"Keys": [to_item(k) for k in keys], "ConsistentRead": consistent}}
         for attempt in range(1, RETRY.attempts + 1):
             resp = retrying(lambda: aws.dynamodb().batch_get_item(RequestItems=request))
             for raw in resp.get("Responses", {}).get(self.name, []):
@@ -323,9 +323,10 @@ class Table:
             raise
 
     def update(self, key: dict, update: str, condition: Optional[str] = None,
-               names: Optional[dict] = None, values: Optional[dict] = None) -> Optional[dict]:
+               names: Optional[dict] = None, values: Optional[dict] = None,
+               returned: str = "ALL_NEW") -> Optional[dict]:
         params = with_expressions({"TableName": self.name, "Key": to_item(key), "UpdateExpression": update,
-                                   "ReturnValues": "ALL_NEW"}, condition, names, values)
+                                   "ReturnValues": returned}, condition, names, values)
         try:
             resp = retrying(lambda: aws.dynamodb().update_item(**params))
         except ClientError as exc:
