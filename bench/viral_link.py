@@ -53,6 +53,16 @@ ITEM_WRITE_TARGET = 500  # the issue's bound per item per second at 3,000 views/
 DESIGNS = {"write-through (today's pattern)": ("0", "0"), "aggregated (after)": ("1", "5")}
 
 
+def cost_per_million(calls_per_view: float, read_units_per_view: float, write_units_per_view: float
+                     ) -> tuple[float, float, int]:
+    """($ per million views with API Gateway, without it, priced Lambda ms per beacon)."""
+    modelled_ms = math.ceil(LAMBDA_BASE_MS + LAMBDA_MS_PER_CALL * calls_per_view)
+    lambda_cost = LAMBDA_REQUEST_PER_MILLION + 1e6 * LAMBDA_GB_SECOND * LAMBDA_MEMORY_GB * modelled_ms / 1000
+    dynamodb_cost = write_units_per_view * WRITE_UNIT_PER_MILLION + read_units_per_view * READ_UNIT_PER_MILLION
+    without = lambda_cost + dynamodb_cost
+    return API_GATEWAY_PER_MILLION + without, without, modelled_ms
+
+
 class Meter:
     """Calls, consumed capacity and writes per item per simulated second, from botocore hooks."""
 
@@ -205,13 +215,10 @@ def run(name: str, flush: str, cache: str, args, meter: Meter, current: dict) ->
     hottest = max(item_writes.values()) if item_writes else 0
     service_ms = spent[0] / args.views * 1000
     calls_per_view = sum(calls.values()) / args.views
-    modelled_ms = math.ceil(LAMBDA_BASE_MS + LAMBDA_MS_PER_CALL * calls_per_view)
-    lambda_cost = LAMBDA_REQUEST_PER_MILLION + 1e6 * LAMBDA_GB_SECOND * LAMBDA_MEMORY_GB * modelled_ms / 1000
-    dynamodb_cost = (write_units * WRITE_UNIT_PER_MILLION + read_units * READ_UNIT_PER_MILLION) / args.views
-    cost = API_GATEWAY_PER_MILLION + lambda_cost + dynamodb_cost
+    cost, without, modelled_ms = cost_per_million(calls_per_view, read_units / args.views, write_units / args.views)
     return [name, f"{1000:.0f}", f"{calls_per_view * 1000:.0f}", f"{read_units * per_k:.0f}",
             f"{write_units * per_k:.0f}", str(hottest), f"{service_ms:.0f} ({modelled_ms})",
-            f"{cost:.2f}", f"{cost - API_GATEWAY_PER_MILLION:.2f}", cost]
+            f"{cost:.2f}", f"{without:.2f}", cost]
 
 
 if __name__ == "__main__":

@@ -34,8 +34,16 @@ _CfnLoader.add_multi_constructor("!", _tag)
 
 
 @functools.lru_cache(maxsize=1)
+def template() -> dict:
+    return yaml.load(RESOURCES.read_text(), Loader=_CfnLoader)  # noqa: S506 - SafeLoader subclass
+
+
 def resources() -> dict:
-    return yaml.load(RESOURCES.read_text(), Loader=_CfnLoader)["Resources"]  # noqa: S506 - SafeLoader subclass
+    return template()["Resources"]
+
+
+def parameters() -> dict:
+    return template().get("Parameters", {})
 
 
 def _table() -> dict:
