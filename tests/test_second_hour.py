@@ -119,3 +119,19 @@ def test_the_unlock_status_line_in_the_readme_is_what_the_server_sends(stack):
     share = doc["share_url"].rsplit("/d/", 1)[1]
     answer = httpx.post(f"{stack.base_url}/d/{share}/unlock", data={"passphrase": "violet tractor lagoon 93"})
     assert f"HTTP/1.1 {answer.status_code} {answer.reason_phrase}" == shown
+
+
+# 7. The upgrade hint's operator command is for operators: on `make run` (loopback) that is
+# whoever signs in; off loopback, nobody unless DOCPUB_OPERATOR_EMAILS names them.
+@pytest.mark.e2e
+def test_make_run_on_loopback_shows_the_operator_command_to_whoever_signs_in(stack):
+    with httpx.Client(base_url=stack.base_url, timeout=30) as http:
+        form = http.get("/dashboard/sign-up")
+        token = re.search(r'name="csrf_token" value="([^"]+)"', form.text).group(1)
+        done = http.post("/dashboard/sign-up", data={"csrf_token": token, "email": "local@example.com",
+                                                     "password": "a long local password 42",
+                                                     "workspace_name": "Local"})
+        assert done.status_code == 303, done.text
+        page = http.get("/dashboard/workspace").text
+    ws = re.search(r"<code>(ws_[^<]+)</code>", page).group(1)
+    assert f'make -s admin ARGS="set-plan {ws} pro"' in page.replace("&#34;", '"').replace("&quot;", '"')

@@ -27,7 +27,8 @@ def _sparklines(document_ids: list[str]) -> dict:
     service = optional_service("views")
     if service is None:
         return {}
-    return {document_id: charts.sparkline(values, days)
+    # None for a document with no views in the window: the page says so instead of drawing empty bars
+    return {document_id: charts.sparkline(values, days) if any(values) else None
             for document_id, (days, values) in service.sparklines(document_ids, 7).items()}
 
 

@@ -249,7 +249,10 @@ def environment():
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              trim_blocks=True, lstrip_blocks=True)
-    env.globals.update(url=url, pro_features=PRO_FEATURES, max_html_bytes=MAX_HTML_BYTES, limits=limits)
+    from chalicelib.services.workspaces import upgrade_path
+
+    env.globals.update(url=url, pro_features=PRO_FEATURES, max_html_bytes=MAX_HTML_BYTES, limits=limits,
+                       upgrade_path=upgrade_path)
     env.filters.update(size=human_size, when=human_time)
     return env
 
