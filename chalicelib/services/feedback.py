@@ -8,14 +8,15 @@ document deletes its feedback (DocumentService.finish_delete does it directly).
 from __future__ import annotations
 
 import re
-
-from typing import Optional
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
 
 from chalicelib.domain import limits
 from chalicelib.errors import NotFound, ValidationFailed
 from chalicelib.ports import BadCursor, FeedbackGone, GuardFailed, StaleDocument
 from chalicelib.models import Feedback, FeedbackCreated, FeedbackList, FeedbackSubmission
 from chalicelib.services import access, cursors, ratelimits
+from chalicelib.services.access import Who
 from chalicelib.services.context import Context, default_context, new_feedback_id, rfc3339
 from chalicelib.services.sharing import ShareService
 
@@ -33,6 +34,18 @@ def feedback_model(item: dict) -> Feedback:
 
 
 _FEEDBACK_ID = re.compile(r"fb_[A-Za-z0-9_-]{8,64}")
+
+
+@dataclass(frozen=True)
+class InboxItem:
+    feedback: Feedback
+    version_number: Optional[int]
+
+
+@dataclass(frozen=True)
+class InboxPage:
+    items: Sequence[InboxItem]
+    next_cursor: Optional[str]
 
 
 class FeedbackService:
@@ -73,6 +86,19 @@ class FeedbackService:
 
     def list(self, who, document_id: str | None = None, status: str = "open", limit: int = 20,
              cursor: str | None = None) -> FeedbackList:
+        items, next_cursor = self._page(who, document_id, status, limit, cursor)
+        return FeedbackList(feedback=[feedback_model(i) for i in items], next_cursor=next_cursor)
+
+    def inbox(self, who: Who, document_id: str | None = None, status: str = "open", limit: int = 20,
+              cursor: str | None = None) -> InboxPage:
+        """`list`, with the number of the version each item was given on (stored
+        with the feedback: no read of the documents' versions)."""
+        items, next_cursor = self._page(who, document_id, status, limit, cursor)
+        return InboxPage(items=[InboxItem(feedback=feedback_model(i), version_number=i.get("version_number"))
+                                for i in items], next_cursor=next_cursor)
+
+    def _page(self, who: Who, document_id: str | None, status: str, limit: int,
+              cursor: str | None) -> tuple[Sequence[dict[str, Any]], str | None]:
         if status not in STATUSES:
             raise ValidationFailed.field("status", "must be open, resolved or all")
         if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
@@ -86,8 +112,7 @@ class FeedbackService:
                                                         None if status == "all" else status, limit, raw)
         except BadCursor as exc:
             raise ValidationFailed.field("cursor", cursors.MESSAGE) from exc
-        return FeedbackList(feedback=[feedback_model(i) for i in items],
-                            next_cursor=cursors.seal(actor.workspace_id, listing, next_cursor))
+        return items, cursors.seal(actor.workspace_id, listing, next_cursor)
 
     def resolve(self, who, feedback_id: str, resolved: bool = True) -> Feedback:
         """Mark resolved (or, with resolved=False, open again); repeating is harmless."""
