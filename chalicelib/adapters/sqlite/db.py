@@ -230,10 +230,19 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX cdn_pending_by_age ON cdn_pending (created_ms, path);
     """,
+    # 4 -> 5: content (contract 7b): a version's format (NULL: html) and its files
+    # (JSON [{path, size_bytes, sha256}]; the bytes live once per workspace under files/<ws>/<sha256>).
+    """
+    ALTER TABLE versions ADD COLUMN format TEXT CHECK (format IS NULL OR format IN ('html', 'markdown'));
+    ALTER TABLE versions ADD COLUMN files TEXT;
+    -- What the latest version holds besides plain HTML ("markdown", "files", "markdown files";
+    -- NULL: plain HTML), so an edit of a plain page needs no extra read.
+    ALTER TABLE documents ADD COLUMN latest_content TEXT;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
-JSON_COLUMNS = ("writes", "hits")
+JSON_COLUMNS = ("writes", "hits", "files")
 
 
 def row_dict(row: Optional[sqlite3.Row]) -> Optional[dict]:
