@@ -26,18 +26,20 @@ def _readme_blocks() -> list[str]:
     return SHELL_BLOCK.findall(README.read_text(encoding="utf-8"))
 
 
-# 1. The README's backup block creates backup/ (holding secrets): git must ignore it.
-def test_every_folder_a_readme_block_creates_in_the_checkout_is_git_ignored():
+# 1. The README's backup block creates backup/ (holding secrets): git must ignore it, and
+# everything else the README's examples write into the checkout when a reader runs them there.
+def test_everything_a_readme_block_writes_into_the_checkout_is_git_ignored():
     if shutil.which("git") is None or not (PROJECT_DIR / ".git").exists():
         pytest.skip("not a git checkout")
-    created = {name.rstrip("/") for block in _readme_blocks()
-               for name in re.findall(r"mkdir -p ([\w./-]+)", block)
-               if not name.startswith(("/", "$", "~"))}
-    assert "backup" in created  # the backup block is still there
-    for name in sorted(created):
-        probe = f"{name}/docpub.sqlite3"
+    blocks = _readme_blocks()
+    folders = {name.rstrip("/") for block in blocks for name in re.findall(r"mkdir -p ([\w./-]+)", block)}
+    files = {name for block in blocks for name in re.findall(r"(?<=\s)>>? *([A-Za-z][\w./-]*\.(?:html|md|json|txt|zip|css|svg))\b", block)}
+    assert "backup" in folders  # the backup block is still there
+    probes = [f"{name}/docpub.sqlite3" for name in folders if not name.startswith(("/", "$", "~"))]
+    probes += [name for name in files if not name.startswith(("/", "$", "~"))]
+    for probe in sorted(probes):
         ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", probe], cwd=PROJECT_DIR)
-        assert ignored.returncode == 0, f"{name}/ is created by a README block but not in .gitignore"
+        assert ignored.returncode == 0, f"{probe} is written by a README block but not in .gitignore"
 
 
 # 2. `make test` restarted a running `make run`: chalice package (make package, run by
