@@ -36,6 +36,20 @@ def content_url() -> str:
     return _get("DOCPUB_CONTENT_URL", "").rstrip("/")
 
 
+def upgrade_url() -> str:
+    """DOCPUB_UPGRADE_URL: where a workspace goes to move to Pro (a billing page); `{workspace_id}`
+    in it is replaced by the workspace's id. Empty (or not http/https): no link is shown."""
+    value = _get("DOCPUB_UPGRADE_URL", "").strip()
+    return value if value.startswith(("https://", "http://")) else ""
+
+
+def operator_emails() -> frozenset[str]:
+    """DOCPUB_OPERATOR_EMAILS: comma-separated emails of the people who run this service (they
+    are shown the operator command that changes a plan); `*` means everyone signed in (`make
+    run` on loopback sets it: whoever reaches it is at the machine that runs `make admin`)."""
+    return frozenset(e.strip().lower() for e in _get("DOCPUB_OPERATOR_EMAILS", "").split(",") if e.strip())
+
+
 def write_rate_limit() -> int:
     return int(_get("DOCPUB_WRITE_RATE_LIMIT", "60"))
 
