@@ -10,7 +10,7 @@ multi-record change is one atomic step: it applies whole or not at all.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional, Protocol
+from typing import Iterator, Iterable, Optional, Protocol
 
 from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.records import IdempotencyRecord, Quota, RateClaim, RateSlot
@@ -240,6 +240,10 @@ class BlobStore(Protocol):
 
     def list_keys(self, prefix: str) -> list[tuple[str, float]]:
         """(key, last-modified epoch seconds) of every object under prefix."""
+
+    def iter_keys(self, prefix: str) -> Iterator[tuple[str, float]]:
+        """The same, streamed (constant memory for any number of objects); the keys
+        of one folder (a document's versions) come one after another."""
 
     def delete_prefix(self, prefix: str) -> int: ...
 
