@@ -14,7 +14,8 @@ from chalicelib.entrypoints.mcp import bp as mcp_blueprint
 from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
 from chalicelib.entrypoints.oauth import bp as oauth_blueprint
 from chalicelib.models import (
-    DownloadQuery, EditRequest, UploadRequest, FeedbackListQuery, GetDocumentQuery, Health, ListDocumentsQuery, PassphraseRequest,
+    DownloadQuery, EditRequest, UploadRequest, FeedbackListQuery, GetDocumentQuery, Health, ListDocumentsQuery,
+    ListVersionsQuery, PassphraseRequest,
     PublishRequest, ResolveFeedbackRequest, StatsQuery, UpdateDocumentRequest,
 )
 from chalicelib.services import registry
@@ -189,6 +190,13 @@ def update_document(document_id):
 def delete_document(document_id):
     registry.documents().delete(_credentials(), document_id)
     return empty_response(204)
+
+
+@app.route("/api/v1/documents/{document_id}/versions", methods=["GET"])
+@api
+def list_versions(document_id):
+    credentials, query = _authorized(parse_query, ListVersionsQuery)
+    return json_response(registry.documents().list_versions(credentials, document_id, query.limit, query.cursor))
 
 
 @app.route("/api/v1/documents/{document_id}/versions/{version_id}", methods=["DELETE"])

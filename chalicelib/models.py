@@ -183,6 +183,12 @@ class ListDocumentsQuery(QueryModel):
     query: Optional[Annotated[str, StringConstraints(max_length=500)]] = None
 
 
+class ListVersionsQuery(QueryModel):
+    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    cursor: Optional[Annotated[str, StringConstraints(max_length=2048), Field(description=(
+        "`next_cursor` of the previous page of the same listing; anything else is 422."))]] = None
+
+
 class GetDocumentQuery(QueryModel):
     include_html: bool = False
     include_source: bool = False
@@ -372,6 +378,12 @@ class DocumentStats(ResponseModel):
 
 class DocumentList(ResponseModel):
     documents: list[DocumentSummary]
+    next_cursor: Optional[str] = None
+
+
+class VersionList(ResponseModel):
+    """GET /api/v1/documents/:id/versions: every version, newest first, a page at a time."""
+    versions: list[VersionInfo]
     next_cursor: Optional[str] = None
 
 

@@ -30,7 +30,7 @@ from chalicelib.errors import (
 )
 from chalicelib.models import (
     DocumentDetail, DocumentList, DocumentSummary, EditRequest, FileInfo, EditResponse, EditSummary,
-    PublishRequest, PublishResponse, UpdateDocumentRequest, VersionInfo,
+    PublishRequest, PublishResponse, UpdateDocumentRequest, VersionInfo, VersionList,
 )
 from chalicelib.services import access, cdn, cursors, ratelimits
 from chalicelib.services import content as content_files
@@ -650,6 +650,20 @@ class DocumentService:
                 pass  # a concurrent delete got there first; finish the job with it
         cdn.withdraw(self.ctx, doc["share_id"], "delete")
         self.finish_delete(doc)
+
+    def list_versions(self, who: Who, document_id: str, limit: int = 20,
+                      cursor: Optional[str] = None) -> VersionList:
+        """Every version of a document, newest first, `limit` a page (GET one lists the newest 100)."""
+        document_id = canonical_document_id(document_id)
+        found = access.find_document(self.ctx, who, document_id, with_versions=True)
+        listing = f"versions:{document_id}"
+        offset = _decode_offset(cursors.unseal(found.actor.workspace_id, listing, cursor))
+        newest_first = list(reversed(found.versions))
+        page = newest_first[offset:offset + limit]
+        more = offset + limit < len(newest_first)
+        return VersionList(versions=[version_model(v) for v in page],
+                           next_cursor=cursors.seal(found.actor.workspace_id, listing,
+                                                    _encode_offset(offset + limit) if more else None))
 
     def delete_version(self, who: Who, document_id: str, version_id: str) -> None:
         """Delete one old version (never the latest: 409) and free its storage."""
