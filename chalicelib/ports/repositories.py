@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Iterator, Iterable, Optional, Protocol
 
 from chalicelib.ports.oauth import OAuthRepository
-from chalicelib.ports.records import IdempotencyRecord, RateClaim, RateSlot
+from chalicelib.ports.records import IdempotencyRecord, Quota, RateClaim, RateSlot
 from chalicelib.ports.views import ViewCounterRepository
 
 
@@ -88,16 +88,23 @@ class DocumentRepository(Protocol):
         """{request_hash, response, expires_at} or None."""
 
     def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
-               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None) -> None:
         """Document + version 1 + share link + guards, atomically, counted in the
         workspace's `document_count` (DocumentCapReached at `max_documents` unless the
-        plan, as stored at commit, is uncapped). GuardFailed("rate"|"idem")."""
+        plan, as stored at commit, is uncapped). GuardFailed("rate"|"idem"); QuotaReached."""
 
     def append_version(self, doc: dict, version: dict, changes: dict,
-                       slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+                       slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
+                       quota: Optional[Quota] = None) -> None:
         """Version N+1 only if the document still has `doc["version_count"]` = N versions
         and is not being deleted (StaleDocument otherwise), with `changes` to its fields
-        and the guards, atomically."""
+        and the guards (and the quota: QuotaReached), atomically."""
+
+    def delete_version(self, doc: dict, version: dict) -> None:
+        """Remove one version that is not the latest, atomically with the document's
+        `versions_deleted` (+1) and the workspace's usage (its bytes and one version
+        less). StaleDocument if the document is gone, being deleted, or the version is
+        its latest or no longer there."""
 
     def update_fields(self, doc: dict, fields: dict) -> dict:
         """Change metadata (no version); StaleDocument if gone or being deleted."""

@@ -12,7 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from chalicelib.ports.records import BlobNotFound
+from chalicelib.adapters.sqlite.space import is_full
+from chalicelib.ports.records import BlobNotFound, StorageFull
 
 TEMP_PREFIX = ".tmp-"
 
@@ -54,16 +55,23 @@ class FileBlobStore:
 
     def _write(self, key: str, data: bytes) -> None:
         path = self._path(key)
-        self._make_dirs(path.parent)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMP_PREFIX)
+        try:
+            self._make_dirs(path.parent)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMP_PREFIX)
+        except OSError as exc:
+            if is_full(exc):
+                raise StorageFull("ENOSPC") from exc
+            raise
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+        except BaseException as exc:
+            Path(tmp).unlink(missing_ok=True)  # nothing half-written is left behind
+            if is_full(exc):
+                raise StorageFull("ENOSPC") from exc
             raise
         _fsync_dir(path.parent)
 
