@@ -150,6 +150,9 @@ class UserRepository(Protocol):
     def set_password(self, email_lower: str, expected_hash: str, new_hash: str, now_ms: int) -> bool:
         """Replace the hash only if it is still `expected_hash`."""
 
+    def set_fields(self, email_lower: str, fields: dict) -> bool:
+        """Set `email_verified_ms` and/or `workspace_id` (default workspace); False if unknown."""
+
 
 class SessionRepository(Protocol):
     """Dashboard sessions by the SHA-256 of the session id. `expires_ms` is checked
@@ -161,7 +164,11 @@ class SessionRepository(Protocol):
 
     def delete(self, session_hash: str) -> None: ...
 
-    def delete_for_user(self, email_lower: str) -> int: ...
+    def delete_for_user(self, email_lower: str, keep: Optional[str] = None) -> int:
+        """End every session of a person (but `keep`, a session hash); how many ended."""
+
+    def set_workspace(self, session_hash: str, workspace_id: str) -> bool:
+        """Point a session at another workspace; False if the session is gone."""
 
 
 BLOB_ROOT = "documents/"
@@ -216,3 +223,5 @@ class Repositories:
     oauth: Optional[OAuthRepository] = None  # chalicelib/ports/oauth.py (clients, codes, grants, tokens)
     # Pending CDN invalidations (chalicelib/ports/cdn.py PendingInvalidationRepository).
     cdn_pending: Optional[object] = None
+    # Members, one-time account tokens, activity (chalicelib/ports/people.py PeopleRepository).
+    people: Optional[object] = None

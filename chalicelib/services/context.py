@@ -16,6 +16,7 @@ from chalicelib.ports import (
 )
 from chalicelib.ports.cdn import CdnInvalidator, PendingInvalidationRepository
 from chalicelib.ports.mail import Mailer
+from chalicelib.ports.people import PeopleRepository
 from chalicelib.ports.oauth import OAuthRepository
 
 
@@ -125,6 +126,10 @@ class Context:
     @property
     def cdn_pending(self) -> PendingInvalidationRepository:
         return self.repos.cdn_pending
+
+    @property
+    def people(self) -> PeopleRepository:
+        return self.repos.people  # type: ignore[return-value]
 
     @property
     def views(self) -> ViewCounterRepository:

@@ -18,7 +18,7 @@ from chalicelib.ports.records import (
     DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument, WriteRefused,
 )
 
-DOCUMENT_FIELDS = ("title", "description", "share_enabled", "share_expires_ms")
+DOCUMENT_FIELDS = ("title", "description", "share_enabled", "share_expires_ms", "share_access")
 VERSION_COLUMNS = "version_id, number, note, created_ms, size_bytes, blob_key AS s3_key"
 LIVE = "document_id = ? AND workspace_id = ? AND deleting = 0"
 
@@ -134,11 +134,12 @@ class DocumentRepository:
                        (doc["workspace_id"],))
             tx.execute("INSERT INTO documents (document_id, workspace_id, title, description, share_id, created_ms, "
                        "updated_ms, version_count, latest_version_id, latest_size, open_feedback_count, "
-                       "share_enabled, share_expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       "share_enabled, share_expires_ms, share_access) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        (doc["document_id"], doc["workspace_id"], doc["title"], doc.get("description") or "",
                         doc["share_id"], doc["created_ms"], doc["updated_ms"], doc["version_count"],
                         doc["latest_version_id"], doc["latest_size"], doc.get("open_feedback_count", 0),
-                        0 if doc.get("share_enabled") is False else 1, doc.get("share_expires_ms")))
+                        0 if doc.get("share_enabled") is False else 1, doc.get("share_expires_ms"),
+                        doc.get("share_access") or "public"))
             self._insert_version(tx, doc["document_id"], version)
             tx.execute("INSERT INTO share_links (share_id, document_id, workspace_id) VALUES (?, ?, ?)",
                        (doc["share_id"], doc["document_id"], doc["workspace_id"]))
