@@ -102,6 +102,9 @@ ExpiresAt = Annotated[str, StringConstraints(max_length=40), AfterValidator(_utc
                       Field(json_schema_extra={"pattern": _RFC3339, "format": "date-time"}, description="When the share link stops working (RFC 3339; future, at most 366 days "
                                         "ahead); null: never.")]
 ShareEnabled = Annotated[bool, Field(description="false: the share link answers 404 (the document stays).")]
+ShareAccess = Annotated[Literal["public", "workspace"], Field(description=(
+    "public: anyone with the link opens it; workspace: only signed-in members of the workspace "
+    "(anyone else gets the sign-in page, then the document)."))]
 
 
 # ---------------------------------------------------------------- requests
@@ -115,6 +118,7 @@ class PublishRequest(RequestModel):
     base_version_id: Optional[VersionId] = None
     share_enabled: Optional[ShareEnabled] = None
     share_expires_at: Optional[ExpiresAt] = None
+    share_access: Optional[ShareAccess] = None
 
     _title_not_blank = field_validator("title")(_not_blank)
 
@@ -139,12 +143,14 @@ class UpdateDocumentRequest(RequestModel):
     model_config = ConfigDict(json_schema_extra={"anyOf": [
         *({"required": [name], "properties": {name: {"type": "string"}}} for name in ("title", "description")),
         {"required": ["share_enabled"], "properties": {"share_enabled": {"type": "boolean"}}},
-        {"required": ["share_expires_at"]}]})
+        {"required": ["share_expires_at"]},
+        {"required": ["share_access"], "properties": {"share_access": {"type": "string"}}}]})
 
     title: Optional[Title] = None
     description: Optional[Description] = None
     share_enabled: Optional[ShareEnabled] = None
     share_expires_at: Optional[ExpiresAt] = None
+    share_access: Optional[ShareAccess] = None
 
     _title_not_blank = field_validator("title")(_not_blank)
 
@@ -254,6 +260,7 @@ class DocumentSummary(ResponseModel):
     open_feedback_count: int
     share_enabled: bool = True
     share_expires_at: Optional[str] = None
+    share_access: Literal["public", "workspace"] = "public"
 
 
 class VersionInfo(ResponseModel):

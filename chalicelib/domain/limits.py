@@ -32,9 +32,16 @@ EDITS_PER_REQUEST = MAX_EDITS
 # The free plan's caps (Pro has none).
 FREE_MAX_DOCUMENTS = 5
 FREE_MAX_API_KEYS = 1
-# Dashboard passwords and share-link passphrases (characters).
-PASSWORD_CHARS = (10, 1024)
+# Account passwords and share-link passphrases (characters); both must also not be
+# weak (domain/strength.py: zxcvbn score 2 or more).
+PASSWORD_CHARS = (8, 200)
 PASSPHRASE_CHARS = (8, 200)
+# One-time links mailed to people (seconds) and how long the activity log keeps entries.
+VERIFY_LINK_SECONDS = 24 * 3600
+RESET_LINK_SECONDS = 3600
+INVITE_LINK_SECONDS = 7 * 24 * 3600
+LOGIN_LINK_SECONDS = 3600
+ACTIVITY_DAYS = 90
 
 # Standalone sliding logs of the dashboard (per client IP / per account).
 SIGN_IN_PER_IP = Rate(20, 15 * 60)
@@ -43,6 +50,12 @@ SIGN_IN_PER_IP = Rate(20, 15 * 60)
 SIGN_IN_PER_ACCOUNT_AND_IP = Rate(10, 15 * 60)
 SIGN_IN_PER_ACCOUNT = Rate(100, 15 * 60)
 SIGN_UP_PER_IP = Rate(10, 60 * 60)
+# Mail a stranger can make Docpub send: reset links per address and per account
+# (no mail-bombing one inbox), invitations per workspace.
+RESET_PER_IP = Rate(10, 60 * 60)
+RESET_PER_ACCOUNT = Rate(5, 60 * 60)
+VERIFY_RESEND_PER_ACCOUNT = Rate(5, 60 * 60)
+INVITES_PER_WORKSPACE = Rate(50, 24 * 60 * 60)
 # OAuth endpoints for MCP clients (per client IP): registrations, authorization
 # requests, token and revocation calls.
 OAUTH_REGISTER_PER_IP = Rate(20, 60 * 60)
@@ -72,6 +85,10 @@ REFUSALS = {
     "signin-account": "Too many sign-in attempts for this account",
     "password-change": "Too many password attempts for this account",
     "signup-ip": "Too many sign-ups from this address",
+    "reset-ip": "Too many password reset requests from this address",
+    "reset-account": "Too many password reset requests for this account",
+    "verify-resend": "Too many confirmation emails for this account",
+    "invites": "Too many invitations from this workspace today",
     "session-writes": "Too many saves in this workspace",
     "grant-writes": "Too many writes through this connected app",
     "oauth-register": "Too many app registrations from this address",

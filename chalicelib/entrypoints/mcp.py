@@ -13,6 +13,8 @@ is rewritten into the contract's body.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import json
 
 from chalice import Blueprint, Response
@@ -71,7 +73,7 @@ def _caller(headers):
                 error = errors.Unauthorized(exc.message, headers=dict(exc.headers))
                 error.code = "invalid_token"
                 raise error from None
-        credentials = credentials_from_headers(headers)
+        credentials = dataclasses.replace(credentials_from_headers(headers), surface="mcp")
         registry.workspaces().authenticate(credentials)
         return credentials
     except errors.DocpubError as exc:

@@ -57,7 +57,9 @@ def acting_as(credentials: Union[Credentials, Principal]) -> Iterator[None]:
     """Run tool calls made inside this block on behalf of an API key's `credentials`,
     or of an OAuth access token's `Principal` (its workspace, within its scopes)."""
     if isinstance(credentials, Principal):
-        tokens = (_who.set(Actor(credentials.workspace_id, write_limit_scope=credentials.write_limit_scope)),
+        tokens = (_who.set(Actor(credentials.workspace_id, write_limit_scope=credentials.write_limit_scope,
+                                 role=credentials.role, member=credentials.user, client=credentials.client_name,
+                                 surface="mcp")),
                   _principal.set(credentials))
     else:
         tokens = (_who.set(credentials), _principal.set(None))

@@ -39,6 +39,8 @@ from chalicelib.services.access import (  # noqa: F401  (also imported from here
 from chalicelib.services.context import (
     Context, default_context, new_document_id, new_share_id, new_version_id, rfc3339,
 )
+from chalicelib.services import activity
+from chalicelib.services.access import requires
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,7 @@ def summary_model(doc: dict) -> DocumentSummary:
         latest_version_id=doc["latest_version_id"],
         open_feedback_count=doc.get("open_feedback_count", 0),
         share_enabled=links.enabled(doc), share_expires_at=rfc3339(links.expires_ms(doc)),
+        share_access=doc.get("share_access") or "public",
     )
 
 
@@ -144,6 +147,7 @@ class DocumentService:
 
     # ---------------------------------------------------------------- publish
 
+    @requires("publish_document")
     def publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str] = None) -> WriteResult:
         return self._with_rate_headers(lambda seen: self._publish(who, request, idempotency_key, seen))
 
@@ -228,6 +232,8 @@ class DocumentService:
                 stored = False  # committed: the object is referenced now
                 if doc is not None and links.withdraws(doc, link_changes, now_ms):
                     cdn.withdraw(self.ctx, doc["share_id"], "link settings")
+                activity.record(self.ctx, actor, actor.workspace_id, "document.publish", document_id,
+                                {"title": request.title, "version": version["number"]})
                 return WriteResult(response, decision.headers() if decision else {})
             raise _gave_up(doc, key_busy, "publishing")
         finally:
@@ -243,6 +249,8 @@ class DocumentService:
             changes["share_enabled"] = request.share_enabled
         if "share_expires_at" in given:
             changes["share_expires_ms"] = links.parse_expiry(request.share_expires_at, self.ctx.now_ms())
+        if "share_access" in given and request.share_access is not None:
+            changes["share_access"] = request.share_access
         return changes
 
     def _create(self, actor: Actor, document_id: str, share_id: str, request: PublishRequest,
@@ -304,6 +312,7 @@ class DocumentService:
 
     # ---------------------------------------------------------------- edit
 
+    @requires("edit_document")
     def edit(self, who: Who, document_id: str, request: EditRequest) -> WriteResult:
         document_id = canonical_document_id(document_id)
         return self._with_rate_headers(lambda seen: self._edit(who, document_id, request, seen))
@@ -357,6 +366,8 @@ class DocumentService:
             response = EditResponse(document_id=document_id, version_id=version_id,
                                     version_number=version["number"], share_url=share_url(doc["share_id"]),
                                     summary=summary)
+            activity.record(self.ctx, actor, actor.workspace_id, "document.edit", document_id,
+                            {"title": doc.get("title"), "version": version["number"]})
             return WriteResult(response, decision.headers() if decision else {})
         raise _gave_up(doc, key_busy, "editing")
 
@@ -374,6 +385,7 @@ class DocumentService:
 
     # ---------------------------------------------------------------- reads
 
+    @requires("get_document")
     def get(self, who: Who, document_id: str, include_html: bool = False,
             version_id: Optional[str] = None) -> DocumentDetail:
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
@@ -388,6 +400,7 @@ class DocumentService:
                               passphrase_protected=bool(doc.get("passphrase_hash")), html=html,
                               views_total=views_total, last_viewed_at=last_viewed_at)
 
+    @requires("get_document")
     def get_html(self, who: Who, document_id: str, version_number: Optional[int] = None) -> tuple[dict, dict, str]:
         """(document, version, html) of the latest or a numbered version."""
         found = access.find_document(self.ctx, access.actor(self.ctx, who), document_id)
@@ -398,6 +411,7 @@ class DocumentService:
             raise NotFound(f"No version {number} of document {document_id}.")
         return doc, version, self._read_html(doc, version["version_id"])
 
+    @requires("list_documents")
     def list(self, who: Who, limit: int = 20, cursor: Optional[str] = None,
              query: Optional[str] = None) -> DocumentList:
         actor = access.actor(self.ctx, who)
@@ -438,14 +452,15 @@ class DocumentService:
 
     # ---------------------------------------------------------------- update / delete
 
+    @requires("update_document")
     def update(self, who: Who, document_id: str, request: UpdateDocumentRequest) -> DocumentDetail:
         document_id = canonical_document_id(document_id)
         fields = request.model_dump(exclude_unset=True, exclude_none=True,
-                                    exclude={"share_enabled", "share_expires_at"})
+                                    exclude={"share_enabled", "share_expires_at", "share_access"})
         fields.update(self._link_changes(request))
         if not fields:
             raise ValidationFailed(
-                "Give title, description, share_enabled and/or share_expires_at to change.",
+                "Give title, description, share_enabled, share_expires_at and/or share_access to change.",
                 {"fields": [{"field": "title", "message": "at least one field to change is required"}]})
         actor, doc, _ = self._load(who, document_id)
         try:
@@ -454,14 +469,22 @@ class DocumentService:
             raise document_not_found(document_id) from exc
         if links.withdraws(doc, fields, self.ctx.now_ms()):
             cdn.withdraw(self.ctx, doc["share_id"], "link settings")
+        share_fields = sorted(set(fields) & {"share_enabled", "share_expires_ms", "share_access"})
+        activity.record(self.ctx, actor, actor.workspace_id,
+                        "share.settings" if share_fields and len(share_fields) == len(fields) else "document.update",
+                        document_id, {"title": fields.get("title") or doc.get("title"),
+                                      "fields": ", ".join(sorted(fields))})
         return self.get(actor, document_id)
 
+    @requires("delete_document")
     def delete(self, who: Who, document_id: str) -> None:
         document_id = canonical_document_id(document_id)
-        _, doc, _ = self._load(who, document_id, include_deleting=True)  # key + document: one round trip
+        actor, doc, _ = self._load(who, document_id, include_deleting=True)  # key + document: one round trip
         if not doc.get("deleting"):
             try:
                 self.ctx.documents.begin_delete(doc)
+                activity.record(self.ctx, actor, actor.workspace_id, "document.delete", document_id,
+                                {"title": doc.get("title")})
             except StaleDocument:
                 pass  # a concurrent delete got there first; finish the job with it
         cdn.withdraw(self.ctx, doc["share_id"], "delete")

@@ -18,6 +18,7 @@ from chalicelib.models import Feedback, FeedbackCreated, FeedbackList, FeedbackS
 from chalicelib.services import access, cursors, ratelimits
 from chalicelib.services.context import Context, default_context, new_feedback_id, rfc3339
 from chalicelib.services.sharing import ShareService
+from chalicelib.services.access import requires
 
 STATUSES = ("open", "resolved", "all")
 MAX_LIMIT = 100
@@ -71,6 +72,7 @@ class FeedbackService:
 
     # ---------------------------------------------------------------- owners
 
+    @requires("list_feedback")
     def list(self, who, document_id: str | None = None, status: str = "open", limit: int = 20,
              cursor: str | None = None) -> FeedbackList:
         if status not in STATUSES:
@@ -89,6 +91,7 @@ class FeedbackService:
         return FeedbackList(feedback=[feedback_model(i) for i in items],
                             next_cursor=cursors.seal(actor.workspace_id, listing, next_cursor))
 
+    @requires("resolve_feedback")
     def resolve(self, who, feedback_id: str, resolved: bool = True) -> Feedback:
         """Mark resolved (or, with resolved=False, open again); repeating is harmless."""
         actor = access.actor(self.ctx, who)

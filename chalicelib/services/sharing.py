@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from typing import Optional
 
 from chalicelib import config
-from chalicelib.domain import limits, links, plans
+from chalicelib.domain import limits, links, plans, strength
 from chalicelib.errors import FeatureNotInPlan, Gone, NotFound, RateLimited, Unauthorized, ValidationFailed
 from chalicelib.models import ShareRotated
 from chalicelib.ports import BlobNotFound, StaleDocument, version_key
 from chalicelib.services import access, cdn, ratelimits
 from chalicelib.services.context import Context, default_context, new_share_id
+from chalicelib.services import activity
+from chalicelib.services.access import requires
 
 MIN_PASSPHRASE, MAX_PASSPHRASE = limits.PASSPHRASE_CHARS
 UNLOCK_MAX_AGE_SECONDS = 7 * 24 * 3600
@@ -102,24 +104,13 @@ class Unlocked:
     path: str
 
 
-# zxcvbn's score (0 to 4) below which a passphrase is refused; its cost grows with
-# length, so it judges the first characters only (where any weakness shows anyway).
-MIN_PASSPHRASE_SCORE = 2
-STRENGTH_CHECKED_CHARS = 72
-
-
 def refuse_weak_passphrase(passphrase: str) -> None:
     """422 naming `passphrase` and why, for a passphrase a guesser would try early
-    (`password1`, `aaaaaaaa`): unlock limits slow guessing, they cannot stop it."""
-    from zxcvbn import zxcvbn  # lazy: only passphrase changes pay for its dictionaries
-
-    result = zxcvbn(passphrase[:STRENGTH_CHECKED_CHARS])
-    if result["score"] >= MIN_PASSPHRASE_SCORE:
-        return
-    feedback = result.get("feedback") or {}
-    reasons = [feedback.get("warning") or "It is too easy to guess."] + list(feedback.get("suggestions") or [])
-    reason = " ".join(r.strip().rstrip(".") + "." for r in reasons if r and r.strip())
-    raise ValidationFailed.field("passphrase", f"is too easy to guess: {reason}")
+    (`password1`, `aaaaaaaa`): unlock limits slow guessing, they cannot stop it.
+    The same rule as account passwords (domain/strength.py)."""
+    reason = strength.weakness(passphrase)
+    if reason:
+        raise ValidationFailed.field("passphrase", f"is too easy to guess: {reason}")
 
 
 def failure_scope(document_id: str) -> str:
@@ -275,6 +266,7 @@ class ShareService:
             raise WrongPassphrase("That passphrase is not right.")
         return self._cookie(doc)
 
+    @requires("get_document")
     def failed_unlocks(self, who, document_id: str) -> FailedUnlocks:
         """For the owner: wrong passphrases tried on this document within the budget's window."""
         doc = self._owned(who, document_id, allow_free=True)
@@ -306,6 +298,7 @@ class ShareService:
 
     # ---------------------------------------------------------------- passphrase (owners)
 
+    @requires("set_passphrase")
     def set_passphrase(self, who, document_id: str, passphrase: str) -> None:
         if not isinstance(passphrase, str) or not MIN_PASSPHRASE <= len(passphrase) <= MAX_PASSPHRASE:
             raise ValidationFailed.field("passphrase", f"must be {MIN_PASSPHRASE} to {MAX_PASSPHRASE} characters")
@@ -316,7 +309,10 @@ class ShareService:
         except StaleDocument as exc:
             raise access.document_not_found(document_id) from exc
         cdn.withdraw(self.ctx, doc["share_id"], "passphrase")  # set or changed: narrows access
+        activity.record(self.ctx, who, doc["workspace_id"], "share.passphrase_set", doc["document_id"],
+                        {"title": doc.get("title")})
 
+    @requires("clear_passphrase")
     def clear_passphrase(self, who, document_id: str) -> None:
         # A workspace moved back to free may still remove a passphrase it set on Pro.
         doc = self._owned(who, document_id, allow_free=True)
@@ -324,9 +320,12 @@ class ShareService:
             self.ctx.documents.set_passphrase(doc, None)
         except StaleDocument as exc:
             raise access.document_not_found(document_id) from exc
+        activity.record(self.ctx, who, doc["workspace_id"], "share.passphrase_removed", doc["document_id"],
+                        {"title": doc.get("title")})
 
     # ---------------------------------------------------------------- rotate (owners)
 
+    @requires("rotate_share_link")
     def rotate(self, who, document_id: str) -> ShareRotated:
         """Give the document a new share id: the old link is 404 at once (its share
         item goes in the same transaction that adds the new one) and the CDN is asked
@@ -341,6 +340,8 @@ class ShareService:
                 doc = access.check_still_visible(self.ctx, found.actor, found.document_id)  # rotated meanwhile
                 continue
             cdn.withdraw(self.ctx, doc["share_id"], "rotate")
+            activity.record(self.ctx, found.actor, doc["workspace_id"], "share.rotate", doc["document_id"],
+                            {"title": doc.get("title")})
             return ShareRotated(share_url=config.base_url() + share_path(new_id))
         raise RateLimited(1, "The link is being rotated by another request; retry in 1 s.")
 
