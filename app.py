@@ -13,7 +13,7 @@ from chalicelib.entrypoints.mcp import bp as mcp_blueprint
 from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
 from chalicelib.entrypoints.oauth import bp as oauth_blueprint
 from chalicelib.models import (
-    EditRequest, FeedbackListQuery, GetDocumentQuery, Health, ListDocumentsQuery, PassphraseRequest,
+    ActivityQuery, EditRequest, FeedbackListQuery, GetDocumentQuery, Health, ListDocumentsQuery, PassphraseRequest,
     PublishRequest, ResolveFeedbackRequest, StatsQuery, UpdateDocumentRequest,
 )
 from chalicelib.services import registry
@@ -97,6 +97,13 @@ def openapi_document():
 @api
 def me():
     return json_response(registry.workspaces().me(_credentials()))
+
+
+@app.route("/api/v1/activity", methods=["GET"])
+@api
+def list_activity():
+    credentials, query = _authorized(parse_query, ActivityQuery)
+    return json_response(registry.activity().list(credentials, query.limit, query.cursor))
 
 
 @app.route("/api/v1/publish", methods=["POST"])

@@ -162,6 +162,12 @@ class ListDocumentsQuery(QueryModel):
     query: Optional[Annotated[str, StringConstraints(max_length=500)]] = None
 
 
+class ActivityQuery(QueryModel):
+    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    cursor: Optional[Annotated[str, StringConstraints(max_length=2048), Field(description=(
+        "`next_cursor` of the previous page; anything else is 422."))]] = None
+
+
 class GetDocumentQuery(QueryModel):
     include_html: bool = False
     version_id: Optional[VersionId] = None
@@ -431,3 +437,25 @@ class RevokeRequest(BaseModel):
 class OAuthErrorBody(ResponseModel):
     error: str
     error_description: Optional[str] = None
+
+
+# ---------------------------------------------------------------- people (contract 7d)
+
+class ActivityActor(ResponseModel):
+    kind: Literal["member", "api_key", "oauth_client", "operator"]
+    id: str
+
+
+class ActivityEntry(ResponseModel):
+    activity_id: str
+    created_at: str
+    actor: ActivityActor
+    surface: Literal["api", "mcp", "dashboard", "cli"]
+    action: str
+    target: Optional[str] = None
+    detail: dict = Field(default_factory=dict)
+
+
+class ActivityList(ResponseModel):
+    activity: list[ActivityEntry]
+    next_cursor: Optional[str] = None

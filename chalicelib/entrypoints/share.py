@@ -26,6 +26,7 @@ import html
 import re
 import logging
 from typing import Optional
+from urllib.parse import urlencode, urlparse
 
 from chalice import Blueprint, Response
 
@@ -37,7 +38,9 @@ from chalicelib.entrypoints.http import (
 )
 from chalicelib.models import FeedbackSubmission, RequestModel
 from chalicelib.services import registry
-from chalicelib.services.sharing import Locked, SharePage, UNLOCK_COOKIE, WrongPassphrase, share_path
+from chalicelib.services.sharing import (
+    MEMBER_COOKIE, UNLOCK_COOKIE, Locked, SharePage, ViewerCookies, WrongPassphrase, share_path,
+)
 
 log = logging.getLogger("docpub")
 
@@ -338,6 +341,12 @@ def _cookie(name: str) -> Optional[str]:
     return parse_cookies(_request().headers.get("cookie")).get(name)
 
 
+def _viewer() -> ViewerCookies:
+    """The unlock cookie and the member pass of this viewer (both scoped to /d/<share>)."""
+    cookies = parse_cookies(_request().headers.get("cookie"))
+    return ViewerCookies(unlock=cookies.get(UNLOCK_COOKIE), member=cookies.get(MEMBER_COOKIE))
+
+
 def _version_param() -> Optional[int]:
     """`?v=N`: None when absent; raises NotFound when not a positive integer."""
     raw = (_request().query_params or {}).get("v")
@@ -375,7 +384,14 @@ def _html_view(view):
 @_html_view
 def share_page(share_id):
     version = _version_param()
-    page = registry.sharing().page(share_id, version, _cookie(UNLOCK_COOKIE))
+    page = registry.sharing().page(share_id, version, _viewer())
+    if page.members_only:
+        # The sign-in page (when needed), then the document: the dashboard checks the
+        # membership and hands this browser a pass for this link.
+        location = f"{urlparse(config.base_url()).path.rstrip('/')}/dashboard/open?" + urlencode(
+            {"share": share_id, **({"v": version} if version else {})})
+        return Response(body="", status_code=303, headers={"Location": location, "Cache-Control": CACHE_PRIVATE,
+                                                           "X-Robots-Tag": "noindex, nofollow"})
     if page.locked:
         return _unlock_page(share_id, version)
     return _viewer_page(page)
@@ -398,9 +414,9 @@ def _etag_matches(header: Optional[str], etag: str) -> bool:
 def share_content(share_id, version_id):
     sharing = registry.sharing()
     try:
-        ref = sharing.open_content(share_id, version_id, _cookie(UNLOCK_COOKIE),
+        ref = sharing.open_content(share_id, version_id, _viewer(),
                                    (_request().query_params or {}).get("t"))
-    except Locked:
+    except Locked:  # (MembersOnly too)
         return Response(body="<!doctype html><meta charset=utf-8><title>Locked</title>"
                              "<p>This document is protected by a passphrase.</p>",
                         status_code=401, headers=_headers(_content_csp(), CACHE_PRIVATE))
@@ -475,7 +491,7 @@ def share_view(share_id):
     per-address limit. Never cached; sets no cookie."""
     request = _request()
     refuse_cross_site(request)
-    registry.views().record(share_id, _version_param(), _cookie(UNLOCK_COOKIE), client_ip(),
+    registry.views().record(share_id, _version_param(), _viewer(), client_ip(),
                             request.headers.get("user-agent"), request.headers)
     return Response(body="", status_code=204, headers={})
 
@@ -489,6 +505,6 @@ def share_feedback(share_id):
     refuse_cross_site(request)
     version = _version_param()
     submission = parse_form_or_json(request, FeedbackSubmission)
-    created = registry.feedback().submit(share_id, submission, client_ip(), _cookie(UNLOCK_COOKIE), version)
+    created = registry.feedback().submit(share_id, submission, client_ip(), _viewer(), version)
     return json_response(created, 201)
 

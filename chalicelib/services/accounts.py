@@ -167,6 +167,8 @@ class AccountService:
         fields = []
         if len(email) > MAX_EMAIL or not _EMAIL_SHAPE.match(email):
             fields.append({"field": "email", "message": "must be a valid email address"})
+        if not MIN_PASSWORD <= len(password or "") <= MAX_PASSWORD:
+            fields.append({"field": "password", "message": f"must be {MIN_PASSWORD} to {MAX_PASSWORD} characters"})
         if not 1 <= len(name) <= MAX_WORKSPACE_NAME:
             fields.append({"field": "workspace_name", "message": f"must be 1 to {MAX_WORKSPACE_NAME} characters"})
         if fields:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from typing import Optional
 
 from chalicelib.domain import limits
 from chalicelib.errors import ValidationFailed
+from chalicelib.models import ActivityList
 from chalicelib.ports import BadCursor
 from chalicelib.services.access import Actor, Who, requires
 from chalicelib.services.context import Context, default_context, rfc3339
@@ -42,7 +44,9 @@ def record(ctx: Context, who: Who, workspace_id: str, action: str, target: Optio
     kind, actor, surface = actor_of(who)
     now_ms = ctx.now_ms()
     clipped = {k: (v[:MAX_DETAIL_CHARS] if isinstance(v, str) else v) for k, v in (detail or {}).items()}
-    entry = {"workspace_id": workspace_id, "activity_id": "act_" + secrets.token_urlsafe(9), "created_ms": now_ms,
+    # Ids sort by when they were made (entries of one millisecond keep their order).
+    activity_id = f"act_{time.time_ns():019d}{secrets.token_hex(3)}"
+    entry = {"workspace_id": workspace_id, "activity_id": activity_id, "created_ms": now_ms,
              "actor_kind": kind, "actor": actor, "surface": surface, "action": action, "target": target,
              "detail": clipped, "expires_at": now_ms // 1000 + limits.ACTIVITY_DAYS * 86400}
     try:
@@ -62,7 +66,7 @@ class ActivityService:
         self.ctx = ctx or default_context()
 
     @requires("list_activity")
-    def list(self, who: Who, limit: int = 20, cursor: Optional[str] = None) -> dict:
+    def list(self, who: Who, limit: int = 20, cursor: Optional[str] = None) -> ActivityList:
         from chalicelib.services.access import actor
 
         acting = actor(self.ctx, who)
@@ -74,5 +78,5 @@ class ActivityService:
             entries, next_cursor = self.ctx.people.activity_page(acting.workspace_id, since, limit, raw)
         except BadCursor as exc:
             raise ValidationFailed.field("cursor", cursors.MESSAGE) from exc
-        return {"activity": [entry_view(e) for e in entries],
-                "next_cursor": cursors.seal(acting.workspace_id, "activity", next_cursor)}
+        return ActivityList(activity=[entry_view(e) for e in entries],
+                            next_cursor=cursors.seal(acting.workspace_id, "activity", next_cursor))

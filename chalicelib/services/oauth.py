@@ -32,7 +32,8 @@ from chalicelib import config, models
 from chalicelib.domain import limits, roles
 from chalicelib.domain.clients import MAX_CLIENT_NAME, MAX_PARAM, MAX_REDIRECT_URIS, valid_redirect_uri
 from chalicelib.errors import DocpubError, RateLimited
-from chalicelib.services import members, ratelimits
+from chalicelib.services import access, activity, members, ratelimits
+from chalicelib.services.access import Actor
 from chalicelib.services.context import Context, default_context, rfc3339
 
 SCOPES = ("docs:read", "docs:write", "feedback")
@@ -355,8 +356,10 @@ class OAuthService:
         return AuthorizationRequest(client, redirect_uri, state, params["code_challenge"], resource_url(), scopes)
 
     def decide(self, request: AuthorizationRequest, allow: bool, workspace_id: str, user: str,
-               scopes: Optional[Iterable[str]] = None) -> str:
+               scopes: Optional[Iterable[str]] = None, by=None) -> str:
         """The person's answer on the consent page: where to send the browser."""
+        if by is not None:
+            access.authorize(by, "approve_app")
         if not allow:
             return redirect_with(request.redirect_uri, error="access_denied",
                                  error_description="The person declined the request.", state=request.state,
@@ -425,6 +428,9 @@ class OAuthService:
         self.repo.create_grant(grant, access, refresh, digest(code))
         if client.get("kind") == "registered" and client.get("expires_ms") is not None:
             self.repo.keep_client(client["client_id"])
+        approver = Actor(grant["workspace_id"], member=grant["user"], surface="dashboard")
+        activity.record(self.ctx, approver, grant["workspace_id"], "app.connect", grant["grant_id"],
+                        {"client": grant["client_name"], "scopes": " ".join(grant["scopes"])})
         return answer
 
     def _refresh(self, client: dict, form: dict) -> models.TokenResponse:
@@ -534,19 +540,27 @@ class OAuthService:
 
     # ---------------------------------------------------------------- dashboard: connected apps
 
-    def connected_apps(self, workspace_id: str) -> list[dict]:
+    def connected_apps(self, workspace_id: str, by=None) -> list[dict]:
+        if by is not None:
+            access.authorize(by, "list_apps")
         return [{"grant_id": g["grant_id"], "client_name": g.get("client_name") or g["client_id"],
                  "client_id": g["client_id"], "scopes": list(g.get("scopes", [])), "user": g.get("user"),
                  "created_at": rfc3339(g.get("created_ms")), "last_used_at": rfc3339(g.get("last_used_ms"))}
                 for g in self.repo.list_grants(workspace_id) if g.get("revoked_ms") is None]
 
-    def disconnect(self, workspace_id: str, grant_id: str) -> Optional[dict]:
+    def disconnect(self, workspace_id: str, grant_id: str, by=None) -> Optional[dict]:
         from chalicelib.errors import NotFound
 
         grant = self.repo.get_grant(grant_id) if isinstance(grant_id, str) and len(grant_id) < 64 else None
         if grant is None or grant["workspace_id"] != workspace_id:
             raise NotFound("No such connected app.")
-        return self.repo.revoke_grant(grant_id, self.ctx.now_ms())
+        if by is not None and grant.get("user") != getattr(by, "member", None):
+            access.authorize(by, "disconnect_app")  # anyone may disconnect their own app
+        revoked = self.repo.revoke_grant(grant_id, self.ctx.now_ms())
+        if by is not None:
+            activity.record(self.ctx, by, workspace_id, "app.disconnect", grant_id,
+                            {"client": grant.get("client_name") or grant["client_id"]})
+        return revoked
 
     def revoke_grants_of(self, workspace_id: str, user: str) -> int:
         """A member left: every grant they approved for the workspace ends now."""

@@ -62,6 +62,20 @@ def oauth():
     return OAuthService(default_context())
 
 
+@functools.lru_cache(maxsize=None)
+def people():
+    from chalicelib.services.people import PeopleService
+
+    return PeopleService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
+def activity():
+    from chalicelib.services.activity import ActivityService
+
+    return ActivityService(default_context())
+
+
 def reset() -> None:
     """Forget cached instances (tests that swap the context)."""
     from chalicelib.services import context
@@ -74,4 +88,6 @@ def reset() -> None:
     editing.cache_clear()
     views.cache_clear()
     oauth.cache_clear()
+    people.cache_clear()
+    activity.cache_clear()
     context.default_context.cache_clear()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 from chalicelib import config
 from chalicelib.domain import limits, links, plans, strength
@@ -28,6 +28,12 @@ from chalicelib.services.access import requires
 MIN_PASSPHRASE, MAX_PASSPHRASE = limits.PASSPHRASE_CHARS
 UNLOCK_MAX_AGE_SECONDS = 7 * 24 * 3600
 UNLOCK_COOKIE = "dp_unlock"
+# Workspace-only links (contract 7d): a signed pass naming the member, for one link
+# (Path=/d/<share>), issued by the dashboard to a signed-in member; membership is
+# checked again on every request, so a removed member's pass stops working at once.
+MEMBER_COOKIE = "dp_member"
+MEMBER_SALT = "docpub.share.member"
+MEMBER_PASS_SECONDS = 12 * 3600
 ROTATE_ATTEMPTS = 5  # each lost race means another rotation committed; give up (429) after this many
 _SHARE_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 _VERSION_ID = re.compile(r"^v_[A-Za-z0-9_-]{1,60}$")
@@ -39,6 +45,25 @@ class Locked(Unauthorized):
 
 class WrongPassphrase(Unauthorized):
     pass
+
+
+class MembersOnly(Unauthorized):
+    """A workspace-only link opened by someone not signed in as a member."""
+
+
+@dataclass(frozen=True)
+class ViewerCookies:
+    """What a share-link viewer presents: the unlock cookie and the member pass."""
+    unlock: Optional[str] = None
+    member: Optional[str] = None
+
+    @staticmethod
+    def of(value: "Union[str, ViewerCookies, None]") -> "ViewerCookies":
+        return value if isinstance(value, ViewerCookies) else ViewerCookies(unlock=value)
+
+
+def members_only(doc: dict) -> bool:
+    return doc.get("share_access") == "workspace"
 
 
 @dataclass(frozen=True)
@@ -65,7 +90,8 @@ class Access:
 
     @property
     def protected(self) -> bool:
-        return bool(self.doc.get("passphrase_hash"))
+        """Not for every viewer alike (passphrase, or members only): never in a shared cache."""
+        return bool(self.doc.get("passphrase_hash")) or members_only(self.doc)
 
 
 @dataclass(frozen=True)
@@ -75,6 +101,7 @@ class SharePage:
     share_id: str
     locked: bool
     protected: bool
+    members_only: bool = False  # locked because the link is for signed-in members only
     title: Optional[str] = None
     version_id: Optional[str] = None
     version_number: Optional[int] = None
@@ -172,14 +199,19 @@ class ShareService:
         """How long a shared cache may keep a public answer of this link (<= 60 s, never past expiry)."""
         return links.cache_seconds(doc, self.ctx.now_ms())
 
-    def access(self, share_id: str, unlock_cookie: Optional[str] = None,
+    def access(self, share_id: str, unlock_cookie: "Union[str, ViewerCookies, None]" = None,
                version_number: Optional[int] = None) -> Access:
         """Resolve a link to a version the viewer may see. Raises NotFound (unknown,
-        deleted, no such version) or Locked (protected and not unlocked)."""
+        deleted, no such version), MembersOnly (a workspace link, not a member's pass)
+        or Locked (protected and not unlocked). A member needs no passphrase."""
         if version_number is not None and version_number < 1:
             raise NotFound("No such version.")
+        cookies = ViewerCookies.of(unlock_cookie)
         doc, workspace, version = self._resolve(share_id, version_number)
-        if doc.get("passphrase_hash") and not self.cookie_unlocks(doc, unlock_cookie):
+        if members_only(doc):
+            if not self.member_pass_valid(doc, cookies.member):
+                raise MembersOnly("This document is shared with the members of its workspace only.")
+        elif doc.get("passphrase_hash") and not self.cookie_unlocks(doc, cookies.unlock):
             raise Locked("This document is protected by a passphrase.")
         ttl = self.cache_seconds(doc)
         if version_number is None:
@@ -192,6 +224,8 @@ class ShareService:
              unlock_cookie: Optional[str] = None) -> SharePage:
         try:
             access = self.access(share_id, unlock_cookie, version_number)
+        except MembersOnly:
+            return SharePage(share_id=share_id, locked=True, protected=True, members_only=True)
         except Locked:
             return SharePage(share_id=share_id, locked=True, protected=True)
         ws = access.workspace
@@ -210,9 +244,13 @@ class ShareService:
         if not version_id or not _VERSION_ID.match(version_id):
             raise NotFound("No such version.")
         doc, _workspace, _ = self._resolve(share_id)
-        protected = bool(doc.get("passphrase_hash"))
-        if protected and not (self.cookie_unlocks(doc, unlock_cookie) or self._grant_valid(
-                doc, content_token, CONTENT_SALT, CONTENT_TOKEN_SECONDS)):
+        cookies = ViewerCookies.of(unlock_cookie)
+        protected = bool(doc.get("passphrase_hash")) or members_only(doc)
+        token_ok = self._grant_valid(doc, content_token, CONTENT_SALT, CONTENT_TOKEN_SECONDS)
+        if members_only(doc):
+            if not (self.member_pass_valid(doc, cookies.member) or token_ok):
+                raise MembersOnly("This document is shared with the members of its workspace only.")
+        elif protected and not (self.cookie_unlocks(doc, cookies.unlock) or token_ok):
             raise Locked("This document is protected by a passphrase.")
         return ContentRef(doc, version_id, protected, self.cache_seconds(doc))
 
@@ -227,6 +265,38 @@ class ShareService:
 
     def cookie_unlocks(self, doc: dict, cookie: Optional[str]) -> bool:
         return self._grant_valid(doc, cookie, UNLOCK_SALT, UNLOCK_MAX_AGE_SECONDS)
+
+    # ---------------------------------------------------------------- member passes
+
+    def member_pass(self, share_id: str, who) -> tuple[str, int, str]:
+        """(cookie value, max age, path) letting the member `who` (a dashboard Actor)
+        open a workspace-only link of their workspace; NotFound for anything else."""
+        from chalicelib.services import members
+
+        doc, _workspace, _ = self._resolve(share_id)
+        if not (who.member and members.role_in(self.ctx, doc["workspace_id"], who.member)):
+            raise NotFound("This document is shared with the members of its workspace only, "
+                           "and you are not one of them.")
+        value = _serializer(MEMBER_SALT).dumps({"d": doc["document_id"], "m": who.member,
+                                                "t": self.ctx.now_ms() // 1000})
+        return value, MEMBER_PASS_SECONDS, share_path(share_id)
+
+    def member_pass_valid(self, doc: dict, value: Optional[str]) -> bool:
+        if not value or len(value) > 1000:
+            return False
+        from itsdangerous import BadSignature
+
+        from chalicelib.services import members
+
+        try:
+            data = _serializer(MEMBER_SALT).loads(value)
+        except BadSignature:
+            return False
+        if not isinstance(data, dict) or data.get("d") != doc["document_id"] or not isinstance(data.get("t"), int):
+            return False
+        if not 0 <= self.ctx.now_ms() // 1000 - data["t"] < MEMBER_PASS_SECONDS:
+            return False
+        return members.role_in(self.ctx, doc["workspace_id"], data.get("m")) is not None
 
     def _grant(self, doc: dict, salt: str) -> str:
         """A signed grant for this document and passphrase epoch, issued now."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 from chalice import Response
 
 from chalicelib import errors
+from chalicelib.domain import roles
 from chalicelib.entrypoints.dashboard.web import Page, optional_service, redirect, render, route, url, workspaces
 
 
@@ -14,7 +15,8 @@ def workspace_page(page: Page):
 
 def _workspace_page(page: Page, status: int = 200, error=None, form=None) -> Response:
     workspace = workspaces().get_workspace(page.workspace_id)
-    active_keys = [k for k in workspaces().list_keys(page.workspace_id) if not k["revoked"]]
+    active_keys = ([k for k in workspaces().list_keys(page.workspace_id, by=page.actor) if not k["revoked"]]
+                   if roles.allows(page.role, "list_keys") else [])
     views = optional_service("views")
     return render(page, "workspace.html", status=status, active="workspace", workspace=workspace,
                   key_count=len(active_keys), error=error, form=form or {},
@@ -25,7 +27,8 @@ def _workspace_page(page: Page, status: int = 200, error=None, form=None) -> Res
 def branding(page: Page):
     form = page.form()
     try:
-        workspaces().set_branding(page.workspace_id, form.get("brand_name"), form.get("brand_tagline"))
+        workspaces().set_branding(page.workspace_id, form.get("brand_name"), form.get("brand_tagline"),
+                                  by=page.actor)
     except errors.DocpubError as exc:
         return _workspace_page(page, exc.status, error=exc, form=form)
     return redirect(url("/workspace", m="branding-saved"))
