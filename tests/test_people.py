@@ -361,3 +361,55 @@ def test_login_link_signs_in_once(storage, client, app_clock):
     again = DashboardClient(client)
     assert again.post("/dashboard/login", {"token": path.split("token=")[1]},
                       csrf=again.get(path).csrf()).status == 422
+
+
+# ------------------------------------------------------------------ OAuth grants and roles
+
+class MemberFlow:
+    """The OAuth authorization code flow for an already signed-in member."""
+
+    def __init__(self, client, dash):
+        from tests import test_oauth
+
+        self.flow = test_oauth.Flow.__new__(test_oauth.Flow)
+        self.flow.client, self.flow.dash = client, dash
+        r = test_oauth.register(client)
+        self.flow.client_id = test_oauth.body(r)["client_id"]
+        self.flow.scope = "docs:read docs:write feedback"
+
+    def tokens(self) -> dict:
+        return self.flow.tokens()
+
+
+def tool(client, token, name, arguments):
+    from tests import test_oauth
+
+    answer = test_oauth.mcp(client, token, "tools/call", {"name": name, "arguments": arguments})
+    result = json.loads(answer.body)
+    return answer.status_code, result
+
+
+def test_an_oauth_grant_never_exceeds_its_approvers_role(owner, client, app_clock):
+    invite(owner, "ed@example.com", "editor")
+    invite(owner, "vi@example.com", "viewer")
+    editor = join_as_new(client, "ed@example.com")
+    viewer = join_as_new(client, "vi@example.com")
+    viewer_tokens = MemberFlow(client, viewer).tokens()
+    assert viewer_tokens["scope"] == "docs:read feedback"
+    _, result = tool(client, viewer_tokens["access_token"], "list_documents", {})
+    assert not result["result"].get("isError")
+    editor_tokens = MemberFlow(client, editor).tokens()
+    assert editor_tokens["scope"] == "docs:read docs:write feedback"
+    _, result = tool(client, editor_tokens["access_token"], "publish_document", {"title": "By app", "html": "<p>a</p>"})
+    assert not result["result"].get("isError"), result
+    # Demoted: the same grant loses docs:write at once.
+    owner.post("/dashboard/members/role", {"email": "ed@example.com", "role": "viewer"}, csrf=owner.token())
+    _, result = tool(client, editor_tokens["access_token"], "publish_document", {"title": "No", "html": "<p>n</p>"})
+    assert result["result"]["isError"] and result["result"]["content"][0]["text"].startswith("insufficient_scope")
+    # Removed: every grant they approved for the workspace is revoked.
+    owner.post("/dashboard/members/remove", {"email": "ed@example.com"}, csrf=owner.token())
+    status, _ = tool(client, editor_tokens["access_token"], "list_documents", {})
+    assert status == 401
+    entries = json.loads(rest(client, "get", "/api/v1/activity", create_key(owner)).body)["activity"]
+    app_entry = next(e for e in entries if e["action"] == "document.publish")
+    assert app_entry["actor"]["kind"] == "oauth_client" and app_entry["surface"] == "mcp"

@@ -552,10 +552,12 @@ class OAuthService:
         from chalicelib.errors import NotFound
 
         grant = self.repo.get_grant(grant_id) if isinstance(grant_id, str) and len(grant_id) < 64 else None
-        if grant is None or grant["workspace_id"] != workspace_id:
-            raise NotFound("No such connected app.")
-        if by is not None and grant.get("user") != getattr(by, "member", None):
+        if grant is not None and grant["workspace_id"] != workspace_id:
+            grant = None
+        if by is not None and (grant is None or grant.get("user") != getattr(by, "member", None)):
             access.authorize(by, "disconnect_app")  # anyone may disconnect their own app
+        if grant is None:
+            raise NotFound("No such connected app.")
         revoked = self.repo.revoke_grant(grant_id, self.ctx.now_ms())
         if by is not None:
             activity.record(self.ctx, by, workspace_id, "app.disconnect", grant_id,

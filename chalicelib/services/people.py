@@ -17,7 +17,8 @@ from chalicelib.domain import limits, roles
 from chalicelib.errors import NotFound, ValidationFailed
 from chalicelib.ports.people import LastOwner, MemberExists, NotMember
 from chalicelib.services import activity, mailing, members, ratelimits
-from chalicelib.services.access import Actor, Who, authorize, requires, same_workspace
+from chalicelib.services import access
+from chalicelib.services.access import Actor, Who, requires, same_workspace
 from chalicelib.services.context import Context, default_context, rfc3339
 
 MAX_EMAIL = 254
@@ -171,7 +172,7 @@ class PeopleService:
         workspace_id = _workspace_of(who)
         email = (email or "").strip().lower()
         if email != who.member:
-            authorize(who, "remove_member")
+            access.authorize(who, "remove_member")
         try:
             removed = self.ctx.people.remove_member(workspace_id, email)
         except NotMember:

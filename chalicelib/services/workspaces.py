@@ -121,9 +121,10 @@ class WorkspaceService:
 
     def revoke_key(self, key_id: str, workspace_id: Optional[str] = None, by: Optional[Who] = None) -> dict:
         # Ids we never issue are 404 without a lookup (DynamoDB refuses keys over 2 KB).
-        item = self.ctx.keys.get(key_id) if re.fullmatch(r"key_[0-9a-f]{20}", key_id or "") else None
         if by is not None:
             workspace_id = by.workspace_id if isinstance(by, access.Actor) else workspace_id
+            self._as(by, "revoke_key", workspace_id)  # the role first: a viewer learns nothing of keys
+        item = self.ctx.keys.get(key_id) if re.fullmatch(r"key_[0-9a-f]{20}", key_id or "") else None
         if item is None or (workspace_id is not None and item["workspace_id"] != workspace_id):
             raise NotFound("No such API key.")
         who = self._as(by, "revoke_key", item["workspace_id"])
