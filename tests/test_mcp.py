@@ -117,7 +117,7 @@ def test_tools_list_schemas_and_annotations(client, key):
     publish = tools["publish_document"]
     assert publish["inputSchema"]["required"] == ["title", "html"]
     assert set(publish["inputSchema"]["properties"]) == {"title", "html", "document_id", "note", "description",
-                                                        "share_enabled", "share_expires_at"}
+                                                        "share_enabled", "share_expires_at", "share_access"}
     assert publish["inputSchema"]["properties"]["title"]["maxLength"] == 500
     assert "4 MiB" in publish["description"] and "5 documents" in publish["description"]
     assert "60" in publish["description"]

@@ -80,18 +80,19 @@ class DocumentRepository(Protocol):
         """{request_hash, response, expires_at} or None."""
 
     def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
-               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
-        """Document + version 1 + share link + guards, atomically, counted in the
+               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], activity: Optional[dict] = None) -> None:
+        """Document + version 1 + share link + guards (+ the activity log's entry), atomically, counted in the
         workspace's `document_count` (DocumentCapReached at `max_documents` unless the
         plan, as stored at commit, is uncapped). GuardFailed("rate"|"idem")."""
 
     def append_version(self, doc: dict, version: dict, changes: dict,
-                       slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+                       slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
+                       activity: Optional[dict] = None) -> None:
         """Version N+1 only if the document still has `doc["version_count"]` = N versions
         and is not being deleted (StaleDocument otherwise), with `changes` to its fields
         and the guards, atomically."""
 
-    def update_fields(self, doc: dict, fields: dict) -> dict:
+    def update_fields(self, doc: dict, fields: dict, activity: Optional[dict] = None) -> dict:
         """Change metadata (no version); StaleDocument if gone or being deleted."""
 
     def set_passphrase(self, doc: dict, passphrase_hash: Optional[str]) -> dict:
@@ -102,7 +103,7 @@ class DocumentRepository(Protocol):
         exists and the old one is gone. StaleDocument if the document's share id is no
         longer `doc["share_id"]`, or it is gone or being deleted."""
 
-    def begin_delete(self, doc: dict) -> None:
+    def begin_delete(self, doc: dict, activity: Optional[dict] = None) -> None:
         """Mark `deleting` (hidden from lists and share links), drop the share link and
         free the place in `document_count`, atomically; StaleDocument if already marked."""
 

@@ -43,6 +43,10 @@ from chalicelib.ports.people import MemberExists
 from chalicelib.errors import Unauthorized, ValidationFailed
 from chalicelib.services.context import Context, default_context, new_workspace_id
 from chalicelib.services import mailing, members, ratelimits
+from chalicelib.services.tokens import (  # noqa: F401 - normalise_email and dashboard_url are used by pages too
+    LINK_INVALID, dashboard_url, new_token, normalise_email, token_digest,
+)
+from chalicelib.services import tokens
 from chalicelib.services.workspaces import MAX_WORKSPACE_NAME, WorkspaceService
 
 MIN_PASSWORD, MAX_PASSWORD = limits.PASSWORD_CHARS
@@ -56,8 +60,6 @@ SIGN_IN_PER_ACCOUNT = limits.SIGN_IN_PER_ACCOUNT
 SIGN_UP_PER_IP = limits.SIGN_UP_PER_IP
 
 BAD_CREDENTIALS = "Email or password is incorrect."
-LINK_INVALID = ("This link is not valid any more: it was already used, has expired, or was replaced by a "
-                "newer one. Ask for a new one.")
 CSRF_SALT = "docpub.dashboard.csrf"
 # How long a path that sends no mail waits when no mail has been timed yet (seconds).
 DEFAULT_MAIL_SECONDS = 0.05
@@ -91,10 +93,6 @@ def hash_session_id(session_id: str) -> str:
     return hashlib.sha256(session_id.encode("utf-8")).hexdigest()
 
 
-def normalise_email(email: Optional[str]) -> str:
-    return (email or "").strip().lower()
-
-
 @functools.lru_cache(maxsize=8)
 def _hasher(cost: tuple[int, int, int]):
     from argon2 import PasswordHasher, Type
@@ -110,27 +108,6 @@ def password_hasher():
 @functools.lru_cache(maxsize=8)
 def _dummy_hash(cost: tuple[int, int, int]) -> str:
     return _hasher(cost).hash(secrets.token_urlsafe(16))
-
-
-def token_digest(token: str) -> str:
-    return hashlib.sha256(("account-token:" + token).encode("utf-8")).hexdigest()
-
-
-def new_token() -> tuple[str, str]:
-    """(token for the link, its digest for storage)."""
-    token = secrets.token_urlsafe(32)
-    return token, token_digest(token)
-
-
-def dashboard_url(path: str, **params: str) -> str:
-    from urllib.parse import urlencode
-
-    query = ("?" + urlencode(params)) if params else ""
-    return f"{config.base_url()}/dashboard/{path}{query}"
-
-
-def _token_shaped(token: Optional[str]) -> bool:
-    return isinstance(token, str) and 20 <= len(token) <= 100 and re.fullmatch(r"[A-Za-z0-9_-]+", token) is not None
 
 
 def check_password(password: Optional[str], field: str = "password", context: tuple = ()) -> None:
@@ -236,7 +213,7 @@ class AccountService:
 
     def _use(self, token: Optional[str], kind: str) -> dict:
         """Use a one-time token of `kind` (once); the one clear answer for any bad link."""
-        if not _token_shaped(token):
+        if not tokens.well_formed(token):
             raise ValidationFailed(LINK_INVALID)
         digest = token_digest(token)
         record = self.ctx.people.get_token(digest)
@@ -249,13 +226,7 @@ class AccountService:
 
     def peek_token(self, token: Optional[str], kind: str) -> Optional[dict]:
         """A usable (unused, unexpired) token of `kind`, without using it (forms show it first)."""
-        if not _token_shaped(token):
-            return None
-        record = self.ctx.people.get_token(token_digest(token))
-        if (record is None or record["kind"] != kind or record.get("used_ms") is not None
-                or record["expires_ms"] <= self.ctx.now_ms()):
-            return None
-        return record
+        return tokens.peek(self.ctx, token, kind)
 
     # ---------------------------------------------------------------- forgot / reset
 
@@ -285,7 +256,9 @@ class AccountService:
             raise ValidationFailed(LINK_INVALID)
         check_password(new_password, "new_password", (record["email"],))
         user = self.ctx.users.get(record["email"])
-        if user is None or (user.get("password_changed_ms") or 0) != record.get("password_changed_ms", 0):
+        changed_at = (user or {}).get("password_changed_ms") or 0
+        link_made_for = record.get("password_changed_ms", 0)  # the change the link was made after
+        if user is None or changed_at != link_made_for:
             raise ValidationFailed(LINK_INVALID)
         self._use(token, "reset")
         now_ms = self.ctx.now_ms()

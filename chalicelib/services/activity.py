@@ -39,18 +39,25 @@ def actor_of(who: Who) -> tuple[str, str, str]:
     return "api_key", who.key_id, who.surface
 
 
-def record(ctx: Context, who: Who, workspace_id: str, action: str, target: Optional[str] = None,
-           detail: Optional[dict] = None) -> None:
+def entry(ctx: Context, who: Who, workspace_id: str, action: str, target: Optional[str] = None,
+          detail: Optional[dict] = None) -> dict:
+    """The log line for a change, to store with the change itself (publish, edit) or after it."""
     kind, actor, surface = actor_of(who)
     now_ms = ctx.now_ms()
     clipped = {k: (v[:MAX_DETAIL_CHARS] if isinstance(v, str) else v) for k, v in (detail or {}).items()}
     # Ids sort by when they were made (entries of one millisecond keep their order).
     activity_id = f"act_{time.time_ns():019d}{secrets.token_hex(3)}"
-    entry = {"workspace_id": workspace_id, "activity_id": activity_id, "created_ms": now_ms,
-             "actor_kind": kind, "actor": actor, "surface": surface, "action": action, "target": target,
-             "detail": clipped, "expires_at": now_ms // 1000 + limits.ACTIVITY_DAYS * 86400}
+    return {"workspace_id": workspace_id, "activity_id": activity_id, "created_ms": now_ms,
+            "actor_kind": kind, "actor": actor, "surface": surface, "action": action, "target": target,
+            "detail": clipped, "expires_at": now_ms // 1000 + limits.ACTIVITY_DAYS * 86400}
+
+
+def record(ctx: Context, who: Who, workspace_id: str, action: str, target: Optional[str] = None,
+           detail: Optional[dict] = None) -> None:
+    """Log a change that was made (best effort, see the module docstring)."""
+    line = entry(ctx, who, workspace_id, action, target, detail)
     try:
-        ctx.people.add_activity(entry)
+        ctx.people.add_activity(line)
     except Exception:  # noqa: BLE001 - the change was made; the log must not undo its answer
         log.exception("activity not recorded", extra={"action": action})
 

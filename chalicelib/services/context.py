@@ -55,7 +55,7 @@ def _configured_cdn() -> CdnInvalidator:
 
 
 def _configured_mailer() -> Mailer:
-    from chalicelib.adapters.mail import build_mailer
+    from chalicelib.adapters import build_mailer
 
     return build_mailer()
 

@@ -198,15 +198,19 @@ class DocumentService:
                 response = PublishResponse(document_id=document_id, version_id=version_id,
                                            version_number=version["number"], share_url=share_url(share_id))
                 idem_record = self._idem_record(actor, digest, request_hash, response, now_ms)
+                # The activity log's line is stored in the same atomic step as the version.
+                logged = activity.entry(self.ctx, actor, actor.workspace_id, "document.publish", document_id,
+                                        {"title": request.title, "version": version["number"]})
                 try:
                     if doc is None:
                         self._create(actor, document_id, share_id, request, version, slot, idem_record,
-                                     link_changes)
+                                     link_changes, logged)
                     else:
                         changes = {"title": request.title, **link_changes}
                         if request.description is not None:
                             changes["description"] = request.description
-                        self.ctx.documents.append_version(doc, version, changes, slot, idem_record)
+                        self.ctx.documents.append_version(doc, version, changes, slot, idem_record,
+                                                          activity=logged)
                 except GuardFailed as exc:
                     if exc.which == "idem":
                         replay = self._replay(self.ctx.documents.get_idempotency(actor.key_item["key_id"], digest),
@@ -232,8 +236,6 @@ class DocumentService:
                 stored = False  # committed: the object is referenced now
                 if doc is not None and links.withdraws(doc, link_changes, now_ms):
                     cdn.withdraw(self.ctx, doc["share_id"], "link settings")
-                activity.record(self.ctx, actor, actor.workspace_id, "document.publish", document_id,
-                                {"title": request.title, "version": version["number"]})
                 return WriteResult(response, decision.headers() if decision else {})
             raise _gave_up(doc, key_busy, "publishing")
         finally:
@@ -255,7 +257,7 @@ class DocumentService:
 
     def _create(self, actor: Actor, document_id: str, share_id: str, request: PublishRequest,
                 version: dict, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
-                link_changes: Optional[dict] = None) -> None:
+                link_changes: Optional[dict] = None, logged: Optional[dict] = None) -> None:
         # The cap is a condition of the transaction (no read of the workspace first):
         # it holds unless the workspace's plan at commit time is uncapped.
         max_documents = limits.FREE_MAX_DOCUMENTS
@@ -266,7 +268,8 @@ class DocumentService:
                "latest_size": version["size_bytes"], "open_feedback_count": 0}
         doc.update({k: v for k, v in (link_changes or {}).items() if v is not None})
         try:
-            self.ctx.documents.create(doc, version, max_documents, plans.UNCAPPED_PLANS, slot, idem)
+            self.ctx.documents.create(doc, version, max_documents, plans.UNCAPPED_PLANS, slot, idem,
+                                      activity=logged)
         except DocumentCapReached as exc:
             current = (exc.workspace or {}).get("document_count", max_documents)
             raise PlanLimitReached(
@@ -341,7 +344,9 @@ class DocumentService:
                        "created_ms": now_ms, "size_bytes": len(data), "s3_key": object_key}
             self.ctx.blobs.put_html(object_key, data)
             try:
-                self.ctx.documents.append_version(doc, version, {}, slot, None)
+                logged = activity.entry(self.ctx, actor, actor.workspace_id, "document.edit", document_id,
+                                        {"title": doc.get("title"), "version": version["number"]})
+                self.ctx.documents.append_version(doc, version, {}, slot, None, activity=logged)
             except GuardFailed:
                 self._discard(object_key)
                 key_busy = True
@@ -366,8 +371,6 @@ class DocumentService:
             response = EditResponse(document_id=document_id, version_id=version_id,
                                     version_number=version["number"], share_url=share_url(doc["share_id"]),
                                     summary=summary)
-            activity.record(self.ctx, actor, actor.workspace_id, "document.edit", document_id,
-                            {"title": doc.get("title"), "version": version["number"]})
             return WriteResult(response, decision.headers() if decision else {})
         raise _gave_up(doc, key_busy, "editing")
 
@@ -463,17 +466,17 @@ class DocumentService:
                 "Give title, description, share_enabled, share_expires_at and/or share_access to change.",
                 {"fields": [{"field": "title", "message": "at least one field to change is required"}]})
         actor, doc, _ = self._load(who, document_id)
+        share_fields = set(fields) & {"share_enabled", "share_expires_ms", "share_access"}
+        logged = activity.entry(self.ctx, actor, actor.workspace_id,
+                                "share.settings" if share_fields == set(fields) else "document.update",
+                                document_id, {"title": fields.get("title") or doc.get("title"),
+                                              "fields": ", ".join(sorted(fields))})
         try:
-            self.ctx.documents.update_fields(doc, fields)
+            self.ctx.documents.update_fields(doc, fields, activity=logged)
         except StaleDocument as exc:
             raise document_not_found(document_id) from exc
         if links.withdraws(doc, fields, self.ctx.now_ms()):
             cdn.withdraw(self.ctx, doc["share_id"], "link settings")
-        share_fields = sorted(set(fields) & {"share_enabled", "share_expires_ms", "share_access"})
-        activity.record(self.ctx, actor, actor.workspace_id,
-                        "share.settings" if share_fields and len(share_fields) == len(fields) else "document.update",
-                        document_id, {"title": fields.get("title") or doc.get("title"),
-                                      "fields": ", ".join(sorted(fields))})
         return self.get(actor, document_id)
 
     @requires("delete_document")
@@ -482,9 +485,8 @@ class DocumentService:
         actor, doc, _ = self._load(who, document_id, include_deleting=True)  # key + document: one round trip
         if not doc.get("deleting"):
             try:
-                self.ctx.documents.begin_delete(doc)
-                activity.record(self.ctx, actor, actor.workspace_id, "document.delete", document_id,
-                                {"title": doc.get("title")})
+                self.ctx.documents.begin_delete(doc, activity=activity.entry(
+                    self.ctx, actor, actor.workspace_id, "document.delete", document_id, {"title": doc.get("title")}))
             except StaleDocument:
                 pass  # a concurrent delete got there first; finish the job with it
         cdn.withdraw(self.ctx, doc["share_id"], "delete")

@@ -21,7 +21,8 @@ def role_in(ctx: Context, workspace_id: str, email: Optional[str]) -> Optional[s
     if member is not None:
         return member["role"]
     user = ctx.users.get(email)
-    if user is None or user.get("workspace_id") != workspace_id or ctx.people.list_members(workspace_id):
+    if (user is None or user.get("workspace_id") != workspace_id or ctx.people.list_members(workspace_id)
+            or ctx.workspaces.get(workspace_id) is None):
         return None
     try:
         ctx.people.add_member({"workspace_id": workspace_id, "email": email, "role": "owner",

@@ -16,7 +16,8 @@ from typing import Optional
 from chalicelib.domain import limits, roles
 from chalicelib.errors import NotFound, ValidationFailed
 from chalicelib.ports.people import LastOwner, MemberExists, NotMember
-from chalicelib.services import activity, mailing, members, ratelimits
+from chalicelib.services import activity, mailing, members, ratelimits, tokens
+from chalicelib.services.tokens import LINK_INVALID, dashboard_url, new_token, normalise_email, token_digest
 from chalicelib.services import access
 from chalicelib.services.access import Actor, Who, requires, same_workspace
 from chalicelib.services.context import Context, default_context, rfc3339
@@ -76,8 +77,6 @@ class PeopleService:
 
     @requires("invite_member")
     def invite(self, who: Who, email: str, role: str) -> dict:
-        from chalicelib.services.accounts import dashboard_url, new_token, normalise_email
-
         workspace_id = _workspace_of(who)
         email = normalise_email(email)
         if len(email) > MAX_EMAIL or not _EMAIL_SHAPE.match(email):
@@ -119,9 +118,7 @@ class PeopleService:
 
     def invitation(self, token: Optional[str]) -> Optional[Invitation]:
         """What the invitation link offers (None: not valid any more)."""
-        from chalicelib.services.accounts import AccountService
-
-        record = AccountService(self.ctx).peek_token(token, "invite")
+        record = tokens.peek(self.ctx, token, "invite")
         if record is None:
             return None
         workspace = self.ctx.workspaces.get(record["workspace_id"])
@@ -132,8 +129,6 @@ class PeopleService:
 
     def accept(self, token: Optional[str], email: str) -> Invitation:
         """The signed-in person (`email`) joins with the invitation's role."""
-        from chalicelib.services.accounts import LINK_INVALID, token_digest
-
         invitation = self.invitation(token)
         if invitation is None:
             raise ValidationFailed(LINK_INVALID)
@@ -192,13 +187,14 @@ class PeopleService:
         import secrets
 
         from chalicelib.ports import UserExists
-        from chalicelib.services.accounts import password_hasher
+        from argon2 import PasswordHasher
 
         same_workspace(Actor(workspace_id, role="owner", surface="cli"), workspace_id)
         if self.ctx.users.get(email) is None:
             now_ms = self.ctx.now_ms()
             try:
-                self.ctx.users.create({"email": email, "password_hash": password_hasher().hash(secrets.token_urlsafe(32)),
+                unknowable = PasswordHasher().hash(secrets.token_urlsafe(32))  # signs in by link only
+                self.ctx.users.create({"email": email, "password_hash": unknowable,
                                        "workspace_id": workspace_id, "role": "owner", "created_ms": now_ms,
                                        "password_changed_ms": now_ms, "email_verified_ms": now_ms})
             except UserExists:

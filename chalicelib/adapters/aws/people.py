@@ -42,6 +42,12 @@ def _member_item(member: dict) -> dict:
             "GSI1SK": f"{member['created_ms']:015d}#{member['workspace_id']}"}
 
 
+def activity_item(entry: dict) -> dict:
+    """The item of an activity entry (also written inside a version's transaction)."""
+    return {"PK": activity_pk(entry["workspace_id"]), "SK": f"{entry['created_ms']:015d}#{entry['activity_id']}",
+            **entry}
+
+
 class PeopleRepository:
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()
@@ -128,7 +134,8 @@ class PeopleRepository:
 
     def put_token(self, token: dict) -> None:
         item = {**account_token_key(token["token_hash"]), **token}
-        if token["kind"] == "invite":
+        kind = token["kind"]
+        if kind == "invite":
             item.update({"GSI1PK": invites_index_pk(token["workspace_id"]),
                          "GSI1SK": f"{token['created_ms']:015d}#{token['token_hash']}"})
         self.table.put(item, "attribute_not_exists(PK)")
@@ -176,9 +183,7 @@ class PeopleRepository:
     # ---------------------------------------------------------------- activity
 
     def add_activity(self, entry: dict) -> None:
-        self.table.put({"PK": activity_pk(entry["workspace_id"]),
-                        "SK": f"{entry['created_ms']:015d}#{entry['activity_id']}", **entry},
-                       "attribute_not_exists(PK)")
+        self.table.put(activity_item(entry), "attribute_not_exists(PK)")
 
     def activity_page(self, workspace_id: str, since_ms: int, limit: int, cursor: Optional[str]
                       ) -> tuple[list[dict], Optional[str]]:

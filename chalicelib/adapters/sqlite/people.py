@@ -21,6 +21,18 @@ def _owners(tx, workspace_id: str) -> int:
                (workspace_id,))["n"]
 
 
+def insert_activity(tx, entry: dict) -> None:
+    """Store an activity entry in the caller's transaction (also a version's), and sweep
+    up to 100 entries past their 90 days (bounded work per write)."""
+    row = {**entry, "detail": json.dumps(entry.get("detail") or {}, ensure_ascii=False)}
+    tx.execute(f"INSERT INTO activity ({', '.join(ACTIVITY_COLUMNS)}) "
+               f"VALUES ({', '.join('?' * len(ACTIVITY_COLUMNS))})",
+               tuple(row.get(c) for c in ACTIVITY_COLUMNS))
+    tx.execute("DELETE FROM activity WHERE (workspace_id, created_ms, activity_id) IN "
+               "(SELECT workspace_id, created_ms, activity_id FROM activity WHERE expires_at < ? LIMIT 100)",
+               (entry["created_ms"] // 1000,))
+
+
 class PeopleRepository:
     def __init__(self, db: Database):
         self.db = db
@@ -114,15 +126,8 @@ class PeopleRepository:
     # ---------------------------------------------------------------- activity
 
     def add_activity(self, entry: dict) -> None:
-        row = {**entry, "detail": json.dumps(entry.get("detail") or {}, ensure_ascii=False)}
         with self.db.write() as tx:
-            tx.execute(f"INSERT INTO activity ({', '.join(ACTIVITY_COLUMNS)}) "
-                       f"VALUES ({', '.join('?' * len(ACTIVITY_COLUMNS))})",
-                       tuple(row.get(c) for c in ACTIVITY_COLUMNS))
-            # Kept 90 days: the log sweeps itself (bounded work per write).
-            tx.execute("DELETE FROM activity WHERE (workspace_id, created_ms, activity_id) IN "
-                       "(SELECT workspace_id, created_ms, activity_id FROM activity WHERE expires_at < ? LIMIT 100)",
-                       (entry["created_ms"] // 1000,))
+            insert_activity(tx, entry)
 
     def activity_page(self, workspace_id: str, since_ms: int, limit: int, cursor: Optional[str]
                       ) -> tuple[list[dict], Optional[str]]:

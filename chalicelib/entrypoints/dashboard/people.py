@@ -200,7 +200,7 @@ def remove(page: Page):
         raise
     except errors.DocpubError as exc:
         return members_page.__wrapped__(page, exc.status, exc)  # type: ignore[attr-defined]
-    if removed["email"] == page.session.email:  # left: this session ended with the membership
+    if removed["email"] == page.actor.member:  # left: this session ended with the membership
         return redirect(url("/sign-in", m="left"))
     return redirect(url("/members", m="removed"))
 
