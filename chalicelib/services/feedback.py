@@ -8,7 +8,7 @@ document deletes its feedback (DocumentService.finish_delete does it directly).
 from __future__ import annotations
 
 import re
-
+from dataclasses import dataclass
 from typing import Optional
 
 from chalicelib.domain import limits
@@ -34,6 +34,18 @@ def feedback_model(item: dict) -> Feedback:
 
 
 _FEEDBACK_ID = re.compile(r"fb_[A-Za-z0-9_-]{8,64}")
+
+
+@dataclass(frozen=True)
+class InboxItem:
+    feedback: Feedback
+    version_number: Optional[int]
+
+
+@dataclass(frozen=True)
+class InboxPage:
+    items: list[InboxItem]
+    next_cursor: Optional[str]
 
 
 class FeedbackService:
@@ -75,6 +87,19 @@ class FeedbackService:
     @requires("list_feedback")
     def list(self, who, document_id: str | None = None, status: str = "open", limit: int = 20,
              cursor: str | None = None) -> FeedbackList:
+        items, next_cursor = self._page(who, document_id, status, limit, cursor)
+        return FeedbackList(feedback=[feedback_model(i) for i in items], next_cursor=next_cursor)
+
+    def inbox(self, who, document_id: str | None = None, status: str = "open", limit: int = 20,
+              cursor: str | None = None) -> InboxPage:
+        """`list`, with the number of the version each item was given on (stored
+        with the feedback: no read of the documents' versions)."""
+        items, next_cursor = self._page(who, document_id, status, limit, cursor)
+        return InboxPage(items=[InboxItem(feedback=feedback_model(i), version_number=i.get("version_number"))
+                                for i in items], next_cursor=next_cursor)
+
+    def _page(self, who, document_id: str | None, status: str, limit: int,
+              cursor: str | None) -> tuple[list[dict], str | None]:
         if status not in STATUSES:
             raise ValidationFailed.field("status", "must be open, resolved or all")
         if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
@@ -88,8 +113,7 @@ class FeedbackService:
                                                         None if status == "all" else status, limit, raw)
         except BadCursor as exc:
             raise ValidationFailed.field("cursor", cursors.MESSAGE) from exc
-        return FeedbackList(feedback=[feedback_model(i) for i in items],
-                            next_cursor=cursors.seal(actor.workspace_id, listing, next_cursor))
+        return items, cursors.seal(actor.workspace_id, listing, next_cursor)
 
     @requires("resolve_feedback")
     def resolve(self, who, feedback_id: str, resolved: bool = True) -> Feedback:

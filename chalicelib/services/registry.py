@@ -76,6 +76,13 @@ def activity():
     return ActivityService(default_context())
 
 
+@functools.lru_cache(maxsize=None)
+def dashboard_pages():
+    from chalicelib.services.dashboard_pages import DashboardPages
+
+    return DashboardPages(documents(), workspaces(), feedback(), sharing(), views(), editing())
+
+
 def reset() -> None:
     """Forget cached instances (tests that swap the context)."""
     from chalicelib.services import context
@@ -90,4 +97,5 @@ def reset() -> None:
     oauth.cache_clear()
     people.cache_clear()
     activity.cache_clear()
+    dashboard_pages.cache_clear()
     context.default_context.cache_clear()

@@ -8,18 +8,23 @@ from __future__ import annotations
 from chalicelib import errors
 from chalicelib.domain import roles
 from chalicelib.entrypoints.dashboard.accounts import start_session
-from chalicelib.entrypoints.dashboard.web import Page, accounts, redirect, render, route, url, workspaces
+from chalicelib.entrypoints.dashboard.web import Page, redirect, render, route, url
+from chalicelib.services import registry
+
+
+def accounts():
+    return registry.accounts()
+
+
+def workspaces():
+    return registry.workspaces()
 
 
 def people():
-    from chalicelib.services import registry
-
     return registry.people()
 
 
 def activity_service():
-    from chalicelib.services import registry
-
     return registry.activity()
 
 
@@ -228,7 +233,6 @@ def open_shared(page: Page):
     gets a pass for that link and goes back to it; anyone else is told why not."""
     import re
 
-    from chalicelib.services import registry
     from chalicelib.services.sharing import MEMBER_COOKIE
 
     share_id = page.query.get("share", "")
