@@ -12,13 +12,22 @@ The inbox is one feedback query plus one read of the documents it names
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from chalicelib.models import DocumentDetail, DocumentList, DocumentStats, DocumentSummary, Feedback
 from chalicelib.domain import roles
+from chalicelib.models import DocumentDetail, DocumentList, DocumentStats, DocumentSummary, Feedback, Workspace
 from chalicelib.services import access
+from chalicelib.services.access import Who
 from chalicelib.services.context import rfc3339
 from chalicelib.services.feedback import STATUSES
+
+if TYPE_CHECKING:
+    from chalicelib.services.documents import DocumentService
+    from chalicelib.services.editing import EditingService
+    from chalicelib.services.feedback import FeedbackService
+    from chalicelib.services.sharing import ShareService
+    from chalicelib.services.views import Ranked, ViewService
+    from chalicelib.services.workspaces import WorkspaceService
 
 INBOX_PAGE = 20
 DOCUMENTS_PAGE = 20
@@ -30,22 +39,22 @@ VIEWS_DAYS = 30
 @dataclass(frozen=True)
 class DocumentsPage:
     listing: DocumentList
-    workspace: Any
+    workspace: Workspace
     sparklines: dict[str, tuple[list[str], list[int]]]  # document id -> (days, views per day)
 
 
 @dataclass(frozen=True)
 class DocumentPage:
     document: DocumentDetail
-    workspace: Any
-    failed_unlocks: Optional[dict]  # only for a protected document
+    workspace: Workspace
+    failed_unlocks: Optional[dict[str, Any]]  # only for a protected document
     views: Optional[DocumentStats]
 
 
 @dataclass(frozen=True)
 class EditPage:
     document: DocumentDetail
-    workspace: Any
+    workspace: Workspace
     html: Optional[str]  # None when the plan has no dashboard editing
 
 
@@ -67,20 +76,21 @@ class Inbox:
 
 @dataclass(frozen=True)
 class KeysPage:
-    workspace: Any
-    keys: list[dict]
+    workspace: Workspace
+    keys: list[dict[str, Any]]
     active_count: int
 
 
 @dataclass(frozen=True)
 class WorkspacePage:
-    workspace: Any
+    workspace: Workspace
     key_count: int
-    most_viewed: list
+    most_viewed: list[Ranked]
 
 
 class DashboardPages:
-    def __init__(self, documents, workspaces, feedback, sharing, views, editing):
+    def __init__(self, documents: DocumentService, workspaces: WorkspaceService, feedback: FeedbackService,
+                 sharing: ShareService, views: ViewService, editing: EditingService) -> None:
         self.documents = documents
         self.workspaces = workspaces
         self.feedback = feedback
@@ -90,13 +100,13 @@ class DashboardPages:
 
     # ---------------------------------------------------------------- documents
 
-    def documents_page(self, who, query: str = "", cursor: Optional[str] = None) -> DocumentsPage:
+    def documents_page(self, who: Who, query: str = "", cursor: Optional[str] = None) -> DocumentsPage:
         listing = self.documents.list(who, DOCUMENTS_PAGE, cursor, query or None)
         workspace = self.workspaces.get_workspace(access.actor(self.documents.ctx, who).workspace_id)
         sparklines = self.views.sparklines([d.document_id for d in listing.documents], SPARKLINE_DAYS)
         return DocumentsPage(listing=listing, workspace=workspace, sparklines=sparklines)
 
-    def document_page(self, who, document_id: str) -> DocumentPage:
+    def document_page(self, who: Who, document_id: str) -> DocumentPage:
         document = self.documents.get(who, document_id)
         workspace = self._workspace(who)
         failed = None
@@ -107,15 +117,15 @@ class DashboardPages:
         views = self.views.stats_for(document.document_id, [v.version_id for v in document.versions], VIEWS_DAYS)
         return DocumentPage(document=document, workspace=workspace, failed_unlocks=failed, views=views)
 
-    def document(self, who, document_id: str) -> DocumentDetail:
+    def document(self, who: Who, document_id: str) -> DocumentDetail:
         return self.documents.get(who, document_id)
 
-    def upload_page(self, who, document_id: Optional[str] = None) -> tuple[Optional[DocumentDetail], Any]:
+    def upload_page(self, who: Who, document_id: Optional[str] = None) -> tuple[Optional[DocumentDetail], Workspace]:
         """The upload form: for a new version of `document_id`, or a new document."""
         document = self.documents.get(who, document_id) if document_id else None
         return document, self._workspace(who)
 
-    def edit_page(self, who, document_id: str, html: Optional[str] = None) -> EditPage:
+    def edit_page(self, who: Who, document_id: str, html: Optional[str] = None) -> EditPage:
         """The editor, with the latest HTML (or `html`, what the person typed and
         could not save) when the plan includes dashboard editing."""
         document = self.documents.get(who, document_id)
@@ -126,7 +136,7 @@ class DashboardPages:
 
     # ---------------------------------------------------------------- feedback
 
-    def inbox(self, who, status: Optional[str] = None, document_id: Optional[str] = None,
+    def inbox(self, who: Who, status: Optional[str] = None, document_id: Optional[str] = None,
               cursor: Optional[str] = None) -> Inbox:
         """A page of the inbox. An unknown status shows open feedback, and a filter
         that names no document shows all (a link typed by hand is not an error)."""
@@ -143,24 +153,23 @@ class DashboardPages:
 
     # ---------------------------------------------------------------- workspace
 
-    def keys_page(self, who) -> KeysPage:
+    def keys_page(self, who: Who) -> KeysPage:
         workspace_id = access.actor(self.documents.ctx, who).workspace_id
         listed = self.workspaces.list_keys(workspace_id, by=who)
         return KeysPage(workspace=self.workspaces.get_workspace(workspace_id), keys=listed,
                         active_count=sum(1 for k in listed if not k["revoked"]))
 
-    def workspace_page(self, who) -> WorkspacePage:
+    def workspace_page(self, who: Who) -> WorkspacePage:
         workspace_id = access.actor(self.documents.ctx, who).workspace_id
         # Keys are the editors' business: a viewer's page counts them from the workspace record.
         workspace = self.workspaces.get_workspace(workspace_id)
         if roles.allows(access.role_of(who), "list_keys"):
-            active = [k for k in self.workspaces.list_keys(workspace_id, by=who) if not k["revoked"]]
-            key_count = len(active)
+            key_count = sum(1 for k in self.workspaces.list_keys(workspace_id, by=who) if not k["revoked"])
         else:
-            key_count = workspace.key_count if hasattr(workspace, "key_count") else 0
+            key_count = int((self.documents.ctx.workspaces.get(workspace_id) or {}).get("key_count", 0))
         return WorkspacePage(workspace=workspace, key_count=key_count,
                              most_viewed=self.views.most_viewed(who))
 
-    def _workspace(self, who):
+    def _workspace(self, who: Who) -> Workspace:
         return self.workspaces.get_workspace(access.actor(self.documents.ctx, who).workspace_id)
 

@@ -12,7 +12,7 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 from chalicelib import config
 from chalicelib.ports import (
@@ -428,7 +428,7 @@ class DocumentService:
         return DocumentList(documents=[summary_model(i) for i in items],
                             next_cursor=cursors.seal(actor.workspace_id, "documents", next_cursor))
 
-    def summaries(self, who: Who, document_ids: list[str]) -> dict[str, DocumentSummary]:
+    def summaries(self, who: Who, document_ids: Sequence[str]) -> dict[str, DocumentSummary]:
         """The caller's documents among `document_ids` (at most 100), by id, in one
         read; ids of other workspaces, deleted or unknown documents are left out."""
         actor = access.actor(self.ctx, who)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional, Sequence
 
 from chalicelib.domain import limits
 from chalicelib.errors import NotFound, ValidationFailed
 from chalicelib.ports import BadCursor, FeedbackGone, GuardFailed, StaleDocument
 from chalicelib.models import Feedback, FeedbackCreated, FeedbackList, FeedbackSubmission
 from chalicelib.services import access, cursors, ratelimits
+from chalicelib.services.access import Who
 from chalicelib.services.context import Context, default_context, new_feedback_id, rfc3339
 from chalicelib.services.sharing import ShareService
 from chalicelib.services.access import requires
@@ -44,7 +45,7 @@ class InboxItem:
 
 @dataclass(frozen=True)
 class InboxPage:
-    items: list[InboxItem]
+    items: Sequence[InboxItem]
     next_cursor: Optional[str]
 
 
@@ -90,7 +91,7 @@ class FeedbackService:
         items, next_cursor = self._page(who, document_id, status, limit, cursor)
         return FeedbackList(feedback=[feedback_model(i) for i in items], next_cursor=next_cursor)
 
-    def inbox(self, who, document_id: str | None = None, status: str = "open", limit: int = 20,
+    def inbox(self, who: Who, document_id: str | None = None, status: str = "open", limit: int = 20,
               cursor: str | None = None) -> InboxPage:
         """`list`, with the number of the version each item was given on (stored
         with the feedback: no read of the documents' versions)."""
@@ -98,8 +99,8 @@ class FeedbackService:
         return InboxPage(items=[InboxItem(feedback=feedback_model(i), version_number=i.get("version_number"))
                                 for i in items], next_cursor=next_cursor)
 
-    def _page(self, who, document_id: str | None, status: str, limit: int,
-              cursor: str | None) -> tuple[list[dict], str | None]:
+    def _page(self, who: Who, document_id: str | None, status: str, limit: int,
+              cursor: str | None) -> tuple[Sequence[dict[str, Any]], str | None]:
         if status not in STATUSES:
             raise ValidationFailed.field("status", "must be open, resolved or all")
         if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:

@@ -25,7 +25,8 @@ def document_list(page: Page):
 
     query = page.query.get("q", "").strip()[:500]
     data = pages().documents_page(page.actor, query, page.query.get("cursor") or None)
-    sparklines = {document_id: charts.sparkline(values, days) for document_id, (days, values) in data.sparklines.items()}
+    sparklines = {document_id: charts.sparkline(values, days)
+                  for document_id, (days, values) in data.sparklines.items()}
     return render(page, "documents.html", active="documents", listing=data.listing, q=query,
                   workspace=data.workspace, sparklines=sparklines)
 
