@@ -28,6 +28,8 @@ OPERATIONS: dict[str, str] = {
     "delete_document": "editor",
     "restore_version": "editor",
     "get_document": "viewer",
+    "download_document": "viewer",
+    "create_upload": "editor",  # the first step of a large publish
     "list_documents": "viewer",
     "find_document": "viewer",
     "get_document_stats": "viewer",

@@ -512,6 +512,7 @@ class DocumentService:
                               passphrase_protected=bool(doc.get("passphrase_hash")), html=html,
                               views_total=views_total, last_viewed_at=last_viewed_at, format=fmt, source=source)
 
+    @requires("download_document")
     def download(self, who: Who, document_id: str, version_id: Optional[str] = None) -> "content_files.Download":
         """The owner's download of a version (the latest by default): .html, .md or .zip."""
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
