@@ -456,6 +456,7 @@ def config_variables() -> set[str]:
 
 
 LOCAL_ONLY_VARIABLES = {"DOCPUB_DATA_DIR",  # the local stack's data folder
+                        "DOCPUB_DISK_RESERVE_BYTES",  # the embedded store's disk reserve
                         "DOCPUB_CDN_DISTRIBUTION_ID",  # instead of the stack's SSM parameter, elsewhere
                         "DOCPUB_CIMD_ALLOWED_HOSTS", "DOCPUB_CIMD_CA_FILE",  # test servers for OAuth CIMD
                         "DOCPUB_EMULATOR_READ_TIMEOUT"}  # DynamoDB Local / s3rver on a busy machine
