@@ -27,6 +27,7 @@ OPERATIONS: dict[str, str] = {
     "update_document": "editor",
     "delete_document": "editor",
     "restore_version": "editor",
+    "delete_version": "editor",
     "get_document": "viewer",
     "download_document": "viewer",
     "create_upload": "editor",  # the first step of a large publish

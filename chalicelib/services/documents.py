@@ -679,6 +679,7 @@ class DocumentService:
         cdn.withdraw(self.ctx, doc["share_id"], "delete")
         self.finish_delete(doc)
 
+    @requires("get_document")
     def list_versions(self, who: Who, document_id: str, limit: int = 20,
                       cursor: Optional[str] = None) -> VersionList:
         """Every version of a document, newest first, `limit` a page (GET one lists the newest 100)."""
@@ -693,6 +694,7 @@ class DocumentService:
                            next_cursor=cursors.seal(found.actor.workspace_id, listing,
                                                     _encode_offset(offset + limit) if more else None))
 
+    @requires("delete_version")
     def delete_version(self, who: Who, document_id: str, version_id: str) -> None:
         """Delete one old version (never the latest: 409) and free its storage."""
         document_id = canonical_document_id(document_id)
