@@ -3,7 +3,7 @@ exchange. Services import this package only, never an adapter."""
 from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.records import (
     BadCursor, BlobNotFound, DocumentCapReached, FeedbackGone, GuardFailed, IdempotencyRecord, KeyCapReached,
-    OutcomeUnknown, RateClaim, RateSlot, StaleDocument, StorageUnavailable, UserExists, WriteRefused,
+    OutcomeUnknown, Quota, QuotaReached, RateClaim, RateSlot, StaleDocument, StorageFull, StorageUnavailable, UserExists, WriteRefused,
     definitely_not_applied,
 )
 from chalicelib.ports.repositories import (
@@ -16,8 +16,8 @@ from chalicelib.ports.views import ViewCounterRepository, ViewCounts
 __all__ = [
     "ApiKeyRepository", "OAuthRepository", "BadCursor", "BlobNotFound", "BlobStore", "DocumentCapReached", "DocumentRepository",
     "FeedbackGone", "FeedbackRepository", "GuardFailed", "IdempotencyRecord", "KeyCapReached", "OutcomeUnknown",
-    "RateClaim", "RateLimitRepository", "RateSlot", "Repositories", "SessionRepository", "StaleDocument",
-    "StorageHealth", "StorageUnavailable", "UserExists", "UserRepository", "WorkspaceRepository", "WriteRefused",
-    "definitely_not_applied", "BLOB_ROOT", "document_prefix", "version_key",
+    "Quota", "QuotaReached", "RateClaim", "RateLimitRepository", "RateSlot", "Repositories", "SessionRepository",
+    "StaleDocument", "StorageFull", "StorageHealth", "StorageUnavailable", "UserExists", "UserRepository",
+    "WorkspaceRepository", "WriteRefused", "definitely_not_applied", "BLOB_ROOT", "document_prefix", "version_key",
     "FILE_ROOT", "file_key", "file_prefix", "source_key", "ViewCounterRepository", "ViewCounts",
 ]

@@ -15,11 +15,13 @@ from typing import Optional
 @dataclass
 class RateSlot:
     """A slot of an API key's write log, claimed in the same atomic step as the write:
-    it holds only if the key's log is still at `expected_seq` (nobody wrote since it was read)."""
+    it holds only if the key's log `shard` is still at `expected_seq` (nobody wrote
+    it since it was read). An adapter that keeps one log has only shard 0."""
     key_id: str
     expected_seq: int
     new_log: list[int]
     now_ms: int
+    shard: int = 0
 
 
 @dataclass
@@ -42,6 +44,37 @@ class RateClaim:
     expected_seq: int
     new_log: list[int]
     expires_at: int  # epoch seconds; for cleanup only, never for correctness
+
+
+@dataclass
+class Quota:
+    """Workspace-wide bounds of a new version, checked and counted in the same
+    atomic step as the write (API contract section 4, resource bounds):
+    - `add_bytes` is added to the workspace's `storage_bytes` (and one to its
+      `version_total`), refused past `max_storage_bytes[plan]` (None: unlimited)
+      for the workspace's plan as stored at commit;
+    - the document may hold one more version only under `version_room_plans`
+      (the plans whose versions-per-document cap it is under);
+    - one write is counted in the workspace's write counter for the window
+      `window_scope`, refused once it holds `window_limit` (every key, OAuth grant
+      and dashboard session of the workspace together, revoked keys included)."""
+    workspace_id: str
+    add_bytes: int
+    max_storage_bytes: dict  # plan -> Optional[int]
+    version_room_plans: tuple
+    window_scope: str
+    window_limit: int
+    expires_at: int  # epoch seconds, for the window counter's cleanup
+
+    def refusal(self, plan: str, storage_bytes: int) -> Optional[str]:
+        """Which bound a workspace with this plan and usage breaks ("versions",
+        "storage"), or None."""
+        if plan not in self.version_room_plans:
+            return "versions"
+        limit = self.max_storage_bytes.get(plan)
+        if limit is not None and storage_bytes + self.add_bytes > limit:
+            return "storage"
+        return None
 
 
 # ------------------------------------------------------------------ refusals (nothing was written)
@@ -68,6 +101,18 @@ class KeyCapReached(Exception):
     def __init__(self, workspace: Optional[dict]):
         super().__init__("key cap reached")
         self.workspace = workspace
+
+
+class QuotaReached(Exception):
+    """A Quota refused the write: `which` is "storage", "versions" or "workspace-rate";
+    `current` the count at that moment (bytes, or writes in the window); `plan` the
+    workspace's plan when known."""
+
+    def __init__(self, which: str, current: int = 0, plan: Optional[str] = None):
+        super().__init__(which)
+        self.which = which
+        self.current = current
+        self.plan = plan
 
 
 class GuardFailed(Exception):
@@ -105,6 +150,10 @@ class WriteRefused(StorageUnavailable):
     """A write failed and is known not to have been applied."""
 
 
+class StorageFull(WriteRefused):
+    """The store's disk is full (embedded store): the write was not applied (507)."""
+
+
 class OutcomeUnknown(StorageUnavailable):
     """A write failed without saying whether it committed (a timeout can hide a
     commit): anything it refers to must be kept."""
@@ -118,4 +167,4 @@ class BlobNotFound(StorageUnavailable):
 def definitely_not_applied(exc: BaseException) -> bool:
     """Whether a failed write is known not to have been applied."""
     return isinstance(exc, (WriteRefused, StaleDocument, DocumentCapReached, KeyCapReached,
-                            GuardFailed, FeedbackGone, UserExists))
+                            GuardFailed, QuotaReached, FeedbackGone, UserExists))
