@@ -14,7 +14,7 @@ from chalicelib.entrypoints.mcp import bp as mcp_blueprint
 from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
 from chalicelib.entrypoints.oauth import bp as oauth_blueprint
 from chalicelib.models import (
-    DownloadQuery, EditRequest, UploadRequest, FeedbackListQuery, GetDocumentQuery, Health, ListDocumentsQuery,
+    ActivityQuery, DownloadQuery, EditRequest, UploadRequest, FeedbackListQuery, GetDocumentQuery, Health, ListDocumentsQuery,
     ListVersionsQuery, PassphraseRequest,
     PublishRequest, ResolveFeedbackRequest, StatsQuery, UpdateDocumentRequest,
 )
@@ -113,6 +113,13 @@ def openapi_document():
 @api
 def me():
     return json_response(registry.workspaces().me(_credentials()))
+
+
+@app.route("/api/v1/activity", methods=["GET"])
+@api
+def list_activity():
+    credentials, query = _authorized(parse_query, ActivityQuery)
+    return json_response(registry.activity().list(credentials, query.limit, query.cursor))
 
 
 def _parse_publish(request, model):

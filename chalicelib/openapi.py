@@ -177,6 +177,9 @@ OPERATIONS: tuple[Operation, ...] = (
               response_headers=RATE_HEADERS, links=DOCUMENT_LINKS,
               example={"edits": [{"old_string": "Draft", "new_string": "Final"}], "note": "final"}),
     # Declared ahead of their routes: documented as soon as the routes exist.
+    Operation("GET", "/api/v1/activity", "listActivity",
+              "Who did what in the workspace (member, API key or connected app), newest first, 90 days.",
+              models.ActivityList, query=models.ActivityQuery, tag="workspace"),
     Operation("GET", "/api/v1/feedback", "listFeedback", "Viewer feedback, newest first.",
               models.FeedbackList, query=models.FeedbackListQuery, errors=(404,), tag="feedback"),
     Operation("POST", "/api/v1/feedback/{feedback_id}/resolve", "resolveFeedback",

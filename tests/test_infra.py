@@ -569,7 +569,10 @@ def test_share_pages_honour_origin_cache_control(resources, distribution):
     assert policy["MinTTL"] == 0 and policy["DefaultTTL"] == 0
     assert policy["MaxTTL"] == {"Ref": "ShareEdgeMaxTtl"}
     key = policy["ParametersInCacheKeyAndForwardedToOrigin"]
-    assert key["CookiesConfig"] == {"CookieBehavior": "whitelist", "Cookies": [{"Ref": "UnlockCookieName"}]}
+    from chalicelib.services.sharing import MEMBER_COOKIE
+
+    assert key["CookiesConfig"] == {"CookieBehavior": "whitelist",
+                                    "Cookies": [{"Ref": "UnlockCookieName"}, MEMBER_COOKIE]}
     assert key["HeadersConfig"] == {"HeaderBehavior": "none"}
     assert key["QueryStringsConfig"] == {"QueryStringBehavior": "whitelist", "QueryStrings": ["v", "download"]}
     forwarded = resources[share["OriginRequestPolicyId"]["Ref"]]["Properties"]["OriginRequestPolicyConfig"]

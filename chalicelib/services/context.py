@@ -16,6 +16,7 @@ from chalicelib.ports import (
 )
 from chalicelib.ports.cdn import CdnInvalidator, PendingInvalidationRepository
 from chalicelib.ports.mail import Mailer
+from chalicelib.ports.people import PeopleRepository
 from chalicelib.ports.oauth import OAuthRepository
 
 
@@ -54,7 +55,7 @@ def _configured_cdn() -> CdnInvalidator:
 
 
 def _configured_mailer() -> Mailer:
-    from chalicelib.adapters.mail import build_mailer
+    from chalicelib.adapters import build_mailer
 
     return build_mailer()
 
@@ -125,6 +126,10 @@ class Context:
     @property
     def cdn_pending(self) -> PendingInvalidationRepository:
         return self.repos.cdn_pending
+
+    @property
+    def people(self) -> PeopleRepository:
+        return self.repos.people  # type: ignore[return-value]
 
     @property
     def views(self) -> ViewCounterRepository:

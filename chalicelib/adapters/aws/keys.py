@@ -144,3 +144,25 @@ PENDING_INDEX_PK = "CDN#PENDING"
 
 def pending_key(path: str) -> dict:
     return {"PK": f"CDN#{path}", "SK": "CDN"}
+
+
+# People (adapters/aws/people.py): members live in their workspace's partition.
+
+def member_key(workspace_id: str, email: str) -> dict:
+    return {"PK": f"WS#{workspace_id}", "SK": f"MEMBER#{email}"}
+
+
+def memberships_index_pk(email: str) -> str:
+    return f"USER#{email}#WORKSPACES"
+
+
+def account_token_key(token_hash: str) -> dict:
+    return {"PK": f"ACCT#{token_hash}", "SK": "TOKEN"}
+
+
+def invites_index_pk(workspace_id: str) -> str:
+    return f"WS#{workspace_id}#INVITES"
+
+
+def activity_pk(workspace_id: str) -> str:
+    return f"ACT#{workspace_id}"
