@@ -10,7 +10,7 @@ STACK ?= docpub-$(STAGE)
 BUILD_DIR ?= build
 export PORT
 
-.PHONY: run test test-fast lint admin bench bench-embedded load openapi package deploy lint-infra clean
+.PHONY: run test test-aws test-fast lint admin bench bench-aws bench-embedded load openapi package deploy lint-infra clean
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,9 +22,26 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt
 run: $(BIN)/.installed
 	$(BIN)/python -m scripts.local_stack --host $(HOST) --port $(PORT)
 
-# ruff + mypy (pyproject.toml: strict on domain/, services/, ports/), then every test.
+# ruff + mypy (pyproject.toml: strict on domain/, services/, ports/), then the whole suite; then the
+# real-engine tier when Java and npm are here (.ci/run installs them).
 test: lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	@if command -v java >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory test-aws; \
+	else echo "make test: no java/npm here, the real-engine tier (make test-aws) did not run" >&2; fi
+
+# The storage contract suite, the fault-injection tests and the AWS end-to-end slice on
+# DynamoDB Local + s3rver (loopback, free ports; tests/engines.py, docs/scaling.md).
+ENGINES_DIR ?= .engines
+$(ENGINES_DIR)/.installed: scripts/engines.sh
+	scripts/engines.sh $(ENGINES_DIR)
+
+# These e2e tests run on a `make run` stack with DOCPUB_STORAGE=aws on the engines (the
+# `stack` fixture); the 40-edit race runs at the service level in tests/contract (faster).
+ENGINE_E2E := tests/e2e/test_e2e_stack.py::test_free_cap_under_concurrent_http_creates \
+	tests/e2e/test_links_e2e.py tests/browser/test_oauth_e2e.py::test_official_client_with_dynamic_registration
+test-aws: $(BIN)/.installed $(ENGINES_DIR)/.installed
+	DOCPUB_TEST_ENGINES=local DOCPUB_ENGINES_DIR=$(abspath $(ENGINES_DIR)) $(BIN)/python -m pytest -q \
+		-p no:cacheprovider -k "not sqlite" tests/contract tests/engine $(ENGINE_E2E) $(PYTEST_ARGS)
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
@@ -42,6 +59,12 @@ admin: $(BIN)/.installed
 BENCHES := aws_calls edit_engine large_documents cold_start share_views bounds content
 bench: $(BIN)/.installed
 	@set -e; for b in $(BENCHES); do $(BIN)/python -m bench.$$b; done
+
+# On DynamoDB Local + s3rver (needs Java; the engines install on first use): 40 concurrent
+# edits through one key, and a viral link (write-through vs aggregated, same run).
+bench-aws: $(BIN)/.installed $(ENGINES_DIR)/.installed
+	DOCPUB_ENGINES_DIR=$(abspath $(ENGINES_DIR)) $(BIN)/python -m bench.hot_key
+	DOCPUB_ENGINES_DIR=$(abspath $(ENGINES_DIR)) $(BIN)/python -m bench.viral_link $(ARGS)
 
 # `make run`'s stack under 10,000 publishes (a few minutes; ARGS="--count 1000" for a quick run).
 bench-embedded: $(BIN)/.installed

@@ -6,11 +6,12 @@ from chalicelib import config, logs, wiring
 from chalicelib.entrypoints.http import (
     MULTIPART_TYPE, empty_response, handles_errors, normalise_chalice_error, refuse_without_origin_secret,
 )
-from chalicelib.entrypoints import pages, rest, routing
+from chalicelib.entrypoints import bounds, pages, rest, routing
 from chalicelib.entrypoints.share import bp as share_pages, separate_sites
 from chalicelib.entrypoints.mcp import bp as mcp_blueprint
 from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
 from chalicelib.entrypoints.oauth import bp as oauth_blueprint
+
 config.check_startup()  # deployed without DOCPUB_SECRET_KEY: refuse to start (no public default)
 app = Chalice(app_name="docpub")
 # Uploads (multipart) reach the function as bytes, base64-encoded by API Gateway.
@@ -28,6 +29,10 @@ def contract_errors(event, get_response):
     elsewhere = separate_sites(event)
     if elsewhere is not None:
         return elsewhere
+    # Undecodable headers, credentials where needed, the route's body cap: before any view reads the body.
+    refused = bounds.admit_event(event, app)
+    if refused is not None:
+        return refused
     # Chalice answers 405/415 itself, in its own shape; reshape to the contract's.
     return normalise_chalice_error(get_response(event))
 
@@ -65,6 +70,7 @@ def receive_upload(upload_id):
     body = _request().raw_body or b""
     wiring.uploads().receive(upload_id, (_request().query_params or {}).get("token"), body)
     return empty_response(204)
+
 
 app.register_blueprint(share_pages)
 app.register_blueprint(mcp_blueprint)  # POST /mcp (the SDK is imported only when it is hit)

@@ -111,6 +111,9 @@ ExpiresAt = Annotated[str, StringConstraints(max_length=40), AfterValidator(_utc
                       Field(json_schema_extra={"pattern": _RFC3339, "format": "date-time"}, description="When the share link stops working (RFC 3339; future, at most 366 days "
                                         "ahead); null: never.")]
 ShareEnabled = Annotated[bool, Field(description="false: the share link answers 404 (the document stays).")]
+ShareAccess = Annotated[Literal["public", "workspace"], Field(description=(
+    "public: anyone with the link opens it; workspace: only signed-in members of the workspace "
+    "(anyone else gets the sign-in page, then the document)."))]
 
 
 # ---------------------------------------------------------------- requests
@@ -149,6 +152,7 @@ class PublishRequest(RequestModel):
     base_version_id: Optional[VersionId] = None
     share_enabled: Optional[ShareEnabled] = None
     share_expires_at: Optional[ExpiresAt] = None
+    share_access: Optional[ShareAccess] = None
 
     _title_not_blank = field_validator("title")(_not_blank)
 
@@ -174,12 +178,14 @@ class UpdateDocumentRequest(RequestModel):
         *({"required": [name], "properties": {name: {"type": "string"}}}  # type: ignore[list-item]
           for name in ("title", "description")),
         {"required": ["share_enabled"], "properties": {"share_enabled": {"type": "boolean"}}},
-        {"required": ["share_expires_at"]}]})
+        {"required": ["share_expires_at"]},
+        {"required": ["share_access"], "properties": {"share_access": {"type": "string"}}}]})
 
     title: Optional[Title] = None
     description: Optional[Description] = None
     share_enabled: Optional[ShareEnabled] = None
     share_expires_at: Optional[ExpiresAt] = None
+    share_access: Optional[ShareAccess] = None
 
     _title_not_blank = field_validator("title")(_not_blank)
 
@@ -191,8 +197,14 @@ class ListDocumentsQuery(QueryModel):
     query: Optional[Annotated[str, StringConstraints(max_length=500)]] = None
 
 
-class VersionListQuery(QueryModel):
-    limit: Annotated[int, Field(ge=1, le=100, description="Page size, 1 to 100.")] = 20
+class ActivityQuery(QueryModel):
+    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    cursor: Optional[Annotated[str, StringConstraints(max_length=2048), Field(description=(
+        "`next_cursor` of the previous page; anything else is 422."))]] = None
+
+
+class ListVersionsQuery(QueryModel):
+    limit: Annotated[int, Field(ge=1, le=100)] = 20
     cursor: Optional[Annotated[str, StringConstraints(max_length=2048), Field(description=(
         "`next_cursor` of the previous page of the same listing; anything else is 422."))]] = None
 
@@ -266,6 +278,18 @@ class Entitlements(ResponseModel):
     custom_branding: bool
     max_html_bytes: int
     write_rate_limit: RateLimitEntitlement
+    max_storage_bytes: Optional[int] = Field(
+        None, description="All versions (and files, each distinct one counted once), content as sent.")
+    max_versions_per_document: Optional[int] = None
+    workspace_write_rate_limit: Optional[RateLimitEntitlement] = Field(
+        None, description="All writes of the workspace together: every key (revoked ones too), OAuth grant "
+                          "and dashboard session.")
+
+
+class Usage(ResponseModel):
+    documents: int
+    versions: int
+    storage_bytes: int = Field(description="Content as sent (uncompressed bytes).")
 
 
 class Workspace(ResponseModel):
@@ -276,6 +300,7 @@ class Workspace(ResponseModel):
     plan: Literal["free", "pro"]
     document_count: int
     entitlements: Entitlements
+    usage: Optional[Usage] = None
 
 
 class MeResponse(ResponseModel):
@@ -312,6 +337,7 @@ class DocumentSummary(ResponseModel):
     open_feedback_count: int
     share_enabled: bool = True
     share_expires_at: Optional[str] = None
+    share_access: Literal["public", "workspace"] = "public"
 
 
 class FileInfo(ResponseModel):
@@ -343,7 +369,9 @@ class VersionList(ResponseModel):
 
 
 class DocumentDetail(DocumentSummary):
-    versions: list[VersionInfo]
+    versions: list[VersionInfo] = Field(description="The newest 100 versions at most, oldest first.")
+    versions_truncated: bool = Field(False, description="True when older versions exist than those listed "
+                                                        "(GET /api/v1/documents/:id/versions pages through all).")
     passphrase_protected: bool
     views_total: int = Field(0, description="Counted views of the share link, all versions, all time.")
     last_viewed_at: Optional[str] = Field(None, description="When the link was last viewed (RFC 3339), or null.")
@@ -505,3 +533,25 @@ class RevokeRequest(BaseModel):
 class OAuthErrorBody(ResponseModel):
     error: str
     error_description: Optional[str] = None
+
+
+# ---------------------------------------------------------------- people (contract 7d)
+
+class ActivityActor(ResponseModel):
+    kind: Literal["member", "api_key", "oauth_client", "operator"]
+    id: str
+
+
+class ActivityEntry(ResponseModel):
+    activity_id: str
+    created_at: str
+    actor: ActivityActor
+    surface: Literal["api", "mcp", "dashboard", "cli"]
+    action: str
+    target: Optional[str] = None
+    detail: dict = Field(default_factory=dict)
+
+
+class ActivityList(ResponseModel):
+    activity: list[ActivityEntry]
+    next_cursor: Optional[str] = None

@@ -185,10 +185,17 @@ def _update(c: Call) -> Reply:
                  exclude=document_exclusions(False, False))
 
 
-def _health(c: Call) -> BaseModel:
+def _health(c: Call) -> Any:
+    from chalicelib.entrypoints.http import json_response
+    from chalicelib.ports import StorageFull
     from chalicelib.services.health import check_storage
 
-    check_storage(wiring.default_context())
+    try:
+        check_storage(wiring.default_context())
+    except StorageFull:  # readable, but the disk is full: writes answer 507
+        return json_response({"status": "degraded", "reason": "disk_full",
+                              "message": "The disk is full: writes are refused (507); reads and deletes work."},
+                             status=503, headers={"Retry-After": "60"})
     return models.Health(status="ok")
 
 
@@ -225,7 +232,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "edit_document", "POST", "/api/v1/documents/{document_id}/edit", "editDocument",
         "Apply a batch of literal edits as one new version.",
-        _edit, models.EditResponse, request=models.EditRequest, errors=(404, 409, 413, 429),
+        _edit, models.EditResponse, request=models.EditRequest, errors=(403, 404, 409, 413, 429),
         scope=WRITE, write=True, response_headers=RATE_HEADERS, links=DOCUMENT_LINKS,
         example={"edits": [{"old_string": "Draft", "new_string": "Final"}], "note": "final"},
         tools=(Tool("edit_document", "Edit a document", (
@@ -333,13 +340,24 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "list_versions", "GET", "/api/v1/documents/{document_id}/versions", "listVersions",
         "Every version of a document, newest first, a page at a time.",
-        lambda c: wiring.documents().versions(c.credentials, c.path["document_id"], c.query.limit, c.query.cursor),
-        models.VersionList, query=models.VersionListQuery, errors=(404,), scope=READ,
+        lambda c: wiring.documents().list_versions(c.credentials, c.path["document_id"], c.query.limit,
+                                                   c.query.cursor),
+        models.VersionList, query=models.ListVersionsQuery, errors=(404,), scope=READ,
         tools=(Tool("list_versions", "List versions", (
             "List a document's versions (version_id, number, note, created_at, size_bytes), newest first, "
             "a page at a time; pass next_cursor back as cursor for the next page. get_document with "
             "version_id reads one version's HTML."), read_only=True),)),
     # REST only (MCP: set_passphrase with passphrase=null; uploads and downloads are files).
+    Operation(
+        "delete_version", "DELETE", "/api/v1/documents/{document_id}/versions/{version_id}", "deleteVersion",
+        "Delete one old version and free its storage (the latest: 409 `version_conflict`).",
+        lambda c: wiring.documents().delete_version(c.credentials, c.path["document_id"], c.path["version_id"]),
+        status=204, errors=(404, 409), scope=WRITE),
+    Operation(
+        "list_activity", "GET", "/api/v1/activity", "listActivity",
+        "Who did what in the workspace (member, API key or connected app), newest first, 90 days.",
+        lambda c: wiring.activity().list(c.credentials, c.query.limit, c.query.cursor),
+        models.ActivityList, query=models.ActivityQuery, scope=READ, tag="workspace"),
     Operation(
         "create_upload", "POST", "/api/v1/uploads", "createUpload",
         "Start a large upload: PUT the file to upload_url, then publish with upload_id.",
@@ -358,7 +376,9 @@ OPERATIONS: tuple[Operation, ...] = (
         lambda c: wiring.sharing().clear_passphrase(c.credentials, c.path["document_id"]),
         status=204, errors=(403, 404), scope=WRITE),
     Operation(
-        "health", "GET", "/api/v1/health", "health", "Can the service reach its storage?",
+        "health", "GET", "/api/v1/health", "health",
+        "Can the service reach its storage? 503 with `{\"status\": \"degraded\", \"reason\": "
+        "\"disk_full\"}` when the embedded store's disk is full (writes are refused with 507).",
         _health, models.Health, auth=False, tag="service"),
     Operation(
         "openapi_document", "GET", "/api/v1/openapi.json", "openapi", "This OpenAPI document.",

@@ -19,6 +19,8 @@ from chalicelib.ports.mail import Mailer
 from chalicelib.services.context import Context
 
 if TYPE_CHECKING:
+    from chalicelib.services.activity import ActivityService
+    from chalicelib.services.people import PeopleService
     from chalicelib.services.accounts import AccountService
     from chalicelib.services.dashboard_pages import DashboardPages
     from chalicelib.services.documents import DocumentService
@@ -175,13 +177,28 @@ def uploads() -> UploadService:
 
 
 @functools.lru_cache(maxsize=None)
+def people() -> PeopleService:
+    from chalicelib.services.people import PeopleService
+
+    return PeopleService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
+def activity() -> ActivityService:
+    from chalicelib.services.activity import ActivityService
+
+    return ActivityService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
 def dashboard_pages() -> DashboardPages:
     from chalicelib.services.dashboard_pages import DashboardPages
 
     return DashboardPages(documents(), workspaces(), feedback(), sharing(), views(), editing())
 
 
-_SERVICES = (documents, workspaces, sharing, feedback, accounts, editing, views, oauth, uploads, dashboard_pages)
+_SERVICES = (documents, workspaces, sharing, feedback, accounts, editing, views, oauth, uploads, people, activity,
+             dashboard_pages)
 
 
 def reset() -> None:

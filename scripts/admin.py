@@ -34,6 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
                                          "retry pending CDN invalidations")
     sub.add_parser("cdn-pending", help="CDN invalidations of withdrawn links not yet accepted (oldest first)")
     sub.add_parser("cdn-retry", help="send pending CDN invalidations again")
+    login = sub.add_parser("login-link", help="a one-time dashboard sign-in link for the workspace's owner "
+                                              "(the dev workspace gets its owner account first)")
+    login.add_argument("workspace_id")
     outbox = sub.add_parser("outbox", help="the latest messages in the mail outbox (DOCPUB_MAIL=outbox) "
                                           "with their links, newest first")
     outbox.add_argument("--limit", type=int, default=10)
@@ -53,7 +56,7 @@ def run(args) -> dict:
         if args.command == "set-plan":
             return service.set_plan(args.workspace_id, args.plan).model_dump()
         if args.command == "create-key":
-            key = service.create_key(args.workspace_id, args.name)
+            key = service.create_key(args.workspace_id, args.name, operator=True)
             return {"key_id": key.key_id, "api_key": key.api_key, "workspace_id": key.workspace_id}
         if args.command == "revoke-key":
             service.revoke_key(args.key_id)
@@ -67,7 +70,16 @@ def run(args) -> dict:
         if args.command == "cdn-pending":
             from chalicelib.services import cdn
 
-            return {"pending": cdn.pending(wiring.default_context())}
+            return {"pending": cdn.pending()}
+        if args.command == "login-link":
+            from chalicelib.wiring import accounts
+
+            if args.workspace_id == "ws_dev":
+                from scripts.local_stack import DEV_OWNER_EMAIL
+                from chalicelib.wiring import people
+
+                people().ensure_owner_account("ws_dev", DEV_OWNER_EMAIL)
+            return {"login_url": accounts().login_link(args.workspace_id)}
         if args.command == "outbox":
             return wiring.read_outbox(args.limit)
         if args.command == "cdn-retry":

@@ -26,6 +26,8 @@ from scripts.processes import die_with_parent, parent_gone, quiet_aws_logging
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 DEV_WORKSPACE_ID = "ws_dev"
+# The dev workspace's owner account: it signs in by one-time link (no password to know).
+DEV_OWNER_EMAIL = "owner@dev.docpub.localhost"
 
 # What autoreload watches, relative to the project folder. Anything else (the
 # data folder, tests/, build/, .venv, docs) never restarts the server.
@@ -100,9 +102,17 @@ def ensure_dev_workspace(data_dir: Path) -> tuple[str, bool]:
     for key in service.list_keys(DEV_WORKSPACE_ID):
         if not key["revoked"]:
             service.revoke_key(key["key_id"])
-    created = service.create_key(DEV_WORKSPACE_ID, "dev", api_key=wanted or None)
+    created = service.create_key(DEV_WORKSPACE_ID, "dev", api_key=wanted or None, operator=True)
     _write_private(key_file, created.api_key)
     return created.api_key, not wanted
+
+
+def dev_login_link() -> str:
+    """The dev workspace has an owner; a new one-time dashboard sign-in link for them."""
+    from chalicelib.wiring import accounts, people
+
+    people().ensure_owner_account(DEV_WORKSPACE_ID, DEV_OWNER_EMAIL)
+    return accounts().login_link(DEV_WORKSPACE_ID)
 
 
 def is_loopback(host: str) -> bool:
@@ -300,6 +310,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["PORT"] = str(args.port)
     for name, value in default_urls(args.host, args.port, os.environ.get("DOCPUB_BASE_URL")).items():
         os.environ.setdefault(name, value)
+    if is_loopback(args.host):
+        # Whoever reaches a loopback-only stack is at the machine that runs `make admin`: the
+        # dashboard shows them the operator command that changes a plan (DOCPUB_OPERATOR_EMAILS).
+        os.environ.setdefault("DOCPUB_OPERATOR_EMAILS", "*")
     if not os.environ.get("DOCPUB_SECRET_KEY"):
         os.environ["DOCPUB_SECRET_KEY"] = _local_secret(data_dir)
 
@@ -323,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  Dev workspace API key (saved to {data_dir / 'dev-api-key'}): {key}", flush=True)
     else:
         print(f"  Dev workspace API key: see {data_dir / 'dev-api-key'}", flush=True)
+    print(f"  Dev workspace owner ({DEV_OWNER_EMAIL}), one-time sign-in link (1 hour; "
+          f"make -s admin ARGS=\"login-link {DEV_WORKSPACE_ID}\" makes another):\n    {dev_login_link()}", flush=True)
     return supervisor.run()
 
 

@@ -26,7 +26,17 @@ def post_json(client, path: str, body, key: str | None = None, headers: dict | N
     if key:
         h["X-Api-Key"] = key
     h.update(headers or {})
-    return client.http.post(path, headers=h, body=json.dumps(body))
+    return client.http.post(path, headers=h, body=json_bytes(body))
+
+
+def json_bytes(body) -> bytes:
+    """JSON as UTF-8, non-ASCII kept as is (as real clients send it: a 4 MiB
+    Japanese document escaped as \\uXXXX would pass the 6 MiB body cap); a
+    lone surrogate, which UTF-8 cannot carry, is sent escaped."""
+    try:
+        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(body).encode("ascii")
 
 
 def publish_raw(client, key: str | None, headers: dict | None = None, **body):
@@ -68,7 +78,8 @@ def run_together(targets):
 
 # DynamoDB key prefixes -> the SQLite table holding the same records.
 _KINDS = {"WS": "workspaces", "KEY": "api_keys", "SHARE": "share_links", "IDEM": "idempotency",
-          "RATE": "rate_logs", "FB": "feedback", "USER": "users", "SESSION": "sessions"}
+          "RATE": "rate_logs", "FB": "feedback", "USER": "users", "SESSION": "sessions",
+          "ACT": "activity", "ACCT": "account_tokens"}
 
 
 def stored_records(ctx) -> list[tuple[str, dict]]:
@@ -85,7 +96,7 @@ def stored_records(ctx) -> list[tuple[str, dict]]:
                 item = from_item(raw)
                 prefix = item["PK"].split("#", 1)[0]
                 kind = ("versions" if item["SK"].startswith("V#") else "documents") if prefix == "DOC" \
-                    else _KINDS[prefix]
+                    else "members" if item["SK"].startswith("MEMBER#") else _KINDS[prefix]
                 records.append((kind, item))
         return records
     conn = ctx.documents.db.connection()

@@ -69,7 +69,8 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("Publish", "Create a document, or append a version to one. The answer holds its share link.",
      ("publish",)),
     ("Documents", "List, find, read, rename and delete what you published.",
-     ("listDocuments", "getDocument", "updateDocument", "getDocumentStats", "deleteDocument")),
+     ("listDocuments", "getDocument", "updateDocument", "getDocumentStats", "listVersions", "deleteVersion",
+      "deleteDocument")),
     ("Edits", "Change a document with literal find/replace edits; each batch is one new version.",
      ("editDocument",)),
     ("Feedback", "What viewers left on your share links.", ("listFeedback", "resolveFeedback")),
@@ -85,7 +86,8 @@ TAG_SECTIONS = {"documents": "Documents", "feedback": "Feedback", "workspace": "
                 "service": "Workspace and service", "oauth": "OAuth"}
 # Shell variables the curl examples use for path parameters, and where a reader gets one.
 PATH_VARIABLES = {"document_id": ("DOC", "a `document_id`, from a publish answer or the list"),
-                  "feedback_id": ("FEEDBACK_ID", "a `feedback_id`, from the feedback list")}
+                  "feedback_id": ("FEEDBACK_ID", "a `feedback_id`, from the feedback list"),
+                  "version_id": ("VERSION_ID", "an old version's `version_id`, from `versions` of a document")}
 
 
 def sections(found: list[dict]) -> list[dict]:

@@ -4,9 +4,9 @@ from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.errors import (
     BadCursor, BlobNotFound, Conflict, DocumentCapReached, FeedbackGone, GuardFailed, InvalidCursor, KeyCapReached,
     NotFound, OutcomeUnknown, QuotaExceeded, StaleDocument, StorageError, StorageUnavailable, Unavailable,
-    UserExists, WriteRefused, definitely_not_applied,
+    UserExists, WriteRefused, QuotaReached, StorageFull, definitely_not_applied,
 )
-from chalicelib.ports.records import IdempotencyRecord, RateClaim, RateSlot
+from chalicelib.ports.records import IdempotencyRecord, Quota, RateClaim, RateSlot
 from chalicelib.ports.repositories import (
     BLOB_ROOT, ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository,
     FILE_ROOT, Repositories, SessionRepository, StorageHealth, UserRepository, WorkspaceRepository, document_prefix,
@@ -21,5 +21,6 @@ __all__ = [
     "StorageHealth", "StorageUnavailable", "UserExists", "UserRepository", "WorkspaceRepository", "WriteRefused",
     "definitely_not_applied", "Conflict", "InvalidCursor", "NotFound", "QuotaExceeded", "StorageError",
     "Unavailable", "BLOB_ROOT", "document_prefix", "version_key",
+    "Quota", "QuotaReached", "StorageFull",
     "FILE_ROOT", "file_key", "file_prefix", "source_key", "ViewCounterRepository", "ViewCounts",
 ]

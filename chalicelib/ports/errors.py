@@ -130,3 +130,19 @@ class BlobNotFound(NotFound, Unavailable):
 def definitely_not_applied(exc: BaseException) -> bool:
     """Whether a failed write is known not to have been applied."""
     return isinstance(exc, (WriteRefused, Conflict, QuotaExceeded))
+
+
+class QuotaReached(QuotaExceeded):
+    """A Quota refused the write: `which` is "storage", "versions" or "workspace-rate";
+    `current` the count at that moment (bytes, or writes in the window); `plan` the
+    workspace's plan when known."""
+
+    def __init__(self, which: str, current: int = 0, plan: Optional[str] = None):
+        super().__init__(None, which)
+        self.which = which
+        self.current = current
+        self.plan = plan
+
+
+class StorageFull(WriteRefused):
+    """The store's disk is full (embedded store): the write was not applied (507)."""

@@ -6,18 +6,18 @@ storage errors both adapters raise are in chalicelib/ports/errors.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 # The storage errors live in chalicelib/ports/errors.py; re-exported here for older imports.
 from chalicelib.ports.errors import (  # noqa: F401
     BadCursor, BlobNotFound, Conflict, DocumentCapReached, FeedbackGone, GuardFailed, InvalidCursor, KeyCapReached,
     NotFound, OutcomeUnknown, QuotaExceeded, StaleDocument, StorageError, StorageUnavailable, Unavailable, UserExists,
-    WriteRefused, definitely_not_applied,
+    QuotaReached, StorageFull, WriteRefused, definitely_not_applied,
 )
 
 
 __all__ = [
-    "Record", "RateSlot", "IdempotencyRecord", "RateClaim",
+    "Record", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota", "QuotaReached", "StorageFull",
     "BadCursor", "BlobNotFound", "Conflict", "DocumentCapReached", "FeedbackGone", "GuardFailed", "InvalidCursor",
     "KeyCapReached", "NotFound", "OutcomeUnknown", "QuotaExceeded", "StaleDocument", "StorageError",
     "StorageUnavailable", "Unavailable", "UserExists", "WriteRefused", "definitely_not_applied",
@@ -33,11 +33,13 @@ Record = dict[str, Any]
 @dataclass
 class RateSlot:
     """A slot of an API key's write log, claimed in the same atomic step as the write:
-    it holds only if the key's log is still at `expected_seq` (nobody wrote since it was read)."""
+    it holds only if the key's log `shard` is still at `expected_seq` (nobody wrote
+    it since it was read). An adapter that keeps one log has only shard 0."""
     key_id: str
     expected_seq: int
     new_log: list[int]
     now_ms: int
+    shard: int = 0
 
 
 @dataclass
@@ -60,3 +62,34 @@ class RateClaim:
     expected_seq: int
     new_log: list[int]
     expires_at: int  # epoch seconds; for cleanup only, never for correctness
+
+
+@dataclass
+class Quota:
+    """Workspace-wide bounds of a new version, checked and counted in the same
+    atomic step as the write (API contract section 4, resource bounds):
+    - `add_bytes` is added to the workspace's `storage_bytes` (and one to its
+      `version_total`), refused past `max_storage_bytes[plan]` (None: unlimited)
+      for the workspace's plan as stored at commit;
+    - the document may hold one more version only under `version_room_plans`
+      (the plans whose versions-per-document cap it is under);
+    - one write is counted in the workspace's write counter for the window
+      `window_scope`, refused once it holds `window_limit` (every key, OAuth grant
+      and dashboard session of the workspace together, revoked keys included)."""
+    workspace_id: str
+    add_bytes: int
+    max_storage_bytes: dict[str, Optional[int]]  # plan -> Optional[int]
+    version_room_plans: tuple[str, ...]
+    window_scope: str
+    window_limit: int
+    expires_at: int  # epoch seconds, for the window counter's cleanup
+
+    def refusal(self, plan: str, storage_bytes: int) -> Optional[str]:
+        """Which bound a workspace with this plan and usage breaks ("versions",
+        "storage"), or None."""
+        if plan not in self.version_room_plans:
+            return "versions"
+        limit = self.max_storage_bytes.get(plan)
+        if limit is not None and storage_bytes + self.add_bytes > limit:
+            return "storage"
+        return None

@@ -10,10 +10,10 @@ multi-record change is one atomic step: it applies whole or not at all.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional, Protocol
+from typing import Any, Iterator, Iterable, Optional, Protocol
 
 from chalicelib.ports.oauth import OAuthRepository
-from chalicelib.ports.records import IdempotencyRecord, RateClaim, RateSlot, Record
+from chalicelib.ports.records import IdempotencyRecord, Quota, RateClaim, RateSlot, Record
 from chalicelib.ports.views import ViewCounterRepository
 
 
@@ -33,7 +33,10 @@ class WorkspaceRepository(Protocol):
 
 class ApiKeyRepository(Protocol):
     def get(self, key_id: str) -> Optional[Record]:
-        """The key record (hash, workspace_id, `writes` log, `writes_seq`, revoked_at), or None."""
+        """The key record (hash, workspace_id, revoked_at, last_used_at, `writes`: every
+        accepted write time still kept), or None. Its write log is either one log
+        (`writes` + `writes_seq`: RateSlot shard 0) or shards (`write_logs`: a list of
+        {"shard", "seq", "log"}, every shard the adapter has, also empty ones)."""
 
     def create(self, record: Record, max_keys: Optional[int]) -> None:
         """Store a key and count it in the workspace's `key_count`, atomically;
@@ -69,9 +72,10 @@ class DocumentRepository(Protocol):
     def get_share(self, share_id: str) -> Optional[Record]:
         """{share_id, document_id, workspace_id} of a live share link, or None."""
 
-    def get_for_share(self, share_id: str, version_number: Optional[int] = None
+    def get_for_share(self, share_id: str, version_number: Optional[int] = None, consistent: bool = True
                       ) -> tuple[Optional[Record], Optional[Record], Optional[Record], Optional[Record]]:
-        """(share link, document, workspace, version N or None)."""
+        """(share link, document, workspace, version N or None). `consistent=False`
+        allows a read that may lag a just-committed write by a moment (cheaper)."""
 
     def list_page(self, workspace_id: str, limit: int, cursor: Optional[str]) -> tuple[list[Record], Optional[str]]:
         """Live documents, most recently updated first; the cursor is opaque and bound
@@ -84,18 +88,26 @@ class DocumentRepository(Protocol):
         """{request_hash, response, expires_at} or None."""
 
     def create(self, doc: Record, version: Record, max_documents: int, uncapped_plans: Iterable[str],
-               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
-        """Document + version 1 + share link + guards, atomically, counted in the
+               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
+               activity: Optional[Record] = None) -> None:
+        """Document + version 1 + share link + guards (+ the activity log's entry), atomically, counted in the
         workspace's `document_count` (DocumentCapReached at `max_documents` unless the
-        plan, as stored at commit, is uncapped). GuardFailed("rate"|"idem")."""
+        plan, as stored at commit, is uncapped). GuardFailed("rate"|"idem"); QuotaReached."""
 
     def append_version(self, doc: Record, version: Record, changes: Record,
-                       slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+                       slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
+                       quota: Optional[Quota] = None, activity: Optional[Record] = None) -> None:
         """Version N+1 only if the document still has `doc["version_count"]` = N versions
         and is not being deleted (StaleDocument otherwise), with `changes` to its fields
-        and the guards, atomically."""
+        and the guards (and the quota: QuotaReached), atomically."""
 
-    def update_fields(self, doc: Record, fields: Record) -> Record:
+    def delete_version(self, doc: Record, version: Record) -> None:
+        """Remove one version that is not the latest, atomically with the document's
+        `versions_deleted` (+1) and the workspace's usage (its bytes and one version
+        less). StaleDocument if the document is gone, being deleted, or the version is
+        its latest or no longer there."""
+
+    def update_fields(self, doc: Record, fields: Record, activity: Optional[Record] = None) -> Record:
         """Change metadata (no version); StaleDocument if gone or being deleted."""
 
     def set_passphrase(self, doc: Record, passphrase_hash: Optional[str]) -> Record:
@@ -106,7 +118,7 @@ class DocumentRepository(Protocol):
         exists and the old one is gone. StaleDocument if the document's share id is no
         longer `doc["share_id"]`, or it is gone or being deleted."""
 
-    def begin_delete(self, doc: Record) -> None:
+    def begin_delete(self, doc: Record, activity: Optional[Record] = None) -> None:
         """Mark `deleting` (hidden from lists and share links), drop the share link and
         free the place in `document_count`, atomically; StaleDocument if already marked."""
 
@@ -154,6 +166,9 @@ class UserRepository(Protocol):
     def set_password(self, email_lower: str, expected_hash: str, new_hash: str, now_ms: int) -> bool:
         """Replace the hash only if it is still `expected_hash`."""
 
+    def set_fields(self, email_lower: str, fields: dict[str, Any]) -> bool:
+        """Set `email_verified_ms` and/or `workspace_id` (default workspace); False if unknown."""
+
 
 class SessionRepository(Protocol):
     """Dashboard sessions by the SHA-256 of the session id. `expires_ms` is checked
@@ -165,7 +180,11 @@ class SessionRepository(Protocol):
 
     def delete(self, session_hash: str) -> None: ...
 
-    def delete_for_user(self, email_lower: str) -> int: ...
+    def delete_for_user(self, email_lower: str, keep: Optional[str] = None) -> int:
+        """End every session of a person (but `keep`, a session hash); how many ended."""
+
+    def set_workspace(self, session_hash: str, workspace_id: str) -> bool:
+        """Point a session at another workspace; False if the session is gone."""
 
 
 BLOB_ROOT = "documents/"
@@ -230,6 +249,10 @@ class BlobStore(Protocol):
     def list_keys(self, prefix: str) -> list[tuple[str, float]]:
         """(key, last-modified epoch seconds) of every object under prefix."""
 
+    def iter_keys(self, prefix: str) -> Iterator[tuple[str, float]]:
+        """The same, streamed (constant memory for any number of objects); the keys
+        of one folder (a document's versions) come one after another."""
+
     def delete_prefix(self, prefix: str) -> int: ...
 
 
@@ -255,3 +278,5 @@ class Repositories:
     oauth: Optional[OAuthRepository] = None  # chalicelib/ports/oauth.py (clients, codes, grants, tokens)
     # Pending CDN invalidations (chalicelib/ports/cdn.py PendingInvalidationRepository).
     cdn_pending: Optional[object] = None
+    # Members, one-time account tokens, activity (chalicelib/ports/people.py PeopleRepository).
+    people: Optional[object] = None

@@ -19,6 +19,7 @@ from chalicelib.ports import (
 )
 from chalicelib.ports.cdn import CdnInvalidator, NoCdn, PendingInvalidationRepository
 from chalicelib.ports.mail import Mailer
+from chalicelib.ports.people import PeopleRepository
 from chalicelib.ports.oauth import OAuthRepository
 
 
@@ -116,6 +117,10 @@ class Context:
     @property
     def cdn_pending(self) -> PendingInvalidationRepository:
         return self.repos.cdn_pending  # type: ignore[return-value]  # set by both adapters
+
+    @property
+    def people(self) -> PeopleRepository:
+        return self.repos.people  # type: ignore[return-value]
 
     @property
     def views(self) -> ViewCounterRepository:

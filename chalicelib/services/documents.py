@@ -12,18 +12,19 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Callable, Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 from chalicelib import config
 from chalicelib.ports.records import Record
 from chalicelib.ports import (
-    BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
-    definitely_not_applied, document_prefix, version_key,
+    BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot,
+    StaleDocument, definitely_not_applied, document_prefix, version_key,
 )
 from chalicelib.domain import limits, links, plans
 from chalicelib.domain.edits import apply_edits_utf8
 from chalicelib.domain.limits import checked_size, encoded_html
-from chalicelib.domain.ratelimit import SlotDecision, current_headers, decide
+from chalicelib.domain.ratelimit import ShardLog, SlotDecision, claim_sharded, current_headers
+from chalicelib.domain.search import fold
 from chalicelib.errors import (
     DocpubError, NotFound, PlanLimitReached, RateLimited, ValidationFailed, VersionConflict,
     VersionContentMissing,
@@ -41,6 +42,8 @@ from chalicelib.services.access import (  # noqa: F401  (also imported from here
 from chalicelib.services.context import (
     Context, new_document_id, new_share_id, new_version_id, rfc3339,
 )
+from chalicelib.services import activity
+from chalicelib.services.access import requires
 
 log = logging.getLogger(__name__)
 
@@ -66,11 +69,17 @@ def summary_model(doc: Record) -> DocumentSummary:
     return DocumentSummary(
         document_id=doc["document_id"], title=doc["title"], description=doc.get("description", ""),
         share_url=share_url(doc["share_id"]), created_at=rfc3339(doc["created_ms"]),
-        updated_at=rfc3339(doc["updated_ms"]), version_count=doc["version_count"],
+        updated_at=rfc3339(doc["updated_ms"]), version_count=live_versions(doc),
         latest_version_id=doc["latest_version_id"],
         open_feedback_count=doc.get("open_feedback_count", 0),
         share_enabled=links.enabled(doc), share_expires_at=rfc3339(links.expires_ms(doc)),
+        share_access=doc.get("share_access") or "public",
     )
+
+
+def live_versions(doc: Record) -> int:
+    """How many versions a document holds (numbers stay as they were when old ones are deleted)."""
+    return int(doc["version_count"]) - int(doc.get("versions_deleted") or 0)
 
 
 def version_model(item: Record) -> VersionInfo:
@@ -115,6 +124,15 @@ def _request_hash(request: PublishRequest, data: bytes) -> str:
     return digest.hexdigest()
 
 
+def write_logs(key_item: Record) -> list[ShardLog]:
+    """The key's write log as the adapter keeps it: shards (`write_logs`, DynamoDB),
+    or one log on the key record (`writes` + `writes_seq`, SQLite)."""
+    shards = key_item.get("write_logs")
+    if shards:
+        return [ShardLog(s["shard"], s["seq"], s["log"]) for s in shards]
+    return [ShardLog(0, key_item.get("writes_seq", 0), key_item.get("writes", []))]
+
+
 def _gave_up(doc: Optional[Record], key_busy: bool, doing: str) -> DocpubError:
     """Every attempt lost a race: say which. Racing writes through one API key
     contend for its write-limit slot (nothing about the document changed), so
@@ -151,12 +169,44 @@ class DocumentService:
         if actor.key_item is None:
             return None, None  # dashboard writes are counted once, up front (_count_session_write)
         rate = limits.write_rate()
-        decision = decide(actor.key_item.get("writes", []), now_ms, rate.limit, rate.window_seconds)
-        if not decision.allowed:
+        decision, claim = claim_sharded(write_logs(actor.key_item), now_ms, rate.limit, rate.window_seconds)
+        if claim is None:
             raise decision.refuse(limits.write_refusal(decision.retry_after or 1))
-        slot = RateSlot(actor.key_item["key_id"], actor.key_item.get("writes_seq", 0),
-                        decision.new_log, now_ms)
+        slot = RateSlot(actor.key_item["key_id"], claim.expected_seq, claim.new_log, now_ms, claim.shard)
         return decision, slot
+
+    def _quota(self, actor: Actor, doc: Optional[Record], add_bytes: int, now_ms: int) -> Quota:
+        """The workspace-wide bounds of one more version (claimed in its transaction)."""
+        live = 0 if doc is None else live_versions(doc)
+        room = tuple(p for p in plans.PLANS
+                     if (cap := plans.entitlements(p).max_versions_per_document) is None or live < cap)
+        storage = {p: plans.entitlements(p).max_storage_bytes for p in plans.PLANS}
+        rate = limits.workspace_write_rate()
+        window = now_ms // 1000 // rate.window_seconds
+        return Quota(actor.workspace_id, add_bytes, storage, room,
+                     ratelimits.scope_key("workspace-writes", actor.workspace_id, str(window)), rate.limit,
+                     (window + 1) * rate.window_seconds + ratelimits.EXPIRY_MARGIN_SECONDS)
+
+    def _quota_error(self, exc: QuotaReached, quota: Quota, doc: Optional[Record], now_ms: int) -> DocpubError:
+        if exc.which == "workspace-rate":
+            rate = limits.workspace_write_rate()
+            retry = rate.window_seconds - (now_ms // 1000) % rate.window_seconds
+            return RateLimited(retry, limits.workspace_write_refusal(retry))
+        plan = exc.plan or "free"
+        entitlements = plans.entitlements(plan)
+        if exc.which == "versions":
+            cap = entitlements.max_versions_per_document
+            return PlanLimitReached(
+                f"A document on the {plan} plan keeps at most {cap:,} versions; delete old versions "
+                "(DELETE /api/v1/documents/:id/versions/:version_id) or upgrade.",
+                {"entitlement": "max_versions_per_document", "limit": cap,
+                 "current": live_versions(doc) if doc else 0})
+        cap = entitlements.max_storage_bytes
+        return PlanLimitReached(
+            f"The {plan} plan stores at most {limits.bytes_text(cap)}; this workspace holds "
+            f"{limits.bytes_text(exc.current)} and this version adds {limits.bytes_text(quota.add_bytes)}. "
+            "Delete old versions or documents, or upgrade.",
+            {"entitlement": "max_storage_bytes", "limit": cap, "current": exc.current})
 
     def rate_limit_headers(self, key_item: Optional[Record]) -> dict[str, str]:
         """The key's current X-RateLimit-* (no slot claimed)."""
@@ -180,6 +230,7 @@ class DocumentService:
 
     # ---------------------------------------------------------------- publish
 
+    @requires("publish_document")
     def publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str] = None,
                 upload: Optional[tuple[str, bytes]] = None,
                 content: Optional["content_files.Content"] = None) -> WriteResult:
@@ -189,6 +240,7 @@ class DocumentService:
         return self._with_rate_headers(lambda seen: self._publish(who, request, idempotency_key, seen, upload,
                                                                   content))
 
+    @requires("restore_version")
     def restore(self, who: Who, document_id: str, number: int, note: str,
                 base_version_id: Optional[str] = None) -> WriteResult:
         """Publish version `number` again as the newest: its page, Markdown source and files."""
@@ -271,15 +323,22 @@ class DocumentService:
                 response = PublishResponse(document_id=document_id, version_id=version_id,
                                            version_number=version["number"], share_url=share_url(share_id))
                 idem_record = self._idem_record(actor, digest, request_hash, response, now_ms)
+                quota = self._quota(actor, doc, version["size_bytes"], now_ms)
+                # The activity log's line is stored in the same atomic step as the version.
+                logged = activity.entry(self.ctx, actor, actor.workspace_id, "document.publish", document_id,
+                                        {"title": title, "version": version["number"]})
                 try:
                     if doc is None:
                         self._create(actor, document_id, share_id, request, title, version, slot, idem_record,
-                                     link_changes)
+                                     link_changes, quota, logged)
                     else:
                         changes = {"title": title, "latest_content": _content_kind(version), **link_changes}
                         if request.description is not None:
                             changes["description"] = request.description
-                        self.ctx.documents.append_version(doc, version, changes, slot, idem_record)
+                        self.ctx.documents.append_version(doc, version, changes, slot, idem_record, quota,
+                                                          activity=logged)
+                except QuotaReached as exc:
+                    raise self._quota_error(exc, quota, doc, now_ms) from exc  # refused: nothing committed
                 except GuardFailed as exc:
                     if exc.which == "idem" and actor.key_item is not None and digest is not None:
                         replay = self._replay(self.ctx.documents.get_idempotency(actor.key_item["key_id"], digest),
@@ -326,11 +385,14 @@ class DocumentService:
             changes["share_enabled"] = request.share_enabled
         if "share_expires_at" in given:
             changes["share_expires_ms"] = links.parse_expiry(request.share_expires_at, self.ctx.now_ms())
+        if "share_access" in given and request.share_access is not None:
+            changes["share_access"] = request.share_access
         return changes
 
     def _create(self, actor: Actor, document_id: str, share_id: str, request: PublishRequest, title: str,
                 version: Record, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
-                link_changes: Optional[Record] = None) -> None:
+                link_changes: Optional[Record] = None, quota: Optional[Quota] = None,
+                logged: Optional[Record] = None) -> None:
         # The cap is a condition of the transaction (no read of the workspace first):
         # it holds unless the workspace's plan at commit time is uncapped.
         max_documents = limits.FREE_MAX_DOCUMENTS
@@ -342,7 +404,8 @@ class DocumentService:
                "latest_content": _content_kind(version)}
         doc.update({k: v for k, v in (link_changes or {}).items() if v is not None})
         try:
-            self.ctx.documents.create(doc, version, max_documents, plans.UNCAPPED_PLANS, slot, idem)
+            self.ctx.documents.create(doc, version, max_documents, plans.UNCAPPED_PLANS, slot, idem, quota,
+                                      activity=logged)
         except DocumentCapReached as exc:
             current = (exc.workspace or {}).get("document_count", max_documents)
             raise PlanLimitReached(
@@ -388,6 +451,7 @@ class DocumentService:
 
     # ---------------------------------------------------------------- edit
 
+    @requires("edit_document")
     def edit(self, who: Who, document_id: str, request: EditRequest) -> WriteResult:
         document_id = canonical_document_id(document_id)
         return self._with_rate_headers(lambda seen: self._edit(who, document_id, request, seen))
@@ -420,8 +484,14 @@ class DocumentService:
             objects = content_files.StoredContent(self.ctx, actor.workspace_id, document_id, version_id)
             objects.put(content)
             objects.touch_files(files or [])  # an edit keeps the version's files
+            quota = self._quota(actor, doc, version["size_bytes"], now_ms)
             try:
-                self.ctx.documents.append_version(doc, version, {}, slot, None)
+                logged = activity.entry(self.ctx, actor, actor.workspace_id, "document.edit", document_id,
+                                        {"title": doc.get("title"), "version": version["number"]})
+                self.ctx.documents.append_version(doc, version, {}, slot, None, quota, activity=logged)
+            except QuotaReached as exc:
+                self._discard(object_key)
+                raise self._quota_error(exc, quota, doc, now_ms) from exc
             except GuardFailed:
                 objects.discard()
                 key_busy = True
@@ -479,6 +549,7 @@ class DocumentService:
 
     # ---------------------------------------------------------------- reads
 
+    @requires("get_document")
     def get(self, who: Who, document_id: str, include_html: bool = False,
             version_id: Optional[str] = None, include_source: bool = False) -> DocumentDetail:
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
@@ -499,11 +570,14 @@ class DocumentService:
                 raise VersionContentMissing(wanted) from None
             source = data.decode("utf-8")
         views_total, last_viewed_at = ViewService(self.ctx).totals(document_id)
-        return DocumentDetail(**summary_model(doc).model_dump(), versions=[version_model(v) for v in versions],
+        listed = versions[-limits.VERSIONS_LISTED:]  # the newest, oldest first among them
+        return DocumentDetail(**summary_model(doc).model_dump(), versions=[version_model(v) for v in listed],
+                              versions_truncated=len(listed) < len(versions),
                               passphrase_protected=bool(doc.get("passphrase_hash")), html=html,
                               views_total=views_total, last_viewed_at=last_viewed_at,
                               format=fmt, source=source)  # type: ignore[arg-type]  # html or markdown
 
+    @requires("download_document")
     def download(self, who: Who, document_id: str, version_id: Optional[str] = None) -> "content_files.Download":
         """The owner's download of a version (the latest by default): .html, .md or .zip."""
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
@@ -516,23 +590,8 @@ class DocumentService:
         except BlobNotFound:
             raise VersionContentMissing(wanted) from None
 
-    def versions(self, who: Who, document_id: str, limit: int = 20, cursor: Optional[str] = None) -> VersionList:
-        """Every version of a document, newest first, `limit` at a time; the cursor is
-        bound to the workspace and this document's listing (anything else is 422)."""
-        found = access.find_document(self.ctx, who, document_id, with_versions=True)
-        listing = f"versions:{found.document_id}"
-        raw = cursors.unseal(found.document["workspace_id"], listing, cursor)
-        before = int(raw) if raw is not None and raw.isdigit() else None
-        if raw is not None and before is None:
-            raise ValidationFailed.field("cursor", cursors.MESSAGE)
-        newest_first = [v for v in reversed(found.versions) if before is None or v["number"] < before]
-        page = newest_first[:limit]
-        more = len(newest_first) > limit
-        return VersionList(versions=[version_model(v) for v in page],
-                           next_cursor=cursors.seal(found.document["workspace_id"], listing,
-                                                    str(page[-1]["number"]) if more else None))
-
-    def get_html(self, who: Who, document_id: str, version_number: Optional[int] = None) -> tuple[Record, Record, str]:
+    @requires("get_document")
+    def get_html(self, who: Who, document_id: str, version_number: Optional[int] = None) -> tuple[dict, dict[str, Any], str]:  # type: ignore[type-arg]
         """(document, version, html) of the latest or a numbered version."""
         found = access.find_document(self.ctx, access.actor(self.ctx, who), document_id)
         doc, document_id = found.document, found.id
@@ -542,6 +601,7 @@ class DocumentService:
             raise NotFound(f"No version {number} of document {document_id}.")
         return doc, version, self._read_html(doc, version["version_id"])
 
+    @requires("list_documents")
     def list(self, who: Who, limit: int = 20, cursor: Optional[str] = None,
              query: Optional[str] = None) -> DocumentList:
         actor = access.actor(self.ctx, who)
@@ -565,11 +625,11 @@ class DocumentService:
 
     def _find(self, actor: Actor, query: str, limit: int, cursor: Optional[str]) -> DocumentList:
         offset = _decode_offset(cursors.unseal(actor.workspace_id, "find", cursor))
-        needle = query.casefold()
+        needle = fold(query)
         ranked = []
         for position, item in enumerate(self.ctx.documents.list_all(actor.workspace_id)):
-            title = item["title"].casefold()
-            description = item.get("description", "").casefold()
+            title = fold(item["title"])
+            description = fold(item.get("description", ""))
             if title == needle:
                 rank = 0
             elif title.startswith(needle):
@@ -590,34 +650,84 @@ class DocumentService:
 
     # ---------------------------------------------------------------- update / delete
 
+    @requires("update_document")
     def update(self, who: Who, document_id: str, request: UpdateDocumentRequest) -> DocumentDetail:
         document_id = canonical_document_id(document_id)
         fields = request.model_dump(exclude_unset=True, exclude_none=True,
-                                    exclude={"share_enabled", "share_expires_at"})
+                                    exclude={"share_enabled", "share_expires_at", "share_access"})
         fields.update(self._link_changes(request))
         if not fields:
             raise ValidationFailed(
-                "Give title, description, share_enabled and/or share_expires_at to change.",
+                "Give title, description, share_enabled, share_expires_at and/or share_access to change.",
                 {"fields": [{"field": "title", "message": "at least one field to change is required"}]})
         actor, doc = self._load_document(who, document_id)
+        share_fields = set(fields) & {"share_enabled", "share_expires_ms", "share_access"}
+        logged = activity.entry(self.ctx, actor, actor.workspace_id,
+                                "share.settings" if share_fields == set(fields) else "document.update",
+                                document_id, {"title": fields.get("title") or doc.get("title"),
+                                              "fields": ", ".join(sorted(fields))})
         try:
-            self.ctx.documents.update_fields(doc, fields)
+            self.ctx.documents.update_fields(doc, fields, activity=logged)
         except StaleDocument as exc:
             raise document_not_found(document_id) from exc
         if links.withdraws(doc, fields, self.ctx.now_ms()):
             cdn.withdraw(self.ctx, doc["share_id"], "link settings")
         return self.get(actor, document_id)
 
+    @requires("delete_document")
     def delete(self, who: Who, document_id: str) -> None:
         document_id = canonical_document_id(document_id)
-        _, doc = self._load_document(who, document_id, include_deleting=True)  # key + document: one round trip
+        actor, doc = self._load_document(who, document_id, include_deleting=True)  # key + document: one round trip
         if not doc.get("deleting"):
             try:
-                self.ctx.documents.begin_delete(doc)
+                self.ctx.documents.begin_delete(doc, activity=activity.entry(
+                    self.ctx, actor, actor.workspace_id, "document.delete", document_id, {"title": doc.get("title")}))
             except StaleDocument:
                 pass  # a concurrent delete got there first; finish the job with it
         cdn.withdraw(self.ctx, doc["share_id"], "delete")
         self.finish_delete(doc)
+
+    @requires("list_versions")
+    def list_versions(self, who: Who, document_id: str, limit: int = 20,
+                      cursor: Optional[str] = None) -> VersionList:
+        """Every version of a document, newest first, `limit` a page (GET one lists the newest 100)."""
+        document_id = canonical_document_id(document_id)
+        found = access.find_document(self.ctx, who, document_id, with_versions=True)
+        listing = f"versions:{document_id}"
+        offset = _decode_offset(cursors.unseal(found.actor.workspace_id, listing, cursor))
+        newest_first = list(reversed(found.versions))
+        page = newest_first[offset:offset + limit]
+        more = offset + limit < len(newest_first)
+        return VersionList(versions=[version_model(v) for v in page],
+                           next_cursor=cursors.seal(found.actor.workspace_id, listing,
+                                                    _encode_offset(offset + limit) if more else None))
+
+    @requires("delete_version")
+    def delete_version(self, who: Who, document_id: str, version_id: str) -> None:
+        """Delete one old version (never the latest: 409) and free its storage."""
+        document_id = canonical_document_id(document_id)
+        found = access.find_document(self.ctx, who, document_id, with_versions=True)
+        doc, versions = found.document, found.versions
+        version = next((v for v in versions if v["version_id"] == version_id), None)
+        if version is None:
+            raise NotFound(f"No version {version_id} of document {document_id}.")
+        if version_id == doc["latest_version_id"]:
+            raise self._latest_kept(doc)
+        try:
+            self.ctx.documents.delete_version(doc, version)
+        except StaleDocument:
+            doc = access.check_still_visible(self.ctx, found.actor, document_id)
+            if doc["latest_version_id"] == version_id:
+                raise self._latest_kept(doc) from None
+            raise NotFound(f"No version {version_id} of document {document_id}.") from None
+        self._discard(version_key(doc["workspace_id"], document_id, version_id))
+        cdn.withdraw(self.ctx, doc["share_id"], "version deleted")
+
+    @staticmethod
+    def _latest_kept(doc: Record) -> VersionConflict:
+        return VersionConflict(
+            "The latest version cannot be deleted: publish a new version first, or delete the document.",
+            {"latest_version_id": doc["latest_version_id"]})
 
     def finish_delete(self, doc: Record) -> None:
         """Remove everything of a document marked `deleting`; safe to repeat."""

@@ -20,6 +20,7 @@ from chalicelib.services import access, cursors, ratelimits
 from chalicelib.services.access import Who
 from chalicelib.services.context import Context, new_feedback_id, rfc3339
 from chalicelib.services.sharing import ShareService
+from chalicelib.services.access import requires
 
 STATUSES = ("open", "resolved", "all")
 MAX_LIMIT = 100
@@ -85,7 +86,8 @@ class FeedbackService:
 
     # ---------------------------------------------------------------- owners
 
-    def list(self, who: Who, document_id: str | None = None, status: str = "open", limit: int = 20,
+    @requires("list_feedback")
+    def list(self, who, document_id: str | None = None, status: str = "open", limit: int = 20,
              cursor: str | None = None) -> FeedbackList:
         items, next_cursor = self._page(who, document_id, status, limit, cursor)
         return FeedbackList(feedback=[feedback_model(i) for i in items], next_cursor=next_cursor)
@@ -115,7 +117,8 @@ class FeedbackService:
             raise ValidationFailed.field("cursor", cursors.MESSAGE) from exc
         return items, cursors.seal(actor.workspace_id, listing, next_cursor)
 
-    def resolve(self, who: Who, feedback_id: str, resolved: bool = True) -> Feedback:
+    @requires("resolve_feedback")
+    def resolve(self, who, feedback_id: str, resolved: bool = True) -> Feedback:
         """Mark resolved (or, with resolved=False, open again); repeating is harmless."""
         actor = access.actor(self.ctx, who)
         wanted = "resolved" if resolved else "open"

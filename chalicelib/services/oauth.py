@@ -31,10 +31,11 @@ from urllib.parse import urlencode, urlsplit
 from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.records import Record
 from chalicelib import config, models
-from chalicelib.domain import limits
+from chalicelib.domain import limits, roles
 from chalicelib.domain.clients import MAX_CLIENT_NAME, MAX_PARAM, MAX_REDIRECT_URIS, valid_redirect_uri
 from chalicelib.errors import DocpubError, RateLimited
-from chalicelib.services import ratelimits
+from chalicelib.services import access, activity, members, ratelimits
+from chalicelib.services.access import Actor
 from chalicelib.services.context import Context, rfc3339
 
 SCOPES = ("docs:read", "docs:write", "feedback")
@@ -55,7 +56,7 @@ TOUCH_EVERY_MS = 60_000
 
 # per-IP limits: chalicelib/domain/limits.py (OAUTH_*_PER_IP)
 LIMIT_ERRORS = {"register": "temporarily_unavailable", "authorize": "temporarily_unavailable",
-                "token": "slow_down"}
+                "token": "slow_down", "consent": "temporarily_unavailable", "metadata": "temporarily_unavailable"}
 
 
 class OAuthError(DocpubError):
@@ -82,11 +83,15 @@ class NotRedirectable(OAuthError):
 
 @dataclass(frozen=True)
 class Principal:
-    """Who an access token acts for: one workspace, some scopes, one grant."""
+    """Who an access token acts for: one workspace, some scopes, one grant, with the
+    role its approver has now (the scopes are cut to what that role may hold)."""
     workspace_id: str
     grant_id: str
     client_id: str
     scopes: tuple[str, ...]
+    role: str = "editor"
+    user: Optional[str] = None
+    client_name: Optional[str] = None
 
     @property
     def write_limit_scope(self) -> str:
@@ -217,7 +222,8 @@ class OAuthService:
 
     def limit(self, kind: str, client_ip: str) -> None:
         rate = {"register": limits.OAUTH_REGISTER_PER_IP, "authorize": limits.OAUTH_AUTHORIZE_PER_IP,
-                "token": limits.OAUTH_TOKEN_PER_IP}[kind]
+                "token": limits.OAUTH_TOKEN_PER_IP, "consent": limits.OAUTH_CONSENT_PER_IP,
+                "metadata": limits.OAUTH_METADATA_FETCHES_PER_IP}[kind]
         try:
             ratelimits.hit(self.ctx, ip_scope(kind, client_ip), rate, limits.REFUSALS[f"oauth-{kind}"])
         except RateLimited as exc:
@@ -274,12 +280,13 @@ class OAuthService:
             redirect_uris=list(uris), client_name=name, grant_types=["authorization_code", "refresh_token"],
             response_types=["code"], token_endpoint_auth_method="none", scope=" ".join(scopes))
 
-    def client(self, client_id: Optional[str]) -> Optional[Record]:
-        """A usable client: registered and not expired, or a client ID metadata document."""
+    def client(self, client_id: Optional[str], client_ip: Optional[str] = None) -> Optional[Record]:
+        """A usable client: registered and not expired, or a client ID metadata document
+        (fetched when not cached: counted against `client_ip`'s fetch limit)."""
         if not client_id or len(client_id) > MAX_PARAM:
             return None
         if client_id.startswith("https://"):
-            return self._metadata_client(client_id)
+            return self._metadata_client(client_id, client_ip)
         client = self.repo.get_client(client_id)
         if client is None or client.get("kind") != "registered":
             return None
@@ -287,33 +294,36 @@ class OAuthService:
             return None
         return client
 
-    def _metadata_client(self, client_id: str) -> Optional[Record]:
+    def _metadata_client(self, client_id: str, client_ip: Optional[str] = None) -> Optional[Record]:
         from chalicelib.services import cimd
 
         now_ms = self.ctx.now_ms()
         cached = self.repo.get_client(client_id)
         if cached is not None and cached.get("kind") == "metadata" and cached.get("expires_ms", 0) > now_ms:
             return cached
+        if client_ip is not None:
+            self.limit("metadata", client_ip)  # a fetch is a request to an address a stranger chose
         try:
-            document = (self._fetch_metadata or cimd.fetch)(client_id)
+            fetched = (self._fetch_metadata or cimd.fetch_with_lifetime)(client_id)
+            document, lifetime = fetched if isinstance(fetched, tuple) else (fetched, cimd.CACHE_SECONDS)
             client = cimd.client_from_document(client_id, document)
         except cimd.MetadataError as exc:
             raise NotRedirectable("invalid_client", f"The client ID metadata document could not be used: {exc}")
         client.update({"kind": "metadata", "created_ms": now_ms,
-                       "expires_ms": now_ms + cimd.CACHE_SECONDS * 1000})
+                       "expires_ms": now_ms + lifetime * 1000})
         self.repo.put_client(client)
         return client
 
     # ---------------------------------------------------------------- authorization
 
-    def check_authorization(self, params: Record) -> AuthorizationRequest:
+    def check_authorization(self, params: Record, client_ip: Optional[str] = None) -> AuthorizationRequest:
         """Validate an authorization request. NotRedirectable when the client or the
         redirect URI is wrong (shown to the person); RedirectError otherwise (sent
         back to the client's redirect URI with `state`)."""
         params = {k: v for k, v in params.items() if isinstance(v, str)}
         if any(len(v) > MAX_PARAM for v in params.values()):
             raise NotRedirectable("invalid_request", "A parameter of the authorization request is too long.")
-        client = self.client(params.get("client_id"))
+        client = self.client(params.get("client_id"), client_ip)
         if client is None:
             raise NotRedirectable("invalid_client", "This application is not registered (or its registration "
                                   "expired): ask it to connect again.", status=401)
@@ -348,13 +358,17 @@ class OAuthService:
         return AuthorizationRequest(client, redirect_uri, state, params["code_challenge"], resource_url(), scopes)
 
     def decide(self, request: AuthorizationRequest, allow: bool, workspace_id: str, user: str,
-               scopes: Optional[Iterable[str]] = None) -> str:
+               scopes: Optional[Iterable[str]] = None, by=None) -> str:
         """The person's answer on the consent page: where to send the browser."""
+        if by is not None:
+            access.authorize(by, "approve_app")
         if not allow:
             return redirect_with(request.redirect_uri, error="access_denied",
                                  error_description="The person declined the request.", state=request.state,
                                  iss=issuer())
-        granted = tuple(s for s in request.scopes if scopes is None or s in set(scopes))
+        # A grant never exceeds its approver's role (a viewer's gets docs:read and feedback).
+        ceiling = set(roles.ROLE_SCOPES.get(members.role_in(self.ctx, workspace_id, user) or "", ()))
+        granted = tuple(s for s in request.scopes if (scopes is None or s in set(scopes)) and s in ceiling)
         if not granted:
             return redirect_with(request.redirect_uri, error="access_denied",
                                  error_description="No access was granted.", state=request.state, iss=issuer())
@@ -416,6 +430,9 @@ class OAuthService:
         self.repo.create_grant(grant, access, refresh, digest(code))
         if client.get("kind") == "registered" and client.get("expires_ms") is not None:
             self.repo.keep_client(client["client_id"])
+        approver = Actor(grant["workspace_id"], member=grant["user"], surface="dashboard")
+        activity.record(self.ctx, approver, grant["workspace_id"], "app.connect", grant["grant_id"],
+                        {"client": grant["client_name"], "scopes": " ".join(grant["scopes"])})
         return answer
 
     def _refresh(self, client: Record, form: Record) -> models.TokenResponse:
@@ -499,9 +516,17 @@ class OAuthService:
             raise _invalid_token("This access was revoked in the dashboard.")
         if record.get("audience") != resource_url():
             raise _invalid_token("The access token was issued for another resource.")
+        role = members.role_in(self.ctx, record["workspace_id"], grant.get("user"))
+        if role is None:
+            # The approver left the workspace: their grants went with them.
+            self.repo.revoke_grant(grant["grant_id"], now_ms)
+            raise _invalid_token("The person who connected this app is no longer a member of the workspace.")
         if now_ms - grant.get("last_used_ms", 0) >= TOUCH_EVERY_MS:
             self.repo.touch_grant(grant["grant_id"], now_ms)
-        return Principal(record["workspace_id"], record["grant_id"], record["client_id"], tuple(record["scopes"]))
+        allowed = set(roles.ROLE_SCOPES[role])
+        return Principal(record["workspace_id"], record["grant_id"], record["client_id"],
+                         tuple(s for s in record["scopes"] if s in allowed), role, grant.get("user"),
+                         grant.get("client_name") or grant["client_id"])
 
     @staticmethod
     def require_scope(principal: Optional[Principal], tool: str, needed: Optional[str]) -> None:
@@ -518,19 +543,38 @@ class OAuthService:
 
     # ---------------------------------------------------------------- dashboard: connected apps
 
-    def connected_apps(self, workspace_id: str) -> list[Record]:
+    def connected_apps(self, workspace_id: str, by=None) -> list[Record]:
+        if by is not None:
+            access.authorize(by, "list_apps")
         return [{"grant_id": g["grant_id"], "client_name": g.get("client_name") or g["client_id"],
                  "client_id": g["client_id"], "scopes": list(g.get("scopes", [])), "user": g.get("user"),
                  "created_at": rfc3339(g.get("created_ms")), "last_used_at": rfc3339(g.get("last_used_ms"))}
                 for g in self.repo.list_grants(workspace_id) if g.get("revoked_ms") is None]
 
-    def disconnect(self, workspace_id: str, grant_id: str) -> None:
+    def disconnect(self, workspace_id: str, grant_id: str, by=None) -> Optional[dict]:
         from chalicelib.errors import NotFound
 
         grant = self.repo.get_grant(grant_id) if isinstance(grant_id, str) and len(grant_id) < 64 else None
-        if grant is None or grant["workspace_id"] != workspace_id:
+        if grant is not None and grant["workspace_id"] != workspace_id:
+            grant = None
+        if by is not None and (grant is None or grant.get("user") != getattr(by, "member", None)):
+            access.authorize(by, "disconnect_app")  # anyone may disconnect their own app
+        if grant is None:
             raise NotFound("No such connected app.")
-        self.repo.revoke_grant(grant_id, self.ctx.now_ms())
+        revoked = self.repo.revoke_grant(grant_id, self.ctx.now_ms())
+        if by is not None:
+            activity.record(self.ctx, by, workspace_id, "app.disconnect", grant_id,
+                            {"client": grant.get("client_name") or grant["client_id"]})
+        return revoked
+
+    def revoke_grants_of(self, workspace_id: str, user: str) -> int:
+        """A member left: every grant they approved for the workspace ends now."""
+        revoked = 0
+        for grant in self.repo.list_grants(workspace_id):
+            if grant.get("user") == user and grant.get("revoked_ms") is None:
+                self.repo.revoke_grant(grant["grant_id"], self.ctx.now_ms())
+                revoked += 1
+        return revoked
 
 
 class RedirectError(OAuthError):

@@ -7,12 +7,13 @@ from typing import Optional
 
 from chalicelib.ports.records import Record
 from chalicelib.ports import KeyCapReached
-from chalicelib.domain import plans
+from chalicelib.domain import limits, plans
 from chalicelib.errors import FeatureNotInPlan, NotFound, PlanLimitReached, ValidationFailed
-from chalicelib.models import MeResponse, Workspace
-from chalicelib.services import auth
-from chalicelib.services.access import Who
+from chalicelib.models import MeResponse, Usage, Workspace
+from chalicelib.services import auth, ratelimits
 from chalicelib.services.context import Context, new_workspace_id, rfc3339
+from chalicelib.services import access, activity
+from chalicelib.services.access import Who, requires
 
 MAX_WORKSPACE_NAME = 100
 MAX_KEY_NAME = 100
@@ -28,12 +29,36 @@ class CreatedKey:
     name: str
 
 
+@dataclass(frozen=True)
+class UpgradePath:
+    """What a person can do to move a workspace to Pro (issue 29): a billing link when the
+    service has one (DOCPUB_UPGRADE_URL), the operator command for the people who run the
+    service (DOCPUB_OPERATOR_EMAILS), and otherwise: ask the administrator."""
+    url: Optional[str]
+    command: Optional[str]
+
+
+def upgrade_path(workspace_id: str, email: Optional[str]) -> UpgradePath:
+    from urllib.parse import quote
+
+    from chalicelib import config
+
+    link = config.upgrade_url()
+    operators = config.operator_emails()
+    is_operator = bool(email) and ("*" in operators or email.strip().lower() in operators)  # type: ignore[union-attr]
+    where = "--aws " if config.storage() == "aws" else ""
+    return UpgradePath(url=link.replace("{workspace_id}", quote(workspace_id, safe="")) if link else None,
+                       command=f'make -s admin ARGS="{where}set-plan {workspace_id} pro"' if is_operator else None)
+
+
 def workspace_model(item: Record) -> Workspace:
     return Workspace(
         id=item["id"], name=item["name"], brand_name=item.get("brand_name"),
         brand_tagline=item.get("brand_tagline"), plan=item["plan"],
         document_count=item.get("document_count", 0),
         entitlements=plans.entitlements(item["plan"]),
+        usage=Usage(documents=item.get("document_count", 0), versions=max(0, int(item.get("version_total") or 0)),
+                    storage_bytes=max(0, int(item.get("storage_bytes") or 0))),
     )
 
 
@@ -51,7 +76,8 @@ class WorkspaceService:
         """The verified key item for presented credentials (one GetItem)."""
         return auth.verify(credentials, self.ctx.keys.get(credentials.key_id))
 
-    def me(self, who: Who) -> MeResponse:
+    @requires("get_workspace_info")
+    def me(self, who) -> MeResponse:
         """The caller's workspace: `who` is API-key credentials or an authenticated Actor."""
         from chalicelib.services.access import Actor
 
@@ -73,22 +99,41 @@ class WorkspaceService:
         workspace_id = workspace_id or new_workspace_id()
         self.ctx.workspaces.create({"id": workspace_id, "name": name, "plan": plan,
                                     "created_ms": self.ctx.now_ms()})
-        key = self.create_key(workspace_id, "default", api_key=api_key) if with_key else None
+        key = self.create_key(workspace_id, "default", api_key=api_key, operator=True) if with_key else None
         return self.get_workspace(workspace_id), key
 
-    def set_plan(self, workspace_id: str, plan: str) -> Workspace:
+    def _as(self, by: Optional[Who], operation: str, workspace_id: str) -> Who:
+        """The caller of a workspace operation: `by` (role-checked, its own workspace
+        only), or the operator when None (make admin, make run, the service itself)."""
+        who = by if by is not None else access.operator(workspace_id)
+        access.authorize(who, operation)
+        access.same_workspace(who, workspace_id)
+        return who
+
+    def set_plan(self, workspace_id: str, plan: str, by: Optional[Who] = None) -> Workspace:
+        who = self._as(by, "set_plan", workspace_id)
         self._check_plan(plan)
         if self.ctx.workspaces.get(workspace_id) is None:
             raise NotFound("No such workspace.")
-        return workspace_model(self.ctx.workspaces.set_plan(workspace_id, plan))
+        changed = workspace_model(self.ctx.workspaces.set_plan(workspace_id, plan))
+        activity.record(self.ctx, who, workspace_id, "workspace.plan", workspace_id, {"plan": plan})
+        return changed
 
-    def create_key(self, workspace_id: str, name: str = "default", api_key: Optional[str] = None) -> CreatedKey:
+    def create_key(self, workspace_id: str, name: str = "default", api_key: Optional[str] = None,
+                   operator: bool = False, by: Optional[Who] = None) -> CreatedKey:
+        """A new key (shown once). Self-service creations (the dashboard) are limited to
+        KEYS_CREATED_PER_WORKSPACE; the operator's CLI is not (`operator`). `by`: the
+        member asking (role-checked), else the operator."""
+        who = self._as(by, "create_key", workspace_id)
         name = (name or "").strip() or "default"
         if len(name) > MAX_KEY_NAME:
             raise ValidationFailed.field("name", f"must be at most {MAX_KEY_NAME} characters")
         workspace = self.ctx.workspaces.get(workspace_id)
         if workspace is None:
             raise NotFound("No such workspace.")
+        if not operator:
+            ratelimits.hit(self.ctx, ratelimits.scope_key("key-creation", workspace_id),
+                           limits.KEYS_CREATED_PER_WORKSPACE, limits.REFUSALS["key-creation"])
         secret = api_key or auth.generate_api_key()
         credentials = auth.credentials_from_key(secret)
         max_keys = plans.entitlements(workspace["plan"]).max_api_keys
@@ -102,21 +147,30 @@ class WorkspaceService:
             raise PlanLimitReached(
                 f"The free plan allows {max_keys} API key; revoke it or upgrade to Pro for more.",
                 {"limit": max_keys, "current": current}) from exc
+        activity.record(self.ctx, who, workspace_id, "key.create", credentials.key_id, {"name": name})
         return CreatedKey(credentials.key_id, secret, workspace_id, name)
 
-    def revoke_key(self, key_id: str, workspace_id: Optional[str] = None) -> Record:
+    def revoke_key(self, key_id: str, workspace_id: Optional[str] = None, by: Optional[Who] = None) -> Record:
         # Ids we never issue are 404 without a lookup (DynamoDB refuses keys over 2 KB).
+        if by is not None:
+            workspace_id = by.workspace_id if isinstance(by, access.Actor) else workspace_id
+            self._as(by, "revoke_key", workspace_id)  # type: ignore[arg-type]  # the role first: a viewer learns nothing of keys
         item = self.ctx.keys.get(key_id) if re.fullmatch(r"key_[0-9a-f]{20}", key_id or "") else None
         if item is None or (workspace_id is not None and item["workspace_id"] != workspace_id):
             raise NotFound("No such API key.")
-        return key_summary(self.ctx.keys.revoke(key_id, self.ctx.now_ms()) or item)
+        who = self._as(by, "revoke_key", item["workspace_id"])
+        revoked = key_summary(self.ctx.keys.revoke(key_id, self.ctx.now_ms()) or item)
+        activity.record(self.ctx, who, item["workspace_id"], "key.revoke", key_id, {"name": item.get("name")})
+        return revoked
 
-    def list_keys(self, workspace_id: str) -> list[Record]:
+    def list_keys(self, workspace_id: str, by: Optional[Who] = None) -> list[Record]:
+        self._as(by, "list_keys", workspace_id)
         return [key_summary(i) for i in self.ctx.keys.list_for_workspace(workspace_id)]
 
     def set_branding(self, workspace_id: str, brand_name: Optional[str],
-                     brand_tagline: Optional[str]) -> Workspace:
+                     brand_tagline: Optional[str], by: Optional[Who] = None) -> Workspace:
         """Pro: the name and tagline share pages show. Empty values clear them."""
+        who = self._as(by, "set_branding", workspace_id)
         item = self.ctx.workspaces.get(workspace_id)
         if item is None:
             raise NotFound("No such workspace.")
@@ -134,8 +188,11 @@ class WorkspaceService:
             fields.append({"field": "brand_name", "message": "is required when a tagline is set"})
         if fields:
             raise ValidationFailed(f"{fields[0]['field']}: {fields[0]['message']}", {"fields": fields})
-        return workspace_model(self.ctx.workspaces.set_fields(
+        changed = workspace_model(self.ctx.workspaces.set_fields(
             workspace_id, {"brand_name": name or None, "brand_tagline": tagline or None}))
+        activity.record(self.ctx, who, workspace_id, "workspace.branding", workspace_id,
+                        {"brand_name": name or None})
+        return changed
 
     @staticmethod
     def _check_plan(plan: str) -> None:

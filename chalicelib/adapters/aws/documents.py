@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+from chalicelib.adapters.aws.people import activity_item
 from chalicelib.adapters.aws.keys import (
-    api_key_key, document_key, document_pk, documents_index_pk, documents_sort_key, idempotency_key,
-    share_key, version_item_key, workspace_key,
+    WRITE_SHARDS, api_key_key, document_key, document_pk, documents_index_pk, documents_sort_key,
+    idempotency_key, rate_key, share_key, version_item_key, workspace_key, write_shard_key, write_shard_keys,
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
+from chalicelib.adapters.aws.workspaces import with_write_logs
 from chalicelib.ports.records import OutcomeUnknown
 from chalicelib.ports.records import (
-    BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
+    BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, StaleDocument,
 )
 from chalicelib.adapters.aws.errors import storage_errors
 
@@ -32,12 +34,16 @@ class Guards:
     def add(tx: Transaction, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> dict:
         indexes: dict[str, int] = {}
         if slot is not None:
+            # The slot's shard of the key's write log (keys.WRITE_SHARDS), not the key item:
+            # concurrent writers through one key race only when they pick the same shard.
+            fresh = slot.expected_seq == 0
             indexes["rate"] = tx.update(
-                api_key_key(slot.key_id),
+                write_shard_key(slot.key_id, slot.shard),
                 "SET writes = :log, writes_seq = :next, last_used_at = :now",
-                "attribute_exists(PK) AND attribute_not_exists(revoked_at) AND writes_seq = :seq",
-                values={":log": slot.new_log, ":next": slot.expected_seq + 1,
-                        ":seq": slot.expected_seq, ":now": slot.now_ms},
+                ("attribute_not_exists(writes_seq)" if fresh else "writes_seq = :seq")
+                + " AND attribute_not_exists(revoked_at)",
+                values={":log": slot.new_log, ":next": slot.expected_seq + 1, ":now": slot.now_ms,
+                        **({} if fresh else {":seq": slot.expected_seq})},
             )
         if idem is not None:
             indexes["idem"] = tx.put(
@@ -50,10 +56,49 @@ class Guards:
         return indexes
 
 
-def _raise_guard(exc: ConditionFailed, guards: dict) -> None:
+def _raise_guard(exc: ConditionFailed, guards: dict, quota: Optional[Quota] = None) -> None:
     for which, index in guards.items():
         if exc.failed(index):
+            old = (exc.old_items[index] if index < len(exc.old_items) else None) or {}
+            if which == "workspace-rate":
+                raise QuotaReached(which, int(old.get("hits", 0))) from exc
+            if which == "usage" and quota is not None:
+                plan, used = old.get("plan", ""), int(old.get("storage_bytes", 0))
+                raise QuotaReached(quota.refusal(plan, used) or "storage", used, plan) from exc
             raise GuardFailed(which) from exc
+
+
+# Usage of a workspace lives on its item: `storage_bytes` and `version_total`, changed with
+# ADD in the same transaction as the version (a blind conditional update: no extra read).
+def _usage_update(quota: Quota) -> tuple[str, str, dict, dict]:
+    """(ADD clause, condition, names, values) counting the quota's version on the
+    workspace item, under the bounds of the plan it has at commit."""
+    values: dict = {":qb": quota.add_bytes, ":qone": 1}
+    branches = []
+    for i, plan in enumerate(quota.version_room_plans):
+        values[f":qp{i}"] = plan
+        limit = quota.max_storage_bytes.get(plan)
+        if limit is None:
+            branches.append(f"#qplan = :qp{i}")
+        else:
+            values[f":qr{i}"] = limit - quota.add_bytes
+            branches.append(f"#qplan = :qp{i} AND (attribute_not_exists(storage_bytes) "
+                            f"OR storage_bytes <= :qr{i})")
+    # DynamoDB refuses redundant parentheses: only an OR of several branches is wrapped.
+    if not branches:
+        condition = "attribute_not_exists(PK)"  # no plan has room: always refused
+    elif len(branches) == 1:
+        condition = branches[0]
+    else:
+        condition = "(" + " OR ".join(f"({b})" if " AND " in b else b for b in branches) + ")"
+    return "ADD storage_bytes :qb, version_total :qone", condition, {"#qplan": "plan"}, values
+
+
+def _add_window(tx: Transaction, quota: Quota) -> int:
+    """The workspace's write counter for this window: +1 while under the limit."""
+    return tx.update(rate_key(quota.window_scope), "ADD hits :one SET expires_at = :exp",
+                     "attribute_not_exists(hits) OR hits < :limit",
+                     values={":one": 1, ":exp": quota.expires_at, ":limit": quota.window_limit}, return_old=True)
 
 
 
@@ -96,14 +141,14 @@ class DocumentRepository:
                      ) -> tuple[Optional[dict], Optional[dict], Optional[dict]]:
         """The API key item, and the document and idempotency record when asked
         for, in one round trip: (key item, document, idempotency record)."""
-        keys = [api_key_key(key_id)]
+        keys = [api_key_key(key_id), *write_shard_keys(key_id)]
         if document_id:
             keys.append(document_key(document_id))
         if idempotency_digest:
             keys.append(idempotency_key(key_id, idempotency_digest))
-        found = self.table.batch_get(keys) if len(keys) > 1 else [self.table.get(keys[0])]
-        key_item = found[0]
-        doc = found[1] if document_id else None
+        found = self.table.batch_get(keys)
+        key_item = with_write_logs(found[0], found[1:1 + WRITE_SHARDS])
+        doc = found[1 + WRITE_SHARDS] if document_id else None
         idem = found[-1] if idempotency_digest else None
         return key_item, doc, idem
 
@@ -137,21 +182,31 @@ class DocumentRepository:
 
     # writes
     def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
-               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
+               activity: Optional[dict] = None) -> None:
         """New document + version 1 + share link, atomically, counted against the
         cap unless the workspace's plan (as stored at commit) is uncapped."""
         tx = Transaction()
         plans = {f":p{i}": p for i, p in enumerate(uncapped_plans)}
         uncapped = " OR ".join(f"#plan = {name}" for name in plans)
+        update = "SET document_count = document_count + :one"
+        condition = f"attribute_exists(PK) AND ({uncapped + ' OR ' if uncapped else ''}document_count < :max)"
+        values = {":one": 1, ":max": max_documents, **plans}
+        counted = {}
+        names = {"#plan": "plan"} if plans else {}
+        if quota is not None:
+            add, room, quota_names, quota_values = _usage_update(quota)
+            update += " " + add
+            condition += f" AND {room}"
+            values.update(quota_values)
+            names.update(quota_names)
+            counted = {"stored_bytes": quota.add_bytes, "counted_versions": 1}
         ws_index = tx.update(
-            workspace_key(doc["workspace_id"]),
-            "SET document_count = document_count + :one",
-            f"attribute_exists(PK) AND ({uncapped + ' OR ' if uncapped else ''}document_count < :max)",
-            names={"#plan": "plan"} if plans else None,
-            values={":one": 1, ":max": max_documents, **plans},
-            return_old=True,
+            workspace_key(doc["workspace_id"]), update, condition,
+            names=names or None, values=values, return_old=True,
         )
-        tx.put({**document_key(doc["document_id"]), **doc,
+        window_index = _add_window(tx, quota) if quota is not None else None
+        tx.put({**document_key(doc["document_id"]), **doc, **counted,
                 "GSI1PK": documents_index_pk(doc["workspace_id"]),
                 "GSI1SK": documents_sort_key(doc["updated_ms"], doc["document_id"])},
                "attribute_not_exists(PK)")
@@ -159,14 +214,25 @@ class DocumentRepository:
                "attribute_not_exists(PK)")
         tx.put({**share_key(doc["share_id"]), "document_id": doc["document_id"],
                 "workspace_id": doc["workspace_id"]}, "attribute_not_exists(PK)")
-        refused = self._commit_version(tx, doc["document_id"], version, Guards.add(tx, slot, idem))
+        if activity is not None:
+            tx.put(activity_item(activity), "attribute_not_exists(PK)")
+        guards = Guards.add(tx, slot, idem)
+        if window_index is not None:
+            guards["workspace-rate"] = window_index
+        refused = self._commit_version(tx, doc["document_id"], version, guards, quota)
         if refused is not None:
             if refused.failed(ws_index):
+                old = refused.old_items[ws_index] or {}
+                capped = old.get("plan") not in set(uncapped_plans) and old.get("document_count", 0) >= max_documents
+                if quota is not None and not capped and old:
+                    plan, used = old.get("plan", ""), int(old.get("storage_bytes", 0))
+                    raise QuotaReached(quota.refusal(plan, used) or "storage", used, plan) from refused
                 raise DocumentCapReached(refused.old_items[ws_index]) from refused
             raise refused
 
     def append_version(self, doc: dict, version: dict, changes: dict,
-                       slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+                       slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
+                       quota: Optional[Quota] = None, activity: Optional[dict] = None) -> None:
         """Store version N+1 only if the document still has N versions (optimistic concurrency)."""
         tx = Transaction()
         sets = {"version_count": version["number"], "latest_version_id": version["version_id"],
@@ -175,22 +241,33 @@ class DocumentRepository:
         names = {f"#a{i}": k for i, k in enumerate(sets)}
         values = {f":a{i}": v for i, v in enumerate(sets.values())}
         values.update({":prev": doc["version_count"], ":ws": doc["workspace_id"]})
+        update = "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(sets)))
+        if quota is not None:
+            update += " ADD stored_bytes :sb, counted_versions :sone"
+            values.update({":sb": quota.add_bytes, ":sone": 1})
         doc_index = tx.update(
-            document_key(doc["document_id"]),
-            "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(sets))),
+            document_key(doc["document_id"]), update,
             LIVE_DOCUMENT + " AND version_count = :prev",
             names=names, values=values, return_old=True,
         )
         tx.put({**version_item_key(doc["document_id"], version["number"]), **version_item(version)},
                "attribute_not_exists(PK)")
-        refused = self._commit_version(tx, doc["document_id"], version, Guards.add(tx, slot, idem))
+        if activity is not None:
+            tx.put(activity_item(activity), "attribute_not_exists(PK)")
+        guards = Guards.add(tx, slot, idem)
+        if quota is not None:
+            add, room, quota_names, quota_values = _usage_update(quota)
+            guards["usage"] = tx.update(workspace_key(doc["workspace_id"]), add, f"attribute_exists(PK) AND {room}",
+                                        names=quota_names, values=quota_values, return_old=True)
+            guards["workspace-rate"] = _add_window(tx, quota)
+        refused = self._commit_version(tx, doc["document_id"], version, guards, quota)
         if refused is not None:
             if refused.failed(doc_index) or refused.failed(doc_index + 1):
                 raise StaleDocument(refused.old_items[doc_index]) from refused
             raise refused
 
     def _commit_version(self, tx: Transaction, document_id: str, version: dict,
-                        guards: dict) -> Optional[ConditionFailed]:
+                        guards: dict, quota: Optional[Quota] = None) -> Optional[ConditionFailed]:
         """Commit a transaction that stores `version`. None: it is stored (also when
         the answer was lost but the write was not). A guard's refusal (rate slot,
         idempotency) raises here; any other refused condition is returned for the
@@ -202,31 +279,45 @@ class DocumentRepository:
                 return None  # it committed: the answer was lost, the write was not
             if isinstance(exc, OutcomeUnknown):
                 raise
-            _raise_guard(exc, guards)
+            _raise_guard(exc, guards, quota)
             return exc
         return None
 
     def _settled(self, exc: Exception, document_id: str, version: dict) -> bool:
         """After a write whose outcome is unknown (a timeout or 5xx, or a retry that
         failed conditions an earlier attempt may have changed): read what is true.
-        True if our version is stored (the write committed); OutcomeUnknown if it
-        is not but may still be (the caller keeps the object for the sweep);
-        False for a plain refusal, which the caller maps as usual."""
+        True if our version is stored (the write committed); False otherwise: for
+        OutcomeUnknown the caller re-raises it (503, the object kept for the sweep).
+        A retry that failed its conditions with our version not stored is a plain
+        refusal the caller maps as usual: every attempt carried the same
+        ClientRequestToken, and DynamoDB answers a retry of a transaction that
+        committed with success (for 10 minutes), never with its conditions; so
+        no earlier attempt committed. (An emulator that ignores the token, moto,
+        is caught by the read: the version is there.)"""
         if isinstance(exc, ConditionFailed) and not exc.retried:
             return False
         stored = self.table.get(version_item_key(document_id, version["number"]))
-        if stored is not None and stored.get("version_id") == version["version_id"]:
-            return True
-        if isinstance(exc, OutcomeUnknown):
-            return False  # re-raised as it is: 503, object kept
-        raise OutcomeUnknown("ConditionFailedAfterRetry") from exc
-    def update_fields(self, doc: dict, fields: dict) -> dict:
-        """Change metadata (no version); refuses a document being deleted."""
+        return stored is not None and stored.get("version_id") == version["version_id"]
+
+    def update_fields(self, doc: dict, fields: dict, activity: Optional[dict] = None) -> dict:
+        """Change metadata (no version); refuses a document being deleted. With `activity`,
+        its log entry is written in the same transaction (still one call)."""
         names = {f"#a{i}": k for i, k in enumerate(fields)}
         values = {f":a{i}": v for i, v in enumerate(fields.values())}
         values[":ws"] = doc["workspace_id"]
+        if activity is not None:
+            tx = Transaction()
+            tx.update(document_key(doc["document_id"]),
+                      "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(fields))),
+                      LIVE_DOCUMENT, names=names, values=values)
+            tx.put(activity_item(activity), "attribute_not_exists(PK)")
+            try:
+                tx.commit()
+            except ConditionFailed as exc:
+                raise StaleDocument(None) from exc
+            return {**doc, **fields}
         try:
-            return self.table.update(
+            return self.table.update(  # type: ignore[return-value]
                 document_key(doc["document_id"]),
                 "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(fields))),
                 LIVE_DOCUMENT,
@@ -234,18 +325,19 @@ class DocumentRepository:
         except ConditionFailed as exc:
             raise StaleDocument(None) from exc
 
-    def get_for_share(self, share_id: str, version_number: Optional[int] = None
+    def get_for_share(self, share_id: str, version_number: Optional[int] = None, consistent: bool = True
                       ) -> tuple[Optional[dict], Optional[dict], Optional[dict], Optional[dict]]:
         """(share item, document, workspace, version N) for a share link: a GetItem
-        of the share, then one BatchGetItem of the rest."""
-        share = self.get_share(share_id)
+        of the share, then one BatchGetItem of the rest. `consistent=False`: eventually
+        consistent reads (half the read units; the view beacon, services/views.py)."""
+        share = self.table.get(share_key(share_id), consistent=consistent)
         if share is None:
             return None, None, None, None
         keys = [document_key(share["document_id"]), workspace_key(share["workspace_id"])]
         if version_number is not None:
             keys.append(version_item_key(share["document_id"], version_number))
-        found = self.table.batch_get(keys)
-        return share, found[0], found[1], (version_record(found[2]) if version_number is not None else None)
+        found = self.table.batch_get(keys, consistent=consistent)
+        return share, found[0], found[1], (found[2] if version_number is not None else None)
 
     def set_passphrase(self, doc: dict, passphrase_hash: Optional[str]) -> dict:
         """Store (or, with None, remove) the passphrase hash; every change bumps
@@ -256,7 +348,7 @@ class DocumentRepository:
         if passphrase_hash is not None:
             values[":h"] = passphrase_hash
         try:
-            return self.table.update(
+            return self.table.update(  # type: ignore[return-value]
                 document_key(doc["document_id"]), update,
                 LIVE_DOCUMENT,
                 values=values)
@@ -278,7 +370,7 @@ class DocumentRepository:
         except ConditionFailed as exc:
             raise StaleDocument(None) from exc
 
-    def begin_delete(self, doc: dict) -> None:
+    def begin_delete(self, doc: dict, activity: Optional[dict] = None) -> None:
         """Step 1 of delete, atomically: hide the document from lists and share
         links and free its place in the plan count. The item stays, marked
         `deleting`, so a retried DELETE can find it and finish the cleanup."""
@@ -286,8 +378,35 @@ class DocumentRepository:
         tx.update(document_key(doc["document_id"]), "SET deleting = :yes REMOVE GSI1PK, GSI1SK",
                   "attribute_exists(PK) AND attribute_not_exists(deleting)", values={":yes": True})
         tx.delete(share_key(doc["share_id"]))
-        tx.update(workspace_key(doc["workspace_id"]), "SET document_count = document_count - :one",
-                  "document_count > :zero", values={":one": 1, ":zero": 0})
+        # Its usage leaves the workspace's (counted on the document since issue 24).
+        tx.update(workspace_key(doc["workspace_id"]),
+                  "SET document_count = document_count - :one ADD storage_bytes :mb, version_total :mv",
+                  "document_count > :zero", values={":one": 1, ":zero": 0,
+                                                    ":mb": -int(doc.get("stored_bytes", 0)),
+                                                    ":mv": -int(doc.get("counted_versions", 0))})
+        if activity is not None:
+            tx.put(activity_item(activity), "attribute_not_exists(PK)")
+        try:
+            tx.commit()
+        except ConditionFailed as exc:
+            raise StaleDocument(None) from exc
+
+    def delete_version(self, doc: dict, version: dict) -> None:
+        """One old version: its item, the document's counters, the workspace's usage."""
+        counted = "counted_versions" in doc
+        tx = Transaction()
+        tx.delete(version_item_key(doc["document_id"], version["number"]), "version_id = :vid",
+                  values={":vid": version["version_id"]})
+        update = "ADD versions_deleted :one"
+        values = {":one": 1, ":ws": doc["workspace_id"], ":vid": version["version_id"]}
+        if counted:
+            update += ", stored_bytes :mb, counted_versions :mone"
+            values.update({":mb": -int(version["size_bytes"]), ":mone": -1})
+        tx.update(document_key(doc["document_id"]), update, LIVE_DOCUMENT + " AND latest_version_id <> :vid",
+                  values=values)
+        if counted:
+            tx.update(workspace_key(doc["workspace_id"]), "ADD storage_bytes :mb, version_total :mone",
+                      "attribute_exists(PK)", values={":mb": -int(version["size_bytes"]), ":mone": -1})
         try:
             tx.commit()
         except ConditionFailed as exc:

@@ -4,6 +4,20 @@ from __future__ import annotations
 import hashlib
 
 
+# An API key's write log is spread over this many items in the key's partition
+# (KEY#<id> / W#<shard>), so concurrent writers through one key claim different
+# items instead of racing for one (domain/ratelimit.claim_sharded keeps the limit exact).
+WRITE_SHARDS = 8
+
+
+def write_shard_key(key_id: str, shard: int) -> dict:
+    return {"PK": f"KEY#{key_id}", "SK": f"W#{shard:02d}"}
+
+
+def write_shard_keys(key_id: str) -> list[dict]:
+    return [write_shard_key(key_id, shard) for shard in range(WRITE_SHARDS)]
+
+
 def workspace_key(workspace_id: str) -> dict:
     return {"PK": f"WS#{workspace_id}", "SK": "WS"}
 
@@ -115,6 +129,10 @@ def day_sk(day: str, shard: int) -> str:
     return f"D#{day}#{shard:02d}"
 
 
+def version_views_sk(version_id: str, shard: int) -> str:
+    return f"P#{version_id}#{shard:02d}"
+
+
 def total_sk(shard: int) -> str:
     return f"T#{shard:02d}"
 
@@ -126,3 +144,25 @@ PENDING_INDEX_PK = "CDN#PENDING"
 
 def pending_key(path: str) -> dict:
     return {"PK": f"CDN#{path}", "SK": "CDN"}
+
+
+# People (adapters/aws/people.py): members live in their workspace's partition.
+
+def member_key(workspace_id: str, email: str) -> dict:
+    return {"PK": f"WS#{workspace_id}", "SK": f"MEMBER#{email}"}
+
+
+def memberships_index_pk(email: str) -> str:
+    return f"USER#{email}#WORKSPACES"
+
+
+def account_token_key(token_hash: str) -> dict:
+    return {"PK": f"ACCT#{token_hash}", "SK": "TOKEN"}
+
+
+def invites_index_pk(workspace_id: str) -> str:
+    return f"WS#{workspace_id}#INVITES"
+
+
+def activity_pk(workspace_id: str) -> str:
+    return f"ACT#{workspace_id}"

@@ -15,9 +15,15 @@ class SqliteHealth:
         self.db, self.blobs = db, blobs
 
     def check(self) -> None:
+        """StorageUnavailable (or any error) when the store cannot be used; StorageFull
+        when it can be read but the disk is full (writes would be refused)."""
+        from chalicelib.ports.records import StorageFull
+
         self.db.one("SELECT COUNT(*) AS n FROM workspaces")
         if not self.blobs.root.is_dir():
             raise OSError("blob folder missing")
+        if not self.db.reserve.healthy():
+            raise StorageFull("disk full")
 
 
 def open_storage(data_dir: str | Path):
@@ -63,6 +69,7 @@ def repositories(data_dir: str | Path, shared: bool = True):
     from chalicelib.adapters.sqlite.rates import RateLimitRepository
     from chalicelib.adapters.sqlite.views import ViewCounterRepository
     from chalicelib.adapters.sqlite.workspaces import ApiKeyRepository, WorkspaceRepository
+    from chalicelib.adapters.sqlite.people import PeopleRepository
     from chalicelib.ports import Repositories
 
     db, blobs = _shared(str(Path(data_dir).resolve())) if shared else open_storage(data_dir)
@@ -71,4 +78,4 @@ def repositories(data_dir: str | Path, shared: bool = True):
         feedback=FeedbackRepository(db), rates=RateLimitRepository(db), users=UserRepository(db),
         sessions=SessionRepository(db), blobs=blobs, health=SqliteHealth(db, blobs),
         views=ViewCounterRepository(db), kind="sqlite", oauth=OAuthRepository(db),
-        cdn_pending=PendingInvalidationRepository(db))
+        cdn_pending=PendingInvalidationRepository(db), people=PeopleRepository(db))

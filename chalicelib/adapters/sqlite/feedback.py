@@ -70,5 +70,8 @@ class FeedbackRepository:
         return rows, cursors.encode(listing, [rows[-1]["created_ms"], rows[-1]["feedback_id"]])
 
     def delete_for_document(self, document_id: str) -> int:
-        with self.db.write() as tx:
-            return tx.execute("DELETE FROM feedback WHERE document_id = ?", (document_id,)).rowcount
+        def work():
+            with self.db.write() as tx:
+                return tx.execute("DELETE FROM feedback WHERE document_id = ?", (document_id,)).rowcount
+
+        return self.db.deleting(work)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from chalicelib import config, errors
 from chalicelib.entrypoints.dashboard.web import (
-    ANON_COOKIE, SESSION_COOKIE, Page, redirect, render, route, safe_next, url,
+    ANON_COOKIE, DEVICE_COOKIE, SESSION_COOKIE, Page, redirect, render, route, safe_next, url,
 )
 from chalicelib import wiring as registry
 
@@ -24,13 +24,14 @@ def sign_up_form(page: Page):
 def sign_up(page: Page):
     form = page.form()
     try:
-        started = registry.accounts().sign_up(form.get("email", ""), form.get("password", ""),
-                                     form.get("workspace_name", ""), page.client_ip())
+        email = registry.accounts().sign_up(form.get("email", ""), form.get("password", ""),
+                                            form.get("workspace_name", ""), page.client_ip())
     except errors.DocpubError as exc:
         return render(page, "sign_up.html", status=exc.status, headers=dict(exc.headers), error=exc,
                       form={"email": form.get("email", ""), "workspace_name": form.get("workspace_name", "")})
-    _start_session(page, started)
-    return redirect(url("/keys", m="signed-up"))
+    # The same answer whether or not the email has an account (the mail tells its owner).
+    return render(page, "check_email.html", text=f"We sent a message to {email}. Open the link in it to "
+                                                 "confirm your address and finish signing up.")
 
 
 @route("/sign-in", signed_in=False)
@@ -45,17 +46,22 @@ def sign_in(page: Page):
     form = page.form()
     try:
         started = registry.accounts().sign_in(form.get("email", ""), form.get("password", ""), page.client_ip(),
-                                     previous_session_id=page.session_id)
+                                              previous_session_id=page.session_id,
+                                              device_cookie=page.cookies.get(DEVICE_COOKIE))
     except errors.DocpubError as exc:
         return render(page, "sign_in.html", status=exc.status, headers=dict(exc.headers), error=exc,
                       form={"email": form.get("email", "")}, next=safe_next(form.get("next")))
-    _start_session(page, started)
+    start_session(page, started)
     return redirect(safe_next(form.get("next")))
 
 
-def _start_session(page: Page, started) -> None:
+def start_session(page: Page, started) -> None:
     page.session_id, page.session = started.session_id, started.session
     page.set_cookie(SESSION_COOKIE, started.session_id, max_age=config.dashboard_session_seconds())
+    if started.device_token:  # this browser has signed in to this account (sign-in limits, services/accounts.py)
+        from chalicelib.services.accounts import DEVICE_MAX_AGE_SECONDS
+
+        page.set_cookie(DEVICE_COOKIE, started.device_token, max_age=DEVICE_MAX_AGE_SECONDS)
     if page.anon_id:
         page.clear_cookie(ANON_COOKIE)
         page.anon_id = None
@@ -85,6 +91,6 @@ def change_password(page: Page):
     except errors.DocpubError as exc:
         return render(page, "account.html", status=exc.status, headers=dict(exc.headers), error=exc,
                       active="account")
-    _start_session(page, started)
+    start_session(page, started)
     return redirect(url("/account", m="password-changed"))
 

@@ -15,7 +15,7 @@ from urllib.parse import quote, unquote, urlencode, urlparse
 from chalice import Blueprint, Response
 
 from chalicelib import config, errors, rendering
-from chalicelib.domain import limits
+from chalicelib.domain import limits, roles
 from chalicelib.entrypoints.dashboard import forms
 from chalicelib.entrypoints.http import as_error, client_ip, compress, parse_cookies
 from chalicelib.models import MAX_HTML_BYTES
@@ -32,6 +32,7 @@ STATIC_TYPES = {"dashboard.js": "text/javascript; charset=utf-8", "dashboard.css
 
 SESSION_COOKIE = "docpub_session"
 ANON_COOKIE = "docpub_csrf"
+DEVICE_COOKIE = "docpub_device"  # a browser that signed in to an account before (sign-in limits)
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
     "X-Content-Type-Options": "nosniff",
@@ -41,6 +42,15 @@ SECURITY_HEADERS = {
 # Flash messages are chosen by code, never echoed from the query string.
 MESSAGES = {
     "signed-up": "Welcome! Your workspace is ready. Create an API key to publish from scripts.",
+    "verified": "Email confirmed. Welcome! Create an API key to publish from scripts.",
+    "password-reset": "Password changed. Every other session of your account was signed out.",
+    "joined": "You joined the workspace.",
+    "switched": "Switched workspace.",
+    "invited": "Invitation sent.",
+    "invite-revoked": "Invitation withdrawn.",
+    "role-changed": "Role changed.",
+    "removed": "Member removed: their sessions and connected apps in this workspace ended.",
+    "left": "You left the workspace.",
     "signed-in": "Signed in.",
     "signed-out": "Signed out.",
     "expired": "Your session has ended; sign in again.",
@@ -87,9 +97,12 @@ class Page:
     # who
     @property
     def actor(self):
-        from chalicelib.services.access import Actor
+        """The signed-in member, with their current role in the current workspace."""
+        return self.session.actor
 
-        return Actor(self.session.workspace_id)
+    @property
+    def role(self) -> str:
+        return self.session.role if self.session else ""
 
     @property
     def workspace_id(self) -> str:
@@ -161,16 +174,21 @@ def template_globals() -> dict:
     """What every dashboard template (and the macros it imports) can use."""
     from chalicelib.entrypoints.dashboard.forms import MAX_FORM_BYTES
     from chalicelib.services.uploads import MAX_ZIP_BYTES
+    from chalicelib.services.workspaces import upgrade_path
 
     return {"url": url, "pro_features": PRO_FEATURES, "max_html_bytes": MAX_HTML_BYTES, "limits": limits,
-            "max_bundle_bytes": min(MAX_ZIP_BYTES, MAX_FORM_BYTES)}
+            "max_bundle_bytes": min(MAX_ZIP_BYTES, MAX_FORM_BYTES), "upgrade_path": upgrade_path}
 
 
 def render(page: Page, template: str, status: int = 200, headers: Optional[dict] = None, **context) -> Response:
     context.setdefault("message", MESSAGES.get(page.query.get("m", "")))
     context.setdefault("active", "")
+    if page.session is not None and "my_workspaces" not in context:
+        context["my_workspaces"] = registry.people().workspaces_of(page.session.email)
     html = rendering.page("dashboard/" + template, template_globals(), session=page.session,
-                          csrf_token=page.csrf_token(), base_url=config.base_url(), **context)
+                          csrf_token=page.csrf_token(), base_url=config.base_url(),
+                          can=lambda operation: bool(page.session) and roles.allows(page.session.role, operation),
+                          **context)
     return Response(body=html, status_code=status,
                     headers={"Content-Type": "text/html; charset=utf-8", **(headers or {})})
 
