@@ -10,7 +10,7 @@ from chalicelib import config
 from chalicelib.adapters.aws import clients as aws
 from chalicelib.models import PublishRequest
 from chalicelib.services.auth import credentials_from_key
-from chalicelib.services.context import Context
+from chalicelib.wiring import new_context
 from chalicelib.services.documents import DocumentService
 from chalicelib.services.views import ViewService
 from chalicelib.services.workspaces import WorkspaceService
@@ -24,7 +24,7 @@ CHROME = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko)
 @pytest.fixture
 def link(storage, clock, monkeypatch):
     monkeypatch.setenv("DOCPUB_VIEW_RATE_LIMIT", "100000")
-    ctx = Context(clock=clock)
+    ctx = new_context(clock=clock)
     _, key = WorkspaceService(ctx).create_workspace("Viral", "pro")
     who = credentials_from_key(key.api_key)
     documents = DocumentService(ctx)

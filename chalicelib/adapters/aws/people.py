@@ -24,6 +24,7 @@ from chalicelib.adapters.aws.table import (
 )
 from chalicelib.ports.people import LastOwner, MemberExists, NotMember
 from chalicelib.ports.records import BadCursor
+from chalicelib.adapters.aws.errors import storage_errors
 
 MEMBER_FIELDS = ("workspace_id", "email", "role", "created_ms", "added_by")
 INTERNAL = ("PK", "SK", "GSI1PK", "GSI1SK")
@@ -48,6 +49,7 @@ def activity_item(entry: dict) -> dict:
             **entry}
 
 
+@storage_errors
 class PeopleRepository:
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()

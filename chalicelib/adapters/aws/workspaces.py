@@ -64,6 +64,7 @@ def with_write_logs(key_item: Optional[Record], shards: list[Optional[Record]]) 
     return record
 
 
+@storage_errors
 class ApiKeyRepository:
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()

@@ -20,7 +20,7 @@ from chalicelib.ports.records import (
 )
 
 DOCUMENT_FIELDS = ("title", "description", "share_enabled", "share_expires_ms", "latest_content", "share_access")
-VERSION_COLUMNS = "version_id, number, note, created_ms, size_bytes, blob_key AS s3_key, format, files"
+VERSION_COLUMNS = "version_id, number, note, created_ms, size_bytes, blob_key, format, files"
 LIVE = "document_id = ? AND workspace_id = ? AND deleting = 0"
 MAX_GET_MANY = 100
 
