@@ -70,7 +70,7 @@ def run(args) -> dict:
         if args.command == "cdn-pending":
             from chalicelib.services import cdn
 
-            return {"pending": cdn.pending()}
+            return {"pending": cdn.pending(wiring.default_context())}
         if args.command == "login-link":
             from chalicelib.wiring import accounts
 
