@@ -248,7 +248,7 @@ async def update_document(
                                                    **_link_settings(share_enabled, share_expires_at, share_access)})
         return registry.documents().update(_credentials(), document_id, request)
 
-    return _call(action, exclude={"html"})
+    return _call(action, exclude=document_exclusions(False, False))
 
 
 async def rotate_share_link(
@@ -272,7 +272,7 @@ async def set_passphrase(
                                    validate(PassphraseRequest, {"passphrase": passphrase}).passphrase)
         return registry.documents().get(_credentials(), document_id)
 
-    return _call(action, exclude={"html"})
+    return _call(action, exclude=document_exclusions(False, False))
 
 
 async def delete_document(
