@@ -14,7 +14,7 @@ from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
 from chalicelib.entrypoints.oauth import bp as oauth_blueprint
 from chalicelib.models import (
     EditRequest, FeedbackListQuery, GetDocumentQuery, Health, ListDocumentsQuery, PassphraseRequest,
-    PublishRequest, ResolveFeedbackRequest, StatsQuery, UpdateDocumentRequest,
+    PublishRequest, ReplyRequest, ResolveFeedbackRequest, StatsQuery, UpdateDocumentRequest,
 )
 from chalicelib.services import registry
 from chalicelib.services.auth import credentials_from_headers
@@ -178,7 +178,7 @@ def rotate_share_link(document_id):
 def list_feedback():
     credentials, query = _authorized(parse_query, FeedbackListQuery)
     return json_response(registry.feedback().list(credentials, query.document_id, query.status,
-                                                  query.limit, query.cursor))
+                                                  query.limit, query.cursor, query.since, query.wait))
 
 
 @app.route("/api/v1/feedback/{feedback_id}/resolve", methods=["POST"])
@@ -188,6 +188,13 @@ def resolve_feedback(feedback_id):
     parse = parse_body if _request().raw_body else (lambda _request, model: model())
     credentials, request = _authorized(parse, ResolveFeedbackRequest)
     return json_response(registry.feedback().resolve(credentials, feedback_id, request.resolved))
+
+
+@app.route("/api/v1/feedback/{feedback_id}/replies", methods=["POST"])
+@api
+def reply_to_feedback(feedback_id):
+    credentials, request = _authorized(parse_body, ReplyRequest)
+    return json_response(registry.feedback().reply(credentials, feedback_id, request.message), 201)
 
 
 app.register_blueprint(share_pages)

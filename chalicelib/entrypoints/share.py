@@ -35,7 +35,7 @@ from chalicelib.entrypoints.http import (
     FORM_TYPE, as_error, compress, handles_errors, json_response, parse_form_or_json,
     client_ip as http_client_ip, parse_cookies, refuse_cross_site,
 )
-from chalicelib.models import FeedbackSubmission, RequestModel
+from chalicelib.models import FeedbackSubmission, RequestModel, ViewerReplyRequest
 from chalicelib.services import registry
 from chalicelib.services.sharing import Locked, SharePage, UNLOCK_COOKIE, WrongPassphrase, share_path
 
@@ -492,3 +492,16 @@ def share_feedback(share_id):
     created = registry.feedback().submit(share_id, submission, client_ip(), _cookie(UNLOCK_COOKIE), version)
     return json_response(created, 201)
 
+
+
+@bp.route("/d/{share_id}/feedback/{feedback_id}/replies", methods=["POST"], content_types=FORM_TYPES)
+@_private
+@handles_errors(bp)
+def share_reply(share_id, feedback_id):
+    """A viewer's reply to a thread: 201 Reply or the contract's error body; the same
+    limits as feedback, counted in the same per-address budget."""
+    request = _request()
+    refuse_cross_site(request)
+    reply = parse_form_or_json(request, ViewerReplyRequest)
+    created = registry.feedback().viewer_reply(share_id, feedback_id, reply, client_ip(), _cookie(UNLOCK_COOKIE))
+    return json_response(created, 201)

@@ -3,8 +3,8 @@ exchange. Services import this package only, never an adapter."""
 from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.records import (
     BadCursor, BlobNotFound, DocumentCapReached, FeedbackGone, GuardFailed, IdempotencyRecord, KeyCapReached,
-    OutcomeUnknown, RateClaim, RateSlot, StaleDocument, StorageUnavailable, UserExists, WriteRefused,
-    definitely_not_applied,
+    OutcomeUnknown, RateClaim, RateSlot, ReplyCapReached, StaleDocument, StorageUnavailable, UserExists,
+    WebhookCapReached, WriteRefused, definitely_not_applied,
 )
 from chalicelib.ports.repositories import (
     BLOB_ROOT, ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository,
@@ -18,5 +18,5 @@ __all__ = [
     "FeedbackGone", "FeedbackRepository", "GuardFailed", "IdempotencyRecord", "KeyCapReached", "OutcomeUnknown",
     "RateClaim", "RateLimitRepository", "RateSlot", "Repositories", "SessionRepository", "StaleDocument",
     "StorageHealth", "StorageUnavailable", "UserExists", "UserRepository", "WorkspaceRepository", "WriteRefused",
-    "definitely_not_applied", "BLOB_ROOT", "document_prefix", "version_key", "ViewCounterRepository", "ViewCounts",
+    "definitely_not_applied", "ReplyCapReached", "WebhookCapReached", "BLOB_ROOT", "document_prefix", "version_key", "ViewCounterRepository", "ViewCounts",
 ]
