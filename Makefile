@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PORT ?= 8000
+# make run HOST=0.0.0.0: listen on every interface (README: "Another address").
+HOST ?= 127.0.0.1
 STAGE ?= dev
 STACK ?= docpub-$(STAGE)
 BUILD_DIR ?= build
@@ -18,7 +20,7 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt
 
 # The embedded store (SQLite + files in $${DOCPUB_DATA_DIR:-.local}); restarts on source changes.
 run: $(BIN)/.installed
-	$(BIN)/python -m scripts.local_stack --port $(PORT)
+	$(BIN)/python -m scripts.local_stack --host $(HOST) --port $(PORT)
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
@@ -31,7 +33,7 @@ admin: $(BIN)/.installed
 
 # Every bench prints a markdown table with its floor measured in the same run
 # (docs/performance.md). They use moto (in-process or a child server), never AWS.
-BENCHES := aws_calls edit_engine large_documents cold_start share_views
+BENCHES := aws_calls edit_engine large_documents cold_start share_views bounds
 bench: $(BIN)/.installed
 	@set -e; for b in $(BENCHES); do $(BIN)/python -m bench.$$b; done
 

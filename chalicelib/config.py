@@ -193,3 +193,19 @@ def live_poll_seconds() -> int:
     """DOCPUB_LIVE_POLL_SECONDS: how often an open share page asks for a newer version
     (default 10; tests shorten it)."""
     return max(1, int(_get("DOCPUB_LIVE_POLL_SECONDS", "10")))
+
+
+def mail() -> str:
+    """Outgoing mail: `outbox` (files in outbox_dir(); the default outside Lambda), an
+    `smtp://` / `smtps://` URL, or `ses` (Amazon SES v2; the default in Lambda)."""
+    return _get("DOCPUB_MAIL", "ses" if deployed() else "outbox")
+
+
+def mail_from() -> str:
+    """The From of every message (deployed: an address of the identity verified in SES)."""
+    return _get("DOCPUB_MAIL_FROM", "Docpub <no-reply@docpub.localhost>")
+
+
+def outbox_dir() -> str:
+    """Where `DOCPUB_MAIL=outbox` writes `.eml` files."""
+    return os.path.join(data_dir(), "outbox")

@@ -207,3 +207,12 @@ class VersionContentMissing(InternalError):
             f"The HTML of version {version_id} is missing from storage; it has been logged. "
             "Publish the document again (or restore another version) to repair it.",
             {"version_id": version_id, "request_id": str(uuid.uuid4())})
+
+
+class ForbiddenRole(DocpubError):
+    """A member's role does not allow the action (contract 7d)."""
+    status, code = 403, "forbidden_role"
+
+    def __init__(self, role: str, message: str | None = None):
+        super().__init__(message or f"Your role in this workspace ({role}) does not allow this.", {"role": role})
+        self.role = role

@@ -12,7 +12,7 @@
 # Environment: STAGE (dev|prod), STACK (default docpub-$STAGE), BUILD_DIR (build),
 # ARTIFACT_BUCKET (default docpub-artifacts-<account>-<region>), and optional stack
 # parameters DOMAIN_NAME, CERTIFICATE_ARN, HOSTED_ZONE_ID, CONTENT_DOMAIN_NAME,
-# CONTENT_CERTIFICATE_ARN, ALARM_TOPIC_ARN, BASE_URL.
+# CONTENT_CERTIFICATE_ARN, ALARM_TOPIC_ARN, BASE_URL, MAIL_FROM, MAIL_IDENTITY (SES).
 # AWS credentials and region come from the usual AWS CLI configuration.
 set -euo pipefail
 
@@ -64,6 +64,8 @@ params=("Stage=$STAGE")
 [ -n "${HOSTED_ZONE_ID:-}" ] && params+=("HostedZoneId=$HOSTED_ZONE_ID")
 [ -n "${ALARM_TOPIC_ARN:-}" ] && params+=("AlarmTopicArn=$ALARM_TOPIC_ARN")
 [ -n "${BASE_URL:-}" ] && params+=("PublicBaseUrl=$BASE_URL")
+[ -n "${MAIL_FROM:-}" ] && params+=("MailFromAddress=$MAIL_FROM")
+[ -n "${MAIL_IDENTITY:-}" ] && params+=("MailIdentity=$MAIL_IDENTITY")
 
 deploy() {
   "$AWS" cloudformation deploy --template-file "$BUILD_DIR/packaged.json" --stack-name "$STACK" \

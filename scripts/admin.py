@@ -34,6 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
                                          "retry pending CDN invalidations")
     sub.add_parser("cdn-pending", help="CDN invalidations of withdrawn links not yet accepted (oldest first)")
     sub.add_parser("cdn-retry", help="send pending CDN invalidations again")
+    outbox = sub.add_parser("outbox", help="the latest messages in the mail outbox (DOCPUB_MAIL=outbox) "
+                                          "with their links, newest first")
+    outbox.add_argument("--limit", type=int, default=10)
     return parser
 
 
@@ -65,6 +68,11 @@ def run(args) -> dict:
             from chalicelib.services import cdn
 
             return {"pending": cdn.pending()}
+        if args.command == "outbox":
+            from chalicelib import config
+            from chalicelib.adapters.mail.outbox import read_outbox
+
+            return {"outbox": config.outbox_dir(), "messages": read_outbox(config.outbox_dir(), args.limit)}
         if args.command == "cdn-retry":
             from chalicelib.services import cdn
 

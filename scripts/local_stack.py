@@ -30,6 +30,9 @@ DEV_WORKSPACE_ID = "ws_dev"
 # What autoreload watches, relative to the project folder. Anything else (the
 # data folder, tests/, build/, .venv, docs) never restarts the server.
 WATCHED = ("app.py", ".chalice", "chalicelib")
+# Written by tools, never source: `chalice package` (make package, and so
+# `make test`) caches its build in .chalice/deployments.
+UNWATCHED = (os.path.join(".chalice", "deployments"), os.path.join(".chalice", "venv"))
 POLL_SECONDS = 0.5
 STOP_GRACE_SECONDS = 1.0
 
@@ -105,6 +108,59 @@ def ensure_dev_workspace(data_dir: Path) -> tuple[str, bool]:
     return created.api_key, not wanted
 
 
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def is_wildcard(host: str) -> bool:
+    return host.strip("[]") in ("0.0.0.0", "::", "")
+
+
+def default_urls(host: str, port: int, base_url: str | None = None) -> dict[str, str]:
+    """DOCPUB_BASE_URL and DOCPUB_CONTENT_URL when the environment does not set them.
+
+    Loopback or every interface (HOST=0.0.0.0): the base URL is http://127.0.0.1:PORT.
+    One address (HOST=192.168.1.20): that address, the only one the server answers on.
+    Document content gets a second site, http://localhost:PORT, so the browser keeps it
+    apart from the dashboard and API as a deployment does (issue 15), but only while the
+    base URL is loopback: for anyone on another machine, localhost is their own machine,
+    so then content is served sandboxed from the base URL (DOCPUB_CONTENT_URL empty)."""
+    from urllib.parse import urlparse
+
+    if not base_url:
+        where = "127.0.0.1" if is_loopback(host) or is_wildcard(host) else host
+        if ":" in where and not where.startswith("["):
+            where = f"[{where}]"
+        base_url = f"http://{where}:{port}"
+    loopback_base = is_loopback(urlparse(base_url).hostname or "")
+    return {"DOCPUB_BASE_URL": base_url,
+            "DOCPUB_CONTENT_URL": f"http://localhost:{port}" if loopback_base else ""}
+
+
+def exposure_notes(host: str, port: int, base_url: str) -> list[str]:
+    """What `make run HOST=…` changes, said when it starts (README: "Another address")."""
+    if is_loopback(host):
+        return []
+    notes = [f"Listening on {host}:{port}: other machines can reach this server."]
+    from urllib.parse import urlparse
+
+    if is_loopback(urlparse(base_url).hostname or ""):
+        notes.append(f"Share links and the MCP URL say {base_url}, which only this machine can open: "
+                     "set DOCPUB_BASE_URL to the address others use (e.g. http://192.168.1.20:"
+                     f"{port}).")
+    if not base_url.startswith("https://"):
+        notes.append("Over plain http, dashboard cookies are not marked Secure: beyond a trusted "
+                     "network, put a TLS proxy in front and set DOCPUB_BASE_URL=https://….")
+    return notes
+
+
 def _write_private(path: Path, text: str) -> None:
     """Owner-only file, replaced atomically (a reader never sees it half written)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -127,7 +183,8 @@ def _local_secret(data_dir: Path) -> str:
 
 
 def source_state(root: Path = PROJECT_DIR) -> dict[str, tuple[int, int]]:
-    """(mtime, size) of every watched source file: app.py, chalicelib/, .chalice/.
+    """(mtime, size) of every watched source file: app.py, chalicelib/, .chalice/
+    (not .chalice/deployments or .chalice/venv, which tools write).
 
     Skips __pycache__, hidden files and editor temporaries, so neither Python's
     own bytecode writes nor an editor's swap file restart the server."""
@@ -139,7 +196,8 @@ def source_state(root: Path = PROJECT_DIR) -> dict[str, tuple[int, int]]:
             state[name] = (stat.st_mtime_ns, stat.st_size)
             continue
         for folder, dirs, files in os.walk(top):
-            dirs[:] = [d for d in dirs if d != "__pycache__" and not d.startswith(".")]
+            dirs[:] = [d for d in dirs if d != "__pycache__" and not d.startswith(".")
+                       and os.path.relpath(os.path.join(folder, d), root) not in UNWATCHED]
             for file in files:
                 if file.startswith(".") or file.endswith(("~", ".pyc", ".pyo", ".swp", ".tmp")):
                     continue
@@ -233,7 +291,8 @@ class Supervisor:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (make run HOST=0.0.0.0 for every interface)")
     parser.add_argument("--no-autoreload", action="store_true")
     args = parser.parse_args(argv)
     # Dies with `make run` (or whatever started it): SIGTERM, so the worker is stopped too.
@@ -242,11 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     data_dir = resolve_data_dir()
     storage = prepare_environment(data_dir)
     os.environ["PORT"] = str(args.port)
-    os.environ.setdefault("DOCPUB_BASE_URL", f"http://127.0.0.1:{args.port}")
-    # Document content on a second site (localhost vs 127.0.0.1), so the browser
-    # separates it from the dashboard and API as a deployment would (issue 15).
-    # Set DOCPUB_CONTENT_URL= (empty) to serve content from the base URL instead.
-    os.environ.setdefault("DOCPUB_CONTENT_URL", f"http://localhost:{args.port}")
+    for name, value in default_urls(args.host, args.port, os.environ.get("DOCPUB_BASE_URL")).items():
+        os.environ.setdefault(name, value)
     if not os.environ.get("DOCPUB_SECRET_KEY"):
         os.environ["DOCPUB_SECRET_KEY"] = _local_secret(data_dir)
 
@@ -261,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     base = os.environ["DOCPUB_BASE_URL"]
     where = f"data in {data_dir}" if storage == "sqlite" else "storage: AWS (DynamoDB + S3)"
     print(f"Docpub is running on {base}  ({where})", flush=True)
+    for line in exposure_notes(args.host, args.port, base):
+        print(f"  {line}", flush=True)
     print(f"  API: {base}/api/v1   MCP: {base}/mcp   Dashboard: {base}/dashboard", flush=True)
     if os.environ.get("DOCPUB_CONTENT_URL"):
         print(f"  Document content: {os.environ['DOCPUB_CONTENT_URL']} (a separate site)", flush=True)

@@ -15,6 +15,7 @@ from chalicelib.ports import (
     SessionRepository, StorageHealth, UserRepository, ViewCounterRepository, WorkspaceRepository,
 )
 from chalicelib.ports.cdn import CdnInvalidator, PendingInvalidationRepository
+from chalicelib.ports.mail import Mailer
 from chalicelib.ports.oauth import OAuthRepository
 
 
@@ -52,12 +53,20 @@ def _configured_cdn() -> CdnInvalidator:
     return build_cdn()
 
 
+def _configured_mailer() -> Mailer:
+    from chalicelib.adapters.mail import build_mailer
+
+    return build_mailer()
+
+
 @dataclass
 class Context:
     repos: Repositories = field(default_factory=_configured_repositories)
     # Edge coherence: the CDN told about withdrawn links (services/cdn.py); not storage.
     cdn: CdnInvalidator = field(default_factory=_configured_cdn)
     clock: Callable[[], float] = time.time
+    # Outgoing mail (ports/mail.py), built on first use: DOCPUB_MAIL picks the adapter.
+    mail_factory: Callable[[], Mailer] = _configured_mailer
     # Backoff between optimistic-concurrency retries; tests may inject a no-op.
     sleep: Callable[[float], None] = time.sleep
 
@@ -65,6 +74,10 @@ class Context:
         """Short jittered pause before retrying a write that lost a race."""
         if attempt:
             self.sleep(random.uniform(0, min(0.1, 0.002 * (2 ** min(attempt, 6)))))
+
+    @functools.cached_property
+    def mail(self) -> Mailer:
+        return self.mail_factory()
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)

@@ -38,6 +38,8 @@ PROFILES = {
     # Best effort, inside an API call: one try, short; a failure is retried later (services/cdn.py).
     "cloudfront": RetryProfile(connect_timeout=1, read_timeout=2, max_attempts=1),
     "ssm": RetryProfile(connect_timeout=1, read_timeout=2, max_attempts=2),
+    # One message per call (sign-up, reset, invite); a refusal is answered, not retried for long.
+    "ses": RetryProfile(connect_timeout=1, read_timeout=5, max_attempts=2),
 }
 
 
@@ -83,9 +85,18 @@ def ssm():
     return boto3.client("ssm", region_name=config.aws_region(), config=_botocore_config("ssm"))
 
 
+@functools.lru_cache(maxsize=None)
+def ses():
+    import boto3
+
+    # SES v2 (`sesv2`); its IAM actions are still named `ses:*`.
+    return boto3.client("sesv2", region_name=config.aws_region(), config=_botocore_config("ses"))
+
+
 def reset_clients() -> None:
     """Forget cached clients (tests that switch endpoints)."""
     dynamodb.cache_clear()
     s3.cache_clear()
     cloudfront.cache_clear()
     ssm.cache_clear()
+    ses.cache_clear()

@@ -20,12 +20,13 @@ def yaml_blocks() -> list[dict]:
 
 
 def github_publish_step() -> dict:
-    steps = yaml_blocks()[0]["jobs"]["test"]["steps"]
-    return next(step for step in steps if step.get("id") == "docpub")
+    """The script step (the section before it uses the GitHub Action: test_github_action.py)."""
+    steps = [step for block in yaml_blocks() if "jobs" in block for step in block["jobs"]["test"]["steps"]]
+    return next(step for step in steps if step.get("id") == "docpub" and "run" in step)
 
 
 def gitlab_publish_script() -> str:
-    job = yaml_blocks()[1]["publish-report"]
+    job = next(block for block in yaml_blocks() if "publish-report" in block)["publish-report"]
     assert job["before_script"] == ['pip install "$DOCPUB_CLIENT"']
     return "\n".join(job["script"])
 

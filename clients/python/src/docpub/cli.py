@@ -199,7 +199,26 @@ def document_rows(documents: list[dict]) -> list[list[str]]:
 
 
 DOC_COLUMNS = ["ID", "Title", "Ver.", "Updated (UTC)", "Feedback", "Link"]
-DOC_NO_WRAP = (0, 2, 3)
+
+
+def print_documents(documents: list[dict]) -> None:
+    """Piped: one tab-separated line per document (every column, for scripts). On a
+    terminal: one block per document, whatever the width: the title, then the share
+    link and the id each on a line of their own, never cut or wrapped by us (they
+    are what people copy), then version, update time and open feedback."""
+    rows = document_rows(documents)
+    if not stdout_is_terminal():
+        print_rows(DOC_COLUMNS, rows)
+        return
+    for index, (doc_id, title, versions, updated, feedback, link) in enumerate(rows):
+        if index:
+            click.echo("")
+        click.echo(click.style(" ".join(title.split()) or "(untitled)", bold=True))
+        click.echo(f"  {link}")
+        facts = [doc_id, f"v{versions}", f"updated {updated} UTC"]
+        if feedback not in ("", "0"):
+            facts.append(f"{feedback} open feedback")
+        click.echo("  " + " · ".join(facts))
 
 
 class UploadProgress:
@@ -383,7 +402,7 @@ def _listing(query: Optional[str], limit: Optional[int], cursor: Optional[str], 
     if not documents:
         info("no documents" if query is None else f"no documents match {query!r}")
         return
-    print_rows(DOC_COLUMNS, document_rows(documents), keep=[0, 1, 2, 3], no_wrap=DOC_NO_WRAP)
+    print_documents(documents)
     if page.get("next_cursor"):
         info(f"more: docpub list --cursor {page['next_cursor']}" if query is None
              else "more: use --all to list every match")

@@ -1,0 +1,59 @@
+"""Messages the service sends (verification, password reset, invitations, sign-in
+links): rendered from `templates/mail/<name>.txt` and `.html` (jinja2; the HTML
+autoescaped), with the workspace's branding where it has some, and handed to the
+Mailer port. A message that cannot be sent is a 503 to the caller (nothing is
+half-done: the token it carries is useless without the message)."""
+from __future__ import annotations
+
+import functools
+import logging
+from pathlib import Path
+from typing import Optional
+
+from chalicelib.errors import ServiceUnavailable
+from chalicelib.ports.mail import MailUndeliverable, OutgoingMail
+from chalicelib.services.context import Context
+
+log = logging.getLogger("docpub")
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "mail"
+SUBJECTS = {
+    "verify": "Confirm your email address for Docpub",
+    "reset": "Reset your Docpub password",
+    "invite": "You are invited to {workspace_name} on Docpub",
+    "exists": "You already have a Docpub account",
+    "login": "Your Docpub sign-in link",
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _environments():
+    import jinja2
+
+    loader = jinja2.FileSystemLoader(str(TEMPLATES))
+    return (jinja2.Environment(loader=loader, autoescape=False, keep_trailing_newline=True),
+            jinja2.Environment(loader=loader, autoescape=True))
+
+
+def render(kind: str, to: str, branding: Optional[dict] = None, **values) -> OutgoingMail:
+    text_env, html_env = _environments()
+    values = {"email": to, "brand_name": None, "brand_tagline": None, **(branding or {}), **values}
+    subject = SUBJECTS[kind].format(**values)
+    values["subject"] = subject
+    return OutgoingMail(to=to, subject=subject, text=text_env.get_template(f"{kind}.txt").render(**values),
+                        html=html_env.get_template(f"{kind}.html").render(**values), kind=kind)
+
+
+def branding_of(workspace: Optional[dict]) -> dict:
+    """A Pro workspace's own name and tagline on its messages (as on its share pages)."""
+    if workspace and workspace.get("plan") == "pro" and workspace.get("brand_name"):
+        return {"brand_name": workspace["brand_name"], "brand_tagline": workspace.get("brand_tagline")}
+    return {}
+
+
+def send(ctx: Context, message: OutgoingMail) -> None:
+    try:
+        ctx.mail.send(message)
+    except MailUndeliverable as exc:
+        log.warning("mail not sent", extra={"kind": message.kind, "reason": str(exc)})
+        raise ServiceUnavailable("We could not send the email just now; try again in a minute.") from exc

@@ -1,0 +1,121 @@
+"""Issue 29, "the second hour": what a new user trips on after the quick start.
+
+One test (or more) per numbered item of the issue where one can hold it; the
+dashboard items (6, 7) are in tests/test_dashboard_second_hour.py, the CLI's
+list output (4) in clients/python/tests/test_docpub_list_output.py, /docs (5)
+in tests/test_docs_page.py.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from scripts import local_stack
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+README = PROJECT_DIR / "README.md"
+SHELL_BLOCK = re.compile(r"^```(?:sh|bash|shell)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
+
+
+def _readme_blocks() -> list[str]:
+    return SHELL_BLOCK.findall(README.read_text(encoding="utf-8"))
+
+
+# 1. The README's backup block creates backup/ (holding secrets): git must ignore it.
+def test_every_folder_a_readme_block_creates_in_the_checkout_is_git_ignored():
+    if shutil.which("git") is None or not (PROJECT_DIR / ".git").exists():
+        pytest.skip("not a git checkout")
+    created = {name.rstrip("/") for block in _readme_blocks()
+               for name in re.findall(r"mkdir -p ([\w./-]+)", block)
+               if not name.startswith(("/", "$", "~"))}
+    assert "backup" in created  # the backup block is still there
+    for name in sorted(created):
+        probe = f"{name}/docpub.sqlite3"
+        ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", probe], cwd=PROJECT_DIR)
+        assert ignored.returncode == 0, f"{name}/ is created by a README block but not in .gitignore"
+
+
+# 2. `make test` restarted a running `make run`: chalice package (make package, run by
+# the infra tests) writes .chalice/deployments, which the autoreloader watched.
+def test_autoreload_ignores_what_chalice_package_writes_but_sees_the_config(tmp_path):
+    shutil.copytree(PROJECT_DIR / ".chalice", tmp_path / ".chalice",
+                    ignore=shutil.ignore_patterns("deployments", "venv"))
+    (tmp_path / "app.py").write_text("# app\n")
+    before = local_stack.source_state(tmp_path)
+    for written in (".chalice/deployments/abc123-python3.11.zip", ".chalice/venv/lib/x.py"):
+        (tmp_path / written).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / written).write_bytes(b"zip")
+    assert local_stack.source_state(tmp_path) == before
+    config = tmp_path / ".chalice" / "config.json"
+    config.write_text(config.read_text() + "\n")
+    assert local_stack.source_state(tmp_path) != before
+
+
+# 3. The MCP Inspector command needs `npx -y` to run unattended (npx asks before installing).
+def test_every_npx_command_in_the_docs_installs_without_asking():
+    texts = [README] + sorted((PROJECT_DIR / "docs").glob("*.md")) + [PROJECT_DIR / "clients/python/README.md"]
+    found = 0
+    for path in texts:
+        # `npx <package>` (scoped, or pinned with @): prose such as "without npx or" is not a command
+        for match in re.finditer(r"\bnpx\s+((?:-\S+\s+)*)(@?[\w.-]+(?:/[\w.-]+)?@[\w.^~-]+|@[\w.-]+/[\w.-]+)",
+                                 path.read_text(encoding="utf-8")):
+            options = match.group(1).split()
+            assert "-y" in options or "--yes" in options, \
+                f"{path.name}: `npx {match.group(2)}` asks before installing; use `npx -y`"
+            found += 1
+    assert found >= 1
+
+
+# 8. `make run` could not bind another address.
+@pytest.mark.parametrize("args, host", [([], "127.0.0.1"), (["HOST=0.0.0.0"], "0.0.0.0")])
+def test_make_run_listens_on_HOST(args, host):
+    env = {k: v for k, v in __import__("os").environ.items() if k != "HOST"}
+    dry = subprocess.run(["make", "-n", "-o", ".venv/bin/.installed", "run", *args], cwd=PROJECT_DIR,
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert dry.returncode == 0, dry.stderr
+    assert f"scripts.local_stack --host {host} --port" in dry.stdout
+
+
+@pytest.mark.parametrize("host, base, content", [
+    ("127.0.0.1", "http://127.0.0.1:8000", "http://localhost:8000"),
+    ("0.0.0.0", "http://127.0.0.1:8000", "http://localhost:8000"),
+    ("192.168.1.20", "http://192.168.1.20:8000", ""),
+    ("::", "http://127.0.0.1:8000", "http://localhost:8000"),
+    ("fd00::5", "http://[fd00::5]:8000", ""),
+])
+def test_the_default_urls_follow_the_address(host, base, content):
+    assert local_stack.default_urls(host, 8000) == {"DOCPUB_BASE_URL": base, "DOCPUB_CONTENT_URL": content}
+
+
+def test_a_base_url_others_can_open_drops_the_localhost_content_site():
+    urls = local_stack.default_urls("0.0.0.0", 8000, "http://192.168.1.20:8000")
+    assert urls == {"DOCPUB_BASE_URL": "http://192.168.1.20:8000", "DOCPUB_CONTENT_URL": ""}
+
+
+def test_make_run_says_what_changes_off_loopback():
+    assert local_stack.exposure_notes("127.0.0.1", 8000, "http://127.0.0.1:8000") == []
+    notes = " ".join(local_stack.exposure_notes("0.0.0.0", 8000, "http://127.0.0.1:8000"))
+    assert "other machines can reach" in notes and "DOCPUB_BASE_URL" in notes and "Secure" in notes
+    notes = " ".join(local_stack.exposure_notes("0.0.0.0", 8000, "https://demo.example.com"))
+    assert "DOCPUB_BASE_URL to the address" not in notes and "Secure" not in notes
+    readme = README.read_text(encoding="utf-8")
+    assert "make run HOST=0.0.0.0" in readme and "`Secure`" in readme
+
+
+# 8. The README said "303 SEE OTHER": the status line it shows is the one the server sends.
+@pytest.mark.e2e
+def test_the_unlock_status_line_in_the_readme_is_what_the_server_sends(stack):
+    shown = re.search(r"^# (HTTP/1\.1 303 .+)$", README.read_text(encoding="utf-8"), re.M).group(1)
+    pro = stack.admin("create-workspace", "--name", "Second hour", "--plan", "pro")
+    with stack.client(pro["api_key"]) as http:
+        doc = http.post("/api/v1/publish", json={"title": "Locked", "html": "<p>x</p>"}).json()
+        assert http.put(f"/api/v1/documents/{doc['document_id']}/passphrase",
+                        json={"passphrase": "violet tractor lagoon 93"}).status_code == 204
+    share = doc["share_url"].rsplit("/d/", 1)[1]
+    answer = httpx.post(f"{stack.base_url}/d/{share}/unlock", data={"passphrase": "violet tractor lagoon 93"})
+    assert f"HTTP/1.1 {answer.status_code} {answer.reason_phrase}" == shown
