@@ -487,3 +487,56 @@ class RevokeRequest(BaseModel):
 class OAuthErrorBody(ResponseModel):
     error: str
     error_description: Optional[str] = None
+
+
+# ------------------------------------------------------------------ webhooks (contract 7c)
+
+WebhookEvent = Literal["feedback.created", "feedback.replied", "feedback.resolved", "document.published",
+                       "document.deleted"]
+
+
+class WebhookCreateRequest(RequestModel):
+    url: Annotated[str, StringConstraints(min_length=1, max_length=2048), Field(description=(
+        "An https URL whose host resolves to public addresses (checked again at every delivery)."))]
+    events: Annotated[list[WebhookEvent], Field(min_length=1, max_length=5, description=(
+        "One or more of feedback.created, feedback.replied, feedback.resolved, document.published, "
+        "document.deleted."))]
+
+
+class Webhook(ResponseModel):
+    webhook_id: str
+    url: str
+    events: list[str]
+    created_at: str
+
+
+class WebhookCreated(Webhook):
+    secret: str = Field(description="`whsec_` + base64 of 32 random bytes; shown only here.")
+
+
+class WebhookList(ResponseModel):
+    webhooks: list[Webhook]
+
+
+class WebhookDelivery(ResponseModel):
+    delivery_id: str
+    event: str
+    status: Literal["pending", "delivered", "failed"]
+    attempts: int
+    response_status: Optional[int] = None
+    created_at: str
+    next_attempt_at: Optional[str] = None
+    last_error: Optional[str] = None
+
+
+class WebhookDeliveryList(ResponseModel):
+    deliveries: list[WebhookDelivery]
+
+
+class WebhookTestQueued(ResponseModel):
+    delivery_id: str
+
+
+class WebhookSecretRotated(ResponseModel):
+    secret: str
+    previous_secret_expires_at: str

@@ -66,6 +66,7 @@ ERROR_HEADERS = {
 PATH_PARAMETERS: dict[str, tuple[Any, str]] = {
     "document_id": (models.DocumentId, "A document's id (UUID)."),
     "feedback_id": (str, "A feedback entry's id."),
+    "webhook_id": (str, "A webhook's id."),
 }
 
 SECURITY_SCHEMES = {
@@ -156,6 +157,22 @@ OPERATIONS: tuple[Operation, ...] = (
               "Answer a feedback thread as the owner (the viewer sees it on the share page).", models.Reply,
               status=201, request=models.ReplyRequest, errors=(403, 404), tag="feedback",
               example={"message": "Fixed in version 3, thanks!"}),
+    Operation("POST", "/api/v1/webhooks", "createWebhook",
+              "Add a webhook (at most 5 per workspace); the answer is the only time the secret is shown.",
+              models.WebhookCreated, status=201, request=models.WebhookCreateRequest, errors=(403,), tag="webhooks",
+              example={"url": "https://hooks.example.com/docpub", "events": ["feedback.created"]}),
+    Operation("GET", "/api/v1/webhooks", "listWebhooks", "The workspace's webhooks (never their secrets).",
+              models.WebhookList, tag="webhooks"),
+    Operation("DELETE", "/api/v1/webhooks/{webhook_id}", "deleteWebhook", "Remove a webhook.", status=204,
+              errors=(404,), tag="webhooks"),
+    Operation("POST", "/api/v1/webhooks/{webhook_id}/test", "testWebhook",
+              "Queue a `webhook.test` delivery.", models.WebhookTestQueued, status=202, errors=(404,),
+              tag="webhooks"),
+    Operation("POST", "/api/v1/webhooks/{webhook_id}/rotate-secret", "rotateWebhookSecret",
+              "A new secret; the previous one also signs for 24 h.", models.WebhookSecretRotated, errors=(404,),
+              tag="webhooks"),
+    Operation("GET", "/api/v1/webhooks/{webhook_id}/deliveries", "listWebhookDeliveries",
+              "The newest 50 deliveries of a webhook.", models.WebhookDeliveryList, errors=(404,), tag="webhooks"),
     Operation("PUT", "/api/v1/documents/{document_id}/passphrase", "setPassphrase",
               "Protect the share link with a passphrase (Pro).", status=204,
               request=models.PassphraseRequest, errors=(403, 404), example={"passphrase": "correct horse"}),
@@ -368,7 +385,7 @@ def build(routes: dict) -> dict:
                  "description": "Publish HTML documents behind shareable links. Generated from the "
                                 "pydantic models in chalicelib/models.py; errors follow "
                                 "`{\"error\": {\"code\", \"message\", \"details\"?}}`."},
-        "tags": [{"name": t} for t in ("documents", "workspace", "feedback", "service", "oauth")],
+        "tags": [{"name": t} for t in ("documents", "workspace", "feedback", "webhooks", "service", "oauth")],
         "paths": dict(sorted(paths.items())),
         "components": {"schemas": dict(sorted(components.items())), "securitySchemes": SECURITY_SCHEMES},
     }

@@ -315,7 +315,7 @@ def test_deleting_a_document_deletes_threads_and_their_events_on_dynamodb(client
 def test_activity_positions_are_exactly_once(storage, ctx, clock):
     """Port contract: every waking event is returned once across successive calls,
     including one committed late (its time taken before a position was handed out)."""
-    from chalicelib.services.feedback import make_event
+    from chalicelib.services.events import make_event
 
     ctx.workspaces.create({"id": "ws_a", "name": "A", "plan": "free", "created_ms": 1})
     doc = {"document_id": "00000000-0000-4000-8000-000000000001", "workspace_id": "ws_a", "title": "t",

@@ -246,3 +246,5 @@ class Repositories:
     oauth: Optional[OAuthRepository] = None  # chalicelib/ports/oauth.py (clients, codes, grants, tokens)
     # Pending CDN invalidations (chalicelib/ports/cdn.py PendingInvalidationRepository).
     cdn_pending: Optional[object] = None
+    # Webhooks, the outbox and deliveries (chalicelib/ports/webhooks.py WebhookRepository).
+    webhooks: Optional[object] = None

@@ -17,6 +17,7 @@ from chalicelib.ports import (
 from chalicelib.ports.cdn import CdnInvalidator, PendingInvalidationRepository
 from chalicelib.ports.mail import Mailer
 from chalicelib.ports.oauth import OAuthRepository
+from chalicelib.ports.webhooks import WebhookRepository
 
 
 def new_document_id() -> str:
@@ -125,6 +126,10 @@ class Context:
     @property
     def cdn_pending(self) -> PendingInvalidationRepository:
         return self.repos.cdn_pending
+
+    @property
+    def webhooks(self) -> WebhookRepository:
+        return self.repos.webhooks
 
     @property
     def views(self) -> ViewCounterRepository:

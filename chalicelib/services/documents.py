@@ -202,7 +202,8 @@ class DocumentService:
                         changes = {"title": request.title, **link_changes}
                         if request.description is not None:
                             changes["description"] = request.description
-                        self.ctx.documents.append_version(doc, version, changes, slot, idem_record)
+                        self.ctx.documents.append_version(doc, version, changes, slot, idem_record,
+                                                          self._published(doc, version, changes))
                 except GuardFailed as exc:
                     if exc.which == "idem":
                         replay = self._replay(self.ctx.documents.get_idempotency(actor.key_item["key_id"], digest),
@@ -234,6 +235,20 @@ class DocumentService:
             if stored:
                 self._discard(object_key)
 
+    def _published(self, doc: Optional[dict], version: dict, changes: dict) -> dict:
+        """The `document.published` event of a new document or version (written with it)."""
+        after = {**(doc or {}), **changes, "version_count": version["number"],
+                 "latest_version_id": version["version_id"], "latest_size": version["size_bytes"],
+                 "updated_ms": version["created_ms"]}
+        return self._event("document.published", after, version["created_ms"])
+
+    @staticmethod
+    def _event(kind: str, doc: dict, now_ms: int) -> dict:
+        from chalicelib.services.events import make_event
+
+        return make_event(kind, doc["workspace_id"], doc["document_id"], now_ms,
+                          summary_model(doc).model_dump(mode="json"))
+
     def _link_changes(self, request) -> dict:
         """Document item fields for the link settings a publish/PATCH body gives:
         `share_enabled`, and `share_expires_ms` (None: clear it)."""
@@ -258,7 +273,8 @@ class DocumentService:
                "latest_size": version["size_bytes"], "open_feedback_count": 0}
         doc.update({k: v for k, v in (link_changes or {}).items() if v is not None})
         try:
-            self.ctx.documents.create(doc, version, max_documents, plans.UNCAPPED_PLANS, slot, idem)
+            self.ctx.documents.create(doc, version, max_documents, plans.UNCAPPED_PLANS, slot, idem,
+                                      self._published(None, version, doc))
         except DocumentCapReached as exc:
             current = (exc.workspace or {}).get("document_count", max_documents)
             raise PlanLimitReached(
@@ -332,7 +348,7 @@ class DocumentService:
                        "created_ms": now_ms, "size_bytes": len(data), "s3_key": object_key}
             self.ctx.blobs.put_html(object_key, data)
             try:
-                self.ctx.documents.append_version(doc, version, {}, slot, None)
+                self.ctx.documents.append_version(doc, version, {}, slot, None, self._published(doc, version, {}))
             except GuardFailed:
                 self._discard(object_key)
                 key_busy = True
@@ -461,7 +477,7 @@ class DocumentService:
         _, doc, _ = self._load(who, document_id, include_deleting=True)  # key + document: one round trip
         if not doc.get("deleting"):
             try:
-                self.ctx.documents.begin_delete(doc)
+                self.ctx.documents.begin_delete(doc, self._event("document.deleted", doc, self.ctx.now_ms()))
             except StaleDocument:
                 pass  # a concurrent delete got there first; finish the job with it
         cdn.withdraw(self.ctx, doc["share_id"], "delete")

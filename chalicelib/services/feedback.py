@@ -27,6 +27,7 @@ from chalicelib.models import (
 )
 from chalicelib.ports import BadCursor, FeedbackGone, GuardFailed, ReplyCapReached, StaleDocument
 from chalicelib.services import access, cursors, ratelimits
+from chalicelib.services.events import make_event
 from chalicelib.services.context import Context, default_context, new_feedback_id, rfc3339
 from chalicelib.services.sharing import ShareService
 
@@ -42,10 +43,6 @@ SINCE_MESSAGE = "is not a `since` token this service returned for this listing"
 
 def new_reply_id() -> str:
     return "rp_" + secrets.token_urlsafe(12)
-
-
-def new_event_id() -> str:
-    return "ev_" + secrets.token_urlsafe(12)
 
 
 def reply_model(item: dict) -> Reply:
@@ -71,13 +68,6 @@ def event_payload(feedback: Feedback, reply: Optional[Reply] = None) -> dict:
     while data["replies"] and len(json.dumps(data, ensure_ascii=False).encode()) > PAYLOAD_MAX_BYTES:
         data["replies"] = data["replies"][1:]
     return data
-
-
-def make_event(kind: str, workspace_id: str, document_id: Optional[str], created_ms: int, payload: dict,
-               feedback_id: Optional[str] = None, reply_id: Optional[str] = None, wakes: bool = False) -> dict:
-    return {"event_id": new_event_id(), "workspace_id": workspace_id, "document_id": document_id, "type": kind,
-            "feedback_id": feedback_id, "reply_id": reply_id, "wakes": wakes, "payload": payload,
-            "created_ms": created_ms}
 
 
 _FEEDBACK_ID = re.compile(r"fb_[A-Za-z0-9_-]{8,64}")

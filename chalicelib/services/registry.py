@@ -35,6 +35,13 @@ def feedback():
 
 
 @functools.lru_cache(maxsize=None)
+def webhooks():
+    from chalicelib.services.webhooks import WebhookService
+
+    return WebhookService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
 def accounts():
     from chalicelib.services.accounts import AccountService
 
@@ -70,6 +77,7 @@ def reset() -> None:
     workspaces.cache_clear()
     sharing.cache_clear()
     feedback.cache_clear()
+    webhooks.cache_clear()
     accounts.cache_clear()
     editing.cache_clear()
     views.cache_clear()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+from chalicelib.adapters.aws.events import add_event
 from chalicelib.adapters.aws.keys import (
     api_key_key, document_key, document_pk, documents_index_pk, documents_sort_key, idempotency_key,
     share_key, version_item_key, workspace_key,
@@ -110,7 +111,7 @@ class DocumentRepository:
 
     # writes
     def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
-               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], event: Optional[dict] = None) -> None:
         """New document + version 1 + share link, atomically, counted against the
         cap unless the workspace's plan (as stored at commit) is uncapped."""
         tx = Transaction()
@@ -132,6 +133,7 @@ class DocumentRepository:
                "attribute_not_exists(PK)")
         tx.put({**share_key(doc["share_id"]), "document_id": doc["document_id"],
                 "workspace_id": doc["workspace_id"]}, "attribute_not_exists(PK)")
+        add_event(tx, event)
         refused = self._commit_version(tx, doc["document_id"], version, Guards.add(tx, slot, idem))
         if refused is not None:
             if refused.failed(ws_index):
@@ -139,7 +141,8 @@ class DocumentRepository:
             raise refused
 
     def append_version(self, doc: dict, version: dict, changes: dict,
-                       slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+                       slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
+                       event: Optional[dict] = None) -> None:
         """Store version N+1 only if the document still has N versions (optimistic concurrency)."""
         tx = Transaction()
         sets = {"version_count": version["number"], "latest_version_id": version["version_id"],
@@ -156,6 +159,7 @@ class DocumentRepository:
         )
         tx.put({**version_item_key(doc["document_id"], version["number"]), **version},
                "attribute_not_exists(PK)")
+        add_event(tx, event)
         refused = self._commit_version(tx, doc["document_id"], version, Guards.add(tx, slot, idem))
         if refused is not None:
             if refused.failed(doc_index) or refused.failed(doc_index + 1):
@@ -251,7 +255,7 @@ class DocumentRepository:
         except ConditionFailed as exc:
             raise StaleDocument(None) from exc
 
-    def begin_delete(self, doc: dict) -> None:
+    def begin_delete(self, doc: dict, event: Optional[dict] = None) -> None:
         """Step 1 of delete, atomically: hide the document from lists and share
         links and free its place in the plan count. The item stays, marked
         `deleting`, so a retried DELETE can find it and finish the cleanup."""
@@ -261,6 +265,7 @@ class DocumentRepository:
         tx.delete(share_key(doc["share_id"]))
         tx.update(workspace_key(doc["workspace_id"]), "SET document_count = document_count - :one",
                   "document_count > :zero", values={":one": 1, ":zero": 0})
+        add_event(tx, event)
         try:
             tx.commit()
         except ConditionFailed as exc:

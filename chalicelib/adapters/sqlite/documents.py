@@ -13,6 +13,7 @@ import sqlite3
 from typing import Iterable, Optional
 
 from chalicelib.adapters.sqlite import cursors
+from chalicelib.adapters.sqlite.feedback import insert_event
 from chalicelib.adapters.sqlite.db import Database, one
 from chalicelib.ports.records import (
     DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument, WriteRefused,
@@ -120,7 +121,7 @@ class DocumentRepository:
     # ---------------------------------------------------------------- writes
 
     def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
-               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], event: Optional[dict] = None) -> None:
         with self.db.write() as tx:
             check_guards(tx, slot, idem)
             workspace = one(tx, "SELECT * FROM workspaces WHERE id = ?", (doc["workspace_id"],))
@@ -143,6 +144,7 @@ class DocumentRepository:
             tx.execute("INSERT INTO share_links (share_id, document_id, workspace_id) VALUES (?, ?, ?)",
                        (doc["share_id"], doc["document_id"], doc["workspace_id"]))
             claim_guards(tx, slot, idem)
+            insert_event(tx, event)
 
     @staticmethod
     def _insert_version(tx: sqlite3.Connection, document_id: str, version: dict) -> None:
@@ -152,7 +154,8 @@ class DocumentRepository:
                     version["created_ms"], version["size_bytes"], version["s3_key"]))
 
     def append_version(self, doc: dict, version: dict, changes: dict,
-                       slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+                       slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
+                       event: Optional[dict] = None) -> None:
         _check_fields(changes)
         with self.db.write() as tx:
             check_guards(tx, slot, idem)
@@ -167,6 +170,7 @@ class DocumentRepository:
                        (*sets.values(), doc["document_id"]))
             self._insert_version(tx, doc["document_id"], version)
             claim_guards(tx, slot, idem)
+            insert_event(tx, event)
 
     def update_fields(self, doc: dict, fields: dict) -> dict:
         _check_fields(fields)
@@ -197,7 +201,7 @@ class DocumentRepository:
             tx.execute("INSERT INTO share_links (share_id, document_id, workspace_id) VALUES (?, ?, ?)",
                        (new_share_id, doc["document_id"], doc["workspace_id"]))
 
-    def begin_delete(self, doc: dict) -> None:
+    def begin_delete(self, doc: dict, event: Optional[dict] = None) -> None:
         with self.db.write() as tx:
             current = _document(tx, doc["document_id"])
             workspace = one(tx, "SELECT document_count FROM workspaces WHERE id = ?", (doc["workspace_id"],))
@@ -207,6 +211,7 @@ class DocumentRepository:
             tx.execute("DELETE FROM share_links WHERE share_id = ?", (doc["share_id"],))
             tx.execute("UPDATE workspaces SET document_count = document_count - 1 WHERE id = ?",
                        (doc["workspace_id"],))
+            insert_event(tx, event)
 
     def purge(self, document_id: str) -> None:
         with self.db.write() as tx:
