@@ -209,3 +209,9 @@ def mail_from() -> str:
 def outbox_dir() -> str:
     """Where `DOCPUB_MAIL=outbox` writes `.eml` files."""
     return os.path.join(data_dir(), "outbox")
+
+
+def webhooks_worker_enabled() -> bool:
+    """DOCPUB_WEBHOOKS_WORKER=off: `make run` does not start its webhook worker thread
+    (events wait in the outbox; tests use it to crash between an event and its send)."""
+    return _get("DOCPUB_WEBHOOKS_WORKER", "on").lower() not in ("off", "false", "0")

@@ -24,7 +24,9 @@ TABLES = {"workspaces", "api_keys", "documents", "versions", "share_links", "ide
           "feedback", "users", "sessions", "cdn_pending",
           # OAuth for MCP (adapters/sqlite/oauth.py)
           "oauth_clients", "oauth_codes", "oauth_grants", "oauth_access_tokens", "oauth_refresh_tokens",
-          "view_days", "view_versions", "view_limits"}
+          "view_days", "view_versions", "view_limits",
+          # the review loop (adapters/sqlite/feedback.py, webhooks.py)
+          "feedback_replies", "events", "webhooks", "webhook_deliveries", "sqlite_sequence"}
 
 
 @pytest.fixture

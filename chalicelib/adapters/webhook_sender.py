@@ -12,6 +12,7 @@ timeout, the body is not read beyond a few KiB. `DOCPUB_WEBHOOKS_ALLOW_PRIVATE=t
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import socket
 import ssl
 import threading
@@ -56,10 +57,14 @@ def check_target(url: str, resolve: bool = True) -> tuple[str, str, int, str, Op
     port = port or (443 if parts.scheme == "https" else 80)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     host = parts.hostname.lower()
-    if not resolve:
-        return parts.scheme, host, port, path, None
     if allow_private:
         return parts.scheme, host, port, path, None
+    if not resolve:
+        # Without a lookup (an API request never waits for DNS): only a literal address is judged now.
+        try:
+            ipaddress.ip_address(host.strip("[]"))
+        except ValueError:
+            return parts.scheme, host, port, path, None
     try:
         # The one outbound address check (issue 24 moves it to its own module).
         address = cimd._vetted_address(host, port)
@@ -119,9 +124,9 @@ def send(url: str, body: bytes, headers: dict, timeout: float) -> SendResult:
         response.read(READ_BYTES)
         status = response.status
     except (OSError, http.client.HTTPException, ssl.SSLError, ValueError) as exc:
-        if aborted.is_set():
+        if aborted.is_set() or isinstance(exc, (TimeoutError, socket.timeout)):
             return SendResult(None, f"no answer within {timeout:g} s")
-        return SendResult(None, f"{type(exc).__name__}")
+        return SendResult(None, f"no answer ({type(exc).__name__})")
     finally:
         watchdog.cancel()
         connection.close()

@@ -60,6 +60,17 @@ def _configured_mailer() -> Mailer:
     return build_mailer()
 
 
+def _configured_nudge() -> Callable[[], None]:
+    """Called after a committed event: tells the webhook worker there is work (deployed: SQS)."""
+    from chalicelib import config
+
+    if not config.webhook_queue_url():
+        return lambda: None
+    from chalicelib.adapters.aws.outbox import nudge
+
+    return nudge
+
+
 @dataclass
 class Context:
     repos: Repositories = field(default_factory=_configured_repositories)
@@ -68,6 +79,8 @@ class Context:
     clock: Callable[[], float] = time.time
     # Outgoing mail (ports/mail.py), built on first use: DOCPUB_MAIL picks the adapter.
     mail_factory: Callable[[], Mailer] = _configured_mailer
+    # Tells the webhook worker that the outbox has a new event (services/webhooks.py).
+    nudge_outbox: Callable[[], None] = field(default_factory=_configured_nudge)
     # Backoff between optimistic-concurrency retries; tests may inject a no-op.
     sleep: Callable[[float], None] = time.sleep
 

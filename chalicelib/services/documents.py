@@ -227,6 +227,7 @@ class DocumentService:
                         self._outcome_unknown(object_key)
                     raise
                 stored = False  # committed: the object is referenced now
+                self.ctx.nudge_outbox()
                 if doc is not None and links.withdraws(doc, link_changes, now_ms):
                     cdn.withdraw(self.ctx, doc["share_id"], "link settings")
                 return WriteResult(response, decision.headers() if decision else {})
@@ -368,6 +369,7 @@ class DocumentService:
                 else:
                     self._outcome_unknown(object_key)
                 raise
+            self.ctx.nudge_outbox()
             summary = EditSummary(edits_applied=outcome.edits_applied, replacements=outcome.replacements,
                                   size_bytes_before=len(before), size_bytes_after=len(data))
             response = EditResponse(document_id=document_id, version_id=version_id,
@@ -478,6 +480,7 @@ class DocumentService:
         if not doc.get("deleting"):
             try:
                 self.ctx.documents.begin_delete(doc, self._event("document.deleted", doc, self.ctx.now_ms()))
+                self.ctx.nudge_outbox()
             except StaleDocument:
                 pass  # a concurrent delete got there first; finish the job with it
         cdn.withdraw(self.ctx, doc["share_id"], "delete")

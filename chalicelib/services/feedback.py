@@ -109,6 +109,7 @@ class FeedbackService:
                 continue  # another post from this address moved the log; re-read it
             except StaleDocument as exc:
                 raise NotFound("No such link.") from exc
+            self.ctx.nudge_outbox()
             return FeedbackCreated(feedback_id=feedback_id)
         raise ratelimits.contended(what)
 
@@ -188,6 +189,8 @@ class FeedbackService:
                 if doc is None or doc.get("deleting"):
                     raise NotFound(f"No feedback {feedback_id} in this workspace.") from None
                 continue  # changed concurrently: look again
+            if event is not None:
+                self.ctx.nudge_outbox()
             return model
         raise NotFound(f"No feedback {feedback_id} in this workspace.")
 
@@ -230,6 +233,7 @@ class FeedbackService:
                     f"This thread has {limits.REPLIES_PER_THREAD} replies, the most a thread holds; "
                     "start a new comment instead.",
                     {"limit": limits.REPLIES_PER_THREAD, "current": exc.current}) from None
+            self.ctx.nudge_outbox()
             return model
         raise ratelimits.contended(what or "The thread is busy")
 

@@ -109,7 +109,7 @@ class WebhookService:
         from chalicelib.adapters.webhook_sender import TargetRefused, check_target
 
         try:
-            check_target(request.url)
+            check_target(request.url, resolve=False)  # host names are checked at every delivery
         except TargetRefused as exc:
             raise ValidationFailed.field("url", str(exc)) from None
         events = list(dict.fromkeys(request.events))
@@ -254,3 +254,4 @@ class WebhookService:
 
     def purge(self, days: int = 30) -> int:
         return self.ctx.webhooks.purge_events(self.ctx.now_ms() - days * 86400 * 1000)
+

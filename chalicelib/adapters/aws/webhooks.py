@@ -51,7 +51,8 @@ class WebhookRepository:
         ws_index = tx.update(workspace_key(webhook["workspace_id"]), "ADD webhook_count :one",
                              "attribute_exists(PK) AND (attribute_not_exists(webhook_count) OR webhook_count < :max)",
                              values={":one": 1, ":max": max_webhooks}, return_old=True)
-        record = {k: v for k, v in webhook.items() if k != "secrets"}
+        record = dict(webhook)
+        record.pop("secrets", None)  # stored as JSON text (a list of maps)
         tx.put({**webhook_key(webhook["webhook_id"]), **record, "secrets_json": json.dumps(webhook["secrets"]),
                 "GSI1PK": webhooks_index_pk(webhook["workspace_id"]),
                 "GSI1SK": _sk(webhook["created_ms"], webhook["webhook_id"])}, "attribute_not_exists(PK)")
