@@ -8,6 +8,8 @@ builder are imported on first use, so REST requests never pay for them.
 from __future__ import annotations
 
 import functools
+import json
+import re
 from pathlib import Path
 from typing import Any, Optional
 
@@ -27,8 +29,27 @@ METHOD_ORDER = {"GET": 0, "POST": 1, "PUT": 2, "PATCH": 3, "DELETE": 4}
 def _environment():
     import jinja2
 
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["md"] = markdown
+    return env
+
+
+@functools.lru_cache(maxsize=1)
+def _markdown():
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False})  # our own descriptions; raw HTML stays text
+
+
+def markdown(text: str, inline: bool = True):
+    """The OpenAPI document's descriptions are CommonMark (`code`, **bold**, links)."""
+    from markupsafe import Markup
+
+    if not text:
+        return Markup("")
+    md = _markdown()
+    return Markup(md.renderInline(text) if inline else md.render(text))
 
 
 def _render(request, template: str, **context: Any) -> Response:
@@ -50,25 +71,152 @@ def api_reference(request, routes: dict) -> Response:
     from chalicelib import openapi
 
     document = openapi.document(routes)
-    return _render(request, "docs.html", info=document["info"], operations=operations(document),
-                   schemas=schemas(document))
+    found = operations(document)
+    return _render(request, "docs.html", info=document["info"], sections=sections(found), operations=found,
+                   schemas=schemas(document), errors=error_statuses(found), path_variables=PATH_VARIABLES)
+
+
+def error_statuses(found: list[dict]) -> list[tuple[str, str]]:
+    """Each error status of the REST operations once, with its most common description."""
+    from collections import Counter
+
+    seen: dict[str, Counter] = {}
+    for op in found:
+        if op["tag"] != "oauth":
+            for answer in op["responses"]:
+                if answer["error"]:
+                    seen.setdefault(str(answer["status"]), Counter())[answer["description"]] += 1
+    return [(status, counts.most_common(1)[0][0]) for status, counts in sorted(seen.items())]
+
+
+# ------------------------------------------------------------------ the reference, in the order a user meets it
+
+# (section, what it is for, operationIds in reading order). An operation not named here
+# goes to the section of its OpenAPI tag (TAG_SECTIONS), else to "More", before OAuth.
+SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("Publish", "Create a document, or append a version to one. The answer holds its share link.",
+     ("publish",)),
+    ("Documents", "List, find, read, rename and delete what you published.",
+     ("listDocuments", "getDocument", "updateDocument", "getDocumentStats", "deleteDocument")),
+    ("Edits", "Change a document with literal find/replace edits; each batch is one new version.",
+     ("editDocument",)),
+    ("Feedback", "What viewers left on your share links.", ("listFeedback", "resolveFeedback")),
+    ("Sharing", "Replace a leaked link, protect one with a passphrase (Pro).",
+     ("rotateShareLink", "setPassphrase", "removePassphrase")),
+    ("Workspace and service", "Your plan and limits; the service's health and this document.",
+     ("getWorkspace", "health", "openapi")),
+    ("More", "", ()),
+    ("OAuth", "For MCP clients that sign in instead of sending an API key (docs/mcp.md). "
+              "Standard OAuth 2.1 wire formats and RFC 6749 error bodies.", ()),
+)
+TAG_SECTIONS = {"documents": "Documents", "feedback": "Feedback", "workspace": "Workspace and service",
+                "service": "Workspace and service", "oauth": "OAuth"}
+# Shell variables the curl examples use for path parameters, and where a reader gets one.
+PATH_VARIABLES = {"document_id": ("DOC", "a `document_id`, from a publish answer or the list"),
+                  "feedback_id": ("FEEDBACK_ID", "a `feedback_id`, from the feedback list")}
+
+
+def sections(found: list[dict]) -> list[dict]:
+    by_id = {op["id"]: op for op in found}
+    placed: set[str] = set()
+    out = [{"name": name, "intro": intro, "anchor": "section-" + re.sub(r"[^a-z]+", "-", name.lower()),
+            "operations": [by_id[i] for i in ids if i in by_id]} for name, intro, ids in SECTIONS]
+    for section in out:
+        placed.update(op["id"] for op in section["operations"])
+    index = {section["name"]: section for section in out}
+    for op in found:
+        if op["id"] not in placed:
+            index[TAG_SECTIONS.get(op["tag"], "More")]["operations"].append(op)
+    return [section for section in out if section["operations"]]
+
+
+def curl_example(method: str, path: str, op: dict, auth: bool, components: dict) -> str:
+    """A curl command that runs as shown once BASE, KEY and the path's variables are set."""
+    url = "$BASE" + re.sub(r"\{(\w+)\}", lambda m: "$" + PATH_VARIABLES.get(m.group(1), (m.group(1).upper(),))[0],
+                           path)
+    query = [(p["name"], _sample(p.get("schema") or {}, p["name"], components)) for p in op.get("parameters", [])
+             if p.get("in") == "query" and p.get("required")]
+    if query:
+        from urllib.parse import urlencode
+
+        url += "?" + urlencode(query, safe="$:/<>")
+    content = (op.get("requestBody") or {}).get("content") or {}
+    implied = "GET" if method == "GET" else "POST" if content else None  # what curl sends unasked
+    parts = ["curl -s" + ("" if method == implied else f" -X {method}") + f' "{url}"']
+    if auth:
+        parts.append('-H "X-Api-Key: $KEY"')
+    for p in op.get("parameters", []):
+        if p.get("in") == "header" and p.get("required"):
+            parts.append(f"-H '{p['name']}: {_sample(p.get('schema') or {}, p['name'])}'")
+    content = (op.get("requestBody") or {}).get("content") or {}
+    if "application/json" in content:
+        body = content["application/json"]
+        example = body.get("example", _sample(body.get("schema") or {}, "body", components))
+        parts.append("-H 'Content-Type: application/json'")
+        parts.append("-d " + _shell_quote(json.dumps(example, ensure_ascii=False)))
+    elif "application/x-www-form-urlencoded" in content:
+        form = content["application/x-www-form-urlencoded"]
+        example = form.get("example") or _sample(form.get("schema") or {}, "form", components)
+        for name, value in (example or {}).items():
+            parts.append("-d " + _shell_quote(f"{name}={value}"))
+    if len(" ".join(parts)) <= 100:
+        return " ".join(parts)
+    return " \\\n  ".join(parts)
+
+
+def _sample(schema: dict, name: str, components: dict):
+    """A plausible value for a schema: its example, default, first enum value, const, or by type."""
+    if "$ref" in schema:
+        return _sample(components.get(schema["$ref"].rsplit("/", 1)[-1], {}), name, components)
+    for key in ("example", "const"):
+        if key in schema:
+            return schema[key]
+    if schema.get("examples"):
+        return schema["examples"][0]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if schema.get("default") is not None:
+        return schema["default"]
+    if "anyOf" in schema:
+        options = [o for o in schema["anyOf"] if o.get("type") != "null"]
+        return _sample(options[0], name, components) if options else None
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        required = set(schema.get("required", []))
+        return {field: _sample(spec, field, components) for field, spec in (schema.get("properties") or {}).items()
+                if field in required}
+    if kind == "array":
+        return [_sample(schema.get("items") or {}, name, components)]
+    if kind == "integer":
+        return schema.get("minimum", 1)
+    if kind == "boolean":
+        return True
+    if schema.get("format") == "uri":
+        return "https://example.com/callback"
+    return f"<{name}>"
+
+
+def _shell_quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
 
 
 # ------------------------------------------------------------------ OpenAPI → plain data for the template
 
 def operations(document: dict) -> list[dict]:
     """Every operation, grouped by path order then method, with its parameters, body and answers."""
+    components = (document.get("components") or {}).get("schemas") or {}
     found = []
     for path, methods in sorted(document.get("paths", {}).items()):
         for method, op in sorted(methods.items(), key=lambda item: METHOD_ORDER.get(item[0].upper(), 9)):
             if not isinstance(op, dict) or method.upper() not in METHOD_ORDER:
                 continue
             body = ((op.get("requestBody") or {}).get("content") or {}).get("application/json") or {}
+            auth = bool(op.get("security", document.get("security")))
             found.append({
                 "id": op.get("operationId") or f"{method}-{path}",
                 "method": method.upper(), "path": path, "summary": op.get("summary", ""),
-                "description": op.get("description", ""),
-                "auth": bool(op.get("security", document.get("security"))),
+                "description": op.get("description", ""), "tag": (op.get("tags") or [""])[0],
+                "auth": auth, "curl": curl_example(method.upper(), path, op, auth, components),
                 "parameters": [{"name": p.get("name"), "in": p.get("in"), "required": p.get("required", False),
                                 "type": type_of(p.get("schema") or {}),
                                 "rules": rules_of(p.get("schema") or {}),
@@ -77,7 +225,8 @@ def operations(document: dict) -> list[dict]:
                 "body_ref": ref_name(body.get("schema") or {}),
                 "example": _json(body["example"]) if "example" in body else None,
                 "responses": [{"status": status, "description": answer.get("description", ""),
-                               "type": _answer_type(answer), "ref": _answer_ref(answer)}
+                               "type": _answer_type(answer), "ref": _answer_ref(answer),
+                               "error": str(status)[:1] in "45"}
                               for status, answer in sorted((op.get("responses") or {}).items())],
             })
     return found
@@ -154,8 +303,6 @@ def _answer_ref(answer: dict) -> Optional[str]:
 
 
 def _json(value: Any) -> str:
-    import json
-
     return json.dumps(value, ensure_ascii=False, indent=2)
 
 

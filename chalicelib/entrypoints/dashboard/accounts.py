@@ -1,0 +1,89 @@
+"""Accounts: sign up, sign in, sign out, change password."""
+from __future__ import annotations
+
+from chalicelib import config, errors
+from chalicelib.entrypoints.dashboard.web import (
+    ANON_COOKIE, SESSION_COOKIE, Page, accounts, redirect, render, route, safe_next, url,
+)
+
+
+@route("/", signed_in=False)
+def home(page: Page):
+    return redirect(url("/documents") if page.session else url("/sign-in"), 302)
+
+
+@route("/sign-up", signed_in=False)
+def sign_up_form(page: Page):
+    if page.session:
+        return redirect(url("/documents"), 302)
+    return render(page, "sign_up.html", form={})
+
+
+@route("/sign-up", methods=("POST",), signed_in=False)
+def sign_up(page: Page):
+    form = page.form()
+    try:
+        started = accounts().sign_up(form.get("email", ""), form.get("password", ""),
+                                     form.get("workspace_name", ""), page.client_ip())
+    except errors.DocpubError as exc:
+        return render(page, "sign_up.html", status=exc.status, headers=dict(exc.headers), error=exc,
+                      form={"email": form.get("email", ""), "workspace_name": form.get("workspace_name", "")})
+    _start_session(page, started)
+    return redirect(url("/keys", m="signed-up"))
+
+
+@route("/sign-in", signed_in=False)
+def sign_in_form(page: Page):
+    if page.session:
+        return redirect(safe_next(page.query.get("next")), 302)
+    return render(page, "sign_in.html", form={}, next=safe_next(page.query.get("next")))
+
+
+@route("/sign-in", methods=("POST",), signed_in=False)
+def sign_in(page: Page):
+    form = page.form()
+    try:
+        started = accounts().sign_in(form.get("email", ""), form.get("password", ""), page.client_ip(),
+                                     previous_session_id=page.session_id)
+    except errors.DocpubError as exc:
+        return render(page, "sign_in.html", status=exc.status, headers=dict(exc.headers), error=exc,
+                      form={"email": form.get("email", "")}, next=safe_next(form.get("next")))
+    _start_session(page, started)
+    return redirect(safe_next(form.get("next")))
+
+
+def _start_session(page: Page, started) -> None:
+    page.session_id, page.session = started.session_id, started.session
+    page.set_cookie(SESSION_COOKIE, started.session_id, max_age=config.dashboard_session_seconds())
+    if page.anon_id:
+        page.clear_cookie(ANON_COOKIE)
+        page.anon_id = None
+
+
+@route("/sign-out", methods=("POST",))
+def sign_out(page: Page):
+    accounts().sign_out(page.session_id)
+    page.session = None
+    page.clear_cookie(SESSION_COOKIE)
+    return redirect(url("/sign-in", m="signed-out"))
+
+
+@route("/account")
+def account(page: Page):
+    return render(page, "account.html", active="account")
+
+
+@route("/account", methods=("POST",))
+def change_password(page: Page):
+    form = page.form()
+    try:
+        if form.get("new_password", "") != form.get("confirm_password", ""):
+            raise errors.ValidationFailed.field("confirm_password", "does not match the new password")
+        started = accounts().change_password(page.session_id, form.get("current_password", ""),
+                                             form.get("new_password", ""), page.client_ip())
+    except errors.DocpubError as exc:
+        return render(page, "account.html", status=exc.status, headers=dict(exc.headers), error=exc,
+                      active="account")
+    _start_session(page, started)
+    return redirect(url("/account", m="password-changed"))
+

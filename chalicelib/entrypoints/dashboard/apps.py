@@ -1,0 +1,75 @@
+"""OAuth: the consent page and "Connected apps"."""
+from __future__ import annotations
+
+from urllib.parse import urlparse
+
+from chalicelib import errors
+from chalicelib.entrypoints.dashboard.web import (
+    SECURITY_HEADERS, Page, error_page, redirect, render, route, url, workspaces,
+)
+
+
+def oauth():
+    from chalicelib.services import registry
+
+    return registry.oauth()
+
+
+def _authorization(page: Page, params: dict):
+    """The validated request, or the answer to give instead (error page or redirect)."""
+    from chalicelib.services.oauth import NotRedirectable, RedirectError
+
+    try:
+        return oauth().check_authorization(params), None
+    except RedirectError as exc:
+        if page.request.method == "GET":  # a link anyone can send: no automatic redirect (RFC 9700 4.11.2)
+            from chalicelib.entrypoints.oauth import redirect_error_page
+
+            return None, redirect_error_page(exc)
+        return None, redirect(exc.location(), 302)
+    except NotRedirectable as exc:
+        return None, error_page(page, errors.DocpubError(exc.message, status=400))
+
+
+@route("/oauth/authorize")
+def consent(page: Page):
+    request, answer = _authorization(page, page.query)
+    if request is None:
+        return answer
+    from chalicelib.services.oauth import SCOPE_DESCRIPTIONS
+
+    workspace = workspaces().get_workspace(page.workspace_id)
+    target = urlparse(request.redirect_uri)
+    # The form's answer redirects to the client: allow exactly that origin as a form target.
+    # CSP has no syntax for an IPv6 literal (Chromium ignores `http://[::1]:port` and then
+    # blocks the redirect): such a loopback client is allowed by its scheme alone.
+    source = f"{target.scheme}:" if target.netloc.startswith("[") else f"{target.scheme}://{target.netloc}"
+    csp = SECURITY_HEADERS["Content-Security-Policy"].replace("form-action 'self'", f"form-action 'self' {source}")
+    return render(page, "consent.html", headers={"Content-Security-Policy": csp}, request=request,
+                  workspace=workspace, scopes=[(s, SCOPE_DESCRIPTIONS[s]) for s in request.scopes],
+                  params=request.params())
+
+
+@route("/oauth/authorize", methods=("POST",))
+def consent_answer(page: Page):
+    form = page.form()
+    request, answer = _authorization(page, {k: v for k, v in form.items() if k not in ("csrf_token", "decision")})
+    if request is None:
+        return answer
+    location = oauth().decide(request, form.get("decision") == "allow", page.workspace_id, page.session.email)
+    return redirect(location, 303)
+
+
+@route("/apps")
+def connected_apps(page: Page):
+    from chalicelib.services.oauth import SCOPE_DESCRIPTIONS
+
+    return render(page, "apps.html", active="apps", apps=oauth().connected_apps(page.workspace_id),
+                  scope_descriptions=SCOPE_DESCRIPTIONS)
+
+
+@route("/apps/{grant_id}/revoke", methods=("POST",))
+def disconnect_app(page: Page, grant_id: str):
+    oauth().disconnect(page.workspace_id, grant_id)
+    return redirect(url("/apps", m="disconnected"))
+

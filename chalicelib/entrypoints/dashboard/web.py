@@ -1,0 +1,377 @@
+"""The dashboard's request machinery: the blueprint, one request's state (session,
+CSRF binding, cookies), form parsing, rendering and the `route` decorator that
+every page module uses (session check, CSRF on POST, errors as pages, security
+headers). The pages themselves live in the sibling modules, one per page.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Callable, Optional
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlparse
+
+from chalice import Blueprint, Response
+
+from chalicelib import config, errors
+from chalicelib.domain import limits
+from chalicelib.entrypoints.http import as_error, client_ip, compress, parse_cookies
+from chalicelib.models import MAX_HTML_BYTES
+
+log = logging.getLogger("docpub")
+
+bp = Blueprint("chalicelib.entrypoints.dashboard")
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+TEMPLATES = ROOT / "templates" / "dashboard"
+STATIC = ROOT / "static" / "dashboard"
+STATIC_TYPES = {"dashboard.js": "text/javascript; charset=utf-8", "dashboard.css": "text/css; charset=utf-8",
+                "favicon.svg": "image/svg+xml"}
+
+SESSION_COOKIE = "docpub_session"
+ANON_COOKIE = "docpub_csrf"
+FORM_TYPES = ["application/x-www-form-urlencoded", "multipart/form-data"]
+MAX_FORM_BYTES = MAX_HTML_BYTES + 512 * 1024
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+}
+# Flash messages are chosen by code, never echoed from the query string.
+MESSAGES = {
+    "signed-up": "Welcome! Your workspace is ready. Create an API key to publish from scripts.",
+    "signed-in": "Signed in.",
+    "signed-out": "Signed out.",
+    "expired": "Your session has ended; sign in again.",
+    "password-changed": "Password changed. Other sessions were signed out.",
+    "saved": "Saved.",
+    "published": "Published a new version.",
+    "created": "Document published.",
+    "restored": "Version restored as the newest version.",
+    "deleted": "Document deleted.",
+    "revoked": "API key revoked. It stops working immediately.",
+    "disconnected": "App disconnected. Its access ended immediately.",
+    "passphrase-set": "Passphrase set: the share link now asks for it.",
+    "passphrase-removed": "Passphrase removed: the share link is public again.",
+    "branding-saved": "Branding saved.",
+    "link-saved": "Share link settings saved.",
+    "link-rotated": "New share link made: the old link no longer works.",
+    "resolved": "Feedback resolved.",
+    "reopened": "Feedback reopened.",
+}
+PRO_FEATURES = [
+    ("Unlimited documents", "the free plan holds 5"),
+    ("Unlimited API keys", "the free plan allows 1"),
+    ("Passphrase-protected links", "share a document only with people who know the passphrase"),
+    ("Editing in the dashboard", "change the HTML in the browser and save it as a new version"),
+    ("Custom branding", "your name and tagline on share pages instead of the Docpub mark"),
+]
+UUID = re.compile(r"^[0-9a-fA-F-]{36}$")
+
+
+# ------------------------------------------------------------------ request state
+
+class Page:
+    """What one dashboard request knows: its session, its CSRF binding, the cookies to set."""
+
+    def __init__(self, request):
+        self.request = request
+        self.cookies = parse_cookies(request.headers.get("cookie"))
+        self.set_cookies: list[str] = []
+        self.session_id = self.cookies.get(SESSION_COOKIE)
+        self.session = accounts().session(self.session_id) if self.session_id else None
+        self.anon_id = self.cookies.get(ANON_COOKIE)
+        self._form: Optional[dict] = None
+        self._files: Optional[dict] = None
+
+    # who
+    @property
+    def actor(self):
+        from chalicelib.services.documents import Actor
+
+        return Actor(self.session.workspace_id)
+
+    @property
+    def workspace_id(self) -> str:
+        return self.session.workspace_id
+
+    # inputs
+    @property
+    def query(self) -> dict[str, str]:
+        return {k: v for k, v in (self.request.query_params or {}).items()}
+
+    def form(self) -> dict[str, str]:
+        if self._form is None:
+            self._form, self._files = parse_form(self.request)
+        return self._form
+
+    def file(self, name: str) -> Optional[tuple[str, bytes]]:
+        self.form()
+        return (self._files or {}).get(name)
+
+    def client_ip(self) -> str:
+        return client_ip(self.request)
+
+    # CSRF
+    def binding(self) -> Optional[str]:
+        if self.session is not None:
+            return self.session_id
+        return self.anon_id
+
+    def csrf_token(self) -> str:
+        binding = self.binding()
+        if binding is None:
+            import secrets
+
+            self.anon_id = binding = secrets.token_urlsafe(24)
+            self.set_cookie(ANON_COOKIE, binding, max_age=config.dashboard_session_seconds())
+        return accounts().csrf_token(binding)
+
+    def csrf_ok(self) -> bool:
+        return accounts().check_csrf(self.binding(), self.form().get("csrf_token"))
+
+    # cookies
+    def set_cookie(self, name: str, value: str, max_age: Optional[int] = None) -> None:
+        parts = [f"{name}={value}", f"Path={url('')}", "HttpOnly", "SameSite=Lax"]
+        if max_age is not None:
+            parts.append(f"Max-Age={max_age}")
+        if secure_cookies():
+            parts.append("Secure")
+        self.set_cookies.append("; ".join(parts))
+
+    def clear_cookie(self, name: str) -> None:
+        self.set_cookie(name, "", max_age=0)
+
+
+def secure_cookies() -> bool:
+    return config.base_url().startswith("https://")
+
+
+def parse_form(request) -> tuple[dict[str, str], dict[str, tuple[str, bytes]]]:
+    raw = request.raw_body or b""
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8")
+    if len(raw) > MAX_FORM_BYTES:
+        from chalicelib.domain.limits import encoded_html
+
+        encoded_html(raw.decode("utf-8", "replace"))  # the contract's 413 and message
+    content_type = request.headers.get("content-type") or ""
+    if content_type.lower().startswith("multipart/form-data"):
+        return parse_multipart(content_type, raw)
+    fields = parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
+    return {k: v[-1] for k, v in fields.items()}, {}
+
+
+def parse_multipart(content_type: str, body: bytes) -> tuple[dict[str, str], dict[str, tuple[str, bytes]]]:
+    """multipart/form-data as browsers send it; file contents stay exact bytes."""
+    match = re.search(r'boundary="?([^";]+)"?', content_type, re.I)
+    if not match:
+        raise errors.ValidationFailed("The form could not be read; reload the page and try again.")
+    delimiter = b"--" + match.group(1).encode("latin-1")
+    fields: dict[str, str] = {}
+    files: dict[str, tuple[str, bytes]] = {}
+    for part in body.split(delimiter)[1:]:
+        if part.startswith(b"--"):
+            break
+        if part.startswith(b"\r\n"):
+            part = part[2:]
+        head, _, content = part.partition(b"\r\n\r\n")
+        if content.endswith(b"\r\n"):
+            content = content[:-2]
+        headers = head.decode("utf-8", "replace")
+        disposition = next((line for line in headers.split("\r\n")
+                            if line.lower().startswith("content-disposition")), "")
+        name = re.search(r'\bname="([^"]*)"', disposition)
+        if not name:
+            continue
+        filename = re.search(r'\bfilename="([^"]*)"', disposition)
+        if filename is not None:
+            if filename.group(1) or content:
+                files[name.group(1)] = (filename.group(1), content)
+        else:
+            fields[name.group(1)] = content.decode("utf-8", "replace")
+    return fields, files
+
+
+# ------------------------------------------------------------------ services (lazy)
+
+def accounts():
+    from chalicelib.services import registry
+
+    return registry.accounts()
+
+
+def documents():
+    from chalicelib.services import registry
+
+    return registry.documents()
+
+
+def workspaces():
+    from chalicelib.services import registry
+
+    return registry.workspaces()
+
+
+def editing():
+    from chalicelib.services import registry
+
+    return registry.editing()
+
+
+def optional_service(name: str):
+    """registry.feedback() / registry.sharing(), or None when this build has no such service."""
+    from chalicelib.services import registry
+
+    factory = getattr(registry, name, None)
+    if factory is None:
+        return None
+    try:
+        return factory()
+    except ImportError:
+        return None
+
+
+# ------------------------------------------------------------------ rendering
+
+def url(path: str = "", **params) -> str:
+    base = urlparse(config.base_url()).path.rstrip("/") + "/dashboard"
+    query = urlencode({k: v for k, v in params.items() if v not in (None, "")})
+    return base + path + (("?" + query) if query else "")
+
+
+@functools.lru_cache(maxsize=1)
+def environment():
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             trim_blocks=True, lstrip_blocks=True)
+    env.globals.update(url=url, pro_features=PRO_FEATURES, max_html_bytes=MAX_HTML_BYTES, limits=limits)
+    env.filters.update(size=human_size, when=human_time)
+    return env
+
+
+def human_size(n: Optional[int]) -> str:
+    if n is None:
+        return ""
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KiB"
+    return f"{n / 1024 / 1024:.2f} MiB"
+
+
+def human_time(value: Optional[str]) -> str:
+    if not value:
+        return "never"
+    try:
+        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").strftime("%Y-%m-%d %H:%M UTC")
+    except ValueError:
+        return value
+
+
+def render(page: Page, template: str, status: int = 200, headers: Optional[dict] = None, **context) -> Response:
+    context.setdefault("message", MESSAGES.get(page.query.get("m", "")))
+    context.setdefault("active", "")
+    html = environment().get_template(template).render(
+        session=page.session, csrf_token=page.csrf_token(), base_url=config.base_url(), **context)
+    return Response(body=html, status_code=status,
+                    headers={"Content-Type": "text/html; charset=utf-8", **(headers or {})})
+
+
+def redirect(location: str, status: int = 303) -> Response:
+    return Response(body="", status_code=status, headers={"Location": location})
+
+
+def error_page(page: Optional[Page], error: errors.DocpubError) -> Response:
+    """The dashboard's answer for any error (as_error maps exceptions to errors)."""
+    if page is None:  # the request could not even be read: no template context
+        return Response(error.message, status_code=error.status,
+                        headers={"Content-Type": "text/plain; charset=utf-8", **error.headers})
+    return render(page, "error.html", status=error.status, headers=dict(error.headers), error=error)
+
+
+def finish(page: Optional[Page], request, response: Response) -> Response:
+    headers = dict(response.headers)
+    for name, value in SECURITY_HEADERS.items():
+        headers.setdefault(name, value)  # a page may only widen form-action (the consent page)
+    headers.setdefault("Cache-Control", "no-store")
+    if page is not None and page.set_cookies:
+        headers["Set-Cookie"] = page.set_cookies
+    response.headers = headers
+    return compress(request, response)
+
+
+# ------------------------------------------------------------------ the route decorator
+
+def route(path: str, methods: tuple[str, ...] = ("GET",), signed_in: bool = True) -> Callable:
+    """Register a dashboard page: session check, CSRF on POST, errors as pages, security headers."""
+
+    def decorator(view: Callable) -> Callable:
+        @functools.wraps(view)
+        def handler(**params):
+            request = bp.current_request
+            page = None
+            try:
+                page = Page(request)
+                if signed_in and page.session is None:
+                    if request.method == "GET":
+                        return finish(page, request, redirect(url("/sign-in", next=current_path(request))))
+                    if page.session_id:
+                        page.clear_cookie(SESSION_COOKIE)
+                    return finish(page, request, redirect(url("/sign-in", m="expired")))
+                if request.method == "POST" and not page.csrf_ok():
+                    raise errors.Forbidden("This form has expired or did not come from this site. "
+                                           "Go back, reload the page and try again.")
+                response = view(page, **params)
+            except Exception as exc:  # noqa: BLE001 - mapped by as_error: a page, never a stack trace
+                response = error_page(page, as_error(exc, bp))
+            return finish(page, request, response)
+
+        kwargs: dict[str, Any] = {"methods": list(methods)}
+        if "POST" in methods:
+            kwargs["content_types"] = FORM_TYPES
+        bp.route(path, **kwargs)(handler)
+        return handler
+
+    return decorator
+
+
+def current_path(request) -> str:
+    path = (request.context or {}).get("path") or url("")
+    query = request.query_params or {}
+    return path + ("?" + urlencode(query) if query else "")
+
+
+# Only plain path characters: no control characters (header injection), no scheme.
+_SAFE_PATH = re.compile(r"[A-Za-z0-9/_.~%?=&+-]*")
+
+
+def safe_next(value: Optional[str]) -> str:
+    """Where to go after signing in: a path under the dashboard, after resolving
+    dot-segments (also percent-encoded ones, which browsers resolve too), or the
+    document list. `/dashboard/../d/<share>` would land on user HTML."""
+    fallback = url("/documents")
+    base = url("")
+    if not value or not _SAFE_PATH.fullmatch(value) or "//" in value or "\\" in value:
+        return fallback
+    path, sep, query = value.partition("?")
+    decoded = unquote(path)
+    if "%" in decoded or "\\" in decoded or "//" in decoded:
+        return fallback  # encoded twice: nothing the dashboard links to looks like that
+    segments: list[str] = []
+    for segment in decoded.split("/")[1:]:
+        if segment == "..":
+            if segments:
+                segments.pop()
+        elif segment != ".":
+            segments.append(segment)
+    resolved = "/" + "/".join(segments)
+    if not (value.startswith("/") and (resolved == base or resolved.startswith(base + "/"))):
+        return fallback
+    return quote(resolved, safe="/_.~-+=&") + (sep + query if query else "")
+
+
