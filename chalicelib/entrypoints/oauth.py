@@ -122,14 +122,9 @@ def authorize():
 
 def authorization_error_page(error: str, message: str, status: int = 400, headers: dict | None = None,
                              back: str | None = None, back_host: str | None = None) -> Response:
-    from html import escape
+    from chalicelib import rendering
 
-    body = ("<!doctype html><meta charset=utf-8><title>Cannot connect · Docpub</title>"
-            "<h1>This app cannot connect to Docpub</h1>"
-            f"<p>{escape(message)}</p><p><code>{escape(error)}</code></p>")
-    if back:
-        body += (f"<p><a id=\"back\" href=\"{escape(back)}\" rel=\"noreferrer\">Return to {escape(back_host or '')}"
-                 "</a> (only if you started connecting this app yourself).</p>")
+    body = rendering.page("oauth/error.html", error=error, message=message, back=back, back_host=back_host)
     return html_response(body, status, headers={**NO_STORE, **(headers or {})})
 
 

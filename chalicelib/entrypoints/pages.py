@@ -1,13 +1,13 @@
 """The front door: `GET /` (what Docpub is and how to start), `GET /docs` (the API reference,
 rendered on the server from the OpenAPI document) and the favicon.
 
-Pages use jinja2 with autoescape and the service's strict HTML security headers;
-they load nothing from other origins (no CDN, no scripts). jinja2 and the OpenAPI
+Pages are jinja2 templates (templates/site/, rendered by chalicelib.rendering,
+autoescaped) with the service's strict HTML security headers; they load nothing
+from other origins (no CDN, no scripts). jinja2 and the OpenAPI
 builder are imported on first use, so REST requests never pay for them.
 """
 from __future__ import annotations
 
-import functools
 import json
 import re
 from pathlib import Path
@@ -15,45 +15,17 @@ from typing import Any, Optional
 
 from chalice import Response
 
-from chalicelib import config
+from chalicelib import config, rendering
 from chalicelib.entrypoints.http import HTML_SECURITY_HEADERS, compress, html_response
 
 ROOT = Path(__file__).resolve().parent.parent
-TEMPLATES = ROOT / "templates" / "site"
 FAVICON = ROOT / "static" / "dashboard" / "favicon.svg"
 CACHE_PAGE = "public, max-age=300"
 METHOD_ORDER = {"GET": 0, "POST": 1, "PUT": 2, "PATCH": 3, "DELETE": 4}
 
 
-@functools.lru_cache(maxsize=1)
-def _environment():
-    import jinja2
-
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters["md"] = markdown
-    return env
-
-
-@functools.lru_cache(maxsize=1)
-def _markdown():
-    from markdown_it import MarkdownIt
-
-    return MarkdownIt("commonmark", {"html": False})  # our own descriptions; raw HTML stays text
-
-
-def markdown(text: str, inline: bool = True):
-    """The OpenAPI document's descriptions are CommonMark (`code`, **bold**, links)."""
-    from markupsafe import Markup
-
-    if not text:
-        return Markup("")
-    md = _markdown()
-    return Markup(md.renderInline(text) if inline else md.render(text))
-
-
 def _render(request, template: str, **context: Any) -> Response:
-    body = _environment().get_template(template).render(base_url=config.base_url(), **context)
+    body = rendering.page("site/" + template, base_url=config.base_url(), **context)
     return compress(request, html_response(body, headers={"Cache-Control": CACHE_PAGE}))
 
 
@@ -199,7 +171,7 @@ def _sample(schema: dict, name: str, components: dict):
         return True
     if schema.get("format") == "uri":
         return "https://example.com/callback"
-    return f"<{name}>"
+    return "<" + name + ">"  # a placeholder in the curl text (escaped by the template), not markup
 
 
 def _shell_quote(text: str) -> str:

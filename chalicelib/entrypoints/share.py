@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import re
 import logging
 from pathlib import Path
@@ -30,7 +29,7 @@ from typing import Optional
 
 from chalice import Blueprint, Response
 
-from chalicelib import config, errors
+from chalicelib import config, errors, rendering
 from chalicelib.domain import limits, links
 from chalicelib.entrypoints.http import (
     FORM_TYPE, as_error, compress, handles_errors, json_response, parse_form_or_json,
@@ -149,8 +148,8 @@ def separate_sites(request) -> Optional[Response]:
     route = (request.context or {}).get("resourcePath")
     site = site_of(request)
     if site == "content" and route != CONTENT_ROUTE:
-        return _page("<main class=\"center\"><h1>Not found</h1><p>This address serves shared documents "
-                     "only.</p></main>", "Not found", 404, CACHE_PAGE)
+        return _message_page("Not found", "Not found", "This address serves shared documents only.", 404,
+                             CACHE_PAGE)
     if site == "main" and route == CONTENT_ROUTE:
         from urllib.parse import urlencode
 
@@ -174,27 +173,30 @@ def _headers(csp: str, cache: str, extra: Optional[dict] = None) -> dict:
     return {**headers, **(extra or {})}
 
 
-def _page(body_html: str, title: str, status: int = 200, cache: str = CACHE_PRIVATE,
-          extra_headers: Optional[dict] = None) -> Response:
-    document = (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-                f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-                f"<meta name=\"robots\" content=\"noindex\"><title>{html.escape(title)}</title>"
-                f"<style>{PAGE_CSS}</style></head><body>{body_html}</body></html>")
-    return Response(body=document, status_code=status,
+def _page(template: str, title: str, status: int = 200, cache: str = CACHE_PRIVATE,
+          extra_headers: Optional[dict] = None, **context) -> Response:
+    """A share page: templates/share/<template>, with the page style (and script) allowed by hash."""
+    from markupsafe import Markup
+
+    body = rendering.page(f"share/{template}", title=title, css=Markup(PAGE_CSS), **context)
+    return Response(body=body, status_code=status,
                     headers=_headers(_page_csp(), cache, {"X-Frame-Options": "DENY", **(extra_headers or {})}))
 
 
+def _message_page(title: str, heading: str, text: str, status: int, cache: str = CACHE_PRIVATE,
+                  extra_headers: Optional[dict] = None) -> Response:
+    return _page("message.html", title, status, cache, extra_headers, heading=heading, text=text)
+
+
 def _not_found_page() -> Response:
-    return _page("<main class=\"center\"><h1>Not found</h1><p>There is no document at this link. "
-                 "It may have been deleted, or the link is mistyped.</p></main>",
-                 "Not found", 404, CACHE_PAGE)
+    return _message_page("Not found", "Not found", "There is no document at this link. It may have been deleted, "
+                         "or the link is mistyped.", 404, CACHE_PAGE)
 
 
 def _expired_page() -> Response:
-    return _page("<main class=\"center\"><h1>This link has expired</h1><p>The person who shared this "
-                 "document set it to stop working after a date that has passed. Ask them for a new "
-                 "link if you still need it.</p></main>",
-                 "Link expired", 410, CACHE_PAGE)
+    return _message_page("Link expired", "This link has expired", "The person who shared this document set it "
+                         "to stop working after a date that has passed. Ask them for a new link if you still "
+                         "need it.", 410, CACHE_PAGE)
 
 
 def _error_page(error: errors.DocpubError) -> Response:
@@ -203,85 +205,36 @@ def _error_page(error: errors.DocpubError) -> Response:
         return _not_found_page()
     if isinstance(error, errors.Gone):
         return _expired_page()
-    body = f"<main class=\"center\"><h1>Something went wrong</h1><p>{html.escape(error.message)}</p></main>"
-    return _page(body, "Error", error.status, CACHE_PRIVATE, dict(error.headers))
+    return _message_page("Error", "Something went wrong", error.message, error.status, CACHE_PRIVATE,
+                         dict(error.headers))
 
 
 def _unlock_page(share_id: str, version: Optional[int], status: int = 200, message: str = "",
                  extra_headers: Optional[dict] = None) -> Response:
     action = share_path(share_id) + "/unlock" + (f"?v={version}" if version else "")
-    note = f"<p class=\"error\" role=\"alert\">{html.escape(message)}</p>" if message else ""
-    body = (f"<main class=\"center\"><h1>This document is protected</h1>"
-            f"<p>Enter the passphrase you were given to read it.</p>{note}"
-            f"<form method=\"post\" action=\"{html.escape(action)}\">"
-            f"<label for=\"passphrase\">Passphrase</label>"
-            f"<input id=\"passphrase\" name=\"passphrase\" type=\"password\" required maxlength=\"200\" "
-            f"autocomplete=\"current-password\" autofocus>"
-            f"<div class=\"actions\"><button class=\"primary\" type=\"submit\">Unlock</button></div>"
-            f"</form></main>")
-    return _page(body, "Protected document", status, CACHE_PRIVATE, extra_headers)
-
-
-def _mark(page: SharePage) -> str:
-    branding = page.branding
-    if branding is None:
-        return ""
-    if branding.docpub_mark:
-        return "<span class=\"mark\">Published with <b>Docpub</b></span>"
-    if branding.brand_name:
-        tagline = f" &middot; {html.escape(branding.brand_tagline)}" if branding.brand_tagline else ""
-        return f"<span class=\"brand\"><b>{html.escape(branding.brand_name)}</b>{tagline}</span>"
-    return ""
+    return _page("unlock.html", "Protected document", status, CACHE_PRIVATE, extra_headers, action=action,
+                 message=message)
 
 
 def _viewer_page(page: SharePage) -> Response:
+    from markupsafe import Markup
+
     base = share_path(page.share_id)
-    title = html.escape(page.title)
     links = []
     if page.version_number > 1:
-        links.append(f"<a href=\"{base}?v={page.version_number - 1}\">previous</a>")
+        links.append({"href": f"{base}?v={page.version_number - 1}", "text": "previous"})
     if not page.latest:
-        links.append(f"<a href=\"{base}\">latest</a>")
-    meta = (f"Version {page.version_number} of {page.version_count}"
-            + ("".join(f" &middot; {link}" for link in links)))
-    content_src = f"{config.content_url()}{base}/v/{html.escape(page.version_id)}"
+        links.append({"href": base, "text": "latest"})
+    content_src = f"{config.content_url()}{base}/v/{page.version_id}"
     if config.content_url() and page.content_token:  # the content origin never sees the unlock cookie
-        content_src += f"?t={html.escape(page.content_token)}"
-    feedback_action = f"{base}/feedback?v={page.version_number}"
-    review = (f"data-share=\"{base}\" data-threads=\"{base}/threads\" data-version=\"{page.version_number}\" "
-              f"data-version-id=\"{html.escape(page.version_id)}\" data-latest=\"{1 if page.latest else 0}\" "
-              f"data-live-seconds=\"{config.live_poll_seconds()}\"")
-    body = (
-        f"<header class=\"bar\"><h1>{title}</h1><span class=\"meta\">{meta}</span></header>"
-        f"<div id=\"rv-live\" class=\"live\" role=\"status\" hidden><span></span>"
-        f"<button id=\"rv-live-show\" class=\"primary\" type=\"button\">Show it</button></div>"
-        f"<div class=\"main\">"
-        f"<iframe id=\"doc\" class=\"doc\" title=\"{title}\" src=\"{content_src}\" sandbox=\"{SANDBOX}\" "
-        f"referrerpolicy=\"no-referrer\" data-view=\"{base}/view?v={page.version_number}\"></iframe>"
-        f"<aside id=\"rv\" class=\"side\" aria-label=\"Comments\" {review}>"
-        f"<div class=\"side-head\"><h2>Comments</h2>"
-        f"<button id=\"rv-close\" class=\"plain\" type=\"button\">Close</button></div>"
-        f"<p id=\"rv-empty\" class=\"hint\">No open comments. Select text in the document to comment on it.</p>"
-        f"<ol id=\"rv-threads\" class=\"threads\"></ol></aside></div>"
-        f"<footer class=\"foot\">{_mark(page)}"
-        f"<button id=\"rv-toggle\" class=\"plain\" type=\"button\" aria-controls=\"rv\" aria-expanded=\"false\">"
-        f"Comments <span id=\"rv-count\"></span></button>"
-        f"<button id=\"fb-open\" class=\"plain\" type=\"button\">Feedback</button></footer>"
-        f"<section id=\"fb\" class=\"panel\" hidden aria-label=\"Send feedback\"><h2>Send feedback</h2>"
-        f"<form id=\"fb-form\" method=\"post\" action=\"{feedback_action}\">"
-        f"<label for=\"fb-message\">Message</label>"
-        f"<textarea id=\"fb-message\" name=\"message\" rows=\"4\" required maxlength=\"5000\"></textarea>"
-        f"<label for=\"fb-quote\">Quoted text (select text in the document first)</label>"
-        f"<textarea id=\"fb-quote\" name=\"quote\" rows=\"2\" maxlength=\"1000\"></textarea>"
-        f"<label for=\"fb-name\">Your name (optional)</label>"
-        f"<input id=\"fb-name\" name=\"name\" maxlength=\"100\" autocomplete=\"name\">"
-        f"<div class=\"actions\"><button id=\"fb-cancel\" class=\"plain\" type=\"button\">Close</button>"
-        f"<button class=\"primary\" type=\"submit\">Send</button></div></form>"
-        f"<p id=\"fb-status\" class=\"status\" role=\"status\"></p></section>"
-        f"<script>{PAGE_SCRIPT}</script>"
-    )
+        content_src += f"?t={page.content_token}"
     cache = CACHE_PRIVATE if page.protected else cache_page(page.cache_seconds)
-    return _page(body, page.title, 200, cache)
+    return _page("viewer.html", page.title, 200, cache, version_number=page.version_number,
+                 version_count=page.version_count, links=links, content_src=content_src, sandbox=SANDBOX,
+                 view_url=f"{base}/view?v={page.version_number}", branding=page.branding,
+                 feedback_action=f"{base}/feedback?v={page.version_number}", script=Markup(PAGE_SCRIPT),
+                 share_base=base, version_id=page.version_id, latest=page.latest,
+                 live_seconds=config.live_poll_seconds())
 
 
 # ------------------------------------------------------------------ request helpers
@@ -357,8 +310,7 @@ def share_content(share_id, version_id):
         ref = sharing.open_content(share_id, version_id, _cookie(UNLOCK_COOKIE),
                                    (_request().query_params or {}).get("t"))
     except Locked:
-        return Response(body="<!doctype html><meta charset=utf-8><title>Locked</title>"
-                             "<p>This document is protected by a passphrase.</p>",
+        return Response(body=rendering.page("share/locked_content.html"),
                         status_code=401, headers=_headers(_content_csp(), CACHE_PRIVATE))
     etag = _etag(ref.version_id)
     cache = CACHE_PRIVATE if ref.protected else cache_content(ref.cache_seconds)

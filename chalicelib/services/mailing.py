@@ -1,22 +1,20 @@
 """Messages the service sends (verification, password reset, invitations, sign-in
-links): rendered from `templates/mail/<name>.txt` and `.html` (jinja2; the HTML
-autoescaped), with the workspace's branding where it has some, and handed to the
+links): rendered from `templates/mail/<name>.txt` and `.html` (chalicelib.rendering's
+one jinja2 environment; the HTML autoescaped, the plain text not), with the workspace's branding where it has some, and handed to the
 Mailer port. A message that cannot be sent is a 503 to the caller (nothing is
 half-done: the token it carries is useless without the message)."""
 from __future__ import annotations
 
-import functools
 import logging
-from pathlib import Path
 from typing import Optional
 
+from chalicelib import rendering
 from chalicelib.errors import ServiceUnavailable
 from chalicelib.ports.mail import MailUndeliverable, OutgoingMail
 from chalicelib.services.context import Context
 
 log = logging.getLogger("docpub")
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "mail"
 SUBJECTS = {
     "verify": "Confirm your email address for Docpub",
     "reset": "Reset your Docpub password",
@@ -26,22 +24,12 @@ SUBJECTS = {
 }
 
 
-@functools.lru_cache(maxsize=None)
-def _environments():
-    import jinja2
-
-    loader = jinja2.FileSystemLoader(str(TEMPLATES))
-    return (jinja2.Environment(loader=loader, autoescape=False, keep_trailing_newline=True),
-            jinja2.Environment(loader=loader, autoescape=True))
-
-
 def render(kind: str, to: str, branding: Optional[dict] = None, **values) -> OutgoingMail:
-    text_env, html_env = _environments()
     values = {"email": to, "brand_name": None, "brand_tagline": None, **(branding or {}), **values}
     subject = SUBJECTS[kind].format(**values)
     values["subject"] = subject
-    return OutgoingMail(to=to, subject=subject, text=text_env.get_template(f"{kind}.txt").render(**values),
-                        html=html_env.get_template(f"{kind}.html").render(**values), kind=kind)
+    return OutgoingMail(to=to, subject=subject, text=rendering.page(f"mail/{kind}.txt", **values),
+                        html=rendering.page(f"mail/{kind}.html", **values), kind=kind)
 
 
 def branding_of(workspace: Optional[dict]) -> dict:

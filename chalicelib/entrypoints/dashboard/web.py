@@ -8,14 +8,13 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Optional
 from urllib.parse import parse_qs, quote, unquote, urlencode, urlparse
 
 from chalice import Blueprint, Response
 
-from chalicelib import config, errors
+from chalicelib import config, errors, rendering
 from chalicelib.domain import limits
 from chalicelib.entrypoints.http import as_error, client_ip, compress, parse_cookies
 from chalicelib.models import MAX_HTML_BYTES
@@ -25,7 +24,6 @@ log = logging.getLogger("docpub")
 bp = Blueprint("chalicelib.entrypoints.dashboard")
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-TEMPLATES = ROOT / "templates" / "dashboard"
 STATIC = ROOT / "static" / "dashboard"
 STATIC_TYPES = {"dashboard.js": "text/javascript; charset=utf-8", "dashboard.css": "text/css; charset=utf-8",
                 "favicon.svg": "image/svg+xml"}
@@ -244,40 +242,16 @@ def url(path: str = "", **params) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def environment():
-    import jinja2
-
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                             trim_blocks=True, lstrip_blocks=True)
-    env.globals.update(url=url, pro_features=PRO_FEATURES, max_html_bytes=MAX_HTML_BYTES, limits=limits)
-    env.filters.update(size=human_size, when=human_time)
-    return env
-
-
-def human_size(n: Optional[int]) -> str:
-    if n is None:
-        return ""
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024 * 1024:
-        return f"{n / 1024:.1f} KiB"
-    return f"{n / 1024 / 1024:.2f} MiB"
-
-
-def human_time(value: Optional[str]) -> str:
-    if not value:
-        return "never"
-    try:
-        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").strftime("%Y-%m-%d %H:%M UTC")
-    except ValueError:
-        return value
+def template_globals() -> dict:
+    """What every dashboard template (and the macros it imports) can use."""
+    return {"url": url, "pro_features": PRO_FEATURES, "max_html_bytes": MAX_HTML_BYTES, "limits": limits}
 
 
 def render(page: Page, template: str, status: int = 200, headers: Optional[dict] = None, **context) -> Response:
     context.setdefault("message", MESSAGES.get(page.query.get("m", "")))
     context.setdefault("active", "")
-    html = environment().get_template(template).render(
-        session=page.session, csrf_token=page.csrf_token(), base_url=config.base_url(), **context)
+    html = rendering.page("dashboard/" + template, template_globals(), session=page.session,
+                          csrf_token=page.csrf_token(), base_url=config.base_url(), **context)
     return Response(body=html, status_code=status,
                     headers={"Content-Type": "text/html; charset=utf-8", **(headers or {})})
 
