@@ -1,4 +1,4 @@
-"""The feedback inbox: list, filter, resolve and reopen."""
+"""The feedback inbox: threads (anchor, replies), filter, reply, resolve and reopen."""
 from __future__ import annotations
 
 from typing import Any
@@ -55,3 +55,22 @@ def resolve_feedback(page: Page, feedback_id: str):
     separator = "&" if "?" in back else "?"
     return redirect(back + separator + "m=" + quote("resolved" if resolved else "reopened"))
 
+
+
+@route("/feedback/{feedback_id}/replies", methods=("POST",))
+def reply_to_feedback(page: Page, feedback_id: str):
+    """The owner answers a thread from the inbox; the viewer sees it on the share page."""
+    from chalicelib.entrypoints.http import validate
+    from chalicelib.models import ReplyRequest
+
+    service = optional_service("feedback")
+    if service is None:
+        raise errors.NotFound("The feedback inbox is not available in this installation.")
+    form = page.form()
+    request = validate(ReplyRequest, {"message": form.get("message", "")})
+    service.reply(page.actor, feedback_id, request.message)
+    back = safe_next(form.get("back"))
+    if not back.startswith(url("/feedback")):
+        back = url("/feedback")
+    separator = "&" if "?" in back else "?"
+    return redirect(back + separator + "m=" + quote("replied") + "#fb-" + quote(feedback_id))
