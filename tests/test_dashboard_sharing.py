@@ -106,18 +106,6 @@ def test_feedback_inbox_filter_resolve_reopen(owner, client):
                       csrf=other.token()).status == 404
 
 
-def test_inbox_says_so_when_feedback_is_unavailable(owner, monkeypatch):
-    from chalicelib.services import registry
-
-    def unavailable():
-        raise ImportError("chalicelib.services.feedback")
-
-    unavailable.cache_clear = lambda: None
-    monkeypatch.setattr(registry, "feedback", unavailable, raising=False)
-    page = owner.get("/dashboard/feedback")
-    assert page.status == 200 and "not available" in page.text
-
-
 @needs_feedback
 def test_inbox_shows_threads_with_anchor_and_replies_and_the_owner_replies(owner, client):
     document_id = doc_id_from(upload(owner, b"<p>In short, the results were good.</p>", title="Report"))

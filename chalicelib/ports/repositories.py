@@ -57,6 +57,10 @@ class DocumentRepository(Protocol):
                      ) -> tuple[Optional[dict], Optional[dict], Optional[dict]]:
         """(key record, document, idempotency record) in one read."""
 
+    def get_many(self, document_ids: Iterable[str]) -> dict[str, dict]:
+        """The document records (`deleting` ones too) among `document_ids`, by id, in
+        one read (at most 100 ids: the dashboard asks for one page's documents)."""
+
     def get_with_versions(self, document_id: str) -> tuple[Optional[dict], list[dict]]:
         """The document and its versions, oldest first."""
 

@@ -12,7 +12,7 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Optional, Sequence, Union
 
 from chalicelib import config
 from chalicelib.ports import (
@@ -428,6 +428,14 @@ class DocumentService:
             raise ValidationFailed.field("cursor", cursors.MESSAGE) from exc
         return DocumentList(documents=[summary_model(i) for i in items],
                             next_cursor=cursors.seal(actor.workspace_id, "documents", next_cursor))
+
+    def summaries(self, who: Who, document_ids: Sequence[str]) -> dict[str, DocumentSummary]:
+        """The caller's documents among `document_ids` (at most 100), by id, in one
+        read; ids of other workspaces, deleted or unknown documents are left out."""
+        actor = access.actor(self.ctx, who)
+        wanted = {access.canonical_document_id(i) for i in document_ids if access.well_formed_id(i)}
+        found = self.ctx.documents.get_many(sorted(wanted)) if wanted else {}
+        return {document_id: summary_model(doc) for document_id, doc in found.items() if access.visible(doc, actor)}
 
     def _find(self, actor: Actor, query: str, limit: int, cursor: Optional[str]) -> DocumentList:
         offset = _decode_offset(cursors.unseal(actor.workspace_id, "find", cursor))

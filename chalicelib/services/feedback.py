@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from typing import Callable, Optional
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
 
 from chalicelib.domain import limits
 from chalicelib.errors import NotFound, PlanLimitReached, ValidationFailed
@@ -27,6 +28,7 @@ from chalicelib.models import (
 )
 from chalicelib.ports import BadCursor, FeedbackGone, GuardFailed, ReplyCapReached, StaleDocument
 from chalicelib.services import access, cursors, ratelimits
+from chalicelib.services.access import Who
 from chalicelib.services.events import make_event
 from chalicelib.services.context import Context, default_context, new_feedback_id, rfc3339
 from chalicelib.services.sharing import ShareService
@@ -71,6 +73,18 @@ def event_payload(feedback: Feedback, reply: Optional[Reply] = None) -> dict:
 
 
 _FEEDBACK_ID = re.compile(r"fb_[A-Za-z0-9_-]{8,64}")
+
+
+@dataclass(frozen=True)
+class InboxItem:
+    feedback: Feedback
+    version_number: Optional[int]
+
+
+@dataclass(frozen=True)
+class InboxPage:
+    items: Sequence[InboxItem]
+    next_cursor: Optional[str]
 
 
 class FeedbackService:
@@ -157,17 +171,35 @@ class FeedbackService:
             position = (self._unseal_since(actor.workspace_id, activity_listing, since) if since is not None
                         else self.ctx.feedback.activity_head(actor.workspace_id, self.ctx.now_ms()))
             return self._wait(actor.workspace_id, document_id, activity_listing, position, limit, wait or 0)
+        items, next_cursor = self._page(actor, document_id, status, limit, cursor)
+        head = self.ctx.feedback.activity_head(actor.workspace_id, self.ctx.now_ms())
+        return FeedbackList(feedback=self._with_replies(items), next_cursor=next_cursor,
+                            since=cursors.seal(actor.workspace_id, activity_listing, head))
+
+    def inbox(self, who: Who, document_id: str | None = None, status: str = "open", limit: int = 20,
+              cursor: str | None = None) -> InboxPage:
+        """`list`, with the number of the version each item was given on (stored
+        with the feedback: no read of the documents' versions) and the threads' replies."""
+        if status not in STATUSES:
+            raise ValidationFailed.field("status", "must be open, resolved or all")
+        found = access.find_document(self.ctx, who, document_id)
+        items, next_cursor = self._page(found.actor, found.document_id, status, limit, cursor)
+        models = self._with_replies(items)
+        return InboxPage(items=[InboxItem(feedback=m, version_number=i.get("version_number"))
+                                for m, i in zip(models, items)], next_cursor=next_cursor)
+
+    def _page(self, actor, document_id: str | None, status: str, limit: int,
+              cursor: str | None) -> tuple[Sequence[dict[str, Any]], str | None]:
+        if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise ValidationFailed.field("limit", f"must be 1 to {MAX_LIMIT}")
         listing = f"feedback#{document_id or ''}"
         raw = cursors.unseal(actor.workspace_id, listing, cursor)
-        head = self.ctx.feedback.activity_head(actor.workspace_id, self.ctx.now_ms())
         try:
             items, next_cursor = self.ctx.feedback.page(actor.workspace_id, document_id,
                                                         None if status == "all" else status, limit, raw)
         except BadCursor as exc:
             raise ValidationFailed.field("cursor", cursors.MESSAGE) from exc
-        return FeedbackList(feedback=self._with_replies(items),
-                            next_cursor=cursors.seal(actor.workspace_id, listing, next_cursor),
-                            since=cursors.seal(actor.workspace_id, activity_listing, head))
+        return items, cursors.seal(actor.workspace_id, listing, next_cursor)
 
     def resolve(self, who, feedback_id: str, resolved: bool = True) -> Feedback:
         """Mark resolved (or, with resolved=False, open again); repeating is harmless."""

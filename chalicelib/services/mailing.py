@@ -1,7 +1,7 @@
 """Messages the service sends (verification, password reset, invitations, sign-in
 links): rendered from `templates/mail/<name>.txt` and `.html` (chalicelib.rendering's
-one jinja2 environment; the HTML autoescaped, the plain text not), with the workspace's branding where it has some, and handed to the
-Mailer port. A message that cannot be sent is a 503 to the caller (nothing is
+one jinja2 environment; the HTML autoescaped, the plain text not), with the
+workspace's branding where it has some, and handed to the Mailer port. A message that cannot be sent is a 503 to the caller (nothing is
 half-done: the token it carries is useless without the message)."""
 from __future__ import annotations
 

@@ -69,6 +69,13 @@ def oauth():
     return OAuthService(default_context())
 
 
+@functools.lru_cache(maxsize=None)
+def dashboard_pages():
+    from chalicelib.services.dashboard_pages import DashboardPages
+
+    return DashboardPages(documents(), workspaces(), feedback(), sharing(), views(), editing())
+
+
 def reset() -> None:
     """Forget cached instances (tests that swap the context)."""
     from chalicelib.services import context
@@ -82,4 +89,5 @@ def reset() -> None:
     editing.cache_clear()
     views.cache_clear()
     oauth.cache_clear()
+    dashboard_pages.cache_clear()
     context.default_context.cache_clear()

@@ -328,6 +328,22 @@ def test_document_pages_cover_everything_once_newest_first(repos):
             repos.documents.list_page(WS, 3, garbage)
 
 
+def test_many_documents_in_one_read(repos):
+    """get_many: the records that exist among the ids, by id (the dashboard's inbox
+    names one page's documents at once instead of reading them one by one)."""
+    make_workspace(repos, plan="pro")
+    docs = [create(repos, n) for n in range(3)]
+    missing = "00000000-0000-4000-8000-999999999999"
+    wanted = [docs[0]["document_id"], docs[2]["document_id"], missing, docs[0]["document_id"]]
+    found = repos.documents.get_many(wanted)
+    assert sorted(found) == sorted([docs[0]["document_id"], docs[2]["document_id"]])
+    assert found[docs[2]["document_id"]]["title"] == "Doc 2"
+    assert found[docs[0]["document_id"]]["share_id"] == docs[0]["share_id"]
+    assert repos.documents.get_many([]) == {}
+    repos.documents.begin_delete(repos.documents.get(docs[2]["document_id"]))
+    assert repos.documents.get_many([docs[2]["document_id"]])[docs[2]["document_id"]]["deleting"]
+
+
 def test_feedback_pages_and_their_cursors(repos):
     make_workspace(repos)
     doc = create(repos, 1)

@@ -65,6 +65,14 @@ class DocumentRepository:
     def get(self, document_id: str) -> Optional[dict]:
         return self.table.get(document_key(document_id))
 
+    def get_many(self, document_ids: Iterable[str]) -> dict[str, dict]:
+        """One BatchGetItem (its limit is 100 keys)."""
+        wanted = sorted(set(document_ids))[:100]
+        if not wanted:
+            return {}
+        found = self.table.batch_get([document_key(document_id) for document_id in wanted])
+        return {document_id: item for document_id, item in zip(wanted, found) if item is not None}
+
     def get_with_key(self, key_id: str, document_id: Optional[str] = None,
                      idempotency_digest: Optional[str] = None
                      ) -> tuple[Optional[dict], Optional[dict], Optional[dict]]:

@@ -22,6 +22,7 @@ from chalicelib.ports.records import (
 DOCUMENT_FIELDS = ("title", "description", "share_enabled", "share_expires_ms")
 VERSION_COLUMNS = "version_id, number, note, created_ms, size_bytes, blob_key AS s3_key"
 LIVE = "document_id = ? AND workspace_id = ? AND deleting = 0"
+MAX_GET_MANY = 100
 
 
 def check_guards(tx: sqlite3.Connection, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
@@ -69,6 +70,14 @@ class DocumentRepository:
             idem = one(conn, "SELECT * FROM idempotency WHERE key_id = ? AND key_digest = ?",
                        (key_id, idempotency_digest)) if idempotency_digest else None
         return key_item, doc, idem
+
+    def get_many(self, document_ids: Iterable[str]) -> dict[str, dict]:
+        wanted = sorted(set(document_ids))[:MAX_GET_MANY]
+        if not wanted:
+            return {}
+        marks = ", ".join("?" * len(wanted))
+        return {doc["document_id"]: doc
+                for doc in self.db.all(f"SELECT * FROM documents WHERE document_id IN ({marks})", tuple(wanted))}
 
     def get_with_versions(self, document_id: str) -> tuple[Optional[dict], list[dict]]:
         with self.db.snapshot() as conn:

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from chalicelib import config, errors
 from chalicelib.entrypoints.dashboard.web import (
-    ANON_COOKIE, SESSION_COOKIE, Page, accounts, redirect, render, route, safe_next, url,
+    ANON_COOKIE, SESSION_COOKIE, Page, redirect, render, route, safe_next, url,
 )
+from chalicelib.services import registry
 
 
 @route("/", signed_in=False)
@@ -23,7 +24,7 @@ def sign_up_form(page: Page):
 def sign_up(page: Page):
     form = page.form()
     try:
-        started = accounts().sign_up(form.get("email", ""), form.get("password", ""),
+        started = registry.accounts().sign_up(form.get("email", ""), form.get("password", ""),
                                      form.get("workspace_name", ""), page.client_ip())
     except errors.DocpubError as exc:
         return render(page, "sign_up.html", status=exc.status, headers=dict(exc.headers), error=exc,
@@ -43,7 +44,7 @@ def sign_in_form(page: Page):
 def sign_in(page: Page):
     form = page.form()
     try:
-        started = accounts().sign_in(form.get("email", ""), form.get("password", ""), page.client_ip(),
+        started = registry.accounts().sign_in(form.get("email", ""), form.get("password", ""), page.client_ip(),
                                      previous_session_id=page.session_id)
     except errors.DocpubError as exc:
         return render(page, "sign_in.html", status=exc.status, headers=dict(exc.headers), error=exc,
@@ -62,7 +63,7 @@ def _start_session(page: Page, started) -> None:
 
 @route("/sign-out", methods=("POST",))
 def sign_out(page: Page):
-    accounts().sign_out(page.session_id)
+    registry.accounts().sign_out(page.session_id)
     page.session = None
     page.clear_cookie(SESSION_COOKIE)
     return redirect(url("/sign-in", m="signed-out"))
@@ -79,7 +80,7 @@ def change_password(page: Page):
     try:
         if form.get("new_password", "") != form.get("confirm_password", ""):
             raise errors.ValidationFailed.field("confirm_password", "does not match the new password")
-        started = accounts().change_password(page.session_id, form.get("current_password", ""),
+        started = registry.accounts().change_password(page.session_id, form.get("current_password", ""),
                                              form.get("new_password", ""), page.client_ip())
     except errors.DocpubError as exc:
         return render(page, "account.html", status=exc.status, headers=dict(exc.headers), error=exc,

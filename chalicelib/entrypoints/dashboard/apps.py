@@ -4,15 +4,8 @@ from __future__ import annotations
 from urllib.parse import urlparse
 
 from chalicelib import errors
-from chalicelib.entrypoints.dashboard.web import (
-    SECURITY_HEADERS, Page, error_page, redirect, render, route, url, workspaces,
-)
-
-
-def oauth():
-    from chalicelib.services import registry
-
-    return registry.oauth()
+from chalicelib.entrypoints.dashboard.web import SECURITY_HEADERS, Page, error_page, redirect, render, route, url
+from chalicelib.services import registry
 
 
 def _authorization(page: Page, params: dict):
@@ -20,7 +13,7 @@ def _authorization(page: Page, params: dict):
     from chalicelib.services.oauth import NotRedirectable, RedirectError
 
     try:
-        return oauth().check_authorization(params), None
+        return registry.oauth().check_authorization(params), None
     except RedirectError as exc:
         if page.request.method == "GET":  # a link anyone can send: no automatic redirect (RFC 9700 4.11.2)
             from chalicelib.entrypoints.oauth import redirect_error_page
@@ -38,7 +31,7 @@ def consent(page: Page):
         return answer
     from chalicelib.services.oauth import SCOPE_DESCRIPTIONS
 
-    workspace = workspaces().get_workspace(page.workspace_id)
+    workspace = registry.workspaces().get_workspace(page.workspace_id)
     target = urlparse(request.redirect_uri)
     # The form's answer redirects to the client: allow exactly that origin as a form target.
     # CSP has no syntax for an IPv6 literal (Chromium ignores `http://[::1]:port` and then
@@ -56,7 +49,7 @@ def consent_answer(page: Page):
     request, answer = _authorization(page, {k: v for k, v in form.items() if k not in ("csrf_token", "decision")})
     if request is None:
         return answer
-    location = oauth().decide(request, form.get("decision") == "allow", page.workspace_id, page.session.email)
+    location = registry.oauth().decide(request, form.get("decision") == "allow", page.workspace_id, page.session.email)
     return redirect(location, 303)
 
 
@@ -64,12 +57,12 @@ def consent_answer(page: Page):
 def connected_apps(page: Page):
     from chalicelib.services.oauth import SCOPE_DESCRIPTIONS
 
-    return render(page, "apps.html", active="apps", apps=oauth().connected_apps(page.workspace_id),
+    return render(page, "apps.html", active="apps", apps=registry.oauth().connected_apps(page.workspace_id),
                   scope_descriptions=SCOPE_DESCRIPTIONS)
 
 
 @route("/apps/{grant_id}/revoke", methods=("POST",))
 def disconnect_app(page: Page, grant_id: str):
-    oauth().disconnect(page.workspace_id, grant_id)
+    registry.oauth().disconnect(page.workspace_id, grant_id)
     return redirect(url("/apps", m="disconnected"))
 

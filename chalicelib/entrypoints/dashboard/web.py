@@ -10,14 +10,16 @@ import logging
 import re
 from pathlib import Path
 from typing import Any, Callable, Optional
-from urllib.parse import parse_qs, quote, unquote, urlencode, urlparse
+from urllib.parse import quote, unquote, urlencode, urlparse
 
 from chalice import Blueprint, Response
 
 from chalicelib import config, errors, rendering
 from chalicelib.domain import limits
+from chalicelib.entrypoints.dashboard import forms
 from chalicelib.entrypoints.http import as_error, client_ip, compress, parse_cookies
 from chalicelib.models import MAX_HTML_BYTES
+from chalicelib.services import registry
 
 log = logging.getLogger("docpub")
 
@@ -30,8 +32,6 @@ STATIC_TYPES = {"dashboard.js": "text/javascript; charset=utf-8", "dashboard.css
 
 SESSION_COOKIE = "docpub_session"
 ANON_COOKIE = "docpub_csrf"
-FORM_TYPES = ["application/x-www-form-urlencoded", "multipart/form-data"]
-MAX_FORM_BYTES = MAX_HTML_BYTES + 512 * 1024
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
     "X-Content-Type-Options": "nosniff",
@@ -67,7 +67,6 @@ PRO_FEATURES = [
     ("Editing in the dashboard", "change the HTML in the browser and save it as a new version"),
     ("Custom branding", "your name and tagline on share pages instead of the Docpub mark"),
 ]
-UUID = re.compile(r"^[0-9a-fA-F-]{36}$")
 
 
 # ------------------------------------------------------------------ request state
@@ -80,7 +79,7 @@ class Page:
         self.cookies = parse_cookies(request.headers.get("cookie"))
         self.set_cookies: list[str] = []
         self.session_id = self.cookies.get(SESSION_COOKIE)
-        self.session = accounts().session(self.session_id) if self.session_id else None
+        self.session = registry.accounts().session(self.session_id) if self.session_id else None
         self.anon_id = self.cookies.get(ANON_COOKIE)
         self._form: Optional[dict] = None
         self._files: Optional[dict] = None
@@ -88,7 +87,7 @@ class Page:
     # who
     @property
     def actor(self):
-        from chalicelib.services.documents import Actor
+        from chalicelib.services.access import Actor
 
         return Actor(self.session.workspace_id)
 
@@ -103,7 +102,8 @@ class Page:
 
     def form(self) -> dict[str, str]:
         if self._form is None:
-            self._form, self._files = parse_form(self.request)
+            self._form, self._files = forms.parse_form(self.request.headers.get("content-type"),
+                                                       self.request.raw_body)
         return self._form
 
     def file(self, name: str) -> Optional[tuple[str, bytes]]:
@@ -126,10 +126,10 @@ class Page:
 
             self.anon_id = binding = secrets.token_urlsafe(24)
             self.set_cookie(ANON_COOKIE, binding, max_age=config.dashboard_session_seconds())
-        return accounts().csrf_token(binding)
+        return registry.accounts().csrf_token(binding)
 
     def csrf_ok(self) -> bool:
-        return accounts().check_csrf(self.binding(), self.form().get("csrf_token"))
+        return registry.accounts().check_csrf(self.binding(), self.form().get("csrf_token"))
 
     # cookies
     def set_cookie(self, name: str, value: str, max_age: Optional[int] = None) -> None:
@@ -146,91 +146,6 @@ class Page:
 
 def secure_cookies() -> bool:
     return config.base_url().startswith("https://")
-
-
-def parse_form(request) -> tuple[dict[str, str], dict[str, tuple[str, bytes]]]:
-    raw = request.raw_body or b""
-    if isinstance(raw, str):
-        raw = raw.encode("utf-8")
-    if len(raw) > MAX_FORM_BYTES:
-        from chalicelib.domain.limits import encoded_html
-
-        encoded_html(raw.decode("utf-8", "replace"))  # the contract's 413 and message
-    content_type = request.headers.get("content-type") or ""
-    if content_type.lower().startswith("multipart/form-data"):
-        return parse_multipart(content_type, raw)
-    fields = parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
-    return {k: v[-1] for k, v in fields.items()}, {}
-
-
-def parse_multipart(content_type: str, body: bytes) -> tuple[dict[str, str], dict[str, tuple[str, bytes]]]:
-    """multipart/form-data as browsers send it; file contents stay exact bytes."""
-    match = re.search(r'boundary="?([^";]+)"?', content_type, re.I)
-    if not match:
-        raise errors.ValidationFailed("The form could not be read; reload the page and try again.")
-    delimiter = b"--" + match.group(1).encode("latin-1")
-    fields: dict[str, str] = {}
-    files: dict[str, tuple[str, bytes]] = {}
-    for part in body.split(delimiter)[1:]:
-        if part.startswith(b"--"):
-            break
-        if part.startswith(b"\r\n"):
-            part = part[2:]
-        head, _, content = part.partition(b"\r\n\r\n")
-        if content.endswith(b"\r\n"):
-            content = content[:-2]
-        headers = head.decode("utf-8", "replace")
-        disposition = next((line for line in headers.split("\r\n")
-                            if line.lower().startswith("content-disposition")), "")
-        name = re.search(r'\bname="([^"]*)"', disposition)
-        if not name:
-            continue
-        filename = re.search(r'\bfilename="([^"]*)"', disposition)
-        if filename is not None:
-            if filename.group(1) or content:
-                files[name.group(1)] = (filename.group(1), content)
-        else:
-            fields[name.group(1)] = content.decode("utf-8", "replace")
-    return fields, files
-
-
-# ------------------------------------------------------------------ services (lazy)
-
-def accounts():
-    from chalicelib.services import registry
-
-    return registry.accounts()
-
-
-def documents():
-    from chalicelib.services import registry
-
-    return registry.documents()
-
-
-def workspaces():
-    from chalicelib.services import registry
-
-    return registry.workspaces()
-
-
-def editing():
-    from chalicelib.services import registry
-
-    return registry.editing()
-
-
-def optional_service(name: str):
-    """registry.feedback() / registry.sharing(), or None when this build has no such service."""
-    from chalicelib.services import registry
-
-    factory = getattr(registry, name, None)
-    if factory is None:
-        return None
-    try:
-        return factory()
-    except ImportError:
-        return None
 
 
 # ------------------------------------------------------------------ rendering
@@ -307,7 +222,7 @@ def route(path: str, methods: tuple[str, ...] = ("GET",), signed_in: bool = True
 
         kwargs: dict[str, Any] = {"methods": list(methods)}
         if "POST" in methods:
-            kwargs["content_types"] = FORM_TYPES
+            kwargs["content_types"] = forms.FORM_TYPES
         bp.route(path, **kwargs)(handler)
         return handler
 

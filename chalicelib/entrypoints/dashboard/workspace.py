@@ -4,7 +4,8 @@ from __future__ import annotations
 from chalice import Response
 
 from chalicelib import errors
-from chalicelib.entrypoints.dashboard.web import Page, optional_service, redirect, render, route, url, workspaces
+from chalicelib.entrypoints.dashboard.web import Page, redirect, render, route, url
+from chalicelib.services import registry
 
 
 @route("/workspace")
@@ -13,19 +14,16 @@ def workspace_page(page: Page):
 
 
 def _workspace_page(page: Page, status: int = 200, error=None, form=None) -> Response:
-    workspace = workspaces().get_workspace(page.workspace_id)
-    active_keys = [k for k in workspaces().list_keys(page.workspace_id) if not k["revoked"]]
-    views = optional_service("views")
-    return render(page, "workspace.html", status=status, active="workspace", workspace=workspace,
-                  key_count=len(active_keys), error=error, form=form or {},
-                  most_viewed=views.most_viewed(page.actor) if views else None)
+    data = registry.dashboard_pages().workspace_page(page.actor)
+    return render(page, "workspace.html", status=status, active="workspace", workspace=data.workspace,
+                  key_count=data.key_count, error=error, form=form or {}, most_viewed=data.most_viewed)
 
 
 @route("/workspace/branding", methods=("POST",))
 def branding(page: Page):
     form = page.form()
     try:
-        workspaces().set_branding(page.workspace_id, form.get("brand_name"), form.get("brand_tagline"))
+        registry.workspaces().set_branding(page.workspace_id, form.get("brand_name"), form.get("brand_tagline"))
     except errors.DocpubError as exc:
         return _workspace_page(page, exc.status, error=exc, form=form)
     return redirect(url("/workspace", m="branding-saved"))

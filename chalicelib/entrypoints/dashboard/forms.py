@@ -1,0 +1,79 @@
+"""Dashboard forms: `application/x-www-form-urlencoded` (stdlib `parse_qs`) and
+`multipart/form-data` (python-multipart, the streaming parser Starlette uses;
+imported on the first multipart form only).
+
+Field values are text (UTF-8, undecodable bytes replaced); an uploaded file stays
+its exact bytes. A repeated field keeps its last value. A body over the form
+limit is the contract's 413 before any parsing; a body that is not a form is a
+400 with a plain sentence, never a 500.
+"""
+from __future__ import annotations
+
+from typing import Optional
+from urllib.parse import parse_qs
+
+from chalicelib import errors
+from chalicelib.models import MAX_HTML_BYTES
+
+FORM_TYPES = ["application/x-www-form-urlencoded", "multipart/form-data"]
+# The largest document plus room for the other fields and the multipart framing.
+MAX_FORM_BYTES = MAX_HTML_BYTES + 512 * 1024
+UNREADABLE = "The form could not be read; reload the page and try again."
+
+Fields = dict[str, str]
+Files = dict[str, tuple[str, bytes]]  # field name -> (file name, exact bytes)
+
+
+def parse_form(content_type: Optional[str], raw: bytes | str | None) -> tuple[Fields, Files]:
+    body = raw or b""
+    if isinstance(body, str):
+        body = body.encode("utf-8")
+    if len(body) > MAX_FORM_BYTES:
+        from chalicelib.domain.limits import encoded_html
+
+        encoded_html(body.decode("utf-8", "replace"))  # the contract's 413 and message
+    if (content_type or "").lower().startswith("multipart/form-data"):
+        return parse_multipart(content_type or "", body)
+    fields = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    return {name: values[-1] for name, values in fields.items()}, {}
+
+
+def parse_multipart(content_type: str, body: bytes) -> tuple[Fields, Files]:
+    """multipart/form-data (RFC 7578) as browsers send it. A file input left
+    empty (no file name, no bytes) is no file."""
+    from python_multipart.exceptions import FormParserError
+    from python_multipart.multipart import FormParser, parse_options_header
+
+    _, params = parse_options_header(content_type)
+    boundary = params.get(b"boundary")
+    if not boundary:
+        raise errors.ValidationFailed(UNREADABLE)
+    fields: Fields = {}
+    files: Files = {}
+
+    def on_field(field) -> None:
+        if field.field_name is not None:
+            fields[_text(field.field_name)] = _text(field.value or b"")
+
+    def on_file(file) -> None:
+        file.file_object.seek(0)
+        data = file.file_object.read()
+        name = _text(file.field_name or b"")
+        filename = _text(file.file_name or b"")
+        if name and (filename or data):
+            files[name] = (filename, data)
+
+    # Everything stays in memory (the body is already there, bounded above):
+    # nothing is written to a temporary file.
+    parser = FormParser("multipart/form-data", on_field, on_file, boundary=boundary,
+                        config={"MAX_MEMORY_FILE_SIZE": MAX_FORM_BYTES + 1, "MAX_BODY_SIZE": MAX_FORM_BYTES})
+    try:
+        parser.write(body)
+        parser.finalize()
+    except FormParserError:
+        raise errors.ValidationFailed(UNREADABLE) from None
+    return fields, files
+
+
+def _text(value: bytes) -> str:
+    return value.decode("utf-8", "replace")
