@@ -107,7 +107,7 @@ def test_feedback_inbox_filter_resolve_reopen(owner, client):
 
 
 @needs_feedback
-def test_inbox_shows_threads_with_anchor_and_replies_and_the_owner_replies(owner, client):
+def test_inbox_shows_threads_with_anchor_and_replies_and_the_owner_replies(owner, client, clock):
     document_id = doc_id_from(upload(owner, b"<p>In short, the results were good.</p>", title="Report"))
     link = share_path(owner.get(f"/dashboard/documents/{document_id}").text)
     r = client.http.post(link + "/feedback", headers={"Content-Type": "application/json"},
@@ -116,6 +116,7 @@ def test_inbox_shows_threads_with_anchor_and_replies_and_the_owner_replies(owner
     feedback_id = json.loads(r.body)["feedback_id"]
     client.http.post(f"{link}/feedback/{feedback_id}/replies", headers={"Content-Type": "application/json"},
                      body=json.dumps({"message": "The Q3 ones", "name": "Kim"}))
+    clock.advance(1)
     inbox = owner.get("/dashboard/feedback")
     assert "<mark>the results</mark>" in inbox.text and "In short, " in inbox.text
     assert "The Q3 ones" in inbox.text

@@ -8,7 +8,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Callable
+from typing import Any, Callable
 
 from chalicelib.ports import (
     ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository, Repositories,
@@ -55,20 +55,22 @@ def _configured_cdn() -> CdnInvalidator:
 
 
 def _configured_mailer() -> Mailer:
-    from chalicelib.adapters.mail import build_mailer
+    from chalicelib.adapters import build_mailer
 
     return build_mailer()
 
 
 def _configured_nudge() -> Callable[[], None]:
     """Called after a committed event: tells the webhook worker there is work (deployed: SQS)."""
-    from chalicelib import config
+    from chalicelib.adapters import build_outbox_nudge
 
-    if not config.webhook_queue_url():
-        return lambda: None
-    from chalicelib.adapters.aws.outbox import nudge
+    return build_outbox_nudge()
 
-    return nudge
+
+def _configured_webhook_sender():
+    from chalicelib.adapters import build_webhook_sender
+
+    return build_webhook_sender()
 
 
 @dataclass
@@ -81,6 +83,8 @@ class Context:
     mail_factory: Callable[[], Mailer] = _configured_mailer
     # Tells the webhook worker that the outbox has a new event (services/webhooks.py).
     nudge_outbox: Callable[[], None] = field(default_factory=_configured_nudge)
+    # Webhook targets: the address rules and the one outbound POST (adapters/webhook_sender.py).
+    webhook_sender: Any = field(default_factory=_configured_webhook_sender)
     # Backoff between optimistic-concurrency retries; tests may inject a no-op.
     sleep: Callable[[float], None] = time.sleep
 

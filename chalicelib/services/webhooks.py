@@ -85,12 +85,6 @@ def signature(secret: str, msg_id: str, timestamp: int, body: str) -> str:
     return Reference(secret).sign(msg_id, datetime.fromtimestamp(timestamp, tz=timezone.utc), body)
 
 
-def _default_sender():
-    from chalicelib.adapters.webhook_sender import send
-
-    return send
-
-
 class WebhookService:
     def __init__(self, ctx: Optional[Context] = None, send: Optional[Callable] = None):
         self.ctx = ctx or default_context()
@@ -98,19 +92,16 @@ class WebhookService:
 
     @property
     def send(self) -> Callable:
-        if self._send is None:
-            self._send = _default_sender()
-        return self._send
+        return self._send or self.ctx.webhook_sender.send
 
     # ---------------------------------------------------------------- owners
 
     def create(self, who, request: WebhookCreateRequest) -> WebhookCreated:
         actor = access.actor(self.ctx, who)
-        from chalicelib.adapters.webhook_sender import TargetRefused, check_target
-
+        sender = self.ctx.webhook_sender
         try:
-            check_target(request.url, resolve=False)  # host names are checked at every delivery
-        except TargetRefused as exc:
+            sender.check_target(request.url, resolve=False)  # host names are checked at every delivery
+        except sender.TargetRefused as exc:
             raise ValidationFailed.field("url", str(exc)) from None
         events = list(dict.fromkeys(request.events))
         secret = new_secret()
