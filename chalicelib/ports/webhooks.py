@@ -14,50 +14,52 @@ next_attempt_ms?, updated_ms}.
 """
 from __future__ import annotations
 
-from typing import Optional, Protocol
+from typing import Any, Optional, Protocol
+
+Record = dict[str, Any]
 
 
 class WebhookRepository(Protocol):
-    def create(self, webhook: dict, max_webhooks: int) -> None:
+    def create(self, webhook: Record, max_webhooks: int) -> None:
         """Store a webhook counted against `max_webhooks` per workspace (WebhookCapReached)."""
 
-    def get(self, webhook_id: str) -> Optional[dict]: ...
+    def get(self, webhook_id: str) -> Optional[Record]: ...
 
-    def list_for_workspace(self, workspace_id: str) -> list[dict]:
+    def list_for_workspace(self, workspace_id: str) -> list[Record]:
         """Oldest first."""
 
-    def delete(self, webhook: dict) -> bool:
+    def delete(self, webhook: Record) -> bool:
         """Remove it (and free its place); False if it was already gone."""
 
-    def set_secrets(self, webhook: dict, secrets: list[dict]) -> bool:
+    def set_secrets(self, webhook: Record, secrets: list[Record]) -> bool:
         """Replace the secrets only if they are still `webhook["secrets"]`; False otherwise."""
 
-    def pending_events(self, limit: int) -> list[dict]:
+    def pending_events(self, limit: int) -> list[Record]:
         """Events not yet dispatched, oldest first."""
 
-    def get_event(self, workspace_id: str, created_ms: int, event_id: str) -> Optional[dict]: ...
+    def get_event(self, workspace_id: str, created_ms: int, event_id: str) -> Optional[Record]: ...
 
-    def dispatch(self, event: dict, deliveries: list[dict]) -> None:
+    def dispatch(self, event: Record, deliveries: list[Record]) -> None:
         """The deliveries (ids chosen by the caller, deterministic), and the event no
         longer pending, atomically. Repeating it (another worker did it first) is harmless."""
 
-    def add_direct(self, event: dict, delivery: dict) -> None:
+    def add_direct(self, event: Record, delivery: Record) -> None:
         """An event that is not pending (a test ping) with its one delivery, atomically."""
 
-    def due(self, now_ms: int, limit: int) -> list[dict]:
+    def due(self, now_ms: int, limit: int) -> list[Record]:
         """Pending deliveries whose `next_attempt_ms` has come, soonest first."""
 
-    def get_delivery(self, delivery_id: str) -> Optional[dict]: ...
+    def get_delivery(self, delivery_id: str) -> Optional[Record]: ...
 
-    def claim(self, delivery: dict, until_ms: int) -> bool:
+    def claim(self, delivery: Record, until_ms: int) -> bool:
         """Lease a pending delivery to this sender until `until_ms` (its `next_attempt_ms`
         moves there), only if nobody changed it since it was read."""
 
-    def record(self, delivery: dict, changes: dict) -> bool:
+    def record(self, delivery: Record, changes: Record) -> bool:
         """Apply an attempt's outcome (status, attempts, response_status, last_error,
         next_attempt_ms, updated_ms) only if `attempts` is still `delivery["attempts"]`."""
 
-    def deliveries(self, webhook_id: str, limit: int) -> list[dict]:
+    def deliveries(self, webhook_id: str, limit: int) -> list[Record]:
         """A webhook's deliveries, newest first."""
 
     def purge_events(self, before_ms: int) -> int:

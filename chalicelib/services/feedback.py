@@ -148,13 +148,13 @@ class FeedbackService:
 
     # ---------------------------------------------------------------- owners
 
-    def reply(self, who, feedback_id: str, message: str) -> Reply:
+    def reply(self, who: Who, feedback_id: str, message: str) -> Reply:
         """The owner answers a thread (any status; a resolved thread stays resolved)."""
         actor = access.actor(self.ctx, who)
         return self._reply(lambda: self._thread_of(actor.workspace_id, feedback_id), message, None, "owner",
                            lambda: None, "")
 
-    def list(self, who, document_id: str | None = None, status: str = "open", limit: int = 20,
+    def list(self, who: Who, document_id: str | None = None, status: str = "open", limit: int = 20,
              cursor: str | None = None, since: str | None = None, wait: int | None = None) -> FeedbackList:
         if status not in STATUSES:
             raise ValidationFailed.field("status", "must be open, resolved or all")
@@ -201,7 +201,7 @@ class FeedbackService:
             raise ValidationFailed.field("cursor", cursors.MESSAGE) from exc
         return items, cursors.seal(actor.workspace_id, listing, next_cursor)
 
-    def resolve(self, who, feedback_id: str, resolved: bool = True) -> Feedback:
+    def resolve(self, who: Who, feedback_id: str, resolved: bool = True) -> Feedback:
         """Mark resolved (or, with resolved=False, open again); repeating is harmless."""
         actor = access.actor(self.ctx, who)
         wanted = "resolved" if resolved else "open"

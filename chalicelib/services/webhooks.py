@@ -26,7 +26,7 @@ import logging
 import secrets as secrets_module
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from chalicelib import config
 from chalicelib.domain import limits
@@ -37,6 +37,7 @@ from chalicelib.models import (
 )
 from chalicelib.ports import WebhookCapReached
 from chalicelib.services import access
+from chalicelib.services.access import Who
 from chalicelib.services.context import Context, default_context, rfc3339
 
 log = logging.getLogger("docpub.webhooks")
@@ -64,12 +65,12 @@ def delivery_id_for(event_id: str, webhook_id: str) -> str:
     return "msg_" + hashlib.sha256(f"{event_id}\0{webhook_id}".encode()).hexdigest()[:26]
 
 
-def webhook_model(item: dict) -> Webhook:
+def webhook_model(item: dict[str, Any]) -> Webhook:
     return Webhook(webhook_id=item["webhook_id"], url=item["url"], events=list(item["events"]),
                    created_at=rfc3339(item["created_ms"]))
 
 
-def delivery_model(item: dict) -> WebhookDelivery:
+def delivery_model(item: dict[str, Any]) -> WebhookDelivery:
     return WebhookDelivery(delivery_id=item["delivery_id"], event=item["event"], status=item["status"],
                            attempts=item.get("attempts", 0), response_status=item.get("response_status"),
                            created_at=rfc3339(item["created_ms"]),
@@ -96,7 +97,7 @@ class WebhookService:
 
     # ---------------------------------------------------------------- owners
 
-    def create(self, who, request: WebhookCreateRequest) -> WebhookCreated:
+    def create(self, who: Who, request: WebhookCreateRequest) -> WebhookCreated:
         actor = access.actor(self.ctx, who)
         sender = self.ctx.webhook_sender
         try:
@@ -115,15 +116,15 @@ class WebhookService:
                 {"limit": limits.WEBHOOKS_PER_WORKSPACE, "current": exc.current}) from None
         return WebhookCreated(**webhook_model(item).model_dump(), secret=secret)
 
-    def list(self, who) -> WebhookList:
+    def list(self, who: Who) -> WebhookList:
         actor = access.actor(self.ctx, who)
         return WebhookList(webhooks=[webhook_model(w) for w in self.ctx.webhooks.list_for_workspace(actor.workspace_id)])
 
-    def delete(self, who, webhook_id: str) -> None:
+    def delete(self, who: Who, webhook_id: str) -> None:
         item = self._owned(who, webhook_id)
         self.ctx.webhooks.delete(item)
 
-    def rotate_secret(self, who, webhook_id: str) -> WebhookSecretRotated:
+    def rotate_secret(self, who: Who, webhook_id: str) -> WebhookSecretRotated:
         """A new secret signs from now on; the previous one also signs for 24 h, so a
         receiver can switch without losing deliveries."""
         for _attempt in range(5):
@@ -136,7 +137,7 @@ class WebhookService:
                                             previous_secret_expires_at=rfc3339(previous["expires_ms"]))
         raise NotFound("No such webhook in this workspace.")
 
-    def test(self, who, webhook_id: str) -> WebhookTestQueued:
+    def test(self, who: Who, webhook_id: str) -> WebhookTestQueued:
         item = self._owned(who, webhook_id)
         now_ms = self.ctx.now_ms()
         from chalicelib.services.events import make_event
@@ -147,12 +148,12 @@ class WebhookService:
         self.ctx.webhooks.add_direct(event, delivery)
         return WebhookTestQueued(delivery_id=delivery["delivery_id"])
 
-    def deliveries(self, who, webhook_id: str) -> WebhookDeliveryList:
+    def deliveries(self, who: Who, webhook_id: str) -> WebhookDeliveryList:
         item = self._owned(who, webhook_id)
         return WebhookDeliveryList(deliveries=[delivery_model(d) for d in self.ctx.webhooks.deliveries(
             item["webhook_id"], limits.WEBHOOK_DELIVERIES_SHOWN)])
 
-    def _owned(self, who, webhook_id: str) -> dict:
+    def _owned(self, who: Who, webhook_id: str) -> dict:
         actor = access.actor(self.ctx, who)
         item = self.ctx.webhooks.get(webhook_id) if isinstance(webhook_id, str) and webhook_id.startswith(
             "wh_") and len(webhook_id) < 100 else None
