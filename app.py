@@ -4,24 +4,29 @@ from chalice import Chalice
 from chalicelib import config, logs
 from chalicelib.errors import DocpubError
 from chalicelib.entrypoints.http import (
-    empty_response, handles_errors, json_response, normalise_chalice_error, parse_body, parse_query,
-    refuse_without_origin_secret,
+    MULTIPART_TYPE, download_response, empty_response, handles_errors, is_multipart, json_response, normalise_chalice_error,
+    parse_body, parse_multipart, parse_query, refuse_without_origin_secret, validate,
 )
+from chalicelib.errors import ValidationFailed
 from chalicelib.entrypoints import pages, routing
 from chalicelib.entrypoints.share import bp as share_pages, separate_sites
 from chalicelib.entrypoints.mcp import bp as mcp_blueprint
 from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
 from chalicelib.entrypoints.oauth import bp as oauth_blueprint
 from chalicelib.models import (
-    EditRequest, FeedbackListQuery, GetDocumentQuery, Health, ListDocumentsQuery, PassphraseRequest,
-    PublishRequest, ReplyRequest, ResolveFeedbackRequest, StatsQuery, UpdateDocumentRequest, WebhookCreateRequest,
+    DownloadQuery, EditRequest, UploadRequest, FeedbackListQuery, GetDocumentQuery, Health, ListDocumentsQuery,
+    PassphraseRequest, PublishRequest, ReplyRequest, ResolveFeedbackRequest, StatsQuery, UpdateDocumentRequest,
+    WebhookCreateRequest,
 )
 from chalicelib.services import registry
+from chalicelib.services.documents import document_exclusions
 from chalicelib.services.auth import credentials_from_headers
 from chalicelib.services.health import check_storage
 
 config.check_startup()  # deployed without DOCPUB_SECRET_KEY: refuse to start (no public default)
 app = Chalice(app_name="docpub")
+# Uploads (multipart) reach the function as bytes, base64-encoded by API Gateway.
+app.api.binary_types.append(MULTIPART_TYPE)
 logs.configure()
 api = handles_errors(app)
 
@@ -99,13 +104,50 @@ def me():
     return json_response(registry.workspaces().me(_credentials()))
 
 
-@app.route("/api/v1/publish", methods=["POST"])
+def _parse_publish(request, model):
+    """(PublishRequest, upload or None): JSON, or multipart/form-data with a `file`
+    part (.html/.htm/.md/.markdown/.zip) and text fields named like the JSON ones."""
+    if not is_multipart(request):
+        return parse_body(request, model), None
+    fields, upload = parse_multipart(request)
+    if upload is None:
+        if "upload_id" in fields:
+            return validate(model, fields), None
+        if "html" not in fields:
+            raise ValidationFailed.field("file", "is required: send the document as a `file` part "
+                                                 "(.html, .htm, .md, .markdown or .zip)")
+        return validate(model, fields), None
+    if "html" in fields:
+        raise ValidationFailed.field("html", "give either a `file` part or an `html` field, not both")
+    if "format" in fields:
+        raise ValidationFailed.field("format", "comes from the file's name (.md/.markdown is Markdown)")
+    return validate(model, {**fields, "html": "(file)"}), upload
+
+
+@app.route("/api/v1/publish", methods=["POST"], content_types=["application/json", MULTIPART_TYPE])
 @api
 def publish():
-    credentials, request = _authorized(parse_body, PublishRequest, write=True)
+    credentials, (request, upload) = _authorized(_parse_publish, PublishRequest, write=True)
     result = registry.documents().publish(credentials, request,
-                                          _request().headers.get("idempotency-key"))
+                                          _request().headers.get("idempotency-key"), upload=upload)
     return json_response(result.response, headers=result.headers)
+
+
+@app.route("/api/v1/uploads", methods=["POST"])
+@api
+def create_upload():
+    credentials, request = _authorized(parse_body, UploadRequest)
+    return json_response(registry.uploads().create(credentials, request.filename, request.size_bytes), 201)
+
+
+@app.route("/uploads/{upload_id}", methods=["PUT"], content_types=["*/*"])
+@api
+def receive_upload(upload_id):
+    """The embedded store's upload_url: no key, the signed token in the URL is the credential
+    (outside /api/v1: its size is the one declared, not the API's body cap)."""
+    body = _request().raw_body or b""
+    registry.uploads().receive(upload_id, (_request().query_params or {}).get("token"), body)
+    return empty_response(204)
 
 
 @app.route("/api/v1/documents", methods=["GET"])
@@ -119,15 +161,17 @@ def list_documents():
 @api
 def get_document(document_id):
     credentials, query = _authorized(parse_query, GetDocumentQuery)
-    document = registry.documents().get(credentials, document_id, query.include_html, query.version_id)
-    return json_response(document, exclude=None if query.include_html else {"html"})
+    document = registry.documents().get(credentials, document_id, query.include_html, query.version_id,
+                                        query.include_source)
+    return json_response(document, exclude=document_exclusions(query.include_html, query.include_source))
 
 
 @app.route("/api/v1/documents/{document_id}", methods=["PATCH"])
 @api
 def update_document(document_id):
     credentials, request = _authorized(parse_body, UpdateDocumentRequest)
-    return json_response(registry.documents().update(credentials, document_id, request), exclude={"html"})
+    return json_response(registry.documents().update(credentials, document_id, request),
+                         exclude=document_exclusions(False, False))
 
 
 @app.route("/api/v1/documents/{document_id}", methods=["DELETE"])
@@ -143,6 +187,13 @@ def edit_document(document_id):
     credentials, request = _authorized(parse_body, EditRequest, write=True)
     result = registry.documents().edit(credentials, document_id, request)
     return json_response(result.response, headers=result.headers)
+
+
+@app.route("/api/v1/documents/{document_id}/download", methods=["GET"])
+@api
+def download_document(document_id):
+    credentials, query = _authorized(parse_query, DownloadQuery)
+    return download_response(registry.documents().download(credentials, document_id, query.version_id))
 
 
 @app.route("/api/v1/documents/{document_id}/stats", methods=["GET"])

@@ -73,6 +73,10 @@ class DocumentTooLarge(DocpubError):
     status, code = 413, "document_too_large"
 
 
+class BundleTooLarge(DocpubError):
+    status, code = 413, "bundle_too_large"
+
+
 class UnsupportedMediaType(DocpubError):
     status, code = 415, "unsupported_media_type"
 

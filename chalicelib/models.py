@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Optional
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_serializer,
+)
 from pydantic_core import PydanticCustomError
 
 MAX_HTML_BYTES = 4 * 1024 * 1024
@@ -106,9 +108,34 @@ ShareEnabled = Annotated[bool, Field(description="false: the share link answers 
 
 # ---------------------------------------------------------------- requests
 
+DocumentFormat = Annotated[Literal["html", "markdown"], Field(description=(
+    "`html` (default): `html` is the page. `markdown`: `html` carries Markdown source (CommonMark + GFM "
+    "tables, strikethrough, task lists, autolinks), rendered by the service into a complete page."))]
+MAX_FILE_PATH = 255
+
+
+class FileInput(RequestModel):
+    """One file beside the page (a bundle): referenced from the page by its relative path."""
+    path: Annotated[str, StringConstraints(min_length=1, max_length=MAX_FILE_PATH), Field(description=(
+        "Relative, `/`-separated, case-sensitive path, e.g. `img/chart.png` (no `..`, no leading `/`, no "
+        "backslash; at most 255 characters)."))]
+    content: Annotated[str, Field(description="The file's bytes: base64, or UTF-8 text (see encoding).")]
+    encoding: Literal["base64", "utf-8"] = "utf-8"
+
+
 class PublishRequest(RequestModel):
-    title: Title
-    html: Html
+    title: Optional[Title] = Field(None, description=(
+        "1 to 500 characters. Omitted: the page's <title>, else its first <h1>; for Markdown its first "
+        "heading; with none of those, 422."))
+    html: Optional[Html] = Field(None, description=(
+        "The page (or with format=markdown its Markdown source). Required unless `upload_id` is given."))
+    upload_id: Optional[Annotated[str, StringConstraints(max_length=64)]] = Field(None, description=(
+        "A file sent through POST /api/v1/uploads, in place of `html` (single use)."))
+    format: DocumentFormat = "html"
+    files: Optional[list[FileInput]] = Field(None, description=(
+        "Files beside the page (images, stylesheets, scripts, more pages), resolved from the page's "
+        "relative references. At most 200 files and 32 MiB in all (413 bundle_too_large). A new version "
+        "replaces the whole file set."))
     document_id: Optional[DocumentId] = None
     note: Optional[Note] = None
     description: Optional[Description] = None
@@ -158,6 +185,23 @@ class ListDocumentsQuery(QueryModel):
 
 class GetDocumentQuery(QueryModel):
     include_html: bool = False
+    include_source: bool = False
+    version_id: Optional[VersionId] = None
+
+
+class UploadRequest(RequestModel):
+    filename: Annotated[str, StringConstraints(min_length=1, max_length=255), Field(description=(
+        "The file's name: .html, .htm, .md, .markdown or .zip (it decides how the upload is read)."))]
+    size_bytes: Annotated[int, Field(ge=1, description="Exactly how many bytes will be PUT to upload_url.")]
+
+
+class UploadTicket(ResponseModel):
+    upload_id: str
+    upload_url: str = Field(description="PUT exactly size_bytes bytes here, with no credentials.")
+    expires_at: str
+
+
+class DownloadQuery(QueryModel):
     version_id: Optional[VersionId] = None
 
 
@@ -307,12 +351,26 @@ class DocumentSummary(ResponseModel):
     share_expires_at: Optional[str] = None
 
 
+class FileInfo(ResponseModel):
+    path: str
+    size_bytes: int
+    sha256: str
+
+
 class VersionInfo(ResponseModel):
     version_id: str
     number: int
     note: Optional[str] = None
     created_at: str
     size_bytes: int
+    files: Optional[list[FileInfo]] = Field(None, description="The version's files (a bundle); absent when none.")
+
+    @model_serializer(mode="wrap")
+    def _without_empty_files(self, handler):
+        data = handler(self)
+        if data.get("files") is None:
+            data.pop("files", None)
+        return data
 
 
 class DocumentDetail(DocumentSummary):
@@ -321,6 +379,9 @@ class DocumentDetail(DocumentSummary):
     views_total: int = Field(0, description="Counted views of the share link, all versions, all time.")
     last_viewed_at: Optional[str] = Field(None, description="When the link was last viewed (RFC 3339), or null.")
     html: Optional[str] = None
+    format: Optional[Literal["html", "markdown"]] = Field(None, description="With include_source=true.")
+    source: Optional[str] = Field(None, description=(
+        "With include_source=true: the Markdown source of a Markdown document, the HTML of an HTML one."))
 
 
 class ShareRotated(ResponseModel):

@@ -36,7 +36,7 @@ ERROR_TEXT = {
     413: ("`document_too_large`: the HTML (or the request body) is over the size limit. For an edit "
           "batch, `details.edit_index` is the first edit whose result would exceed it and "
           "`details.size_bytes` the size that edit would produce (nothing larger is built)."),
-    415: "`unsupported_media_type`: the body is not `application/json`.",
+    415: "`unsupported_media_type`: the body is not `application/json` (publish: nor `multipart/form-data`).",
     422: ("`validation_error` (also for a `cursor` this service did not issue to this workspace and "
           "listing, and for a passphrase that is too easy to guess, with the reason), or for edits "
           "`edit_not_found` / `edit_ambiguous` / `no_change`."),
@@ -67,6 +67,7 @@ PATH_PARAMETERS: dict[str, tuple[Any, str]] = {
     "document_id": (models.DocumentId, "A document's id (UUID)."),
     "feedback_id": (str, "A feedback entry's id."),
     "webhook_id": (str, "A webhook's id."),
+    "upload_id": (str, "An upload's id (`up_…`)."),
 }
 
 SECURITY_SCHEMES = {
@@ -110,6 +111,8 @@ class Operation:
     header_parameters: tuple[dict, ...] = ()
     links: dict = field(default_factory=dict)
     example: Optional[dict] = None  # a valid request body (also used by the authorization matrix)
+    response_content: Optional[dict] = None  # a non-JSON answer: {media type: {"schema": …}}
+    extra_request_content: Optional[dict] = None  # other request media types beside JSON
 
 
 IDEMPOTENCY_KEY = {
@@ -128,8 +131,23 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("POST", "/api/v1/publish", "publish", "Create a document or append a version.",
               models.PublishResponse, request=models.PublishRequest, errors=(403, 404, 409, 413, 429),
               response_headers=RATE_HEADERS, header_parameters=(IDEMPOTENCY_KEY,), links=DOCUMENT_LINKS,
+              extra_request_content={"multipart/form-data": {"schema": {
+                  "type": "object", "required": ["file"], "properties": {
+                      "file": {"type": "string", "format": "binary", "description": (
+                          ".html, .htm, .md, .markdown, or a .zip whose root (or single top folder) holds "
+                          "index.html or index.md")},
+                      **{name: {"type": "string"} for name in ("title", "document_id", "note", "description")}}}}},
               example={"title": "Release notes", "html": "<h1>Release notes</h1><p>Draft</p>",
                        "note": "first draft"}),
+    Operation("POST", "/api/v1/uploads", "createUpload",
+              "Start a large upload: PUT the file to upload_url, then publish with upload_id.",
+              models.UploadTicket, status=201, request=models.UploadRequest, errors=(413,),
+              example={"filename": "site.zip", "size_bytes": 12582912}),
+    Operation("GET", "/api/v1/documents/{document_id}/download", "downloadDocument",
+              "The latest version (or `version_id`) as a file: .html, .md, or a .zip of a bundle.",
+              query=models.DownloadQuery, errors=(404,), response_content={
+                  media: {"schema": {"type": "string", "format": "binary"}}
+                  for media in ("text/html", "text/markdown", "application/zip")}),
     Operation("GET", "/api/v1/documents", "listDocuments", "List (or find) the workspace's documents.",
               models.DocumentList, query=models.ListDocumentsQuery),
     Operation("GET", "/api/v1/documents/{document_id}", "getDocument", "A document and its versions.",
@@ -342,9 +360,12 @@ def _operation(op: Operation, path: str, components: dict) -> dict:
         body: dict[str, Any] = {"schema": model_schema(op.request, "validation", components)}
         if op.example is not None:
             body["example"] = op.example
-        doc["requestBody"] = {"required": True, "content": {"application/json": body}}
+        doc["requestBody"] = {"required": True, "content": {"application/json": body,
+                                                            **(op.extra_request_content or {})}}
     success: dict[str, Any] = {"description": "Success." if op.status != 204 else "Done; no body."}
-    if op.response is not None:
+    if op.response_content is not None:
+        success["content"] = op.response_content
+    elif op.response is not None:
         success["content"] = {"application/json": {"schema": model_schema(op.response, "serialization",
                                                                           components)}}
     elif op.response_schema is not None:

@@ -15,7 +15,7 @@ class Page:
         self.status = response.status_code
         self.headers = response.headers
         body = response.body
-        self.text = body.decode("utf-8") if isinstance(body, bytes) else (body or "")
+        self.text = body.decode("utf-8", "replace") if isinstance(body, bytes) else (body or "")  # downloads are binary
 
     @property
     def location(self) -> str:

@@ -540,3 +540,34 @@ def test_dashboard_saves_share_the_write_limit(owner, monkeypatch):
     statuses = [upload(owner, f"<p>{i}</p>".encode(), title=f"d{i}").status for i in range(4)]
     assert statuses[:3] == [303, 303, 303]
     assert statuses[3] == 429
+
+
+@pytest.mark.parametrize("storage", ["sqlite", "aws"], indirect=True)
+def test_upload_takes_markdown_and_a_zip_shows_the_files_and_offers_the_download(owner, dash):
+    import io
+    import zipfile
+
+    page = owner.post_multipart("/dashboard/upload", {"title": "", "note": ""},
+                                {"file": ("notes.md", "# Team notes\n\n- [x] done".encode())}, csrf=owner.token())
+    assert page.status == 303, page.text[:500]
+    document_id = doc_id_from(page)
+    detail = owner.get(f"/dashboard/documents/{document_id}")
+    assert "Team notes" in detail  # the title came from the first heading
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("site/index.html", '<title>Site</title><img src="img/a.png">')
+        z.writestr("site/img/a.png", b"\x89PNG")
+    page = owner.post_multipart("/dashboard/upload", {"document_id": document_id, "title": "", "note": "zip"},
+                                {"file": ("site.zip", archive.getvalue())}, csrf=owner.token())
+    assert page.status == 303, page.text[:500]
+    detail = owner.get(f"/dashboard/documents/{document_id}")
+    assert "1 file beside the page" in detail and "<code>img/a.png</code>" in detail
+    links = re.findall(r'href="([^"]*/download\?version_id=[^"]+)"', detail.text)
+    assert len(links) == 2
+    latest = owner.get(links[0].replace("&amp;", "&"), headers={"Accept": "*/*"})
+    assert latest.status == 200 and latest.headers["Content-Disposition"] == 'attachment; filename="team-notes.zip"'
+    first = owner.get(links[1].replace("&amp;", "&"), headers={"Accept": "*/*"})
+    assert first.headers["Content-Disposition"].endswith('team-notes.md"')
+    refused = owner.post_multipart("/dashboard/upload", {"title": "x"}, {"file": ("notes.txt", b"hi")},
+                                   csrf=owner.token())
+    assert refused.status == 422 and ".md" in refused

@@ -134,7 +134,7 @@ def test_an_unreadable_form_is_a_plain_error_page_not_a_500(owner, client, conte
 
 def test_an_empty_file_input_is_no_file(owner):
     page = owner.post_multipart("/dashboard/upload", {"title": "Nothing"}, {"file": ("", b"")}, csrf=owner.token())
-    assert page.status == 422 and "choose an HTML file to upload" in page.text
+    assert page.status == 422 and "choose a file to upload (.html, .md or .zip)" in page.text
 
 
 def test_the_dashboard_holds_no_rule_and_reads_no_storage():

@@ -115,10 +115,10 @@ def test_tools_list_schemas_and_annotations(client, key):
         assert tool["outputSchema"]["type"] == "object"
         assert tool["annotations"]["openWorldHint"] is False
     publish = tools["publish_document"]
-    assert publish["inputSchema"]["required"] == ["title", "html"]
+    assert publish["inputSchema"]["required"] == ["html"]  # title is inferred when left out (7b)
     assert set(publish["inputSchema"]["properties"]) == {"title", "html", "document_id", "note", "description",
-                                                        "share_enabled", "share_expires_at"}
-    assert publish["inputSchema"]["properties"]["title"]["maxLength"] == 500
+                                                        "share_enabled", "share_expires_at", "format", "files"}
+    assert publish["inputSchema"]["properties"]["title"]["anyOf"][0]["maxLength"] == 500
     assert "4 MiB" in publish["description"] and "5 documents" in publish["description"]
     assert "60" in publish["description"]
     assert "literal" in tools["edit_document"]["description"] and "atomic" in tools["edit_document"]["description"]

@@ -104,7 +104,7 @@ def test_every_validation_error_the_models_can_raise_reads_plainly():
     (models.PublishRequest, {"title": "   ", "html": "<p>x</p>"}, "title: must not be blank"),
     (models.PublishRequest, {"title": "", "html": "<p>x</p>"}, "title: must not be empty"),
     (models.PublishRequest, {"title": "x" * 501, "html": "<p>x</p>"}, "title: must be at most 500 characters"),
-    (models.PublishRequest, {"html": "<p>x</p>"}, "title: is required"),
+    (models.EditRequest, {}, "edits: is required"),
     (models.PublishRequest, {"title": "T", "html": "<p>x</p>", "titel": "T"}, "titel: is not a field of this request"),
     (models.PublishRequest, {"title": "T", "html": "<p>x</p>", "document_id": "nope"},
      "document_id: must be a document id (a UUID such as 3f0c5e9a-2b1d-4c8e-9f6a-1b2c3d4e5f60)"),

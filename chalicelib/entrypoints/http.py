@@ -229,6 +229,87 @@ def validation_error(exc: ValidationError) -> errors.ValidationFailed:
 
 
 FORM_TYPE = "application/x-www-form-urlencoded"
+MULTIPART_TYPE = "multipart/form-data"
+
+
+def download_response(download, extra_headers: Optional[dict] = None) -> Response:
+    """A file to save (never shown inline): `Content-Disposition: attachment` with the
+    title's slug, sandboxed and unsniffed in case a browser renders it anyway."""
+    headers = {"Content-Type": download.content_type,
+               "Content-Disposition": f'attachment; filename="{download.filename}"',
+               "X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox",
+               "Cache-Control": "private, no-store", **(extra_headers or {})}
+    return EncodedResponse(body=download.data, status_code=200, headers=headers)
+
+
+def is_multipart(request) -> bool:
+    return (request.headers.get("content-type") or "").lower().startswith(MULTIPART_TYPE)
+
+
+def multipart_parts(content_type: str, body: bytes, strict_text: bool = True
+                    ) -> tuple[list[tuple[str, str]], list[tuple[str, str, bytes]]]:
+    """([(name, text)], [(name, filename, bytes)]) of a multipart/form-data body, read with
+    python-multipart (Starlette's parser) from memory: the one multipart reader of the
+    API and the dashboard (dashboard/forms.py). A malformed body is 422 naming `file`;
+    a text field that is not UTF-8 is 422 naming it (`strict_text`) or has its bad
+    bytes replaced."""
+    from python_multipart import FormParser
+    from python_multipart.exceptions import FormParserError
+    from python_multipart.multipart import parse_options_header
+
+    kind, params = parse_options_header(content_type or "")
+    boundary = params.get(b"boundary")
+    if not boundary:
+        raise errors.ValidationFailed.field("file", "the multipart body has no boundary in its Content-Type")
+    fields: list[tuple[str, str]] = []
+    files: list[tuple[str, str, bytes]] = []
+
+    def on_field(part) -> None:
+        name = (part.field_name or b"").decode("utf-8", "replace")
+        try:
+            fields.append((name, (part.value or b"").decode("utf-8", "strict" if strict_text else "replace")))
+        except UnicodeDecodeError:
+            raise errors.ValidationFailed.field(name, "is not UTF-8 text") from None
+
+    def on_file(part) -> None:
+        part.file_object.seek(0)
+        data = part.file_object.read()
+        filename = (part.file_name or b"").decode("utf-8", "replace")
+        if filename or data:  # an empty file input sends a part with neither
+            files.append(((part.field_name or b"").decode("utf-8", "replace"), filename, data))
+
+    parser = FormParser(kind.decode("latin-1"), on_field, on_file, boundary=boundary,
+                        config={"MAX_MEMORY_FILE_SIZE": len(body) + 1, "MAX_BODY_SIZE": len(body) + 1})
+    try:
+        parser.write(body)
+        parser.finalize()
+    except FormParserError:
+        raise errors.ValidationFailed.field("file", "the multipart body could not be read") from None
+    return fields, files
+
+
+def parse_multipart(request, file_field: str = "file") -> tuple[dict[str, str], Optional[tuple[str, bytes]]]:
+    """(text fields, (filename, bytes) of the `file` part or None) of an API request's
+    multipart/form-data body. A repeated field or a second file is 422 naming it; empty
+    text fields count as absent."""
+    check_body_size(request)
+    raw = request.raw_body or b""
+    parts, files = multipart_parts(request.headers.get("content-type") or "",
+                                   raw if isinstance(raw, bytes) else raw.encode("utf-8"))
+    fields: dict[str, str] = {}
+    for name, value in parts:
+        if name in fields:
+            raise errors.ValidationFailed.field(name, "is given more than once")
+        if value != "":
+            fields[name] = value
+    upload = None
+    for name, filename, data in files:
+        if name != file_field:
+            raise errors.ValidationFailed.field(name, f"is not a field of this request; send the file as `{file_field}`")
+        if upload is not None:
+            raise errors.ValidationFailed.field(file_field, "send one file per request (a folder as a .zip)")
+        upload = (filename, data)
+    return fields, upload
 
 
 def parse_form_or_json(request, model: type[M]) -> M:

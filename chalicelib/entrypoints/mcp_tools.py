@@ -33,7 +33,7 @@ from chalicelib.domain import limits
 from chalicelib.entrypoints.http import as_error, validate, validation_error
 from chalicelib.models import (
     MAX_EDITS, Description, DocumentDeleted, DocumentDetail, DocumentStats, DocumentId, DocumentList, EditOperation,
-    EditRequest, EditResponse, Feedback, FeedbackList, FeedbackListQuery, GetDocumentQuery, Html,
+    EditRequest, EditResponse, Feedback, FeedbackList, FileInput, FeedbackListQuery, GetDocumentQuery, Html,
     ListDocumentsQuery, MeResponse, Note, PassphraseRequest, PublishRequest, PublishResponse,
     Reply, ReplyRequest, ResolveFeedbackRequest, ShareRotated, SinceToken, StatsQuery, Title,
     UpdateDocumentRequest, VersionId,
@@ -41,6 +41,7 @@ from chalicelib.models import (
 from chalicelib.mcp_instructions import instructions, limit_words
 from chalicelib.services import registry
 from chalicelib.services.auth import Credentials
+from chalicelib.services.documents import document_exclusions
 from chalicelib.services.access import Actor
 from chalicelib.services.oauth import OAuthService, Principal
 
@@ -156,10 +157,22 @@ def _link_settings(share_enabled: Optional[bool], share_expires_at: Optional[str
 
 
 async def publish_document(
-    title: Annotated[Title, Field(description="Document title, 1 to 500 characters, not only whitespace.")],
     html: Annotated[Html, Field(description=(
-        "The complete HTML of the document (a full page or a fragment). At most "
-        f"{limits.html_size_text()}; host large images at a URL instead of inlining base64."))],
+        "The complete HTML of the document (a full page or a fragment), or with format=\"markdown\" its "
+        f"Markdown source. At most {limits.html_size_text()}; put images in `files` or host them at a URL "
+        "instead of inlining base64."))],
+    title: Annotated[Optional[Title], Field(description=(
+        "Document title, 1 to 500 characters. Omit it to use the page's <title> or first <h1> (for "
+        "Markdown, its first heading)."))] = None,
+    format: Annotated[Optional[Literal["html", "markdown"]], Field(description=(
+        "\"html\" (default) or \"markdown\": send Markdown when you are writing prose, notes or reports "
+        "(GFM tables, task lists, fenced code with highlighting); the service renders a typeset, "
+        "mobile-friendly page and keeps the source for edits."))] = None,
+    files: Annotated[Optional[list[FileInput]], Field(description=(
+        "Files beside the page, e.g. [{\"path\": \"img/chart.png\", \"content\": \"<base64>\", "
+        "\"encoding\": \"base64\"}, {\"path\": \"style.css\", \"content\": \"body{...}\"}]; the page "
+        "references them by relative path (<img src=\"img/chart.png\">). At most 200 files, 32 MiB in all; "
+        "a new version replaces the whole set."))] = None,
     document_id: Annotated[Optional[DocumentId], Field(description=(
         "Omit to create a new document. Give an existing document's id to publish this HTML as its next "
         "version (the share_url stays the same)."))] = None,
@@ -171,7 +184,8 @@ async def publish_document(
 ) -> Annotated[CallToolResult, PublishResponse]:
     def action():
         request = validate(PublishRequest, {
-            **_given(title=title, html=html, document_id=document_id, note=note, description=description),
+            **_given(title=title, html=html, document_id=document_id, note=note, description=description,
+                     format=format, files=[f.model_dump() for f in files] if files is not None else None),
             **_link_settings(share_enabled, share_expires_at)})
         return registry.documents().publish(_credentials(), request).response
 
@@ -200,12 +214,17 @@ async def get_document(
         "metadata."))] = False,
     version_id: Annotated[Optional[VersionId], Field(description=(
         "Read this version's HTML instead of the latest (ids are in `versions`)."))] = None,
+    include_source: Annotated[bool, Field(description=(
+        "true to include `format` and `source`: the Markdown a Markdown document was published from (edit "
+        "that text with edit_document), or the HTML of an HTML document."))] = False,
 ) -> Annotated[CallToolResult, DocumentDetail]:
     def action():
-        query = validate(GetDocumentQuery, _given(include_html=include_html, version_id=version_id))
-        return registry.documents().get(_credentials(), document_id, query.include_html, query.version_id)
+        query = validate(GetDocumentQuery, _given(include_html=include_html, version_id=version_id,
+                                                  include_source=include_source))
+        return registry.documents().get(_credentials(), document_id, query.include_html, query.version_id,
+                                        query.include_source)
 
-    return _call(action, exclude=None if include_html else {"html"})
+    return _call(action, exclude=document_exclusions(include_html, include_source))
 
 
 async def update_document(
@@ -366,7 +385,9 @@ TOOLS: dict[str, tuple[Callable, str, ToolAnnotations, str]] = {
         "Publish HTML as a new document and get its shareable link (share_url), or, with document_id, "
         "publish it as the next version of an existing document (same link; title and description are "
         "replaced). Use this to create a document or to replace all of its HTML; to change part of an "
-        "existing document prefer edit_document. Limits: HTML at most {html_size}, else "
+        "existing document prefer edit_document. Writing prose, notes or a report? Send Markdown with "
+        "format=\"markdown\" (rendered into a typeset page; edits then apply to the Markdown). Images or "
+        "stylesheets the page references by relative path go in `files`. Limits: HTML at most {html_size}, else "
         "document_too_large; a free workspace holds at most {free_documents} (one more is "
         "plan_limit_reached; new versions of existing documents still work); publish and edit share a "
         "write rate limit of {write_rate} (rate_limited, with retry_after_seconds).")),
@@ -380,7 +401,8 @@ TOOLS: dict[str, tuple[Callable, str, ToolAnnotations, str]] = {
     "get_document": (get_document, "Read a document", _read_only(), (
         "Read one document: title, description, share_url, versions (oldest first), open feedback "
         "count, and with include_html=true the HTML of the latest version (or of version_id). Use it "
-        "before edit_document to see the exact text to replace.")),
+        "before edit_document to see the exact text to replace; for a Markdown document ask "
+        "include_source=true, since edits match its Markdown source.")),
     "update_document": (update_document, "Rename or redescribe a document", _write(idempotent=True), (
         "Change a document's title, description and share-link settings without creating a version "
         "(the HTML is not touched): share_enabled=false withdraws the link (404) until set true again; "

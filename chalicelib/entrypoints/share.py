@@ -30,9 +30,9 @@ from typing import Optional
 from chalice import Blueprint, Response
 
 from chalicelib import config, errors, rendering
-from chalicelib.domain import limits, links
+from chalicelib.domain import bundles, limits, links
 from chalicelib.entrypoints.http import (
-    FORM_TYPE, as_error, compress, handles_errors, json_response, parse_form_or_json,
+    FORM_TYPE, EncodedResponse, as_error, compress, download_response, handles_errors, json_response, parse_form_or_json,
     client_ip as http_client_ip, parse_cookies, refuse_cross_site,
 )
 from chalicelib.models import FeedbackSubmission, RequestModel, ViewerReplyRequest
@@ -120,6 +120,15 @@ def _origin(url: str) -> str:
 # ------------------------------------------------------------------ two sites
 
 CONTENT_ROUTE = "/d/{share_id}/v/{version_id}"
+# A bundle's files beside the page, one route per depth (no portable catch-all route).
+_PARTS = [f"p{i}" for i in range(1, bundles.MAX_DEPTH + 1)]
+FILE_ROUTES = [CONTENT_ROUTE + "".join(f"/{{{name}}}" for name in _PARTS[:depth])
+               for depth in range(1, bundles.MAX_DEPTH + 1)]
+CONTENT_ROUTES = frozenset([CONTENT_ROUTE, *FILE_ROUTES])
+# The version segment of a file's URL may carry the content grant of a protected
+# document after "~" (the content origin never sees the unlock cookie, and relative
+# references cannot carry a query string along).
+GRANT_SEPARATOR = "~"
 
 
 def site_of(request) -> str:
@@ -147,18 +156,19 @@ def separate_sites(request) -> Optional[Response]:
         return None
     route = (request.context or {}).get("resourcePath")
     site = site_of(request)
-    if site == "content" and route != CONTENT_ROUTE:
+    if site == "content" and route not in CONTENT_ROUTES:
         return _message_page("Not found", "Not found", "This address serves shared documents only.", 404,
                              CACHE_PAGE)
-    if site == "main" and route == CONTENT_ROUTE:
-        from urllib.parse import urlencode
+    if site == "main" and route in CONTENT_ROUTES:
+        from urllib.parse import quote, urlencode
 
         # From the route's parameters, not requestContext.path (behind API Gateway
         # that carries the stage prefix, which the public address does not have).
         params = request.uri_params or {}
         query = urlencode(request.query_params or {})
+        tail = "".join("/" + quote(params[name]) for name in _PARTS if params.get(name))
         location = (f"{config.content_url()}/d/{params.get('share_id', '')}/v/{params.get('version_id', '')}"
-                    + (f"?{query}" if query else ""))
+                    + tail + (f"?{query}" if query else ""))
         return Response(body="", status_code=302, headers={"Location": location, "Cache-Control": CACHE_PRIVATE,
                                                            "Referrer-Policy": "no-referrer"})
     return None
@@ -209,11 +219,36 @@ def _error_page(error: errors.DocpubError) -> Response:
                          dict(error.headers))
 
 
+GENERIC_PREVIEW_TITLE = "A document shared with Docpub"
+
+
+def _preview(title: str, url: str, description: str = "", image: str = "") -> list[tuple[str, str, str]]:
+    """Open Graph and Twitter tags for link unfurls (Slack, iMessage, Discord, X...):
+    (attribute, name, content) for templates/share/base.html."""
+    tags = [("property", "og:type", "website"), ("property", "og:site_name", "Docpub"),
+            ("property", "og:title", title), ("property", "og:url", url), ("name", "twitter:title", title)]
+    if description:
+        tags += [("property", "og:description", description[:300]),
+                 ("name", "twitter:description", description[:300])]
+    if image:
+        tags += [("property", "og:image", image), ("property", "og:image:type", "image/png"),
+                 ("property", "og:image:width", "1200"), ("property", "og:image:height", "630"),
+                 ("name", "twitter:card", "summary_large_image"), ("name", "twitter:image", image)]
+    else:
+        tags.append(("name", "twitter:card", "summary"))
+    return tags
+
+
+def _generic_preview(share_id: str) -> list[tuple[str, str, str]]:
+    """What a protected link unfurls as: nothing of the document."""
+    return _preview(GENERIC_PREVIEW_TITLE, f"{config.base_url()}{share_path(share_id)}")
+
+
 def _unlock_page(share_id: str, version: Optional[int], status: int = 200, message: str = "",
                  extra_headers: Optional[dict] = None) -> Response:
     action = share_path(share_id) + "/unlock" + (f"?v={version}" if version else "")
     return _page("unlock.html", "Protected document", status, CACHE_PRIVATE, extra_headers, action=action,
-                 message=message)
+                 message=message, preview=_generic_preview(share_id))
 
 
 def _viewer_page(page: SharePage) -> Response:
@@ -225,11 +260,26 @@ def _viewer_page(page: SharePage) -> Response:
         links.append({"href": f"{base}?v={page.version_number - 1}", "text": "previous"})
     if not page.latest:
         links.append({"href": base, "text": "latest"})
+    links.append({"href": f"{base}?download=1" + ("" if page.latest else f"&v={page.version_number}"),
+                  "text": "download", "download": True})
     content_src = f"{config.content_url()}{base}/v/{page.version_id}"
-    if config.content_url() and page.content_token:  # the content origin never sees the unlock cookie
+    if page.has_files:
+        # Opened as <version>/index.html so the page's relative references resolve to its files.
+        if config.content_url() and page.content_token:
+            content_src += GRANT_SEPARATOR + page.content_token
+        content_src += "/index.html"
+    elif config.content_url() and page.content_token:  # the content origin never sees the unlock cookie
         content_src += f"?t={page.content_token}"
     cache = CACHE_PRIVATE if page.protected else cache_page(page.cache_seconds)
-    return _page("viewer.html", page.title, 200, cache, version_number=page.version_number,
+    url = f"{config.base_url()}{base}"
+    if page.protected:  # even for a viewer who unlocked it: a preview names nothing of it
+        preview = _generic_preview(page.share_id)
+    else:
+        from chalicelib.domain.cards import card_key
+
+        name = page.branding.card_name if page.branding else "Docpub"
+        preview = _preview(page.title, url, page.description, f"{url}/card.png?k={card_key(page.title, name)}")
+    return _page("viewer.html", page.title, 200, cache, preview=preview, version_number=page.version_number,
                  version_count=page.version_count, links=links, content_src=content_src, sandbox=SANDBOX,
                  view_url=f"{base}/view?v={page.version_number}", branding=page.branding,
                  feedback_action=f"{base}/feedback?v={page.version_number}", script=Markup(PAGE_SCRIPT),
@@ -284,6 +334,12 @@ def _html_view(view):
 @_html_view
 def share_page(share_id):
     version = _version_param()
+    if (_request().query_params or {}).get("download") == "1":
+        try:
+            return download_response(registry.sharing().download(share_id, version, _cookie(UNLOCK_COOKIE)),
+                                     {"X-Robots-Tag": "noindex, nofollow", "Referrer-Policy": "no-referrer"})
+        except Locked:
+            return _unlock_page(share_id, version)
     page = registry.sharing().page(share_id, version, _cookie(UNLOCK_COOKIE))
     if page.locked:
         return _unlock_page(share_id, version)
@@ -305,13 +361,28 @@ def _etag_matches(header: Optional[str], etag: str) -> bool:
 @bp.route("/d/{share_id}/v/{version_id}", methods=["GET"])
 @_html_view
 def share_content(share_id, version_id):
-    sharing = registry.sharing()
     try:
-        ref = sharing.open_content(share_id, version_id, _cookie(UNLOCK_COOKIE),
-                                   (_request().query_params or {}).get("t"))
+        ref = _open_content(share_id, version_id)
     except Locked:
-        return Response(body=rendering.page("share/locked_content.html"),
-                        status_code=401, headers=_headers(_content_csp(), CACHE_PRIVATE))
+        return _locked_content()
+    return _version_page(ref)
+
+
+def _locked_content() -> Response:
+    return Response(body=rendering.page("share/locked_content.html"),
+                    status_code=401, headers=_headers(_content_csp(), CACHE_PRIVATE))
+
+
+def _open_content(share_id: str, version_segment: str):
+    """The viewer's access to a version: the grant comes from the unlock cookie, `?t=`,
+    or the version segment (`<version_id>~<grant>`)."""
+    version_id, _, grant = version_segment.partition(GRANT_SEPARATOR)
+    return registry.sharing().open_content(share_id, version_id, _cookie(UNLOCK_COOKIE),
+                                           grant or (_request().query_params or {}).get("t"))
+
+
+def _version_page(ref) -> Response:
+    sharing = registry.sharing()
     etag = _etag(ref.version_id)
     cache = CACHE_PRIVATE if ref.protected else cache_content(ref.cache_seconds)
     headers = _headers(_content_csp(), cache, {"ETag": etag})
@@ -322,6 +393,56 @@ def share_content(share_id, version_id):
     if response.headers.get("Content-Encoding") == "gzip":
         response.headers["ETag"] = etag[:-1] + "-gz\""  # a strong ETag names one encoding
     return response
+
+
+def share_file(share_id, version_id, **parts):
+    """A file of a bundle (or `index.html`: the version's page), typed by extension,
+    sandboxed like the page, never sniffed."""
+    from urllib.parse import unquote
+
+    path = "/".join(unquote(parts[name]) for name in _PARTS if parts.get(name))
+    try:
+        ref = _open_content(share_id, version_id)
+    except Locked:
+        return _locked_content()
+    if path == "index.html":
+        return _version_page(ref)
+    sharing = registry.sharing()
+    found = sharing.open_file(ref, path)
+    etag = f"\"{found.sha256}\""
+    cache = CACHE_PRIVATE if ref.protected else cache_content(ref.cache_seconds)
+    headers = _headers(_content_csp(), cache, {"ETag": etag, "Content-Type": bundles.content_type(path)})
+    if _etag_matches(_request().headers.get("if-none-match"), etag):
+        return EncodedResponse(body=b"", status_code=304, headers=headers)
+    elsewhere = sharing.file_redirect(found, headers["Content-Type"])
+    if elsewhere is not None:
+        return Response(body="", status_code=302, headers={"Location": elsewhere, "Cache-Control": CACHE_PRIVATE,
+                                                           "Referrer-Policy": "no-referrer"})
+    data = sharing.read_file(found)
+    if not bundles.compressible(path):  # images, fonts, archives: already compressed
+        return EncodedResponse(body=data, status_code=200, headers=headers)
+    response = compress(_request(), Response(body=data, status_code=200, headers=headers))
+    if response.headers.get("Content-Encoding") == "gzip":
+        response.headers["ETag"] = etag[:-1] + "-gz\""
+    return response
+
+
+for _route in FILE_ROUTES:
+    bp.route(_route, methods=["GET"])(_html_view(share_file))
+
+
+@bp.route("/d/{share_id}/card.png", methods=["GET"])
+@_html_view
+def share_card(share_id):
+    """The link's 1200x630 preview card (public links only; 404 otherwise)."""
+    key, data, seconds = registry.sharing().card(share_id)
+    etag = f"\"card-{key}\""
+    headers = {"Content-Type": "image/png", "Cache-Control": cache_content(seconds), "ETag": etag,
+               "X-Content-Type-Options": "nosniff", "X-Robots-Tag": "noindex, nofollow",
+               "Content-Security-Policy": "default-src 'none'; sandbox"}
+    if _etag_matches(_request().headers.get("if-none-match"), etag):
+        return EncodedResponse(body=b"", status_code=304, headers=headers)
+    return EncodedResponse(body=data, status_code=200, headers=headers)
 
 
 class _UnlockForm(RequestModel):

@@ -8,8 +8,8 @@ from chalicelib.ports.records import (
 )
 from chalicelib.ports.repositories import (
     BLOB_ROOT, ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository,
-    Repositories, SessionRepository, StorageHealth, UserRepository, WorkspaceRepository, document_prefix,
-    version_key,
+    FILE_ROOT, Repositories, SessionRepository, StorageHealth, UserRepository, WorkspaceRepository, document_prefix,
+    file_key, file_prefix, source_key, version_key,
 )
 from chalicelib.ports.views import ViewCounterRepository, ViewCounts
 
@@ -18,5 +18,6 @@ __all__ = [
     "FeedbackGone", "FeedbackRepository", "GuardFailed", "IdempotencyRecord", "KeyCapReached", "OutcomeUnknown",
     "RateClaim", "RateLimitRepository", "RateSlot", "Repositories", "SessionRepository", "StaleDocument",
     "StorageHealth", "StorageUnavailable", "UserExists", "UserRepository", "WorkspaceRepository", "WriteRefused",
-    "definitely_not_applied", "ReplyCapReached", "WebhookCapReached", "BLOB_ROOT", "document_prefix", "version_key", "ViewCounterRepository", "ViewCounts",
+    "definitely_not_applied", "ReplyCapReached", "WebhookCapReached", "BLOB_ROOT", "document_prefix", "version_key",
+    "FILE_ROOT", "file_key", "file_prefix", "source_key", "ViewCounterRepository", "ViewCounts",
 ]

@@ -210,6 +210,24 @@ def document_prefix(workspace_id: str, document_id: str) -> str:
     return f"{BLOB_ROOT}{workspace_id}/{document_id}/"
 
 
+def source_key(workspace_id: str, document_id: str, version_id: str) -> str:
+    """Where a Markdown version keeps its source (the rendered page is at version_key)."""
+    return f"{BLOB_ROOT}{workspace_id}/{document_id}/{version_id}.md"
+
+
+FILE_ROOT = "files/"
+
+
+def file_prefix(workspace_id: str) -> str:
+    return f"{FILE_ROOT}{workspace_id}/"
+
+
+def file_key(workspace_id: str, sha256_hex: str) -> str:
+    """A bundle file, stored once per workspace by the SHA-256 of its bytes: a file
+    unchanged across versions (or documents) is one object."""
+    return f"{FILE_ROOT}{workspace_id}/{sha256_hex}"
+
+
 class BlobStore(Protocol):
     """Version HTML, one immutable object per version, under keys
     `documents/<workspace>/<document>/<version>.html`."""
@@ -221,6 +239,23 @@ class BlobStore(Protocol):
         """BlobNotFound if missing."""
 
     def delete(self, key: str) -> None: ...
+
+    def put_file(self, key: str, data: bytes) -> None:
+        """A bundle file (any bytes), durable before it returns, like put_html."""
+
+    def touch(self, key: str) -> bool:
+        """Mark an existing object as just used (its last-modified time becomes now), so a
+        sweep's grace period protects it while a write that reuses it commits; False if
+        there is no such object."""
+
+    def upload_url(self, key: str, size_bytes: int, expires_seconds: int) -> Optional[str]:
+        """A URL that accepts one PUT of exactly `size_bytes` bytes to `key` without other
+        credentials (a presigned S3 URL), or None when the store has none (the local
+        server then receives the bytes itself)."""
+
+    def download_url(self, key: str, content_type: str, expires_seconds: int) -> Optional[str]:
+        """A short-lived URL that serves the object directly (a presigned S3 GET), for
+        objects too large for a Lambda response; None when the store has none."""
 
     def list_keys(self, prefix: str) -> list[tuple[str, float]]:
         """(key, last-modified epoch seconds) of every object under prefix."""

@@ -28,10 +28,11 @@ from chalicelib.errors import (
     VersionContentMissing,
 )
 from chalicelib.models import (
-    DocumentDetail, DocumentList, DocumentSummary, EditRequest, EditResponse, EditSummary,
+    DocumentDetail, DocumentList, DocumentSummary, EditRequest, FileInfo, EditResponse, EditSummary,
     PublishRequest, PublishResponse, UpdateDocumentRequest, VersionInfo,
 )
 from chalicelib.services import access, cdn, cursors, ratelimits
+from chalicelib.services import content as content_files
 from chalicelib.services.views import ViewService
 from chalicelib.services.access import (  # noqa: F401  (also imported from here by the dashboard)
     Actor, Who, canonical_document_id, document_not_found, well_formed_id,
@@ -73,7 +74,35 @@ def summary_model(doc: dict) -> DocumentSummary:
 
 def version_model(item: dict) -> VersionInfo:
     return VersionInfo(version_id=item["version_id"], number=item["number"], note=item.get("note"),
-                       created_at=rfc3339(item["created_ms"]), size_bytes=item["size_bytes"])
+                       created_at=rfc3339(item["created_ms"]), size_bytes=item["size_bytes"],
+                       files=[FileInfo(**f) for f in item["files"]] if item.get("files") else None)
+
+
+def document_exclusions(include_html: bool, include_source: bool) -> Optional[set]:
+    """Fields of DocumentDetail left out of an answer unless asked for."""
+    excluded = set() if include_html else {"html"}
+    if not include_source:
+        excluded |= {"format", "source"}
+    return excluded or None
+
+
+def _version_record(version_id: str, number: int, note: Optional[str], now_ms: int, object_key: str,
+                    page: bytes, fmt: str, files: Optional[list[dict]]) -> dict:
+    """The stored version: `format` only for Markdown, `files` only for a bundle."""
+    version = {"version_id": version_id, "number": number, "note": note, "created_ms": now_ms,
+               "size_bytes": len(page), "s3_key": object_key}
+    if fmt != "html":
+        version["format"] = fmt
+    if files:
+        version["files"] = files
+    return version
+
+
+def _content_kind(version: dict) -> Optional[str]:
+    """The document's `latest_content`: what its latest version holds besides plain HTML."""
+    kind = " ".join(k for k, present in (("markdown", version.get("format") == "markdown"),
+                                         ("files", bool(version.get("files")))) if present)
+    return kind or None
 
 
 def _request_hash(request: PublishRequest, data: bytes) -> str:
@@ -144,8 +173,29 @@ class DocumentService:
 
     # ---------------------------------------------------------------- publish
 
-    def publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str] = None) -> WriteResult:
-        return self._with_rate_headers(lambda seen: self._publish(who, request, idempotency_key, seen))
+    def publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str] = None,
+                upload: Optional[tuple[str, bytes]] = None,
+                content: Optional["content_files.Content"] = None) -> WriteResult:
+        """Publish JSON (`html` by `format`, `files`), or an uploaded file (filename, bytes):
+        .html/.htm, .md/.markdown or a .zip bundle, which then stands for `html`; or
+        `content` already stored (a version restored as it was: format, source, files)."""
+        return self._with_rate_headers(lambda seen: self._publish(who, request, idempotency_key, seen, upload,
+                                                                  content))
+
+    def restore(self, who: Who, document_id: str, number: int, note: str,
+                base_version_id: Optional[str] = None) -> WriteResult:
+        """Publish version `number` again as the newest: its page, Markdown source and files."""
+        found = access.find_document(self.ctx, access.actor(self.ctx, who), document_id)
+        version = self.ctx.documents.get_version(found.document_id, number)
+        if version is None:
+            raise NotFound(f"No version {number} of document {found.document_id}.")
+        try:
+            content = content_files.stored_content(self.ctx, found.doc, version)
+        except BlobNotFound:
+            raise VersionContentMissing(version["version_id"]) from None
+        request = PublishRequest(title=found.doc["title"], html="(restored)", note=note,
+                                 document_id=found.document_id, base_version_id=base_version_id)
+        return self.publish(found.actor, request, content=content)
 
     def _count_session_write(self, actor: Actor) -> None:
         """Writes from a dashboard session have no API key; the same limit applies
@@ -156,14 +206,34 @@ class DocumentService:
             ratelimits.hit(self.ctx, actor.write_limit_scope or ratelimits.scope_key(kind, actor.workspace_id),
                            limits.write_rate(), limits.REFUSALS[kind])
 
-    def _publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str], seen: dict) -> WriteResult:
+    def _publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str], seen: dict,
+                 upload: Optional[tuple[str, bytes]] = None,
+                 prepared: Optional["content_files.Content"] = None) -> WriteResult:
         digest = None
         if idempotency_key is not None:
             if not 1 <= len(idempotency_key) <= MAX_IDEMPOTENCY_KEY:
                 raise ValidationFailed.field("Idempotency-Key", "must be 1 to 255 characters")
             digest = hashlib.sha256(idempotency_key.encode()).hexdigest()
         actor, doc, idem = self._load(who, request.document_id, digest, seen=seen)
-        data = encoded_html(request.html)
+        if prepared is not None:
+            data, content = prepared.page, prepared
+        elif request.upload_id is not None:
+            if upload is not None or request.html is not None:
+                raise ValidationFailed.field("upload_id", "give upload_id in place of `html` or `file`, not beside it")
+            from chalicelib.services.uploads import UploadService
+
+            upload = UploadService(self.ctx).take(actor.workspace_id, request.upload_id)
+        elif upload is None and request.html is None:
+            raise ValidationFailed.field("html", "is required (or upload_id, for a file sent to /api/v1/uploads)")
+        if prepared is not None:
+            pass
+        elif upload is not None:
+            data = upload[1]
+            content = content_files.from_upload(upload[0], upload[1], request.title)
+        else:
+            data = encoded_html(request.html)
+            content = content_files.build(request.html, request.format, request.title, request.files)
+        title = content_files.require_title(request.title, content)
         link_changes = self._link_changes(request)
         self._count_session_write(actor)
         request_hash = _request_hash(request, data) if digest else None
@@ -178,6 +248,7 @@ class DocumentService:
         object_key = version_key(actor.workspace_id, document_id, version_id)
         if doc is not None and request.base_version_id and request.base_version_id != doc["latest_version_id"]:
             raise self._conflict(doc)
+        objects = content_files.StoredContent(self.ctx, actor.workspace_id, document_id, version_id)
         stored = False
         key_busy = False
         try:
@@ -186,20 +257,19 @@ class DocumentService:
                 now_ms = self.ctx.now_ms()
                 decision, slot = self._slot(actor, now_ms)
                 if not stored:
-                    self.ctx.blobs.put_html(object_key, data)
+                    objects.put(content)
                     stored = True
-                version = {"version_id": version_id, "number": (doc["version_count"] + 1) if doc else 1,
-                           "note": request.note, "created_ms": now_ms, "size_bytes": len(data),
-                           "s3_key": object_key}
+                version = _version_record(version_id, (doc["version_count"] + 1) if doc else 1, request.note,
+                                          now_ms, object_key, content.page, content.format, content.file_infos())
                 response = PublishResponse(document_id=document_id, version_id=version_id,
                                            version_number=version["number"], share_url=share_url(share_id))
                 idem_record = self._idem_record(actor, digest, request_hash, response, now_ms)
                 try:
                     if doc is None:
-                        self._create(actor, document_id, share_id, request, version, slot, idem_record,
+                        self._create(actor, document_id, share_id, request, title, version, slot, idem_record,
                                      link_changes)
                     else:
-                        changes = {"title": request.title, **link_changes}
+                        changes = {"title": title, "latest_content": _content_kind(version), **link_changes}
                         if request.description is not None:
                             changes["description"] = request.description
                         self.ctx.documents.append_version(doc, version, changes, slot, idem_record,
@@ -223,10 +293,16 @@ class DocumentService:
                     raise  # refused: nothing committed, the object is discarded below
                 except BaseException as exc:
                     if not definitely_not_applied(exc):
-                        stored = False  # outcome unknown: keep the object (see _outcome_unknown)
+                        stored = False  # outcome unknown: keep the objects (see _outcome_unknown)
+                        objects.keep()
                         self._outcome_unknown(object_key)
                     raise
-                stored = False  # committed: the object is referenced now
+                stored = False  # committed: the objects are referenced now
+                objects.keep()
+                if request.upload_id is not None:
+                    from chalicelib.services.uploads import UploadService
+
+                    UploadService(self.ctx).discard(actor.workspace_id, request.upload_id)
                 self.ctx.nudge_outbox()
                 if doc is not None and links.withdraws(doc, link_changes, now_ms):
                     cdn.withdraw(self.ctx, doc["share_id"], "link settings")
@@ -234,7 +310,7 @@ class DocumentService:
             raise _gave_up(doc, key_busy, "publishing")
         finally:
             if stored:
-                self._discard(object_key)
+                objects.discard()
 
     def _published(self, doc: Optional[dict], version: dict, changes: dict) -> dict:
         """The `document.published` event of a new document or version (written with it)."""
@@ -261,17 +337,18 @@ class DocumentService:
             changes["share_expires_ms"] = links.parse_expiry(request.share_expires_at, self.ctx.now_ms())
         return changes
 
-    def _create(self, actor: Actor, document_id: str, share_id: str, request: PublishRequest,
+    def _create(self, actor: Actor, document_id: str, share_id: str, request: PublishRequest, title: str,
                 version: dict, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
                 link_changes: Optional[dict] = None) -> None:
         # The cap is a condition of the transaction (no read of the workspace first):
         # it holds unless the workspace's plan at commit time is uncapped.
         max_documents = limits.FREE_MAX_DOCUMENTS
-        doc = {"document_id": document_id, "workspace_id": actor.workspace_id, "title": request.title,
+        doc = {"document_id": document_id, "workspace_id": actor.workspace_id, "title": title,
                "description": request.description or "", "share_id": share_id,
                "created_ms": version["created_ms"], "updated_ms": version["created_ms"],
                "version_count": 1, "latest_version_id": version["version_id"],
-               "latest_size": version["size_bytes"], "open_feedback_count": 0}
+               "latest_size": version["size_bytes"], "open_feedback_count": 0,
+               "latest_content": _content_kind(version)}
         doc.update({k: v for k, v in (link_changes or {}).items() if v is not None})
         try:
             self.ctx.documents.create(doc, version, max_documents, plans.UNCAPPED_PLANS, slot, idem,
@@ -337,26 +414,31 @@ class DocumentService:
             now_ms = self.ctx.now_ms()
             decision, slot = self._slot(actor, now_ms)
             if before is None:
-                before = self._read_bytes(doc, doc["latest_version_id"])
+                fmt, files, before = self._editable(doc)
             # The engine works on the stored UTF-8 bytes: no decode, no re-encode.
+            # A Markdown document is edited in its source and rendered again.
             outcome = apply_edits_utf8(before, request.edits)
             if not outcome.html:  # the same rule as publish: a document is never empty
                 raise ValidationFailed.field("edits", "the edits would leave the document empty")
             data = checked_size(outcome.html)
+            content = (content_files.markdown_content(data, doc["title"]) if fmt == "markdown"
+                       else content_files.Content(page=data))
             version_id = new_version_id()
             object_key = version_key(actor.workspace_id, document_id, version_id)
-            version = {"version_id": version_id, "number": doc["version_count"] + 1, "note": request.note,
-                       "created_ms": now_ms, "size_bytes": len(data), "s3_key": object_key}
-            self.ctx.blobs.put_html(object_key, data)
+            version = _version_record(version_id, doc["version_count"] + 1, request.note, now_ms, object_key,
+                                      content.page, fmt, files)
+            objects = content_files.StoredContent(self.ctx, actor.workspace_id, document_id, version_id)
+            objects.put(content)
+            objects.touch_files(files or [])  # an edit keeps the version's files
             try:
                 self.ctx.documents.append_version(doc, version, {}, slot, None, self._published(doc, version, {}))
             except GuardFailed:
-                self._discard(object_key)
+                objects.discard()
                 key_busy = True
                 actor = access.reload_key(self.ctx, actor)
                 continue
             except StaleDocument:
-                self._discard(object_key)
+                objects.discard()
                 key_busy = False
                 doc = access.check_still_visible(self.ctx, actor, document_id)
                 if request.base_version_id:
@@ -365,7 +447,7 @@ class DocumentService:
                 continue
             except BaseException as exc:
                 if definitely_not_applied(exc):
-                    self._discard(object_key)
+                    objects.discard()
                 else:
                     self._outcome_unknown(object_key)
                 raise
@@ -377,6 +459,22 @@ class DocumentService:
                                     summary=summary)
             return WriteResult(response, decision.headers() if decision else {})
         raise _gave_up(doc, key_busy, "editing")
+
+    def _editable(self, doc: dict) -> tuple[str, Optional[list[dict]], bytes]:
+        """(format, files, the bytes edits apply to) of the latest version. A plain HTML
+        page (no `latest_content` on the document) needs no read of its version record."""
+        if not doc.get("latest_content"):
+            return "html", None, self._read_bytes(doc, doc["latest_version_id"])
+        version = self.ctx.documents.get_version(doc["document_id"], doc["version_count"])
+        if version is None:
+            raise VersionContentMissing(doc["latest_version_id"])
+        fmt = version.get("format") or "html"
+        if fmt == "markdown":
+            try:
+                return fmt, version.get("files"), content_files.read_source(self.ctx, doc, version)[1]
+            except BlobNotFound:
+                raise VersionContentMissing(version["version_id"]) from None
+        return fmt, version.get("files"), self._read_bytes(doc, version["version_id"])
 
     def _read_html(self, doc: dict, version_id: str) -> str:
         return self._read_bytes(doc, version_id).decode("utf-8")
@@ -393,18 +491,40 @@ class DocumentService:
     # ---------------------------------------------------------------- reads
 
     def get(self, who: Who, document_id: str, include_html: bool = False,
-            version_id: Optional[str] = None) -> DocumentDetail:
+            version_id: Optional[str] = None, include_source: bool = False) -> DocumentDetail:
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
         doc, versions, document_id = found.doc, found.versions, found.document_id
-        html = None
-        if version_id is not None and not any(v["version_id"] == version_id for v in versions):
+        html = fmt = source = None
+        wanted = version_id or doc["latest_version_id"]
+        chosen = next((v for v in versions if v["version_id"] == wanted), None)
+        if version_id is not None and chosen is None:
             raise NotFound(f"No version {version_id} of document {document_id}.")
         if include_html:
-            html = self._read_html(doc, version_id or doc["latest_version_id"])
+            html = self._read_html(doc, wanted)
+        if include_source:
+            if chosen is None:
+                raise VersionContentMissing(wanted)
+            try:
+                fmt, data = content_files.read_source(self.ctx, doc, chosen)
+            except BlobNotFound:
+                raise VersionContentMissing(wanted) from None
+            source = data.decode("utf-8")
         views_total, last_viewed_at = ViewService(self.ctx).totals(document_id)
         return DocumentDetail(**summary_model(doc).model_dump(), versions=[version_model(v) for v in versions],
                               passphrase_protected=bool(doc.get("passphrase_hash")), html=html,
-                              views_total=views_total, last_viewed_at=last_viewed_at)
+                              views_total=views_total, last_viewed_at=last_viewed_at, format=fmt, source=source)
+
+    def download(self, who: Who, document_id: str, version_id: Optional[str] = None) -> "content_files.Download":
+        """The owner's download of a version (the latest by default): .html, .md or .zip."""
+        found = access.find_document(self.ctx, who, document_id, with_versions=True)
+        wanted = version_id or found.doc["latest_version_id"]
+        version = next((v for v in found.versions if v["version_id"] == wanted), None)
+        if version is None:
+            raise NotFound(f"No version {wanted} of document {found.document_id}.")
+        try:
+            return content_files.package(self.ctx, found.doc, version)
+        except BlobNotFound:
+            raise VersionContentMissing(wanted) from None
 
     def get_html(self, who: Who, document_id: str, version_number: Optional[int] = None) -> tuple[dict, dict, str]:
         """(document, version, html) of the latest or a numbered version."""
@@ -501,6 +621,9 @@ class DocumentService:
         self.ctx.views.delete_for_document(doc["document_id"])
         # The document record goes last, so an interrupted delete can be found and finished.
         self.ctx.documents.purge(doc["document_id"])
+        if "files" in (doc.get("latest_content") or ""):
+            # Free the files no other version uses (the orphan sweep catches the rest).
+            content_files.sweep_files(self.ctx, doc["workspace_id"])
 
 
 def _encode_offset(offset: int) -> str:

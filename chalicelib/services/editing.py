@@ -59,9 +59,21 @@ class EditingService:
         self.documents = DocumentService(self.ctx)
 
     def upload(self, who: Who, data: bytes, title: Optional[str] = None, note: Optional[str] = None,
-               document_id: Optional[str] = None, description: Optional[str] = None) -> WriteResult:
-        """Publish an uploaded HTML file as a new document, or as a new version of `document_id`
-        (keeping its title when none is given). Same 413 rule and message as publish."""
+               document_id: Optional[str] = None, description: Optional[str] = None,
+               filename: Optional[str] = None) -> WriteResult:
+        """Publish an uploaded file as a new document, or as a new version of `document_id`
+        (keeping its title when none is given): HTML, Markdown (.md/.markdown) or a .zip
+        bundle, by the file's name. Same rules and messages as publish."""
+        name = (filename or "").lower()
+        if name.endswith((".md", ".markdown", ".zip")):
+            title = (title or "").strip() or None
+            if document_id and title is None:
+                title = self.documents.get(who, document_id).title
+            return self.documents.publish(who, publish_request(
+                title=title, note=note or None, document_id=document_id,
+                description=description if description else None), upload=(filename, data))
+        if filename and not name.endswith((".html", ".htm")):
+            raise ValidationFailed.field("file", "must be .html, .htm, .md, .markdown or .zip")
         if len(data) > limits.HTML_BYTES:
             encoded_html(data.decode("utf-8", "replace"))  # raises the contract's 413
         if data.startswith(b"\xef\xbb\xbf"):
@@ -92,12 +104,12 @@ class EditingService:
     def restore_version(self, who: Who, document_id: str, number: int) -> WriteResult:
         """Publish an older version's HTML again, as the newest version."""
         actor = access.actor(self.ctx, who)
-        document, version, html = self.documents.get_html(actor, document_id, number)
-        if number == document["version_count"]:
+        found = access.find_document(self.ctx, actor, document_id)
+        if number == found.doc["version_count"]:
             raise NoChange(f"Version {number} is already the latest version.")
-        return self.documents.publish(actor, publish_request(
-            title=document["title"], html=html, note=f"Restored version {number}", document_id=document_id,
-            base_version_id=document["latest_version_id"]))
+        # As it was: its page, its Markdown source and its files.
+        return self.documents.restore(actor, found.document_id, number, f"Restored version {number}",
+                                      base_version_id=found.doc["latest_version_id"])
 
     def compare(self, who: Who, document_id: str, old_number: int, new_number: int) -> VersionPair:
         actor = access.actor(self.ctx, who)

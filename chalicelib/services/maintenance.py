@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from chalicelib.ports import FILE_ROOT
 from chalicelib.services.context import Context, default_context
 
 GRACE_SECONDS = 3600
@@ -33,9 +34,9 @@ def sweep_orphans(ctx: Optional[Context] = None, grace_seconds: int = GRACE_SECO
     for key, modified in ctx.blobs.list_keys("documents/"):
         checked += 1
         parts = key.split("/")
-        if len(parts) != 4 or not parts[3].endswith(".html"):
+        if len(parts) != 4 or not parts[3].endswith((".html", ".md")):
             continue
-        document_id, version_id = parts[2], parts[3][:-len(".html")]
+        document_id, version_id = parts[2], parts[3].rsplit(".", 1)[0]
         if document_id not in known:
             doc, versions = ctx.documents.get_with_versions(document_id)
             if doc is not None and doc.get("deleting"):
@@ -50,7 +51,13 @@ def sweep_orphans(ctx: Optional[Context] = None, grace_seconds: int = GRACE_SECO
         if version_id not in versions_known and now - modified > grace_seconds:
             ctx.blobs.delete(key)
             deleted += 1
-    from chalicelib.services import cdn
+    from chalicelib.services import cdn, content
+
+    # Bundle files: per workspace, those no version refers to (and untouched for the grace).
+    workspaces = {key.split("/")[1] for key, _ in ctx.blobs.list_keys(FILE_ROOT) if key.count("/") == 2}
+    files_deleted = sum(content.sweep_files(ctx, ws, min(grace_seconds, content.FILE_GRACE_SECONDS))
+                        for ws in sorted(workspaces))
+    from chalicelib.services.uploads import sweep_uploads
 
     return {"checked": checked, "deleted": deleted, "deletes_finished": finished,
-            "cdn": cdn.retry_pending(ctx)}
+            "files_deleted": files_deleted, "uploads_deleted": sweep_uploads(ctx), "cdn": cdn.retry_pending(ctx)}

@@ -21,6 +21,13 @@ def workspaces():
 
 
 @functools.lru_cache(maxsize=None)
+def uploads():
+    from chalicelib.services.uploads import UploadService
+
+    return UploadService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
 def sharing():
     from chalicelib.services.sharing import ShareService
 
@@ -83,6 +90,7 @@ def reset() -> None:
     documents.cache_clear()
     workspaces.cache_clear()
     sharing.cache_clear()
+    uploads.cache_clear()
     feedback.cache_clear()
     webhooks.cache_clear()
     accounts.cache_clear()

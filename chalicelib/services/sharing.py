@@ -26,6 +26,10 @@ from chalicelib.services.context import Context, default_context, new_share_id
 MIN_PASSPHRASE, MAX_PASSPHRASE = limits.PASSPHRASE_CHARS
 UNLOCK_MAX_AGE_SECONDS = 7 * 24 * 3600
 UNLOCK_COOKIE = "dp_unlock"
+# Lambda answers at most 6 MB, binary as base64 (x4/3): larger bundle files are served by
+# storage itself through a short-lived presigned URL (deployed); locally, here.
+INLINE_FILE_BYTES = 4 * 1024 * 1024
+FILE_REDIRECT_SECONDS = 60
 ROTATE_ATTEMPTS = 5  # each lost race means another rotation committed; give up (429) after this many
 _SHARE_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 _VERSION_ID = re.compile(r"^v_[A-Za-z0-9_-]{1,60}$")
@@ -50,6 +54,11 @@ class Branding:
         """Free workspaces show "Published with Docpub" around the document."""
         return not plans.entitlements(self.plan).custom_branding
 
+    @property
+    def card_name(self) -> str:
+        """The name on the link-preview card: the Pro brand, else Docpub."""
+        return "Docpub" if self.docpub_mark or not self.brand_name else self.brand_name
+
 
 @dataclass(frozen=True)
 class Access:
@@ -60,6 +69,7 @@ class Access:
     version_id: str
     version_number: int
     cache_seconds: int = links.EDGE_TTL_SECONDS
+    has_files: bool = False
 
     @property
     def protected(self) -> bool:
@@ -83,6 +93,10 @@ class SharePage:
     # sees the unlock cookie): a short-lived grant the frame's URL carries.
     content_token: Optional[str] = None
     cache_seconds: int = links.EDGE_TTL_SECONDS  # how long a shared cache may keep this page
+    # The version has files: the frame opens it as <content>/index.html so relative
+    # references resolve inside the version (img/chart.png → <content>/img/chart.png).
+    has_files: bool = False
+    description: str = ""
 
 
 @dataclass(frozen=True)
@@ -102,6 +116,15 @@ class ContentRef:
     version_id: str
     protected: bool
     cache_seconds: int = links.EDGE_TTL_SECONDS
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """A bundle file of a version the viewer may read."""
+    content: ContentRef
+    path: str
+    sha256: str
+    size_bytes: int
 
 
 @dataclass(frozen=True)
@@ -202,10 +225,12 @@ class ShareService:
             raise Locked("This document is protected by a passphrase.")
         ttl = self.cache_seconds(doc)
         if version_number is None:
-            return Access(share_id, doc, workspace, doc["latest_version_id"], doc["version_count"], ttl)
+            return Access(share_id, doc, workspace, doc["latest_version_id"], doc["version_count"], ttl,
+                          "files" in (doc.get("latest_content") or ""))
         if version is None:
             raise NotFound("No such version.")
-        return Access(share_id, doc, workspace, version["version_id"], version["number"], ttl)
+        return Access(share_id, doc, workspace, version["version_id"], version["number"], ttl,
+                      bool(version.get("files")))
 
     def page(self, share_id: str, version_number: Optional[int] = None,
              unlock_cookie: Optional[str] = None) -> SharePage:
@@ -220,7 +245,43 @@ class ShareService:
             version_count=access.doc["version_count"], latest=version_number is None,
             branding=Branding(ws.get("plan", "free"), ws.get("brand_name"), ws.get("brand_tagline")),
             content_token=self._grant(access.doc, CONTENT_SALT) if access.protected else None,
-            cache_seconds=access.cache_seconds)
+            cache_seconds=access.cache_seconds, has_files=access.has_files,
+            description=access.doc.get("description") or "")
+
+    def card(self, share_id: str) -> tuple[str, bytes, int]:
+        """(ETag, PNG, cache seconds) of the link's preview card: its title and the
+        workspace's brand. Nothing for a protected, disabled, expired or unknown link
+        (NotFound). Drawn once per title and brand, then read from storage."""
+        from chalicelib.domain import cards
+        from chalicelib.ports import document_prefix
+
+        doc, workspace, _ = self._resolve(share_id)
+        if doc.get("passphrase_hash"):
+            raise NotFound("No such link.")
+        name = Branding(workspace.get("plan", "free"), workspace.get("brand_name"),
+                        workspace.get("brand_tagline")).card_name
+        key = cards.card_key(doc["title"], name)
+        object_key = f"{document_prefix(doc['workspace_id'], doc['document_id'])}card-{key}.png"
+        try:
+            data = self.ctx.blobs.get_html(object_key)
+        except BlobNotFound:
+            data = cards.render_card(doc["title"], name)
+            self.ctx.blobs.put_file(object_key, data)
+        return key, data, self.cache_seconds(doc)
+
+    def download(self, share_id: str, version_number: Optional[int] = None,
+                 unlock_cookie: Optional[str] = None):
+        """`?download=1`: the version as a file, under the same access rules as viewing."""
+        from chalicelib.services import content
+
+        access = self.access(share_id, unlock_cookie, version_number)
+        version = {"version_id": access.version_id}
+        if access.has_files or version_number is not None or access.doc.get("latest_content"):
+            version = self.ctx.documents.get_version(access.doc["document_id"], access.version_number) or version
+        try:
+            return content.package(self.ctx, access.doc, version)
+        except BlobNotFound as exc:
+            raise NotFound("No such version.") from exc
 
     def live(self, share_id: str, unlock_cookie: Optional[str] = None) -> LivePage:
         """The latest version and feedback activity of a link (the same checks as the page:
@@ -242,6 +303,33 @@ class ShareService:
                 doc, content_token, CONTENT_SALT, CONTENT_TOKEN_SECONDS)):
             raise Locked("This document is protected by a passphrase.")
         return ContentRef(doc, version_id, protected, self.cache_seconds(doc))
+
+    def open_file(self, ref: ContentRef, path: str) -> "FileRef":
+        """A bundle file of the version `ref` opened (its access already checked)."""
+        _, versions = self.ctx.documents.get_with_versions(ref.doc["document_id"])
+        version = next((v for v in versions if v["version_id"] == ref.version_id), None)
+        entry = next((f for f in (version or {}).get("files") or () if f["path"] == path), None)
+        if entry is None:
+            raise NotFound("No such file in this document.")
+        return FileRef(ref, path, entry["sha256"], entry["size_bytes"])
+
+    def file_redirect(self, ref: "FileRef", content_type: str) -> Optional[str]:
+        """For a file too large for a Lambda response (6 MB, base64 for binary): a short-lived
+        URL to storage itself (a presigned S3 GET, 60 s), or None (serve it here)."""
+        from chalicelib.ports import file_key
+
+        if ref.size_bytes <= INLINE_FILE_BYTES:
+            return None
+        return self.ctx.blobs.download_url(file_key(ref.content.doc["workspace_id"], ref.sha256), content_type,
+                                           FILE_REDIRECT_SECONDS)
+
+    def read_file(self, ref: "FileRef") -> bytes:
+        from chalicelib.services import content
+
+        try:
+            return content.read_file(self.ctx, ref.content.doc["workspace_id"], ref.sha256)
+        except BlobNotFound as exc:
+            raise NotFound("No such file in this document.") from exc
 
     def read_content(self, ref: ContentRef) -> bytes:
         try:

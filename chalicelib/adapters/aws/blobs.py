@@ -34,6 +34,33 @@ class BlobStore:
         aws.s3().put_object(Bucket=self.bucket, Key=key, Body=data,
                             ContentType="text/html; charset=utf-8", **extra)
 
+    def put_file(self, key: str, data: bytes) -> None:
+        aws.s3().put_object(Bucket=self.bucket, Key=key, Body=data, ContentType="application/octet-stream",
+                            ChecksumCRC32=crc32_b64(data))
+
+    def upload_url(self, key: str, size_bytes: int, expires_seconds: int) -> str:
+        """Presigned PUT; Content-Length is signed, so S3 refuses any other size."""
+        return aws.s3_presigner().generate_presigned_url(
+            "put_object", Params={"Bucket": self.bucket, "Key": key, "ContentLength": size_bytes},
+            ExpiresIn=expires_seconds, HttpMethod="PUT")
+
+    def download_url(self, key: str, content_type: str, expires_seconds: int) -> str:
+        return aws.s3_presigner().generate_presigned_url(
+            "get_object", Params={"Bucket": self.bucket, "Key": key, "ResponseContentType": content_type,
+                                  "ResponseCacheControl": "private, max-age=60"},
+            ExpiresIn=expires_seconds)
+
+    def touch(self, key: str) -> bool:
+        """A server-side copy onto itself: S3 sets LastModified, no bytes pass through Lambda."""
+        try:
+            aws.s3().copy_object(Bucket=self.bucket, Key=key, CopySource={"Bucket": self.bucket, "Key": key},
+                                 MetadataDirective="REPLACE", ContentType="application/octet-stream")
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+                return False
+            raise
+        return True
+
     def get_html(self, key: str) -> bytes:
         try:
             return aws.s3().get_object(Bucket=self.bucket, Key=key)["Body"].read()

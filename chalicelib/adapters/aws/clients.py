@@ -73,6 +73,17 @@ def s3():
 
 
 @functools.lru_cache(maxsize=None)
+def s3_presigner():
+    """Signs upload URLs (SigV4: the signed Content-Length makes S3 refuse any other size).
+    Signing is local: this client sends nothing."""
+    import boto3
+    from botocore.config import Config
+
+    return boto3.client("s3", region_name=config.aws_region(),
+                        config=_botocore_config("s3").merge(Config(signature_version="s3v4")))
+
+
+@functools.lru_cache(maxsize=None)
 def cloudfront():
     import boto3
 
@@ -99,6 +110,7 @@ def reset_clients() -> None:
     """Forget cached clients (tests that switch endpoints)."""
     dynamodb.cache_clear()
     s3.cache_clear()
+    s3_presigner.cache_clear()
     cloudfront.cache_clear()
     ssm.cache_clear()
     ses.cache_clear()

@@ -50,6 +50,9 @@ class FileBlobStore:
             _fsync_dir(new.parent)
 
     def put_html(self, key: str, data: bytes, sha256_b64: Optional[str] = None) -> None:
+        self._write(key, data)
+
+    def _write(self, key: str, data: bytes) -> None:
         path = self._path(key)
         self._make_dirs(path.parent)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMP_PREFIX)
@@ -63,6 +66,22 @@ class FileBlobStore:
             Path(tmp).unlink(missing_ok=True)
             raise
         _fsync_dir(path.parent)
+
+    def put_file(self, key: str, data: bytes) -> None:
+        self._write(key, data)
+
+    def upload_url(self, key: str, size_bytes: int, expires_seconds: int) -> None:
+        return None  # the local server's own upload route receives the bytes
+
+    def download_url(self, key: str, content_type: str, expires_seconds: int) -> None:
+        return None  # the local server answers any size itself
+
+    def touch(self, key: str) -> bool:
+        try:
+            os.utime(self._path(key))
+        except FileNotFoundError:
+            return False
+        return True
 
     def get_html(self, key: str) -> bytes:
         try:

@@ -230,7 +230,16 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX cdn_pending_by_age ON cdn_pending (created_ms, path);
     """,
-    # 4 -> 5: the review loop (contract 7c): anchors, replies, the event log (waiting and the
+    # 4 -> 5: content (contract 7b): a version's format (NULL: html) and its files
+    # (JSON [{path, size_bytes, sha256}]; the bytes live once per workspace under files/<ws>/<sha256>).
+    """
+    ALTER TABLE versions ADD COLUMN format TEXT CHECK (format IS NULL OR format IN ('html', 'markdown'));
+    ALTER TABLE versions ADD COLUMN files TEXT;
+    -- What the latest version holds besides plain HTML ("markdown", "files", "markdown files";
+    -- NULL: plain HTML), so an edit of a plain page needs no extra read.
+    ALTER TABLE documents ADD COLUMN latest_content TEXT;
+    """,
+    # 5 -> 6: the review loop (contract 7c): anchors, replies, the event log (waiting and the
     # webhook outbox, written in the transaction of the change it reports), webhooks, deliveries.
     """
     ALTER TABLE feedback ADD COLUMN anchor TEXT;  -- JSON {quote, prefix?, suffix?} or NULL
@@ -291,7 +300,7 @@ MIGRATIONS: list[str] = [
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
-JSON_COLUMNS = ("writes", "hits", "anchor", "payload", "events", "secrets")
+JSON_COLUMNS = ("writes", "hits", "files", "anchor", "payload", "events", "secrets")
 
 
 def row_dict(row: Optional[sqlite3.Row]) -> Optional[dict]:

@@ -13,14 +13,14 @@ import sqlite3
 from typing import Iterable, Optional
 
 from chalicelib.adapters.sqlite import cursors
+from chalicelib.adapters.sqlite.db import Database, one, row_dict
 from chalicelib.adapters.sqlite.feedback import insert_event
-from chalicelib.adapters.sqlite.db import Database, one
 from chalicelib.ports.records import (
     DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument, WriteRefused,
 )
 
-DOCUMENT_FIELDS = ("title", "description", "share_enabled", "share_expires_ms")
-VERSION_COLUMNS = "version_id, number, note, created_ms, size_bytes, blob_key AS s3_key"
+DOCUMENT_FIELDS = ("title", "description", "share_enabled", "share_expires_ms", "latest_content")
+VERSION_COLUMNS = "version_id, number, note, created_ms, size_bytes, blob_key AS s3_key, format, files"
 LIVE = "document_id = ? AND workspace_id = ? AND deleting = 0"
 MAX_GET_MANY = 100
 
@@ -82,7 +82,7 @@ class DocumentRepository:
     def get_with_versions(self, document_id: str) -> tuple[Optional[dict], list[dict]]:
         with self.db.snapshot() as conn:
             doc = _document(conn, document_id)
-            versions = [dict(_drop_none(r)) for r in conn.execute(
+            versions = [row_dict(r) for r in conn.execute(
                 f"SELECT {VERSION_COLUMNS} FROM versions WHERE document_id = ? ORDER BY number",
                 (document_id,)).fetchall()]
         return doc, versions
@@ -144,11 +144,12 @@ class DocumentRepository:
                        (doc["workspace_id"],))
             tx.execute("INSERT INTO documents (document_id, workspace_id, title, description, share_id, created_ms, "
                        "updated_ms, version_count, latest_version_id, latest_size, open_feedback_count, "
-                       "share_enabled, share_expires_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       "share_enabled, share_expires_ms, latest_content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        (doc["document_id"], doc["workspace_id"], doc["title"], doc.get("description") or "",
                         doc["share_id"], doc["created_ms"], doc["updated_ms"], doc["version_count"],
                         doc["latest_version_id"], doc["latest_size"], doc.get("open_feedback_count", 0),
-                        0 if doc.get("share_enabled") is False else 1, doc.get("share_expires_ms")))
+                        0 if doc.get("share_enabled") is False else 1, doc.get("share_expires_ms"),
+                        doc.get("latest_content")))
             self._insert_version(tx, doc["document_id"], version)
             tx.execute("INSERT INTO share_links (share_id, document_id, workspace_id) VALUES (?, ?, ?)",
                        (doc["share_id"], doc["document_id"], doc["workspace_id"]))
@@ -157,10 +158,12 @@ class DocumentRepository:
 
     @staticmethod
     def _insert_version(tx: sqlite3.Connection, document_id: str, version: dict) -> None:
-        tx.execute("INSERT INTO versions (document_id, number, version_id, note, created_ms, size_bytes, blob_key) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        files = version.get("files")
+        tx.execute("INSERT INTO versions (document_id, number, version_id, note, created_ms, size_bytes, blob_key, "
+                   "format, files) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                    (document_id, version["number"], version["version_id"], version.get("note"),
-                    version["created_ms"], version["size_bytes"], version["s3_key"]))
+                    version["created_ms"], version["size_bytes"], version["s3_key"], version.get("format"),
+                    json.dumps(files, separators=(",", ":")) if files else None))
 
     def append_version(self, doc: dict, version: dict, changes: dict,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],

@@ -63,9 +63,10 @@ def upload(page: Page):
     uploaded = page.file("file")
     try:
         if uploaded is None:
-            raise errors.ValidationFailed.field("file", "choose an HTML file to upload")
+            raise errors.ValidationFailed.field("file", "choose a file to upload (.html, .md or .zip)")
         result = registry.editing().upload(page.actor, uploaded[1], title=form.get("title"), note=form.get("note"),
-                                           document_id=target, description=form.get("description"))
+                                           document_id=target, description=form.get("description"),
+                                           filename=uploaded[0])
     except errors.DocpubError as exc:
         try:
             document, workspace = pages().upload_page(page.actor, target)
@@ -82,6 +83,15 @@ def document_page(page: Page, document_id: str):
     return render(page, "document.html", active="documents", document=data.document, workspace=data.workspace,
                   sharing_available=True, failed_unlocks=data.failed_unlocks,
                   views=_views_charts(data.document, data.views))
+
+
+@route("/documents/{document_id}/download")
+def download(page: Page, document_id: str):
+    """The version as a file (.html, .md, or a .zip of a page with its files)."""
+    from chalicelib.entrypoints.http import download_response
+
+    version_id = page.query.get("version_id") or None
+    return download_response(registry.documents().download(page.actor, document_id, version_id))
 
 
 @route("/documents/{document_id}", methods=("POST",))

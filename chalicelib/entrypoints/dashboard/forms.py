@@ -3,7 +3,7 @@
 imported on the first multipart form only).
 
 Field values are text (UTF-8, undecodable bytes replaced); an uploaded file stays
-its exact bytes. A repeated field keeps its last value. A body over the form
+its exact bytes (multipart is read by http.multipart_parts, shared with the API). A repeated field keeps its last value. A body over the form
 limit is the contract's 413 before any parsing; a body that is not a form is a
 400 with a plain sentence, never a 500.
 """
@@ -39,40 +39,16 @@ def parse_form(content_type: Optional[str], raw: bytes | str | None) -> tuple[Fi
 
 
 def parse_multipart(content_type: str, body: bytes) -> tuple[Fields, Files]:
-    """multipart/form-data (RFC 7578) as browsers send it. A file input left
-    empty (no file name, no bytes) is no file."""
-    from python_multipart.exceptions import FormParserError
-    from python_multipart.multipart import FormParser, parse_options_header
+    """multipart/form-data (RFC 7578) as browsers send it, read by the API's one reader
+    (http.multipart_parts, python-multipart). A file input left empty (no file name,
+    no bytes) is no file."""
+    from chalicelib.entrypoints.http import multipart_parts
 
-    _, params = parse_options_header(content_type)
-    boundary = params.get(b"boundary")
-    if not boundary:
-        raise errors.ValidationFailed(UNREADABLE)
-    fields: Fields = {}
-    files: Files = {}
-
-    def on_field(field) -> None:
-        if field.field_name is not None:
-            fields[_text(field.field_name)] = _text(field.value or b"")
-
-    def on_file(file) -> None:
-        file.file_object.seek(0)
-        data = file.file_object.read()
-        name = _text(file.field_name or b"")
-        filename = _text(file.file_name or b"")
-        if name and (filename or data):
-            files[name] = (filename, data)
-
-    # Everything stays in memory (the body is already there, bounded above):
-    # nothing is written to a temporary file.
-    parser = FormParser("multipart/form-data", on_field, on_file, boundary=boundary,
-                        config={"MAX_MEMORY_FILE_SIZE": MAX_FORM_BYTES + 1, "MAX_BODY_SIZE": MAX_FORM_BYTES})
     try:
-        parser.write(body)
-        parser.finalize()
-    except FormParserError:
+        parts, uploads = multipart_parts(content_type, body, strict_text=False)
+    except errors.ValidationFailed:
         raise errors.ValidationFailed(UNREADABLE) from None
-    return fields, files
+    return dict(parts), {name: (filename, data) for name, filename, data in uploads if name}
 
 
 def _text(value: bytes) -> str:

@@ -159,7 +159,11 @@ def url(path: str = "", **params) -> str:
 @functools.lru_cache(maxsize=1)
 def template_globals() -> dict:
     """What every dashboard template (and the macros it imports) can use."""
-    return {"url": url, "pro_features": PRO_FEATURES, "max_html_bytes": MAX_HTML_BYTES, "limits": limits}
+    from chalicelib.entrypoints.dashboard.forms import MAX_FORM_BYTES
+    from chalicelib.services.uploads import MAX_ZIP_BYTES
+
+    return {"url": url, "pro_features": PRO_FEATURES, "max_html_bytes": MAX_HTML_BYTES, "limits": limits,
+            "max_bundle_bytes": min(MAX_ZIP_BYTES, MAX_FORM_BYTES)}
 
 
 def render(page: Page, template: str, status: int = 200, headers: Optional[dict] = None, **context) -> Response:

@@ -39,21 +39,26 @@
 
   // Live size counters for the 4 MiB limit: file inputs and the HTML editor.
   document.querySelectorAll("[data-max-bytes]").forEach(function (field) {
-    var limit = parseInt(field.dataset.maxBytes, 10);
+    var pageLimit = parseInt(field.dataset.maxBytes, 10), limit = pageLimit;
     var note = document.querySelector('[data-size-for="' + field.name + '"]');
     if (!note) return;
     var update = function () {
       var size = 0;
+      limit = pageLimit;
       if (field.type === "file") {
         if (!field.files || !field.files.length) { note.hidden = true; return; }
         size = field.files[0].size;
+        // A .zip (a page with its files) has the bundle's limit, not the page's.
+        if (/\.zip$/i.test(field.files[0].name) && field.dataset.maxBundleBytes) {
+          limit = parseInt(field.dataset.maxBundleBytes, 10);
+        }
       } else {
         size = new Blob([field.value]).size;
       }
       note.hidden = false;
-      note.textContent = humanSize(size) + " of " + humanSize(limit) + (size > limit ? ": too large. Inlined base64 images are the usual cause." : "");
+      note.textContent = humanSize(size) + " of " + humanSize(limit) + (size > limit ? ": too large." + (limit === pageLimit ? " Inlined base64 images are the usual cause: put them in a .zip beside the page." : "") : "");
       note.classList.toggle("over", size > limit);
-      field.setCustomValidity(size > limit ? "This HTML is larger than 4 MiB." : "");
+      field.setCustomValidity(size > limit ? "This file is larger than " + humanSize(limit) + "." : "");
     };
     field.addEventListener(field.type === "file" ? "change" : "input", update);
     update();
@@ -68,6 +73,8 @@
     file.addEventListener("change", function () {
       if (!file.files || !file.files.length || (title.value && title.value !== filled)) return;
       var chosen = file.files[0];
+      // Markdown and .zip: the service takes the title from the first heading / the index page.
+      if (!/\.html?$/i.test(chosen.name)) return;
       var reader = new FileReader();
       reader.onload = function () {
         if (title.value && title.value !== filled) return;  // typed while the file was read

@@ -154,6 +154,20 @@ def extract_title(text: str) -> Optional[str]:
     return title[:TITLE_MAX] or None
 
 
+BUNDLE_SUFFIXES = {".zip"}
+MARKDOWN_SUFFIXES = {".md", ".markdown"}
+
+
+def extract_markdown_title(text: str) -> Optional[str]:
+    """The first ATX heading (`# Title`), as the service would take it; None if there is none
+    (the file name is used then)."""
+    for line in text.splitlines():
+        match = re.match(r"^ {0,3}#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if match and match.group(1).strip():
+            return " ".join(match.group(1).replace("`", "").replace("*", "").split())[:TITLE_MAX]
+    return None
+
+
 def read_input(source: str, what: str = "file") -> bytes:
     if source == "-":
         return sys.stdin.buffer.read()
@@ -249,7 +263,7 @@ class UploadProgress:
 # -- commands -----------------------------------------------------------------------------------
 
 @command(cli)
-@click.argument("file", metavar="FILE|-")
+@click.argument("file", metavar="FILE|FOLDER|-")
 @click.option("--title", help="Title (new document: default the HTML <title>, then the file name; "
                               "new version: default the document's current title).")
 @click.option("--document", "document_id", metavar="ID", help="Append a version to this document.")
@@ -263,8 +277,26 @@ def publish(file: str, title: Optional[str], document_id: Optional[str], note: O
             description: Optional[str], idempotency_key: Optional[str], progress: Optional[bool]) -> None:
     """Publish FILE (or - for stdin) as a new document, or as a new version with --document.
 
+    FILE is HTML, Markdown (.md/.markdown: rendered by the service into a typeset page),
+    or a .zip; a FOLDER holding index.html or index.md is published with its files
+    (images, stylesheets...), which the page references by relative path. Large files
+    go through an upload on their own.
+
     Prints only the share URL on stdout, so `URL=$(docpub publish report.html)` works.
     """
+    if file != "-" and (Path(file).is_dir() or Path(file).suffix.lower() in BUNDLE_SUFFIXES):
+        client = state().client()
+        show = progress if progress is not None else sys.stderr.isatty()
+        kwargs = dict(document_id=document_id, note=note, description=description,
+                      idempotency_key=idempotency_key)
+        if show:
+            with UploadProgress(0, "Uploading") as bar:
+                result = client.publish_path(file, title, progress=bar, **kwargs)
+        else:
+            result = client.publish_path(file, title, **kwargs)
+        _print_published(result)
+        return
+    markdown = file != "-" and Path(file).suffix.lower() in MARKDOWN_SUFFIXES
     data = read_input(file)
     try:
         text = data.decode("utf-8")
@@ -275,10 +307,11 @@ def publish(file: str, title: Optional[str], document_id: Optional[str], note: O
     if title is None and document_id:
         title = client.get(document_id)["title"]  # a new version keeps the title unless --title
     if title is None:
-        title = extract_title(text) or (Path(file).name if file != "-" else "Untitled")
+        found = extract_markdown_title(text) if markdown else extract_title(text)
+        title = found or (Path(file).name if file != "-" else "Untitled")
     show = progress if progress is not None else (len(data) > PROGRESS_THRESHOLD and sys.stderr.isatty())
     kwargs = dict(document_id=document_id, note=note, description=description,
-                  idempotency_key=idempotency_key)
+                  idempotency_key=idempotency_key, format="markdown" if markdown else None)
     if show:
         from docpub.client import check_html_size
 
@@ -287,12 +320,44 @@ def publish(file: str, title: Optional[str], document_id: Optional[str], note: O
             result = client.publish(text, title, progress=bar, **kwargs)
     else:
         result = client.publish(text, title, **kwargs)
+    _print_published(result)
+
+
+def _print_published(result: dict) -> None:
     if state().json:
         emit_json(result)
     else:
         click.echo(result["share_url"])
         if stdout_is_terminal():
             info(f"document {result['document_id']}, version {result['version_number']}")
+
+
+@command(cli)
+@click.argument("document_id", metavar="ID")
+@click.option("--version", "version_id", metavar="VERSION_ID", help="A version id (default: the latest).")
+@click.option("-o", "--output", metavar="PATH", help="Where to write (default: the document's file name, here; "
+                                                      "- for stdout).")
+def download(document_id: str, version_id: Optional[str], output: Optional[str]) -> None:
+    """Download a document as a file: its HTML, its Markdown source, or a .zip of a page with files.
+
+    Prints the path written (or, with --json, {"path", "size_bytes"}).
+    """
+    filename, data = state().client().download(document_id, version_id)
+    if output == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    target = Path(output) if output else Path(filename)
+    if target.is_dir():
+        target = target / filename
+    try:
+        target.write_bytes(data)
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror}", code="usage_error") from None
+    if state().json:
+        emit_json({"path": str(target), "size_bytes": len(data)})
+    else:
+        click.echo(str(target))
 
 
 @command(cli)

@@ -22,9 +22,12 @@ from __future__ import annotations
 
 import email.utils
 import json
+import os
 import random
+import re
 import time
 import uuid
+from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, Union
 from urllib.parse import quote
 
@@ -41,6 +44,26 @@ __all__ = ["Client", "MAX_HTML_BYTES", "check_html_size", "USER_AGENT"]
 VERSION = "0.1.0"
 USER_AGENT = f"docpub-python/{VERSION}"
 MAX_HTML_BYTES = 4 * 1024 * 1024  # the contract's limit: 4 MiB of UTF-8
+# Files up to this go in one multipart request (the API's body cap is 6 MiB, with room
+# for the multipart framing); larger ones go through POST /api/v1/uploads.
+MULTIPART_LIMIT = 5 * 1024 * 1024
+# Never put in a folder's bundle: version control, caches, editor and OS noise.
+SKIPPED_NAMES = {".git", ".hg", ".svn", "__pycache__", "node_modules", ".DS_Store", "Thumbs.db", ".venv"}
+
+
+def zip_folder(folder: Path) -> bytes:
+    """A folder as a .zip, paths relative to it, noise and symlinks left out."""
+    import io
+    import zipfile
+
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for item in sorted(folder.rglob("*")):
+            relative = item.relative_to(folder)
+            if any(part in SKIPPED_NAMES for part in relative.parts) or item.is_symlink() or not item.is_file():
+                continue
+            archive.write(item, relative.as_posix())
+    return out.getvalue()
 UPLOAD_CHUNK = 64 * 1024
 
 Progress = Callable[[int, int], None]
@@ -132,12 +155,16 @@ class Client:
 
     # -- documents --------------------------------------------------------------------------
 
-    def publish(self, html: Union[str, bytes], title: str, *, document_id: Optional[str] = None,
+    def publish(self, html: Union[str, bytes], title: Optional[str] = None, *, document_id: Optional[str] = None,
                 note: Optional[str] = None, description: Optional[str] = None,
                 base_version_id: Optional[str] = None, idempotency_key: Optional[str] = None,
-                progress: Optional[Progress] = None) -> dict:
+                progress: Optional[Progress] = None, format: Optional[str] = None,
+                files: Optional[list[dict]] = None) -> dict:
         """Create a document, or append a version to ``document_id``.
 
+        ``format="markdown"``: ``html`` is Markdown source, rendered by the service.
+        ``files``: ``[{"path", "content", "encoding"?}]`` beside the page. ``title``
+        left out: the service takes the page's <title>/<h1> (Markdown: first heading).
         Returns ``{document_id, version_id, version_number, share_url}``. One
         ``Idempotency-Key`` (random unless given) is sent with every attempt.
         """
@@ -150,15 +177,73 @@ class Client:
         else:
             data = html.encode("utf-8")
         check_html_size(data)
-        body: dict[str, Any] = {"title": title, "html": html}
-        for name, value in (("document_id", document_id), ("note", note), ("description", description),
-                            ("base_version_id", base_version_id)):
+        body: dict[str, Any] = {"html": html}
+        for name, value in (("title", title), ("document_id", document_id), ("note", note),
+                            ("description", description), ("base_version_id", base_version_id),
+                            ("format", format), ("files", files)):
             if value is not None:
                 body[name] = value
         key = idempotency_key or str(uuid.uuid4())
         response, _ = self._request("POST", "/api/v1/publish", json_body=body, replay_safe=True,
                                     headers={"Idempotency-Key": key}, progress=progress)
         return self._result(response)
+
+    def publish_path(self, path: Union[str, "os.PathLike[str]"], title: Optional[str] = None, *,
+                     document_id: Optional[str] = None, note: Optional[str] = None,
+                     description: Optional[str] = None, idempotency_key: Optional[str] = None,
+                     progress: Optional[Progress] = None) -> dict:
+        """Publish a file or a folder: .html/.htm, .md/.markdown, a .zip bundle, or a folder
+        (zipped here; it must hold index.html or index.md). Up to the request cap the file
+        goes in one multipart request; above it, through an upload (POST /api/v1/uploads,
+        then a PUT of the bytes straight to storage), on its own."""
+        source = Path(path)
+        if source.is_dir():
+            data, filename = zip_folder(source), (source.resolve().name or "site") + ".zip"
+        else:
+            try:
+                data = source.read_bytes()
+            except OSError as exc:
+                raise UsageError(f"cannot read {source}: {exc.strerror}", code="usage_error") from None
+            filename = source.name
+        fields = {name: value for name, value in (("title", title), ("document_id", document_id),
+                                                  ("note", note), ("description", description)) if value is not None}
+        key = idempotency_key or str(uuid.uuid4())
+        if len(data) > MULTIPART_LIMIT:
+            body = {**fields, "upload_id": self.upload(filename, data, progress=progress)}
+            response, _ = self._request("POST", "/api/v1/publish", json_body=body, replay_safe=True,
+                                        headers={"Idempotency-Key": key})
+            return self._result(response)
+        request = httpx.Request("POST", self.url, data=fields,
+                                files={"file": (filename, data, "application/octet-stream")})
+        content = request.read()
+        response, _ = self._request("POST", "/api/v1/publish", raw_body=(content, request.headers["Content-Type"]),
+                                    replay_safe=True, headers={"Idempotency-Key": key}, progress=progress)
+        return self._result(response)
+
+    def upload(self, filename: str, data: bytes, *, progress: Optional[Progress] = None) -> str:
+        """Send a file over the request cap; returns the upload_id to publish with."""
+        response, _ = self._request("POST", "/api/v1/uploads", json_body={"filename": filename,
+                                                                         "size_bytes": len(data)}, replay_safe=True)
+        ticket = self._result(response)
+        # The URL is the credential: no API key goes to it (it may be S3's).
+        put = self._http.put(ticket["upload_url"], content=self._body(data, progress),
+                             headers={"Content-Type": "application/octet-stream", "Content-Length": str(len(data))})
+        if put.status_code not in (200, 204):
+            self._result(put)  # the contract's error, when the server answered one
+            raise DocpubError(f"the upload was refused ({put.status_code})", code="upload_failed",
+                              status=put.status_code)
+        return ticket["upload_id"]
+
+    def download(self, document_id: str, version_id: Optional[str] = None) -> tuple[str, bytes]:
+        """(file name, bytes) of a version: the page (.html), the Markdown source (.md), or a
+        .zip of a bundle."""
+        params = {"version_id": version_id} if version_id else None
+        response, _ = self._request("GET", f"/api/v1/documents/{_segment(document_id)}/download", params=params,
+                                    headers={"Accept": "*/*"})
+        if response.status_code != 200:
+            self._result(response)
+        match = re.search(r'filename="([^"]+)"', response.headers.get("Content-Disposition", ""))
+        return (match.group(1) if match else "document"), response.content
 
     def edit(self, document_id: str, edits: Iterable[Edit], *, note: Optional[str] = None,
              base_version_id: Optional[str] = None) -> dict:
@@ -296,7 +381,8 @@ class Client:
 
     def _request(self, method: str, path: str, *, json_body: Any = None, params: Optional[dict] = None,
                  headers: Optional[dict] = None, replay_safe: Optional[bool] = None,
-                 progress: Optional[Progress] = None, require_key: bool = True) -> tuple[httpx.Response, bool]:
+                 progress: Optional[Progress] = None, require_key: bool = True,
+                 raw_body: Optional[tuple[bytes, str]] = None) -> tuple[httpx.Response, bool]:
         """Send with retries. Returns the final answer and whether an earlier attempt may have
         reached the server (its outcome unknown)."""
         if replay_safe is None:
@@ -311,6 +397,10 @@ class Client:
         if json_body is not None:
             content = json.dumps(json_body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
             all_headers["Content-Type"] = "application/json"
+            all_headers["Content-Length"] = str(len(content))
+        elif raw_body is not None:
+            content = raw_body[0]
+            all_headers["Content-Type"] = raw_body[1]
             all_headers["Content-Length"] = str(len(content))
         ambiguous = False
         attempt = 0

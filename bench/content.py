@@ -1,0 +1,135 @@
+"""Content (issue 26): a 30 MiB bundle published, then published again with one file
+changed (time and bytes written, the second against the first); and Markdown
+rendering of a 1 MiB source against markdown-it-py alone, in the same run.
+
+    .venv/bin/python -m bench.content [--repeat N] [--storage sqlite|aws]
+
+Publishes go through the service (DocumentService.publish) on the embedded store
+(a temporary folder) or on moto in-process; "bytes written" counts what the blob
+store was asked to store (pages, sources and bundle files). The Markdown floor is
+`MarkdownIt("gfm-like").render(source)`: the parser alone, no plugins, no
+highlighting, no page template.
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import statistics
+import tempfile
+import time
+
+from bench._common import mib, ms, print_header, print_table, ratio
+
+FILES = 30
+FILE_BYTES = 1024 * 1024
+
+
+def _count_writes(blobs) -> dict:
+    counter = {"bytes": 0, "objects": 0}
+    for name in ("put_html", "put_file"):
+        original = getattr(blobs, name)
+
+        def counted(key, data, *args, _original=original, **kwargs):
+            counter["bytes"] += len(data)
+            counter["objects"] += 1
+            return _original(key, data, *args, **kwargs)
+
+        setattr(blobs, name, counted)
+    return counter
+
+
+def bundle_bench(repeat: int, storage: str) -> list[list[str]]:
+    os.environ["DOCPUB_STORAGE"] = storage
+    os.environ.setdefault("DOCPUB_DATA_DIR", tempfile.mkdtemp(prefix="docpub-bench-content-"))
+    if storage == "aws":
+        from bench._common import fake_aws_env
+
+        fake_aws_env()
+        import moto
+
+        mock = moto.mock_aws()
+        mock.start()
+        from chalicelib.adapters.aws.schema import ensure_storage
+
+        ensure_storage()
+    from chalicelib.models import PublishRequest
+    from chalicelib.services.context import Context
+    from chalicelib.services.documents import DocumentService
+    from chalicelib.services.workspaces import WorkspaceService
+
+    ctx = Context()
+    ctx.backoff = lambda attempt: None
+    documents, workspaces = DocumentService(ctx), WorkspaceService(ctx)
+    counter = _count_writes(ctx.blobs)
+    firsts, seconds, first_bytes, second_bytes = [], [], [], []
+    for _ in range(repeat):
+        _ws, key = workspaces.create_workspace("Bench", "pro")
+        from chalicelib.services.auth import credentials_from_headers
+
+        who = credentials_from_headers({"x-api-key": key.api_key})
+        files = [{"path": f"data/part{i:02d}.bin", "content": base64.b64encode(os.urandom(FILE_BYTES)).decode(),
+                  "encoding": "base64"} for i in range(FILES)]
+        request = PublishRequest.model_validate({"title": "Big bundle", "html": "<h1>Bundle</h1>", "files": files})
+        counter.update(bytes=0, objects=0)
+        start = time.perf_counter()
+        published = documents.publish(who, request).response
+        firsts.append(time.perf_counter() - start)
+        first_bytes.append(counter["bytes"])
+        files[7] = {**files[7], "content": base64.b64encode(os.urandom(FILE_BYTES)).decode()}
+        again = PublishRequest.model_validate({"title": "Big bundle", "html": "<h1>Bundle</h1>", "files": files,
+                                               "document_id": published.document_id})
+        counter.update(bytes=0, objects=0)
+        start = time.perf_counter()
+        documents.publish(who, again)
+        seconds.append(time.perf_counter() - start)
+        second_bytes.append(counter["bytes"])
+    first, second = statistics.median(firsts), statistics.median(seconds)
+    return [[storage, f"{FILES} x {mib(FILE_BYTES)}", ms(first), mib(statistics.median(first_bytes)),
+             ms(second), mib(statistics.median(second_bytes)), ratio(second, first),
+             ratio(statistics.median(second_bytes), statistics.median(first_bytes))]]
+
+
+def markdown_source(size: int = 1024 * 1024) -> str:
+    block = ("## Section heading\n\nA paragraph with *emphasis*, **strong** text, `inline code`, a "
+             "[link](https://example.com) and an autolink https://example.org/path.\n\n"
+             "- [x] done item\n- [ ] open item\n\n| a | b | c |\n|---|---|---|\n| 1 | 2 | 3 |\n\n"
+             "```python\ndef total(rows):\n    return sum(r.amount for r in rows)\n```\n\n")
+    return (block * (size // len(block) + 1))[:size]
+
+
+def markdown_bench(repeat: int) -> list[list[str]]:
+    from markdown_it import MarkdownIt
+
+    from chalicelib.services.content import render_markdown as render
+
+    source = markdown_source()
+    floor_parser = MarkdownIt("gfm-like")
+    floor_parser.render("warm up")
+    render("# warm up")
+    floors, ours = [], []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        floor_parser.render(source)
+        floors.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        page = render(source, "Bench").html
+        ours.append(time.perf_counter() - start)
+    floor, mine = statistics.median(floors), statistics.median(ours)
+    return [[mib(len(source.encode())), ms(floor), ms(mine), ratio(mine, floor), mib(len(page.encode()))]]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--storage", choices=["sqlite", "aws"], default="sqlite")
+    args = parser.parse_args()
+    print_header("Content: bundle re-publish and Markdown rendering (issue 26)")
+    print_table(["store", "bundle", "first publish", "bytes written", "one file changed", "bytes written",
+                 "time ratio", "bytes ratio"], bundle_bench(args.repeat, args.storage))
+    print_table(["Markdown source", "markdown-it-py alone (floor)", "Docpub page", "ratio", "page size"],
+                markdown_bench(args.repeat))
+
+
+if __name__ == "__main__":
+    main()
