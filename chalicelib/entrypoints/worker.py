@@ -36,8 +36,10 @@ def run_worker(stop=None, interval: float = WORKER_INTERVAL_SECONDS) -> None:
             if time.time() - last_purge > PURGE_EVERY_SECONDS:
                 service.purge()
                 last_purge = time.time()
-        except Exception:  # noqa: BLE001 - the worker outlives storage trouble; logged, tried again
-            log.exception("webhook worker round failed")
+        except Exception as exc:  # noqa: BLE001 - the worker outlives storage trouble; logged, tried again
+            from chalicelib.entrypoints.http import as_error
+
+            log.error("webhook worker round failed: %s", as_error(exc).code, exc_info=True)
         if not busy:
             if stop is not None:
                 stop.wait(interval)
