@@ -123,12 +123,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--storage", choices=["sqlite", "aws"], default="sqlite")
+    parser.add_argument("--only", choices=["bundle", "markdown"])
     args = parser.parse_args()
     print_header("Content: bundle re-publish and Markdown rendering (issue 26)")
-    print_table(["store", "bundle", "first publish", "bytes written", "one file changed", "bytes written",
-                 "time ratio", "bytes ratio"], bundle_bench(args.repeat, args.storage))
-    print_table(["Markdown source", "markdown-it-py alone (floor)", "Docpub page", "ratio", "page size"],
-                markdown_bench(args.repeat))
+    if args.only != "markdown":
+        print_table(["store", "bundle", "first publish", "bytes written", "one file changed", "bytes written",
+                     "time ratio", "bytes ratio"], bundle_bench(args.repeat, args.storage))
+    if args.only != "bundle":
+        print_table(["Markdown source", "markdown-it-py alone (floor)", "Docpub page", "ratio", "page size"],
+                    markdown_bench(args.repeat))
 
 
 if __name__ == "__main__":

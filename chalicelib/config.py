@@ -36,6 +36,20 @@ def content_url() -> str:
     return _get("DOCPUB_CONTENT_URL", "").rstrip("/")
 
 
+def upgrade_url() -> str:
+    """DOCPUB_UPGRADE_URL: where a workspace goes to move to Pro (a billing page); `{workspace_id}`
+    in it is replaced by the workspace's id. Empty (or not http/https): no link is shown."""
+    value = _get("DOCPUB_UPGRADE_URL", "").strip()
+    return value if value.startswith(("https://", "http://")) else ""
+
+
+def operator_emails() -> frozenset[str]:
+    """DOCPUB_OPERATOR_EMAILS: comma-separated emails of the people who run this service (they
+    are shown the operator command that changes a plan); `*` means everyone signed in (`make
+    run` on loopback sets it: whoever reaches it is at the machine that runs `make admin`)."""
+    return frozenset(e.strip().lower() for e in _get("DOCPUB_OPERATOR_EMAILS", "").split(",") if e.strip())
+
+
 def write_rate_limit() -> int:
     return int(_get("DOCPUB_WRITE_RATE_LIMIT", "60"))
 
@@ -193,6 +207,25 @@ def live_poll_seconds() -> int:
     """DOCPUB_LIVE_POLL_SECONDS: how often an open share page asks for a newer version
     (default 10; tests shorten it)."""
     return max(1, int(_get("DOCPUB_LIVE_POLL_SECONDS", "10")))
+
+
+def emulator_read_timeout() -> float:
+    """DOCPUB_EMULATOR_READ_TIMEOUT: seconds; replaces the AWS clients' read timeouts
+    for emulators on a busy machine (DynamoDB Local can take seconds where
+    DynamoDB takes milliseconds). Never set on the deployed function."""
+    return float(_get("DOCPUB_EMULATOR_READ_TIMEOUT", "0"))
+
+
+def view_flush_seconds() -> float:
+    """How long one process adds up views before writing them (services/views.py):
+    0 writes every view at once (the embedded store; tests); the deployed stack sets 1."""
+    return float(_get("DOCPUB_VIEW_FLUSH_SECONDS", "0"))
+
+
+def share_cache_seconds() -> float:
+    """How long the view beacon reuses a link's lookup in one process (eventually
+    consistent reads); 0: every beacon reads storage. Counting only: pages never use it."""
+    return float(_get("DOCPUB_SHARE_CACHE_SECONDS", "0"))
 
 
 def mail() -> str:

@@ -66,6 +66,8 @@ params=("Stage=$STAGE")
 [ -n "${BASE_URL:-}" ] && params+=("PublicBaseUrl=$BASE_URL")
 [ -n "${MAIL_FROM:-}" ] && params+=("MailFromAddress=$MAIL_FROM")
 [ -n "${MAIL_IDENTITY:-}" ] && params+=("MailIdentity=$MAIL_IDENTITY")
+[ -n "${UPGRADE_URL:-}" ] && params+=("UpgradeUrl=$UPGRADE_URL")
+[ -n "${OPERATOR_EMAILS:-}" ] && params+=("OperatorEmails=$OPERATOR_EMAILS")
 
 deploy() {
   "$AWS" cloudformation deploy --template-file "$BUILD_DIR/packaged.json" --stack-name "$STACK" \

@@ -303,6 +303,10 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["PORT"] = str(args.port)
     for name, value in default_urls(args.host, args.port, os.environ.get("DOCPUB_BASE_URL")).items():
         os.environ.setdefault(name, value)
+    if is_loopback(args.host):
+        # Whoever reaches a loopback-only stack is at the machine that runs `make admin`: the
+        # dashboard shows them the operator command that changes a plan (DOCPUB_OPERATOR_EMAILS).
+        os.environ.setdefault("DOCPUB_OPERATOR_EMAILS", "*")
     if not os.environ.get("DOCPUB_SECRET_KEY"):
         os.environ["DOCPUB_SECRET_KEY"] = _local_secret(data_dir)
 

@@ -21,8 +21,66 @@ import pytest  # noqa: E402
 from tests.helpers import FakeClock  # noqa: E402
 
 
+# `make test-aws` sets DOCPUB_TEST_ENGINES=local: the `aws` fixture (and so the
+# storage contract suite and the `aws_engine` tests) then runs on DynamoDB Local
+# and s3rver (tests/engines.py) instead of moto.
+ON_ENGINES = os.environ.get("DOCPUB_TEST_ENGINES") == "local"
+
+
+def pytest_collection_modifyitems(config, items):
+    skip = pytest.mark.skip(reason="real engines only: make test-aws")
+    for item in items:
+        if "aws_engine" in item.keywords and not ON_ENGINES:
+            item.add_marker(skip)
+
+
+class _EngineAccount:
+    """The real engines for the session; a fresh table and bucket per test."""
+
+    def __init__(self):
+        from tests import engines
+
+        why = engines.missing()
+        if why:
+            pytest.exit(f"make test-aws: {why}", returncode=3)
+        self.engines = engines.Engines().start()
+        os.environ.update(self.engines.env)
+        engines.patient_clients()
+        self.serial = 0
+        self.current = None
+
+    def reset(self):
+        from chalicelib.adapters.aws import clients
+        from tests import engines
+
+        clients.reset_clients()
+        self.drop()
+        self.serial += 1
+        table, bucket = f"docpub-{self.serial}", f"docpub-documents-{self.serial}"
+        os.environ["DOCPUB_TABLE"], os.environ["DOCPUB_BUCKET"] = table, bucket
+        engines.create_storage(table, bucket)
+        self.current = (table, bucket)
+
+    def drop(self):
+        from tests import engines
+
+        if self.current:
+            try:
+                engines.drop_storage(*self.current)
+            finally:
+                self.current = None
+
+    def stop(self):
+        self.engines.stop()
+
+
 @pytest.fixture(scope="session")
 def _aws():
+    if ON_ENGINES:
+        account = _EngineAccount()
+        yield account
+        account.stop()
+        return
     from tests.moto_isolation import serialize_emulated_dynamodb
 
     serialize_emulated_dynamodb()  # moto's transactions are not isolated under threads
@@ -34,13 +92,15 @@ def _aws():
 
 @pytest.fixture
 def aws(_aws):
-    """A fresh, empty emulated account per test (session-wide mock, reset per test)."""
+    """A fresh, empty account per test: moto (session-wide mock, reset per test),
+    or under `make test-aws` a new table and bucket on the real engines."""
     from chalicelib.adapters.aws.schema import ensure_storage
     from chalicelib.services import registry
 
     _aws.reset()
     registry.reset()
-    ensure_storage()
+    if not ON_ENGINES:
+        ensure_storage()
     yield
     registry.reset()
 
@@ -137,11 +197,17 @@ def client(storage):
 
 
 @pytest.fixture(scope="session")
-def stack(tmp_path_factory):
-    """One real local stack (`make run`: embedded store + chalice local) shared by e2e tests."""
+def stack(tmp_path_factory, request):
+    """One real local stack (`make run`: embedded store + chalice local) shared by e2e
+    tests; under `make test-aws` the same stack with DOCPUB_STORAGE=aws on the engines."""
     from tests.stack import LocalStack
 
-    running = LocalStack(tmp_path_factory.mktemp("stack") / "data").start()
+    env = None
+    if ON_ENGINES:
+        from tests import engines
+
+        env = engines.stack_env(request.getfixturevalue("_aws").engines)
+    running = LocalStack(tmp_path_factory.mktemp("stack") / "data", env=env).start()
     yield running
     running.stop()
 

@@ -42,6 +42,7 @@ class Fault:
     extra: Optional[dict] = None
     calls: int = 0
     injected: int = 0
+    bodies: list = field(default_factory=list)  # every DynamoDB call's parameters, answered or not
 
     def active(self) -> bool:
         return self.times is None or self.injected < self.times
@@ -76,14 +77,53 @@ class Faults:
 
         def before_send(request, **_kwargs):
             fault.calls += 1
+            if service == "dynamodb":
+                fault.bodies.append(json.loads(request.body or b"{}"))
             if not fault.active():
                 return None
             fault.injected += 1
             setattr(request, _FAULT_MARK, True)
-            status_code, headers, body = build(code, status, extra)
+            status_code, headers, body = build(code, status, fault.extra)
             return AWSResponse(request.url, status_code, headers, MockRawResponse(body))
 
         self._register(service, f"before-send.{service}.{operation}", before_send)
+        return fault
+
+    def conflict(self, times: Optional[int] = None, reason: str = "TransactionConflict") -> Fault:
+        """TransactWriteItems cancelled because another transaction held one of its
+        items (or, with reason="ThrottlingError", because its partition was hot):
+        what real DynamoDB sends under contention and DynamoDB Local never does."""
+        fault = self.fail("dynamodb", "TransactWriteItems", "TransactionCanceledException", 400, times)
+        handler = self.registered[-1][2]
+
+        def with_reasons(request, **kwargs):
+            actions = len(json.loads(request.body or b"{}").get("TransactItems", []))
+            fault.extra = {"CancellationReasons": [{"Code": reason, "Message": "injected"}]
+                           + [{"Code": "None"}] * (actions - 1)}
+            return handler(request, **kwargs)
+
+        self._replace(handler, with_reasons)
+        return fault
+
+    def unprocessed(self, operation: str, times: Optional[int] = None) -> Fault:
+        """BatchGetItem / BatchWriteItem that processed nothing: every key or item comes
+        back unprocessed (a busy partition; DynamoDB Local and moto never do this)."""
+        fault = Fault("dynamodb", operation, "Unprocessed", 200, times)
+
+        def before_send(request, **_kwargs):
+            fault.calls += 1
+            params = json.loads(request.body or b"{}")
+            fault.bodies.append(params)
+            if not fault.active():
+                return None
+            fault.injected += 1
+            setattr(request, _FAULT_MARK, True)
+            answer = ({"Responses": {t: [] for t in params["RequestItems"]}, "UnprocessedKeys": params["RequestItems"]}
+                      if operation == "BatchGetItem" else {"UnprocessedItems": params["RequestItems"]})
+            return AWSResponse(request.url, 200, {"Content-Type": "application/x-amz-json-1.0"},
+                               MockRawResponse(json.dumps(answer).encode()))
+
+        self._register("dynamodb", f"before-send.dynamodb.{operation}", before_send)
         return fault
 
     def timeout_after_success(self, service: str, operation: str, times: int = 1) -> Fault:
@@ -122,6 +162,12 @@ class Faults:
 
         self._register("dynamodb", f"before-send.dynamodb.{operation}", before_send)
         return fault
+
+    def _replace(self, old: Callable, new: Callable) -> None:
+        events, event, _ = self.registered.pop()
+        events.unregister(event, old)
+        events.register_first(event, new)
+        self.registered.append((events, event, new))
 
     def _register(self, service: str, event: str, handler: Callable) -> None:
         events = self._client(service).meta.events

@@ -496,7 +496,7 @@ def test_workspace_page_shows_usage_against_every_entitlement(owner):
     upload(owner, b"<p>1</p>", title="One")
     page = owner.get("/dashboard/workspace")
     for text in ("1 / 5", "1 / 1", "4.00 MiB", "60 publishes/edits per 60 s", "What Pro adds",
-                 "Passphrase-protected links", "set-plan"):
+                 "Passphrase-protected links", "ask your administrator"):
         assert text in page.text, text
     set_plan(workspace_id_of(owner), "pro")
     page = owner.get("/dashboard/workspace")

@@ -26,18 +26,20 @@ def _readme_blocks() -> list[str]:
     return SHELL_BLOCK.findall(README.read_text(encoding="utf-8"))
 
 
-# 1. The README's backup block creates backup/ (holding secrets): git must ignore it.
-def test_every_folder_a_readme_block_creates_in_the_checkout_is_git_ignored():
+# 1. The README's backup block creates backup/ (holding secrets): git must ignore it, and
+# everything else the README's examples write into the checkout when a reader runs them there.
+def test_everything_a_readme_block_writes_into_the_checkout_is_git_ignored():
     if shutil.which("git") is None or not (PROJECT_DIR / ".git").exists():
         pytest.skip("not a git checkout")
-    created = {name.rstrip("/") for block in _readme_blocks()
-               for name in re.findall(r"mkdir -p ([\w./-]+)", block)
-               if not name.startswith(("/", "$", "~"))}
-    assert "backup" in created  # the backup block is still there
-    for name in sorted(created):
-        probe = f"{name}/docpub.sqlite3"
+    blocks = _readme_blocks()
+    folders = {name.rstrip("/") for block in blocks for name in re.findall(r"mkdir -p ([\w./-]+)", block)}
+    files = {name for block in blocks for name in re.findall(r"(?<=\s)>>? *([A-Za-z][\w./-]*\.(?:html|md|json|txt|zip|css|svg))\b", block)}
+    assert "backup" in folders  # the backup block is still there
+    probes = [f"{name}/docpub.sqlite3" for name in folders if not name.startswith(("/", "$", "~"))]
+    probes += [name for name in files if not name.startswith(("/", "$", "~"))]
+    for probe in sorted(probes):
         ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", probe], cwd=PROJECT_DIR)
-        assert ignored.returncode == 0, f"{name}/ is created by a README block but not in .gitignore"
+        assert ignored.returncode == 0, f"{probe} is written by a README block but not in .gitignore"
 
 
 # 2. `make test` restarted a running `make run`: chalice package (make package, run by
@@ -119,3 +121,19 @@ def test_the_unlock_status_line_in_the_readme_is_what_the_server_sends(stack):
     share = doc["share_url"].rsplit("/d/", 1)[1]
     answer = httpx.post(f"{stack.base_url}/d/{share}/unlock", data={"passphrase": "violet tractor lagoon 93"})
     assert f"HTTP/1.1 {answer.status_code} {answer.reason_phrase}" == shown
+
+
+# 7. The upgrade hint's operator command is for operators: on `make run` (loopback) that is
+# whoever signs in; off loopback, nobody unless DOCPUB_OPERATOR_EMAILS names them.
+@pytest.mark.e2e
+def test_make_run_on_loopback_shows_the_operator_command_to_whoever_signs_in(stack):
+    with httpx.Client(base_url=stack.base_url, timeout=30) as http:
+        form = http.get("/dashboard/sign-up")
+        token = re.search(r'name="csrf_token" value="([^"]+)"', form.text).group(1)
+        done = http.post("/dashboard/sign-up", data={"csrf_token": token, "email": "local@example.com",
+                                                     "password": "a long local password 42",
+                                                     "workspace_name": "Local"})
+        assert done.status_code == 303, done.text
+        page = http.get("/dashboard/workspace").text
+    ws = re.search(r"<code>(ws_[^<]+)</code>", page).group(1)
+    assert f'make -s admin ARGS="set-plan {ws} pro"' in page.replace("&#34;", '"').replace("&quot;", '"')

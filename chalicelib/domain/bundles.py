@@ -22,7 +22,7 @@ import unicodedata
 import zipfile
 import zlib
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional, Sequence
 
 from chalicelib.errors import BundleTooLarge, ValidationFailed
 
@@ -52,7 +52,7 @@ class BundleFile:
     def size_bytes(self) -> int:
         return len(self.data)
 
-    def info(self) -> dict:
+    def info(self) -> dict[str, Any]:
         return {"path": self.path, "size_bytes": len(self.data), "sha256": self.sha256}
 
 
@@ -115,7 +115,7 @@ def check_limits(files: list[BundleFile]) -> None:
         raise too_large(f"The bundle's files are {total:,} bytes")
 
 
-def from_json(entries: list, index_names: Iterable[str] = ()) -> list[BundleFile]:
+def from_json(entries: Sequence[Any], index_names: Iterable[str] = ()) -> list[BundleFile]:
     """JSON `files` (FileInput models) as BundleFiles, every rule checked."""
     if len(entries) > MAX_FILES:
         raise too_large(f"The request has {len(entries):,} files")
@@ -246,7 +246,7 @@ def read_zip(data: bytes, html_limit: int, field: str = "file") -> Archive:
             index_name, index = path, content
             continue
         files.append(make_file(path, content))
-    if index is None:  # pragma: no cover - _root found one
+    if index is None or index_name is None:  # pragma: no cover - _root found one
         raise ValidationFailed.field(field, "the archive has no index.html or index.md")
     check_limits(files)
     return Archive(index_name, index, files)

@@ -9,6 +9,10 @@ from __future__ import annotations
 import hashlib
 import io
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from PIL.ImageFont import FreeTypeFont
 
 WIDTH, HEIGHT = 1200, 630
 MARGIN = 80
@@ -23,17 +27,19 @@ CARD_REVISION = "1"
 
 
 @lru_cache(maxsize=8)
-def _font(size: int):
+def _font(size: int) -> "FreeTypeFont":
     from PIL import ImageFont
 
-    return ImageFont.load_default(size=size)
+    font = ImageFont.load_default(size=size)
+    assert isinstance(font, ImageFont.FreeTypeFont)  # Pillow's wheels carry FreeType
+    return font
 
 
-def _width(font, text: str) -> int:
+def _width(font: "FreeTypeFont", text: str) -> int:
     return int(font.getlength(text))
 
 
-def _wrap(text: str, font, width: int) -> list[str]:
+def _wrap(text: str, font: "FreeTypeFont", width: int) -> list[str]:
     lines: list[str] = []
     current = ""
     for word in text.split():
@@ -57,7 +63,8 @@ def _wrap(text: str, font, width: int) -> list[str]:
     return lines
 
 
-def _fit(title: str, width: int) -> tuple[object, list[str]]:
+def _fit(title: str, width: int) -> tuple["FreeTypeFont", list[str]]:
+    font, lines = _font(TITLE_SIZES[0]), [title]
     for size in TITLE_SIZES:
         font = _font(size)
         lines = _wrap(title, font, width)
@@ -83,7 +90,7 @@ def render_card(title: str, brand: str) -> bytes:
     draw = ImageDraw.Draw(image)
     draw.rectangle((0, 0, WIDTH, 14), fill=ACCENT)
     font, lines = _fit(" ".join(title.split()) or "Untitled", WIDTH - 2 * MARGIN)
-    size = font.size
+    size = int(font.size)
     y = MARGIN + 40
     for line in lines:
         draw.text((MARGIN, y), line, font=font, fill=INK)

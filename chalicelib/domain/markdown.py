@@ -15,7 +15,11 @@ from __future__ import annotations
 import functools
 import html as html_lib
 import re
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional, Sequence
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 # Pygments is linear but slow on pathological input: past these, code is shown plain.
 HIGHLIGHT_BLOCK_CHARS = 200_000
@@ -23,7 +27,7 @@ HIGHLIGHT_TOTAL_CHARS = 1_000_000
 
 
 @functools.lru_cache(maxsize=1)
-def _parser():
+def _parser() -> "MarkdownIt":
     from markdown_it import MarkdownIt
     from mdit_py_plugins.anchors import anchors_plugin
     from mdit_py_plugins.tasklists import tasklists_plugin
@@ -48,10 +52,10 @@ def code_css() -> str:
 class _Highlighter:
     """markdown-it's `highlight` option with a budget across one document."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.left = HIGHLIGHT_TOTAL_CHARS
 
-    def __call__(self, code: str, lang: str, _attrs) -> str:
+    def __call__(self, code: str, lang: str, _attrs: Any) -> str:
         if not lang or len(code) > HIGHLIGHT_BLOCK_CHARS or len(code) > self.left:
             return ""  # markdown-it escapes and wraps it itself
         from pygments import highlight
@@ -65,10 +69,10 @@ class _Highlighter:
             return ""
         self.left -= len(code)
         # <div class="hl"><pre><code>…</code></pre></div>: Pygments escapes the code itself.
-        return highlight(code, lexer, HtmlFormatter(cssclass="hl", wrapcode=True))
+        return str(highlight(code, lexer, HtmlFormatter(cssclass="hl", wrapcode=True)))
 
 
-def _heading_text(tokens, start: int) -> str:
+def _heading_text(tokens: Sequence["Token"], start: int) -> str:
     """Plain text of the inline token after a heading_open: text and code only."""
     inline = tokens[start + 1]
     parts = []
@@ -82,7 +86,7 @@ def _heading_text(tokens, start: int) -> str:
     return " ".join("".join(parts).split())
 
 
-def first_heading(tokens) -> Optional[str]:
+def first_heading(tokens: Sequence["Token"]) -> Optional[str]:
     for index, item in enumerate(tokens):  # markdown-it "tokens": parse nodes, nothing secret
         if item.type == "heading_open":
             text = _heading_text(tokens, index)
@@ -103,7 +107,7 @@ def render_body(source: str) -> tuple[str, Optional[str]]:
     """(HTML fragment, first heading as plain text or None)."""
     md = _parser()
     md.options["highlight"] = _Highlighter()
-    env: dict = {}
+    env: dict[str, Any] = {}
     tokens = md.parse(source, env)
     body = md.renderer.render(tokens, md.options, env)
     return body, first_heading(tokens)

@@ -6,12 +6,20 @@ more than `limit` through in one window; a log of accepted timestamps does not.
 `decide` is the one decision every limit uses: the API key's write limit
 (claimed inside the version's transaction), and the standalone scopes of
 services/ratelimits.py (unlock, feedback, sign-in, sign-up, dashboard saves).
+
+`claim_sharded` spreads one limit over several logs (the API key's write limit
+on DynamoDB: concurrent writers through one key claim different items instead
+of racing for one). Shard i holds at most its share of the limit (the shares
+sum to `limit`), so the logs together never hold more than `limit` events in
+any window, and a writer is refused only when every shard is full, that is
+when `limit` events are in the window: the rule stays exact.
 """
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional, Sequence
 
 from chalicelib.errors import RateLimited
 
@@ -84,3 +92,45 @@ def current_headers(log: list[int], now_ms: int, limit: int, window_seconds: int
     reset = min(window_seconds, _seconds_until(recent[0] + window_ms - now_ms)) if recent else 0
     return {"X-RateLimit-Limit": str(limit), "X-RateLimit-Remaining": str(max(0, limit - len(recent))),
             "X-RateLimit-Reset": str(reset)}
+
+
+@dataclass(frozen=True)
+class ShardLog:
+    """One shard of a sharded log as read: its number, sequence (for the
+    conditional write) and accepted event times."""
+    shard: int
+    seq: int
+    log: list[int]
+
+
+@dataclass(frozen=True)
+class ShardClaim:
+    """Where an accepted event goes: `shard`'s log becomes `new_log`, if it is still at `expected_seq`."""
+    shard: int
+    expected_seq: int
+    new_log: list[int]
+
+
+def shard_capacity(index: int, shards: int, limit: int) -> int:
+    """Shard `index`'s share of `limit` (the shares of `shards` shards sum to `limit`)."""
+    return limit // shards + (1 if index < limit % shards else 0)
+
+
+def claim_sharded(logs: Sequence[ShardLog], now_ms: int, limit: int, window_seconds: int,
+                  choose: Callable[[list], ShardClaim] = random.choice) -> tuple[SlotDecision, Optional[ShardClaim]]:
+    """`decide` on the union of the shards' logs, and (if allowed) a shard with room,
+    chosen at random among those with room so concurrent writers spread out."""
+    window_ms = window_seconds * 1000
+    decision = decide([t for s in logs for t in s.log], now_ms, limit, window_seconds)
+    if not decision.allowed:
+        return decision, None
+    ordered = sorted(logs, key=lambda s: s.shard)
+    open_shards = []
+    for index, shard in enumerate(ordered):
+        recent = _recent(shard.log, now_ms, window_ms)
+        if len(recent) < shard_capacity(index, len(ordered), limit):
+            open_shards.append(ShardClaim(shard.shard, shard.seq, recent + [now_ms]))
+    if not open_shards:
+        # Only after the limit was lowered below what the shards already hold.
+        return SlotDecision(decision.new_log[:-1], limit, 0, 1, retry_after=1), None
+    return decision, choose(open_shards)

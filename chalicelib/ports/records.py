@@ -15,11 +15,13 @@ from typing import Optional
 @dataclass
 class RateSlot:
     """A slot of an API key's write log, claimed in the same atomic step as the write:
-    it holds only if the key's log is still at `expected_seq` (nobody wrote since it was read)."""
+    it holds only if the key's log `shard` is still at `expected_seq` (nobody wrote
+    it since it was read). An adapter that keeps one log has only shard 0."""
     key_id: str
     expected_seq: int
     new_log: list[int]
     now_ms: int
+    shard: int = 0
 
 
 @dataclass

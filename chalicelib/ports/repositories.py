@@ -33,7 +33,10 @@ class WorkspaceRepository(Protocol):
 
 class ApiKeyRepository(Protocol):
     def get(self, key_id: str) -> Optional[dict]:
-        """The key record (hash, workspace_id, `writes` log, `writes_seq`, revoked_at), or None."""
+        """The key record (hash, workspace_id, revoked_at, last_used_at, `writes`: every
+        accepted write time still kept), or None. Its write log is either one log
+        (`writes` + `writes_seq`: RateSlot shard 0) or shards (`write_logs`: a list of
+        {"shard", "seq", "log"}, every shard the adapter has, also empty ones)."""
 
     def create(self, record: dict, max_keys: Optional[int]) -> None:
         """Store a key and count it in the workspace's `key_count`, atomically;
@@ -69,9 +72,10 @@ class DocumentRepository(Protocol):
     def get_share(self, share_id: str) -> Optional[dict]:
         """{share_id, document_id, workspace_id} of a live share link, or None."""
 
-    def get_for_share(self, share_id: str, version_number: Optional[int] = None
+    def get_for_share(self, share_id: str, version_number: Optional[int] = None, consistent: bool = True
                       ) -> tuple[Optional[dict], Optional[dict], Optional[dict], Optional[dict]]:
-        """(share link, document, workspace, version N or None)."""
+        """(share link, document, workspace, version N or None). `consistent=False`
+        allows a read that may lag a just-committed write by a moment (cheaper)."""
 
     def list_page(self, workspace_id: str, limit: int, cursor: Optional[str]) -> tuple[list[dict], Optional[str]]:
         """Live documents, most recently updated first; the cursor is opaque and bound

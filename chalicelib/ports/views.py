@@ -24,8 +24,10 @@ class ViewCounts:
 
 
 class ViewCounterRepository(Protocol):
-    def add_view(self, document_id: str, version_id: str, day: str, now_ms: int, shard: int) -> None:
-        """Count one view of `version_id` on `day` (UTC, YYYY-MM-DD) at `now_ms`.
+    def add_view(self, document_id: str, version_id: str, day: str, now_ms: int, shard: int,
+                 count: int = 1) -> None:
+        """Count `count` views of `version_id` on `day` (UTC, YYYY-MM-DD), the last at
+        `now_ms` (the view service adds up a container's views before writing them).
         `shard` (0 .. SHARDS-1) spreads writes; adapters without hot items ignore it."""
 
     def counts(self, document_id: str, first_day: str, last_day: str) -> ViewCounts:

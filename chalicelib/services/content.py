@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, TypeVar
 
 from chalicelib.domain import bundles, limits
 from chalicelib.domain.markdown import Rendered, code_css, html_title, render_body
 from chalicelib.errors import UnsupportedMediaType, ValidationFailed
 from chalicelib.ports import BlobNotFound, file_key, file_prefix, source_key, version_key
+
+if TYPE_CHECKING:
+    from chalicelib.services.context import Context
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +44,9 @@ class Content:
     title: Optional[str] = None  # inferred from the page / the first Markdown heading
     files: list[bundles.BundleFile] = field(default_factory=list)
     # Files already stored (a restored or edited version keeps its files): {path, size_bytes, sha256}
-    kept_files: list[dict] = field(default_factory=list)
+    kept_files: list[dict[str, Any]] = field(default_factory=list)
 
-    def file_infos(self) -> Optional[list[dict]]:
+    def file_infos(self) -> Optional[list[dict[str, Any]]]:
         return [*self.kept_files, *(f.info() for f in self.files)] or None
 
 
@@ -79,7 +82,7 @@ def html_content(page: bytes) -> Content:
     return Content(page=page, title=html_title(_decode(page, "html")))
 
 
-def build(text: str, fmt: str, title: Optional[str], files: Optional[list] = None) -> Content:
+def build(text: str, fmt: str, title: Optional[str], files: Optional[Sequence[Any]] = None) -> Content:
     """From JSON: `html` (page or Markdown source by `format`) and `files`."""
     data = limits.encoded_html(text)
     content = markdown_content(data, title) if fmt == "markdown" else html_content(data)
@@ -120,15 +123,33 @@ def unsupported_type(content_type: str) -> UnsupportedMediaType:
         "multipart/form-data with a `file` part (.html, .htm, .md, .markdown or .zip).")
 
 
+PARALLEL_BLOBS = 8
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def _each(action: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """`action` over `items`, a few at a time; the first failure is raised (after the others end)."""
+    if len(items) <= 1:
+        return [action(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(PARALLEL_BLOBS, len(items))) as pool:
+        return list(pool.map(action, items))
+
+
 class StoredContent:
     """Objects written for one version: deleted again if its commit is refused."""
 
-    def __init__(self, ctx, workspace_id: str, document_id: str, version_id: str):
+    def __init__(self, ctx: Context, workspace_id: str, document_id: str, version_id: str) -> None:
         self.ctx = ctx
         self.workspace_id = workspace_id
         self.page_key = version_key(workspace_id, document_id, version_id)
         self.source_key = source_key(workspace_id, document_id, version_id)
         self.written: list[str] = []
+        # Bytes of files this version stored for the first time in the workspace: what
+        # storage usage grows by besides the page (a reused file is counted once).
+        self.new_file_bytes = 0
 
     def put(self, content: Content) -> None:
         blobs = self.ctx.blobs
@@ -141,20 +162,26 @@ class StoredContent:
         self.touch_files(content.kept_files)
 
     def put_files(self, files: list[bundles.BundleFile]) -> None:
-        seen: set[str] = set()
-        for item in files:
-            if item.sha256 in seen:
-                continue
-            seen.add(item.sha256)
-            key = file_key(self.workspace_id, item.sha256)
-            if not self.ctx.blobs.touch(key):
-                self.ctx.blobs.put_file(key, item.data)
-                self.written.append(key)
+        """Each distinct file once: touched if the workspace has it, else stored. Up to
+        PARALLEL_BLOBS at a time (S3 round trips dominate a bundle of many small files)."""
+        distinct = list({item.sha256: item for item in files}.values())
 
-    def touch_files(self, infos: list[dict]) -> None:
+        def one(item: bundles.BundleFile) -> Optional[bundles.BundleFile]:
+            key = file_key(self.workspace_id, item.sha256)
+            if self.ctx.blobs.touch(key):
+                return None
+            self.ctx.blobs.put_file(key, item.data)
+            return item
+
+        for stored in _each(one, distinct):
+            if stored is not None:
+                self.written.append(file_key(self.workspace_id, stored.sha256))
+                self.new_file_bytes += stored.size_bytes
+
+    def touch_files(self, infos: Sequence[dict[str, Any]]) -> None:
         """An edit keeps the version's files: mark them used again before committing."""
-        for sha in {i["sha256"] for i in infos}:
-            self.ctx.blobs.touch(file_key(self.workspace_id, sha))
+        keys = sorted({file_key(self.workspace_id, i["sha256"]) for i in infos})
+        _each(self.ctx.blobs.touch, keys)
 
     def discard(self) -> None:
         for key in self.written:
@@ -168,7 +195,7 @@ class StoredContent:
         self.written = []
 
 
-def read_source(ctx, doc: dict, version: dict) -> tuple[str, bytes]:
+def read_source(ctx: Context, doc: dict[str, Any], version: dict[str, Any]) -> tuple[str, bytes]:
     """(format, source bytes) of a version: Markdown's source, or the HTML itself."""
     fmt = version.get("format") or "html"
     key = (source_key if fmt == "markdown" else version_key)(doc["workspace_id"], doc["document_id"],
@@ -183,7 +210,7 @@ class Download:
     data: bytes
 
 
-def package(ctx, doc: dict, version: dict) -> Download:
+def package(ctx: Context, doc: dict[str, Any], version: dict[str, Any]) -> Download:
     """A version as one file: the page (.html), the Markdown source (.md), or for a
     bundle a .zip of the index page (index.html or index.md) and the files at their paths."""
     fmt, source = read_source(ctx, doc, version)
@@ -198,7 +225,7 @@ def package(ctx, doc: dict, version: dict) -> Download:
     return Download(f"{name}.zip", "application/zip", bundles.write_zip(index_name, source, contents))
 
 
-def stored_content(ctx, doc: dict, version: dict) -> Content:
+def stored_content(ctx: Context, doc: dict[str, Any], version: dict[str, Any]) -> Content:
     """A stored version's content as it is (page, source, files kept), to publish again."""
     fmt, source = read_source(ctx, doc, version)
     page = source if fmt == "html" else ctx.blobs.get_html(version_key(doc["workspace_id"], doc["document_id"],
@@ -207,11 +234,11 @@ def stored_content(ctx, doc: dict, version: dict) -> Content:
                    kept_files=list(version.get("files") or []))
 
 
-def read_file(ctx, workspace_id: str, sha256: str) -> bytes:
-    return ctx.blobs.get_html(file_key(workspace_id, sha256))
+def read_file(ctx: Context, workspace_id: str, sha256: str) -> bytes:
+    return bytes(ctx.blobs.get_html(file_key(workspace_id, sha256)))
 
 
-def referenced_files(ctx, workspace_id: str) -> set[str]:
+def referenced_files(ctx: Context, workspace_id: str) -> set[str]:
     """SHA-256 of every file some version of a live document refers to."""
     hashes: set[str] = set()
     for doc in ctx.documents.list_all(workspace_id):
@@ -221,7 +248,7 @@ def referenced_files(ctx, workspace_id: str) -> set[str]:
     return hashes
 
 
-def sweep_files(ctx, workspace_id: str, grace_seconds: int = FILE_GRACE_SECONDS) -> int:
+def sweep_files(ctx: Context, workspace_id: str, grace_seconds: int = FILE_GRACE_SECONDS) -> int:
     """Delete the workspace's file objects no version refers to and nothing touched
     within the grace period. Safe to repeat; returns how many went."""
     stored = ctx.blobs.list_keys(file_prefix(workspace_id))

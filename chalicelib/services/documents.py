@@ -22,7 +22,7 @@ from chalicelib.ports import (
 from chalicelib.domain import limits, links, plans
 from chalicelib.domain.edits import apply_edits_utf8
 from chalicelib.domain.limits import checked_size, encoded_html
-from chalicelib.domain.ratelimit import SlotDecision, current_headers, decide
+from chalicelib.domain.ratelimit import ShardLog, SlotDecision, claim_sharded, current_headers
 from chalicelib.errors import (
     DocpubError, NotFound, PlanLimitReached, RateLimited, ValidationFailed, VersionConflict,
     VersionContentMissing,
@@ -114,6 +114,15 @@ def _request_hash(request: PublishRequest, data: bytes) -> str:
     return digest.hexdigest()
 
 
+def write_logs(key_item: dict) -> list[ShardLog]:
+    """The key's write log as the adapter keeps it: shards (`write_logs`, DynamoDB),
+    or one log on the key record (`writes` + `writes_seq`, SQLite)."""
+    shards = key_item.get("write_logs")
+    if shards:
+        return [ShardLog(s["shard"], s["seq"], s["log"]) for s in shards]
+    return [ShardLog(0, key_item.get("writes_seq", 0), key_item.get("writes", []))]
+
+
 def _gave_up(doc: Optional[dict], key_busy: bool, doing: str) -> DocpubError:
     """Every attempt lost a race: say which. Racing writes through one API key
     contend for its write-limit slot (nothing about the document changed), so
@@ -144,11 +153,10 @@ class DocumentService:
         if actor.key_item is None:
             return None, None  # dashboard writes are counted once, up front (_count_session_write)
         rate = limits.write_rate()
-        decision = decide(actor.key_item.get("writes", []), now_ms, rate.limit, rate.window_seconds)
-        if not decision.allowed:
+        decision, claim = claim_sharded(write_logs(actor.key_item), now_ms, rate.limit, rate.window_seconds)
+        if claim is None:
             raise decision.refuse(limits.write_refusal(decision.retry_after))
-        slot = RateSlot(actor.key_item["key_id"], actor.key_item.get("writes_seq", 0),
-                        decision.new_log, now_ms)
+        slot = RateSlot(actor.key_item["key_id"], claim.expected_seq, claim.new_log, now_ms, claim.shard)
         return decision, slot
 
     def rate_limit_headers(self, key_item: Optional[dict]) -> dict[str, str]:

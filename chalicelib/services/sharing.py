@@ -198,11 +198,16 @@ class ShareService:
 
     # ---------------------------------------------------------------- resolve
 
-    def _resolve(self, share_id: str, version_number: Optional[int] = None
-                 ) -> tuple[dict, dict, Optional[dict]]:
+    def lookup(self, share_id: str, version_number: Optional[int] = None, consistent: bool = True) -> tuple:
+        """What storage says about a link (share, document, workspace, version N);
+        `access(..., looked_up=...)` judges it. The view beacon caches this briefly."""
         if not share_id or not _SHARE_ID.match(share_id):
             raise NotFound("No such link.")
-        share, doc, workspace, version = self.ctx.documents.get_for_share(share_id, version_number)
+        return self.ctx.documents.get_for_share(share_id, version_number, consistent=consistent)
+
+    def _resolve(self, share_id: str, version_number: Optional[int] = None, looked_up: Optional[tuple] = None
+                 ) -> tuple[dict, dict, Optional[dict]]:
+        share, doc, workspace, version = looked_up or self.lookup(share_id, version_number)
         if (share is None or doc is None or doc.get("deleting") or doc.get("share_id") != share_id
                 or not links.enabled(doc)):
             raise NotFound("No such link.")  # unknown, deleted, rotated away or disabled
@@ -215,12 +220,13 @@ class ShareService:
         return links.cache_seconds(doc, self.ctx.now_ms())
 
     def access(self, share_id: str, unlock_cookie: Optional[str] = None,
-               version_number: Optional[int] = None) -> Access:
+               version_number: Optional[int] = None, looked_up: Optional[tuple] = None) -> Access:
         """Resolve a link to a version the viewer may see. Raises NotFound (unknown,
-        deleted, no such version) or Locked (protected and not unlocked)."""
+        deleted, no such version) or Locked (protected and not unlocked). `looked_up`:
+        what `lookup` returned a moment ago (else storage is read now)."""
         if version_number is not None and version_number < 1:
             raise NotFound("No such version.")
-        doc, workspace, version = self._resolve(share_id, version_number)
+        doc, workspace, version = self._resolve(share_id, version_number, looked_up)
         if doc.get("passphrase_hash") and not self.cookie_unlocks(doc, unlock_cookie):
             raise Locked("This document is protected by a passphrase.")
         ttl = self.cache_seconds(doc)

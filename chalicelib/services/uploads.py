@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from chalicelib import config
 from chalicelib.domain import bundles, limits
@@ -27,6 +27,11 @@ from chalicelib.ports import BlobNotFound
 from chalicelib.services import access, ratelimits
 from chalicelib.services.content import MARKDOWN_UPLOADS, HTML_UPLOADS, UPLOAD_TYPES, ZIP_UPLOADS
 from chalicelib.services.context import Context, default_context, rfc3339
+
+if TYPE_CHECKING:
+    from itsdangerous import URLSafeTimedSerializer
+
+    from chalicelib.services.access import Who
 
 UPLOAD_ROOT = "uploads/"
 UPLOAD_SECONDS = 3600
@@ -44,7 +49,7 @@ def data_key(workspace_id: str, upload_id: str) -> str:
     return f"{UPLOAD_ROOT}{workspace_id}/{upload_id}.bin"
 
 
-def _serializer():
+def _serializer() -> "URLSafeTimedSerializer":
     from itsdangerous import URLSafeTimedSerializer
 
     return URLSafeTimedSerializer(config.secret_key(), salt=UPLOAD_SALT)
@@ -66,7 +71,7 @@ class UploadService:
     def __init__(self, ctx: Optional[Context] = None):
         self.ctx = ctx or default_context()
 
-    def create(self, who, filename: str, size_bytes: int) -> Ticket:
+    def create(self, who: Who, filename: str, size_bytes: int) -> Ticket:
         actor = access.actor(self.ctx, who)
         check_declared(filename, size_bytes)
         upload_id = "up_" + secrets.token_urlsafe(16)
@@ -78,13 +83,13 @@ class UploadService:
         if url is None:  # embedded store: the local server receives it
             token = _serializer().dumps({"w": actor.workspace_id, "u": upload_id})
             url = f"{config.base_url()}/uploads/{upload_id}?token={token}"
-        return Ticket(upload_id=upload_id, upload_url=url, expires_at=rfc3339(expires_ms))
+        return Ticket(upload_id=upload_id, upload_url=url, expires_at=rfc3339(expires_ms) or "")
 
-    def _record(self, workspace_id: str, upload_id: str) -> dict:
+    def _record(self, workspace_id: str, upload_id: str) -> dict[str, Any]:
         if not _UPLOAD_ID.match(upload_id or ""):
             raise NotFound("No such upload.")
         try:
-            record = json.loads(self.ctx.blobs.get_html(record_key(workspace_id, upload_id)))
+            record: dict[str, Any] = json.loads(self.ctx.blobs.get_html(record_key(workspace_id, upload_id)))
         except BlobNotFound:
             raise NotFound("No such upload.") from None
         if record["expires_ms"] < self.ctx.now_ms():

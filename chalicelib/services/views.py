@@ -10,6 +10,16 @@ never stored with the counts), then adds one to a random shard of the
 document's counters. No cookie is set or read, except the unlock cookie that a
 protected document needs anyway.
 
+A viral link (docs/scaling.md, bench/viral_link.py): the beacon is the only
+request per view that reaches the function (the page and its content are served
+from the edge). In one process the beacon reuses a link's lookup for
+`share_cache_seconds()` (eventually consistent reads), and adds up views for
+`view_flush_seconds()` before writing them as one increment per day, version
+and total item: the first view after a quiet interval is written at once, the
+views that follow within the interval go out with the next beacon after it. A
+process that is retired with views added up but not yet written loses them (at
+most one interval's views of that process); counts are analytics, not money.
+
 Reading (`stats`, `summary`): totals, per version, and per UTC day, in one
 counter read.
 """
@@ -18,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import threading
 from dataclasses import dataclass
 from typing import Callable, Mapping, Optional
 
@@ -50,6 +61,63 @@ class Recorded:
     reason: str  # "counted", "bot", "prefetch"
 
 
+class ViewBuffer:
+    """Views one process has counted but not yet written, per (document, version, day)."""
+
+    MAX_KEYS = 10_000  # a flood of distinct documents writes at once rather than grow
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._pending: dict[tuple[str, str, str], list[int]] = {}
+        self._last_flush_ms: Optional[int] = None
+
+    def add(self, key: tuple[str, str, str], now_ms: int, flush_ms: int) -> list[tuple[tuple, int, int]]:
+        """Count one view; returns what is due to be written now: [(key, count, last_ms)]."""
+        with self._lock:
+            entry = self._pending.setdefault(key, [0, now_ms])
+            entry[0] += 1
+            entry[1] = max(entry[1], now_ms)
+            if (self._last_flush_ms is not None and now_ms - self._last_flush_ms < flush_ms
+                    and len(self._pending) < self.MAX_KEYS):
+                return []
+            due, self._pending = self._pending, {}
+            self._last_flush_ms = now_ms
+        return [(k, count, last) for k, (count, last) in due.items()]
+
+    def put_back(self, items: list[tuple[tuple, int, int]]) -> None:
+        """Views whose write failed: written with the next flush instead."""
+        with self._lock:
+            for key, count, last in items:
+                entry = self._pending.setdefault(key, [0, last])
+                entry[0] += count
+                entry[1] = max(entry[1], last)
+
+    def pending(self) -> int:
+        with self._lock:
+            return sum(count for count, _ in self._pending.values())
+
+
+class LinkCache:
+    """A link's lookup for the beacon, reused for a few seconds in one process."""
+
+    MAX_ENTRIES = 1_000
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._entries: dict[tuple, tuple[int, tuple]] = {}
+
+    def get(self, key: tuple, now_ms: int) -> Optional[tuple]:
+        with self._lock:
+            found = self._entries.get(key)
+        return found[1] if found and found[0] > now_ms else None
+
+    def put(self, key: tuple, value: tuple, until_ms: int) -> None:
+        with self._lock:
+            if len(self._entries) >= self.MAX_ENTRIES:
+                self._entries.clear()
+            self._entries[key] = (until_ms, value)
+
+
 def address_scope(document_id: str, client_ip: str) -> str:
     digest = hmac.new(config.secret_key().encode(), client_ip.encode(), hashlib.sha256).hexdigest()[:32]
     return f"{document_id}#{digest}"
@@ -59,6 +127,32 @@ class ViewService:
     def __init__(self, ctx: Optional[Context] = None, shard: Optional[Callable[[], int]] = None):
         self.ctx = ctx or default_context()
         self.shard = shard or (lambda: secrets.randbelow(rules.SHARDS))
+        # Per process (registry.views() keeps one ViewService per process).
+        self.buffer = ViewBuffer()
+        self.links = LinkCache()
+
+    def _granted(self, share_id: str, version_number: Optional[int], unlock_cookie: Optional[str]):
+        sharing = ShareService(self.ctx)
+        ttl_ms = int(config.share_cache_seconds() * 1000)
+        if ttl_ms <= 0:
+            return sharing.access(share_id, unlock_cookie, version_number)
+        now_ms = self.ctx.now_ms()
+        key = (share_id, version_number)
+        looked_up = self.links.get(key, now_ms)
+        if looked_up is None:
+            looked_up = sharing.lookup(share_id, version_number, consistent=False)
+            self.links.put(key, looked_up, now_ms + ttl_ms)
+        return sharing.access(share_id, unlock_cookie, version_number, looked_up=looked_up)
+
+    def _count(self, document_id: str, version_id: str, now_ms: int) -> None:
+        due = self.buffer.add((document_id, version_id, rules.day_of(now_ms)), now_ms,
+                              int(config.view_flush_seconds() * 1000))
+        for index, ((doc_id, ver_id, day), count, last_ms) in enumerate(due):
+            try:
+                self.ctx.views.add_view(doc_id, ver_id, day, last_ms, self.shard(), count)
+            except Exception:
+                self.buffer.put_back(due[index:])  # the next flush writes them
+                raise
 
     # ---------------------------------------------------------------- viewers
 
@@ -70,7 +164,7 @@ class ViewService:
             return Recorded(False, "bot")
         if rules.is_prefetch(headers):
             return Recorded(False, "prefetch")
-        granted = ShareService(self.ctx).access(share_id, unlock_cookie, version_number)
+        granted = self._granted(share_id, version_number, unlock_cookie)
         document_id = granted.doc["document_id"]
         now_ms = self.ctx.now_ms()
         window_seconds = config.view_rate_window_seconds()
@@ -78,7 +172,7 @@ class ViewService:
         if not self.ctx.views.admit(address_scope(document_id, client_ip), window, config.view_rate_limit(),
                                     now_ms // 1000 + window_seconds + 60):
             raise RateLimited(retry, "Too many views of this document from your address; not counted.")
-        self.ctx.views.add_view(document_id, granted.version_id, rules.day_of(now_ms), now_ms, self.shard())
+        self._count(document_id, granted.version_id, now_ms)
         return Recorded(True, "counted")
 
     # ---------------------------------------------------------------- owners

@@ -26,6 +26,28 @@ class CreatedKey:
     name: str
 
 
+@dataclass(frozen=True)
+class UpgradePath:
+    """What a person can do to move a workspace to Pro (issue 29): a billing link when the
+    service has one (DOCPUB_UPGRADE_URL), the operator command for the people who run the
+    service (DOCPUB_OPERATOR_EMAILS), and otherwise: ask the administrator."""
+    url: Optional[str]
+    command: Optional[str]
+
+
+def upgrade_path(workspace_id: str, email: Optional[str]) -> UpgradePath:
+    from urllib.parse import quote
+
+    from chalicelib import config
+
+    link = config.upgrade_url()
+    operators = config.operator_emails()
+    is_operator = bool(email) and ("*" in operators or email.strip().lower() in operators)
+    where = "--aws " if config.storage() == "aws" else ""
+    return UpgradePath(url=link.replace("{workspace_id}", quote(workspace_id, safe="")) if link else None,
+                       command=f'make -s admin ARGS="{where}set-plan {workspace_id} pro"' if is_operator else None)
+
+
 def workspace_model(item: dict) -> Workspace:
     return Workspace(
         id=item["id"], name=item["name"], brand_name=item.get("brand_name"),

@@ -166,13 +166,24 @@ def test_metadata_and_passphrase_changes(repos):
 
 # ------------------------------------------------------------------ write limit and idempotency
 
-def slot_for(repos, key_id, now_ms, limit=60, window_ms=60_000):
-    """What the service does: the log as read, the new log if a slot is free."""
+def slot_for(repos, key_id, now_ms, limit=60, window_ms=60_000, choose=None):
+    """What the service does (the same functions): the key's log(s) as read, and
+    a slot in a log with room, if the limit allows one."""
+    from chalicelib.domain.ratelimit import claim_sharded
+    from chalicelib.services.documents import write_logs
+
     key = repos.keys.get(key_id)
-    log = [t for t in key.get("writes", []) if t > now_ms - window_ms]
-    if len(log) >= limit:
+    decision, claim = claim_sharded(write_logs(key), now_ms, limit, window_ms // 1000,
+                                    **({"choose": choose} if choose else {}))
+    if claim is None:
         return None
-    return RateSlot(key_id, key.get("writes_seq", 0), log + [now_ms], now_ms)
+    return RateSlot(key_id, claim.expected_seq, claim.new_log, now_ms, claim.shard)
+
+
+def writes_claimed(repos, key_id) -> int:
+    from chalicelib.services.documents import write_logs
+
+    return sum(log.seq for log in write_logs(repos.keys.get(key_id)))
 
 
 def test_the_sixty_first_write_in_sixty_seconds_is_refused(repos):
@@ -191,7 +202,7 @@ def test_the_sixty_first_write_in_sixty_seconds_is_refused(repos):
         accepted += 1
     assert accepted == 60
     key = repos.keys.get("k1")
-    assert len(key["writes"]) == 60 and key["writes_seq"] == 60 and key["last_used_at"] == 10_059
+    assert len(key["writes"]) == 60 and writes_claimed(repos, "k1") == 60 and key["last_used_at"] == 10_059
     assert slot_for(repos, "k1", 10_000 + 60_000) is not None  # the window slid past the first write
 
 
@@ -201,7 +212,7 @@ def test_a_rate_slot_is_claimed_once_under_a_race(repos):
     slots = [slot_for(repos, "k1", 5)] * 6  # six writers read the same log
     results, failures = run_together([lambda n=n, s=s: create(repos, n, slot=s) for n, s in enumerate(slots)])
     assert len(results) == 1 and failures == ["GuardFailed"] * 5
-    assert repos.keys.get("k1")["writes_seq"] == 1
+    assert writes_claimed(repos, "k1") == 1
     assert len(repos.documents.list_all(WS)) == 1
 
 

@@ -53,7 +53,7 @@ def _botocore_config(service: str):
     return Config(
         retries={"mode": "standard", "total_max_attempts": profile.max_attempts},
         connect_timeout=profile.connect_timeout,
-        read_timeout=profile.read_timeout,
+        read_timeout=config.emulator_read_timeout() or profile.read_timeout,
         max_pool_connections=50,
     )
 

@@ -12,10 +12,11 @@ from typing import Iterable, Optional
 
 from chalicelib.adapters.aws.events import add_event
 from chalicelib.adapters.aws.keys import (
-    api_key_key, document_key, document_pk, documents_index_pk, documents_sort_key, idempotency_key,
-    share_key, version_item_key, workspace_key,
+    WRITE_SHARDS, api_key_key, document_key, document_pk, documents_index_pk, documents_sort_key,
+    idempotency_key, share_key, version_item_key, workspace_key, write_shard_key, write_shard_keys,
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
+from chalicelib.adapters.aws.workspaces import with_write_logs
 from chalicelib.ports.records import OutcomeUnknown
 from chalicelib.ports.records import (
     BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
@@ -32,12 +33,16 @@ class Guards:
     def add(tx: Transaction, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> dict:
         indexes: dict[str, int] = {}
         if slot is not None:
+            # The slot's shard of the key's write log (keys.WRITE_SHARDS), not the key item:
+            # concurrent writers through one key race only when they pick the same shard.
+            fresh = slot.expected_seq == 0
             indexes["rate"] = tx.update(
-                api_key_key(slot.key_id),
+                write_shard_key(slot.key_id, slot.shard),
                 "SET writes = :log, writes_seq = :next, last_used_at = :now",
-                "attribute_exists(PK) AND attribute_not_exists(revoked_at) AND writes_seq = :seq",
-                values={":log": slot.new_log, ":next": slot.expected_seq + 1,
-                        ":seq": slot.expected_seq, ":now": slot.now_ms},
+                ("attribute_not_exists(writes_seq)" if fresh else "writes_seq = :seq")
+                + " AND attribute_not_exists(revoked_at)",
+                values={":log": slot.new_log, ":next": slot.expected_seq + 1, ":now": slot.now_ms,
+                        **({} if fresh else {":seq": slot.expected_seq})},
             )
         if idem is not None:
             indexes["idem"] = tx.put(
@@ -78,14 +83,14 @@ class DocumentRepository:
                      ) -> tuple[Optional[dict], Optional[dict], Optional[dict]]:
         """The API key item, and the document and idempotency record when asked
         for, in one round trip: (key item, document, idempotency record)."""
-        keys = [api_key_key(key_id)]
+        keys = [api_key_key(key_id), *write_shard_keys(key_id)]
         if document_id:
             keys.append(document_key(document_id))
         if idempotency_digest:
             keys.append(idempotency_key(key_id, idempotency_digest))
-        found = self.table.batch_get(keys) if len(keys) > 1 else [self.table.get(keys[0])]
-        key_item = found[0]
-        doc = found[1] if document_id else None
+        found = self.table.batch_get(keys)
+        key_item = with_write_logs(found[0], found[1:1 + WRITE_SHARDS])
+        doc = found[1 + WRITE_SHARDS] if document_id else None
         idem = found[-1] if idempotency_digest else None
         return key_item, doc, idem
 
@@ -194,17 +199,18 @@ class DocumentRepository:
     def _settled(self, exc: Exception, document_id: str, version: dict) -> bool:
         """After a write whose outcome is unknown (a timeout or 5xx, or a retry that
         failed conditions an earlier attempt may have changed): read what is true.
-        True if our version is stored (the write committed); OutcomeUnknown if it
-        is not but may still be (the caller keeps the object for the sweep);
-        False for a plain refusal, which the caller maps as usual."""
+        True if our version is stored (the write committed); False otherwise: for
+        OutcomeUnknown the caller re-raises it (503, the object kept for the sweep).
+        A retry that failed its conditions with our version not stored is a plain
+        refusal the caller maps as usual: every attempt carried the same
+        ClientRequestToken, and DynamoDB answers a retry of a transaction that
+        committed with success (for 10 minutes), never with its conditions; so
+        no earlier attempt committed. (An emulator that ignores the token, moto,
+        is caught by the read: the version is there.)"""
         if isinstance(exc, ConditionFailed) and not exc.retried:
             return False
         stored = self.table.get(version_item_key(document_id, version["number"]))
-        if stored is not None and stored.get("version_id") == version["version_id"]:
-            return True
-        if isinstance(exc, OutcomeUnknown):
-            return False  # re-raised as it is: 503, object kept
-        raise OutcomeUnknown("ConditionFailedAfterRetry") from exc
+        return stored is not None and stored.get("version_id") == version["version_id"]
     def update_fields(self, doc: dict, fields: dict) -> dict:
         """Change metadata (no version); refuses a document being deleted."""
         names = {f"#a{i}": k for i, k in enumerate(fields)}
@@ -219,17 +225,18 @@ class DocumentRepository:
         except ConditionFailed as exc:
             raise StaleDocument(None) from exc
 
-    def get_for_share(self, share_id: str, version_number: Optional[int] = None
+    def get_for_share(self, share_id: str, version_number: Optional[int] = None, consistent: bool = True
                       ) -> tuple[Optional[dict], Optional[dict], Optional[dict], Optional[dict]]:
         """(share item, document, workspace, version N) for a share link: a GetItem
-        of the share, then one BatchGetItem of the rest."""
-        share = self.get_share(share_id)
+        of the share, then one BatchGetItem of the rest. `consistent=False`: eventually
+        consistent reads (half the read units; the view beacon, services/views.py)."""
+        share = self.table.get(share_key(share_id), consistent=consistent)
         if share is None:
             return None, None, None, None
         keys = [document_key(share["document_id"]), workspace_key(share["workspace_id"])]
         if version_number is not None:
             keys.append(version_item_key(share["document_id"], version_number))
-        found = self.table.batch_get(keys)
+        found = self.table.batch_get(keys, consistent=consistent)
         return share, found[0], found[1], (found[2] if version_number is not None else None)
 
     def set_passphrase(self, doc: dict, passphrase_hash: Optional[str]) -> dict:

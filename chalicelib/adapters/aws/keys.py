@@ -4,6 +4,20 @@ from __future__ import annotations
 import hashlib
 
 
+# An API key's write log is spread over this many items in the key's partition
+# (KEY#<id> / W#<shard>), so concurrent writers through one key claim different
+# items instead of racing for one (domain/ratelimit.claim_sharded keeps the limit exact).
+WRITE_SHARDS = 8
+
+
+def write_shard_key(key_id: str, shard: int) -> dict:
+    return {"PK": f"KEY#{key_id}", "SK": f"W#{shard:02d}"}
+
+
+def write_shard_keys(key_id: str) -> list[dict]:
+    return [write_shard_key(key_id, shard) for shard in range(WRITE_SHARDS)]
+
+
 def workspace_key(workspace_id: str) -> dict:
     return {"PK": f"WS#{workspace_id}", "SK": "WS"}
 
@@ -113,6 +127,10 @@ def views_pk(document_id: str) -> str:
 
 def day_sk(day: str, shard: int) -> str:
     return f"D#{day}#{shard:02d}"
+
+
+def version_views_sk(version_id: str, shard: int) -> str:
+    return f"P#{version_id}#{shard:02d}"
 
 
 def total_sk(shard: int) -> str:

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import base64
 import json
+import random
+import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from chalicelib import config
 from chalicelib.adapters.aws import clients as aws
-from chalicelib.ports.records import BadCursor, OutcomeUnknown, WriteRefused
+from chalicelib.ports.records import BadCursor, OutcomeUnknown, StorageUnavailable, WriteRefused
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -81,12 +83,77 @@ def decode_cursor(cursor: Optional[str], expected_keys: Iterable[str]) -> Option
     return data
 
 
+# ------------------------------------------------------------------ retries
+#
+# What the real service sends under contention and that neither botocore nor moto
+# handles for us: a transaction cancelled because another one touched one of its
+# items at the same moment (`TransactionConflict`) or because a partition was hot
+# (`ThrottlingError` as a cancellation reason), unprocessed batch items. All of them mean
+# "nothing was applied, try again shortly": retried here with jittered
+# exponential backoff, a bounded number of times, then StorageUnavailable (503
+# with Retry-After). A retried transaction reuses its ClientRequestToken.
+
+# Cancellation reasons (per action) that say "busy", not "your condition failed".
+BUSY_REASONS = {"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded",
+                "RequestLimitExceeded"}
+# A plain write that met an ongoing transaction on its item. (Throttling of a whole
+# call, ProvisionedThroughputExceeded and the like, botocore's standard mode already
+# retries with jittered backoff up to its own bound, clients.PROFILES; then 503.)
+BUSY_CODES = {"TransactionConflictException"}
+
+
+@dataclass
+class RetryPolicy:
+    """Full-jitter exponential backoff: attempt n (from 1) waits up to
+    min(cap, base * 2**n) seconds. Tests inject `sleep` (never a real wait)."""
+    attempts: int = 6
+    base_seconds: float = 0.02
+    cap_seconds: float = 0.5
+    sleep: Callable[[float], None] = time.sleep
+    jitter: Callable[[float, float], float] = random.uniform
+
+    def pause(self, attempt: int) -> None:
+        self.sleep(self.jitter(0, min(self.cap_seconds, self.base_seconds * 2 ** attempt)))
+
+    def worst_case_seconds(self) -> float:
+        return sum(min(self.cap_seconds, self.base_seconds * 2 ** n) for n in range(1, self.attempts))
+
+
+RETRY = RetryPolicy()
+
+
+def _code(exc: ClientError) -> str:
+    return (exc.response or {}).get("Error", {}).get("Code") or "ClientError"
+
+
+def _busy(exc: ClientError) -> bool:
+    """A refusal that only says "busy, try again": nothing was applied."""
+    code = _code(exc)
+    if code == "TransactionCanceledException":
+        reasons = {r.get("Code") for r in exc.response.get("CancellationReasons") or []}
+        return bool(reasons & BUSY_REASONS) and "ConditionalCheckFailed" not in reasons
+    return code in BUSY_CODES
+
+
+def retrying(call: Callable[[], Any]) -> Any:
+    """`call()`, retried while DynamoDB answers busy (bounded, jittered); the last
+    busy answer is raised as it came (callers map it)."""
+    for attempt in range(1, RETRY.attempts + 1):
+        try:
+            return call()
+        except ClientError as exc:
+            if not _busy(exc) or attempt == RETRY.attempts:
+                raise
+        RETRY.pause(attempt)
+    raise AssertionError("unreachable")
+
+
 # DynamoDB refuses these before applying anything.
 _REFUSED_CODES = {"TransactionCanceledException", "ConditionalCheckFailedException", "ThrottlingException",
                   "ProvisionedThroughputExceededException", "RequestLimitExceeded", "ValidationException"}
 
 
-def _failed_write(exc: BaseException) -> Exception:
+def _failed_write(exc: BaseException, uncertain: bool = False) -> Exception:
     """The port's exception for a write that failed. Known not applied only if
     DynamoDB refused it on the first attempt: a timeout or a 5xx may hide a commit,
     and so may an earlier attempt of a call botocore retried (the
@@ -95,7 +162,8 @@ def _failed_write(exc: BaseException) -> Exception:
     if isinstance(exc, ClientError):
         response = exc.response or {}
         code = response.get("Error", {}).get("Code") or "ClientError"
-        if code in _REFUSED_CODES and response.get("ResponseMetadata", {}).get("RetryAttempts", 0) == 0:
+        if (code in _REFUSED_CODES and not uncertain
+                and response.get("ResponseMetadata", {}).get("RetryAttempts", 0) == 0):
             return WriteRefused(code)
         return OutcomeUnknown(code)
     return OutcomeUnknown(type(exc).__name__)
@@ -149,19 +217,30 @@ class Transaction:
     def commit(self) -> None:
         if not self.actions:
             return
+        # One token for every attempt of this transaction (botocore's and ours): a retry
+        # of an attempt that committed but whose answer was lost succeeds instead of
+        # failing its own conditions (DynamoDB keeps a token for 10 minutes).
+        token = str(uuid.uuid4())
+        uncertain = False
+
+        def attempt():
+            nonlocal uncertain
+            try:
+                return aws.dynamodb().transact_write_items(TransactItems=self.actions, ClientRequestToken=token)
+            except ClientError as exc:
+                uncertain = uncertain or exc.response.get("ResponseMetadata", {}).get("RetryAttempts", 0) > 0
+                raise
+
         try:
-            # The token makes botocore's retries of this call idempotent: a retry of an
-            # attempt that committed but whose answer was lost succeeds instead of failing.
-            aws.dynamodb().transact_write_items(TransactItems=self.actions, ClientRequestToken=str(uuid.uuid4()))
+            retrying(attempt)
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "TransactionCanceledException":
                 raw = exc.response.get("CancellationReasons") or []
                 reasons = [r.get("Code", "None") for r in raw]
                 if "ConditionalCheckFailed" in reasons:
-                    retried = exc.response.get("ResponseMetadata", {}).get("RetryAttempts", 0) > 0
-                    raise ConditionFailed(reasons, [from_item(r.get("Item")) for r in raw], retried) from exc
-            # Others (conflicts with a concurrent transaction, throttling, 5xx) are storage trouble.
-            raise _failed_write(exc) from exc
+                    raise ConditionFailed(reasons, [from_item(r.get("Item")) for r in raw], uncertain) from exc
+            # Still busy after every retry, or a 5xx: storage trouble (503).
+            raise _failed_write(exc, uncertain) from exc
         except BotoCoreError as exc:
             raise _failed_write(exc) from exc
 
@@ -174,20 +253,30 @@ class Table:
         return config.table_name()
 
     def get(self, key: dict, consistent: bool = True) -> Optional[dict]:
-        resp = aws.dynamodb().get_item(TableName=self.name, Key=to_item(key), ConsistentRead=consistent)
+        resp = retrying(lambda: aws.dynamodb().get_item(TableName=self.name, Key=to_item(key),
+                                                        ConsistentRead=consistent))
         return from_item(resp.get("Item"))
 
-    def batch_get(self, keys: list[dict]) -> list[Optional[dict]]:
-        """Items for keys, in the same order (None where missing); one round trip."""
-        request = {self.name: {"Keys": [to_item(k) for k in keys], "ConsistentRead": True}}
+    def batch_get(self, keys: list[dict], consistent: bool = True) -> list[Optional[dict]]:
+        """Items for keys, in the same order (None where missing); one round trip per 100 keys."""
         found: dict[tuple, dict] = {}
-        while request:
-            resp = aws.dynamodb().batch_get_item(RequestItems=request)
+        for start in range(0, len(keys), 100):
+            self._batch_get_chunk(keys[start:start + 100], found, consistent)
+        return [found.get((k["PK"], k["SK"])) for k in keys]
+
+    def _batch_get_chunk(self, keys: list[dict], found: dict, consistent: bool) -> None:
+        request = {self.name: {"Keys": [to_item(k) for k in keys], "ConsistentRead": consistent}}
+        for attempt in range(1, RETRY.attempts + 1):
+            resp = retrying(lambda: aws.dynamodb().batch_get_item(RequestItems=request))
             for raw in resp.get("Responses", {}).get(self.name, []):
                 item = from_item(raw)
                 found[(item["PK"], item["SK"])] = item
             request = resp.get("UnprocessedKeys") or {}
-        return [found.get((k["PK"], k["SK"])) for k in keys]
+            if not request:
+                return
+            if attempt < RETRY.attempts:
+                RETRY.pause(attempt)  # unprocessed keys: the partition is busy
+        raise StorageUnavailable("UnprocessedKeys")
 
     def query(self, key_condition: str, values: dict, index: Optional[str] = None,
               limit: Optional[int] = None, start_key: Optional[dict] = None,
@@ -212,7 +301,7 @@ class Table:
             params["ExpressionAttributeNames"] = names
         if filter_expression:
             params["FilterExpression"] = filter_expression
-        resp = aws.dynamodb().query(**params)
+        resp = retrying(lambda: aws.dynamodb().query(**params))
         return [from_item(i) for i in resp.get("Items", [])], resp.get("LastEvaluatedKey")
 
     def query_all(self, key_condition: str, values: dict, **kwargs) -> list[dict]:
@@ -227,18 +316,19 @@ class Table:
     def put(self, item: dict, condition: Optional[str] = None, values: Optional[dict] = None) -> None:
         params = with_expressions({"TableName": self.name, "Item": to_item(item)}, condition, values=values)
         try:
-            aws.dynamodb().put_item(**params)
+            retrying(lambda: aws.dynamodb().put_item(**params))
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
                 raise ConditionFailed(["ConditionalCheckFailed"], [None]) from exc
             raise
 
     def update(self, key: dict, update: str, condition: Optional[str] = None,
-               names: Optional[dict] = None, values: Optional[dict] = None) -> Optional[dict]:
+               names: Optional[dict] = None, values: Optional[dict] = None,
+               returned: str = "ALL_NEW") -> Optional[dict]:
         params = with_expressions({"TableName": self.name, "Key": to_item(key), "UpdateExpression": update,
-                                   "ReturnValues": "ALL_NEW"}, condition, names, values)
+                                   "ReturnValues": returned}, condition, names, values)
         try:
-            resp = aws.dynamodb().update_item(**params)
+            resp = retrying(lambda: aws.dynamodb().update_item(**params))
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
                 raise ConditionFailed(["ConditionalCheckFailed"], [None]) from exc
@@ -246,14 +336,21 @@ class Table:
         return from_item(resp.get("Attributes"))
 
     def delete(self, key: dict) -> None:
-        aws.dynamodb().delete_item(TableName=self.name, Key=to_item(key))
+        retrying(lambda: aws.dynamodb().delete_item(TableName=self.name, Key=to_item(key)))
 
     def delete_keys(self, keys: list[dict]) -> None:
         for start in range(0, len(keys), 25):
             chunk = keys[start:start + 25]
             request = {self.name: [{"DeleteRequest": {"Key": to_item(k)}} for k in chunk]}
-            while request:
-                resp = aws.dynamodb().batch_write_item(RequestItems=request)
+            for attempt in range(1, RETRY.attempts + 1):
+                resp = retrying(lambda: aws.dynamodb().batch_write_item(RequestItems=request))
                 request = resp.get("UnprocessedItems") or {}
+                if not request:
+                    break
+                if attempt < RETRY.attempts:
+                    RETRY.pause(attempt)
+            else:
+                # Deletes are idempotent: a repeated call finishes the job.
+                raise StorageUnavailable("UnprocessedItems")
 
 

@@ -1,24 +1,29 @@
 """View counters in DynamoDB: sharded items in the documents table.
 
     PK VIEWS#<document_id>  SK D#<YYYY-MM-DD>#<shard:02d>   views            (per day)
-    PK VIEWS#<document_id>  SK T#<shard:02d>                 views, last_ms,
-                                                             "v#<version_id>" (all time, per version)
+    PK VIEWS#<document_id>  SK P#<version_id>#<shard:02d>   views            (per version, all time)
+    PK VIEWS#<document_id>  SK T#<shard:02d>                 views, last_ms   (all time)
     PK RATE#view#<scope>#<window>  SK RATE                   hits, expires_at (per-address limit)
 
-A view is two `UpdateItem … ADD` calls on one random shard's day item and total
-item (atomic increments: concurrent views never lose a count). With 16 shards a
-document viewed 10,000 times a second writes ~625 times a second to each item
-(bench/view_counters.py). Not a transaction on purpose: transactions on the
-same items conflict with each other under load, plain ADDs do not.
+Counting is three `UpdateItem … ADD :n` calls on one random shard's day,
+version and total items (atomic increments: concurrent writers never lose a
+count); `n` is what one function instance added up since its last write
+(services/views.py), so a viral link writes each item at most a few times a
+second per instance, whatever its views per second (bench/viral_link.py). Not a
+transaction on purpose: transactions on the same items conflict under load,
+plain ADDs do not. Per-version counts live in their own items: nothing grows
+with the number of versions (the old `v#<version_id>` attributes on the total
+items are still read, and no longer written).
 
 Reading a document's stats is one Query (all its pages): `SK BETWEEN D#<first day> AND T#~`
-returns the window's day items (days sort before `T`) and the total items.
+returns the window's day items, the version items (`P` sorts between `D` and `T`)
+and the total items.
 """
 from __future__ import annotations
 
 from typing import Optional
 
-from chalicelib.adapters.aws.keys import day_sk, total_sk, views_pk
+from chalicelib.adapters.aws.keys import day_sk, total_sk, version_views_sk, views_pk
 from chalicelib.adapters.aws.table import ConditionFailed, Table
 from chalicelib.ports.views import ViewCounts
 
@@ -29,13 +34,15 @@ class ViewCounterRepository:
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()
 
-    def add_view(self, document_id: str, version_id: str, day: str, now_ms: int, shard: int) -> None:
+    def add_view(self, document_id: str, version_id: str, day: str, now_ms: int, shard: int,
+                 count: int = 1) -> None:
         pk = views_pk(document_id)
-        self.table.update({"PK": pk, "SK": day_sk(day, shard)}, "ADD #views :one",
-                          names={"#views": "views"}, values={":one": 1})
-        self.table.update({"PK": pk, "SK": total_sk(shard)}, "ADD #views :one, #ver :one SET last_ms = :now",
-                          names={"#views": "views", "#ver": VERSION_PREFIX + version_id},
-                          values={":one": 1, ":now": now_ms})
+        self.table.update({"PK": pk, "SK": day_sk(day, shard)}, "ADD #views :n",
+                          names={"#views": "views"}, values={":n": count}, returned="NONE")
+        self.table.update({"PK": pk, "SK": version_views_sk(version_id, shard)}, "ADD #views :n",
+                          names={"#views": "views"}, values={":n": count}, returned="NONE")
+        self.table.update({"PK": pk, "SK": total_sk(shard)}, "ADD #views :n SET last_ms = :now",
+                          names={"#views": "views"}, values={":n": count, ":now": now_ms}, returned="NONE")
 
     def counts(self, document_id: str, first_day: str, last_day: str) -> ViewCounts:
         # Every page: 16 shards a day plus per-version totals can pass DynamoDB's 1 MB page.
@@ -49,6 +56,10 @@ class ViewCounterRepository:
                 day = sk[2:12]
                 if first_day <= day <= last_day:
                     result.days[day] = result.days.get(day, 0) + item.get("views", 0)
+                continue
+            if sk.startswith("P#"):
+                version_id = sk[2:].rsplit("#", 1)[0]
+                result.versions[version_id] = result.versions.get(version_id, 0) + item.get("views", 0)
                 continue
             result.total += item.get("views", 0)
             last = item.get("last_ms")

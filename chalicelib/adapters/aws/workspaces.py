@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from chalicelib.adapters.aws.keys import api_key_key, keys_index_pk, workspace_key
+from chalicelib.adapters.aws.keys import (
+    WRITE_SHARDS, api_key_key, keys_index_pk, write_shard_key, write_shard_keys, workspace_key,
+)
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction
 from chalicelib.ports.records import KeyCapReached
 
@@ -39,12 +41,36 @@ class WorkspaceRepository:
                                  names=names, values=values or None)
 
 
+def with_write_logs(key_item: Optional[dict], shards: list[Optional[dict]]) -> Optional[dict]:
+    """The key record as the port gives it: the key item plus its write-log shards
+    (`write_logs`, every shard, also those never written), `writes` (all their
+    entries) and `last_used_at` (the latest of the shards')."""
+    if key_item is None:
+        return None
+    record = {k: v for k, v in key_item.items() if k not in ("writes", "writes_seq")}
+    logs, last_used = [], key_item.get("last_used_at")
+    for shard, item in enumerate(shards):
+        item = item or {}
+        log = list(item.get("writes") or [])
+        if shard == 0 and not item:
+            log += key_item.get("writes") or []  # the single log of before the shards, until it ages out
+        logs.append({"shard": shard, "seq": item.get("writes_seq", 0), "log": log})
+        if item.get("last_used_at") is not None:
+            last_used = max(last_used or 0, item["last_used_at"])
+    record.update(write_logs=logs, writes=sorted(t for entry in logs for t in entry["log"]),
+                  last_used_at=last_used)
+    return record
+
+
 class ApiKeyRepository:
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()
 
     def get(self, key_id: str) -> Optional[dict]:
-        return self.table.get(api_key_key(key_id))
+        """The key and its write-log shards: one Query of the key's partition."""
+        items = self.table.query_all("PK = :pk", {":pk": api_key_key(key_id)["PK"]}, consistent=True)
+        by_sk = {i["SK"]: i for i in items}
+        return with_write_logs(by_sk.get("KEY"), [by_sk.get(k["SK"]) for k in write_shard_keys(key_id)])
 
     def create(self, record: dict, max_keys: Optional[int]) -> None:
         """Store a key, counting it against the workspace's cap in one transaction."""
@@ -75,6 +101,8 @@ class ApiKeyRepository:
         tx = Transaction()
         tx.update(api_key_key(key_id), "SET revoked_at = :now",
                   "attribute_exists(PK) AND attribute_not_exists(revoked_at)", values={":now": now_ms})
+        for shard in range(WRITE_SHARDS):  # a write's slot claim checks its shard: none after this
+            tx.update(write_shard_key(key_id, shard), "SET revoked_at = :now", values={":now": now_ms})
         tx.update(workspace_key(item["workspace_id"]), "SET key_count = key_count - :one",
                   "key_count > :zero", values={":one": 1, ":zero": 0})
         try:
@@ -85,5 +113,7 @@ class ApiKeyRepository:
         return item
 
     def list_for_workspace(self, workspace_id: str) -> list[dict]:
-        return self.table.query_all("GSI1PK = :pk", {":pk": keys_index_pk(workspace_id)},
+        keys = self.table.query_all("GSI1PK = :pk", {":pk": keys_index_pk(workspace_id)},
                                     index="GSI1", forward=False)
+        shards = self.table.batch_get([k for key in keys for k in write_shard_keys(key["key_id"])])
+        return [with_write_logs(key, shards[n * WRITE_SHARDS:(n + 1) * WRITE_SHARDS]) for n, key in enumerate(keys)]

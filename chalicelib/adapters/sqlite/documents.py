@@ -94,7 +94,7 @@ class DocumentRepository:
     def get_share(self, share_id: str) -> Optional[dict]:
         return self.db.one("SELECT * FROM share_links WHERE share_id = ?", (share_id,))
 
-    def get_for_share(self, share_id: str, version_number: Optional[int] = None
+    def get_for_share(self, share_id: str, version_number: Optional[int] = None, consistent: bool = True
                       ) -> tuple[Optional[dict], Optional[dict], Optional[dict], Optional[dict]]:
         with self.db.snapshot() as conn:
             share = one(conn, "SELECT * FROM share_links WHERE share_id = ?", (share_id,))

@@ -16,13 +16,15 @@ class ViewCounterRepository:
     def __init__(self, db: Database):
         self.db = db
 
-    def add_view(self, document_id: str, version_id: str, day: str, now_ms: int, shard: int) -> None:
+    def add_view(self, document_id: str, version_id: str, day: str, now_ms: int, shard: int,
+                 count: int = 1) -> None:
         with self.db.write() as tx:
-            tx.execute("INSERT INTO view_days (document_id, day, views) VALUES (?, ?, 1) "
-                       "ON CONFLICT (document_id, day) DO UPDATE SET views = views + 1", (document_id, day))
-            tx.execute("INSERT INTO view_versions (document_id, version_id, views, last_ms) VALUES (?, ?, 1, ?) "
-                       "ON CONFLICT (document_id, version_id) DO UPDATE SET views = views + 1, "
-                       "last_ms = MAX(last_ms, excluded.last_ms)", (document_id, version_id, now_ms))
+            tx.execute("INSERT INTO view_days (document_id, day, views) VALUES (?, ?, ?) "
+                       "ON CONFLICT (document_id, day) DO UPDATE SET views = views + excluded.views",
+                       (document_id, day, count))
+            tx.execute("INSERT INTO view_versions (document_id, version_id, views, last_ms) VALUES (?, ?, ?, ?) "
+                       "ON CONFLICT (document_id, version_id) DO UPDATE SET views = views + excluded.views, "
+                       "last_ms = MAX(last_ms, excluded.last_ms)", (document_id, version_id, count, now_ms))
 
     def counts(self, document_id: str, first_day: str, last_day: str) -> ViewCounts:
         with self.db.snapshot() as conn:

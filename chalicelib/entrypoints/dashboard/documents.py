@@ -25,7 +25,8 @@ def document_list(page: Page):
 
     query = page.query.get("q", "").strip()[:500]
     data = pages().documents_page(page.actor, query, page.query.get("cursor") or None)
-    sparklines = {document_id: charts.sparkline(values, days)
+    # None for a document with no views in the window: the page says so instead of drawing empty bars
+    sparklines = {document_id: charts.sparkline(values, days) if any(values) else None
                   for document_id, (days, values) in data.sparklines.items()}
     return render(page, "documents.html", active="documents", listing=data.listing, q=query,
                   workspace=data.workspace, sparklines=sparklines)

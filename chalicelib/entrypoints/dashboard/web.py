@@ -161,9 +161,10 @@ def template_globals() -> dict:
     """What every dashboard template (and the macros it imports) can use."""
     from chalicelib.entrypoints.dashboard.forms import MAX_FORM_BYTES
     from chalicelib.services.uploads import MAX_ZIP_BYTES
+    from chalicelib.services.workspaces import upgrade_path
 
     return {"url": url, "pro_features": PRO_FEATURES, "max_html_bytes": MAX_HTML_BYTES, "limits": limits,
-            "max_bundle_bytes": min(MAX_ZIP_BYTES, MAX_FORM_BYTES)}
+            "max_bundle_bytes": min(MAX_ZIP_BYTES, MAX_FORM_BYTES), "upgrade_path": upgrade_path}
 
 
 def render(page: Page, template: str, status: int = 200, headers: Optional[dict] = None, **context) -> Response:
