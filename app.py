@@ -8,7 +8,7 @@ from chalicelib.entrypoints.http import (
     parse_body, parse_multipart, parse_query, refuse_without_origin_secret, validate,
 )
 from chalicelib.errors import ValidationFailed
-from chalicelib.entrypoints import pages, routing
+from chalicelib.entrypoints import bounds, pages, routing
 from chalicelib.entrypoints.share import bp as share_pages, separate_sites
 from chalicelib.entrypoints.mcp import bp as mcp_blueprint
 from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
@@ -41,6 +41,10 @@ def contract_errors(event, get_response):
     elsewhere = separate_sites(event)
     if elsewhere is not None:
         return elsewhere
+    # Undecodable headers, credentials where needed, the route's body cap: before any view reads the body.
+    refused = bounds.admit_event(event, app)
+    if refused is not None:
+        return refused
     # Chalice answers 405/415 itself, in its own shape; reshape to the contract's.
     return normalise_chalice_error(get_response(event))
 
@@ -86,7 +90,14 @@ def favicon():
 @app.route("/api/v1/health", methods=["GET"])
 @api
 def health():
-    check_storage()
+    from chalicelib.ports import StorageFull
+
+    try:
+        check_storage()
+    except StorageFull:  # readable, but the disk is full: writes answer 507
+        return json_response({"status": "degraded", "reason": "disk_full",
+                              "message": "The disk is full: writes are refused (507); reads and deletes work."},
+                             status=503, headers={"Retry-After": "60"})
     return json_response(Health(status="ok"))
 
 
@@ -178,6 +189,13 @@ def update_document(document_id):
 @api
 def delete_document(document_id):
     registry.documents().delete(_credentials(), document_id)
+    return empty_response(204)
+
+
+@app.route("/api/v1/documents/{document_id}/versions/{version_id}", methods=["DELETE"])
+@api
+def delete_version(document_id, version_id):
+    registry.documents().delete_version(_credentials(), document_id, version_id)
     return empty_response(204)
 
 

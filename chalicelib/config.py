@@ -137,6 +137,12 @@ def storage() -> str:
     return _get("DOCPUB_STORAGE", default).strip().lower()
 
 
+def disk_reserve_bytes() -> int:
+    """Embedded store: space kept back (a file in the data folder) so that deletes
+    still work when the disk is full; 0 turns it off."""
+    return int(_get("DOCPUB_DISK_RESERVE_BYTES", str(1024 * 1024)))
+
+
 def dashboard_session_seconds() -> int:
     """Absolute lifetime of a dashboard session (checked on every read)."""
     return int(_get("DOCPUB_SESSION_SECONDS", str(7 * 24 * 3600)))

@@ -32,6 +32,11 @@ class InvalidJson(DocpubError):
     status, code = 400, "invalid_json"
 
 
+class BadRequest(DocpubError):
+    """A request the server cannot read at all (e.g. a header value that is not Latin-1)."""
+    status, code = 400, "invalid_request"
+
+
 class Unauthorized(DocpubError):
     status, code = 401, "unauthorized"
 
@@ -194,6 +199,11 @@ class ServiceUnavailable(DocpubError):
                  retry_after_seconds: int = 1):
         super().__init__(message, {"retry_after_seconds": retry_after_seconds},
                          {"Retry-After": str(retry_after_seconds)})
+
+
+class InsufficientStorage(DocpubError):
+    """The embedded store's disk is full; nothing was written (reads and deletes still work)."""
+    status, code = 507, "insufficient_storage"
 
 
 class InternalError(DocpubError):

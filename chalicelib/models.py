@@ -303,6 +303,18 @@ class Entitlements(ResponseModel):
     custom_branding: bool
     max_html_bytes: int
     write_rate_limit: RateLimitEntitlement
+    max_storage_bytes: Optional[int] = Field(
+        None, description="All versions (and files, each distinct one counted once), content as sent.")
+    max_versions_per_document: Optional[int] = None
+    workspace_write_rate_limit: Optional[RateLimitEntitlement] = Field(
+        None, description="All writes of the workspace together: every key (revoked ones too), OAuth grant "
+                          "and dashboard session.")
+
+
+class Usage(ResponseModel):
+    documents: int
+    versions: int
+    storage_bytes: int = Field(description="Content as sent (uncompressed bytes).")
 
 
 class Workspace(ResponseModel):
@@ -313,6 +325,7 @@ class Workspace(ResponseModel):
     plan: Literal["free", "pro"]
     document_count: int
     entitlements: Entitlements
+    usage: Optional[Usage] = None
 
 
 class MeResponse(ResponseModel):
@@ -374,7 +387,9 @@ class VersionInfo(ResponseModel):
 
 
 class DocumentDetail(DocumentSummary):
-    versions: list[VersionInfo]
+    versions: list[VersionInfo] = Field(description="The newest 100 versions at most, oldest first.")
+    versions_truncated: bool = Field(False, description="True when older versions exist than those listed "
+                                                        "(GET /api/v1/documents/:id/versions pages through all).")
     passphrase_protected: bool
     views_total: int = Field(0, description="Counted views of the share link, all versions, all time.")
     last_viewed_at: Optional[str] = Field(None, description="When the link was last viewed (RFC 3339), or null.")

@@ -27,13 +27,16 @@ FILLER_VIEW = "method_not_allowed"
 
 # What each error status means (docs/contract.md, Errors); every one is an ErrorBody.
 ERROR_TEXT = {
-    400: "`invalid_json`: the body is not valid JSON or not a JSON object.",
+    400: ("`invalid_json`: the body is not valid JSON or not a JSON object; `invalid_request`: a header "
+          "value the server cannot decode (not Latin-1)."),
     401: "`unauthorized` (no key) or `invalid_api_key` (unknown, revoked or malformed key).",
-    403: ("`plan_limit_reached` or `feature_not_in_plan`. (Deployed behind CloudFront with an origin "
+    403: ("`plan_limit_reached` (a plan cap; for storage and versions per document "
+          "`details.entitlement` names it) or `feature_not_in_plan`. (Deployed behind CloudFront with an origin "
           "secret, any request that bypasses CloudFront is 403 `forbidden`.)"),
     404: "`not_found`: no such document (or it belongs to another workspace).",
     409: "`version_conflict`: `base_version_id` is not the latest version.",
-    413: ("`document_too_large`: the HTML (or the request body) is over the size limit. For an edit "
+    413: ("`document_too_large`: the HTML is over the size limit, or the request body is over the route's "
+          "cap (6 MiB, refused unread; `details.limit_bytes` is then the cap). For an edit "
           "batch, `details.edit_index` is the first edit whose result would exceed it and "
           "`details.size_bytes` the size that edit would produce (nothing larger is built)."),
     415: "`unsupported_media_type`: the body is not `application/json` (publish: nor `multipart/form-data`).",
@@ -45,6 +48,8 @@ ERROR_TEXT = {
           "in the logs. A version whose HTML is missing from storage is a 500 with `details.version_id` "
           "(not retryable: publish the document again to repair it)."),
     503: "`service_unavailable`: storage is busy or unreachable; retry after `Retry-After` seconds.",
+    507: ("`insufficient_storage`: the embedded store's disk is full; nothing was written (reads and "
+          "deletes still work)."),
 }
 
 INT_HEADER = {"schema": {"type": "integer"}}
@@ -67,6 +72,7 @@ PATH_PARAMETERS: dict[str, tuple[Any, str]] = {
     "document_id": (models.DocumentId, "A document's id (UUID)."),
     "feedback_id": (str, "A feedback entry's id."),
     "webhook_id": (str, "A webhook's id."),
+    "version_id": (str, "A version's id."),
     "upload_id": (str, "An upload's id (`up_…`)."),
 }
 
@@ -122,7 +128,9 @@ IDEMPOTENCY_KEY = {
 }
 
 OPERATIONS: tuple[Operation, ...] = (
-    Operation("GET", "/api/v1/health", "health", "Can the service reach its storage?",
+    Operation("GET", "/api/v1/health", "health",
+              "Can the service reach its storage? 503 with `{\"status\": \"degraded\", \"reason\": "
+              "\"disk_full\"}` when the embedded store's disk is full (writes are refused with 507).",
               models.Health, auth=False, tag="service"),
     Operation("GET", "/api/v1/openapi.json", "openapi", "This OpenAPI document.",
               response_schema={"type": "object"}, auth=False, tag="service"),
@@ -158,9 +166,12 @@ OPERATIONS: tuple[Operation, ...] = (
               example={"title": "Release notes (final)"}),
     Operation("DELETE", "/api/v1/documents/{document_id}", "deleteDocument",
               "Delete a document, its versions, feedback and share link.", status=204, errors=(404,)),
+    Operation("DELETE", "/api/v1/documents/{document_id}/versions/{version_id}", "deleteVersion",
+              "Delete one old version and free its storage (the latest: 409 `version_conflict`).",
+              status=204, errors=(404, 409)),
     Operation("POST", "/api/v1/documents/{document_id}/edit", "editDocument",
               "Apply a batch of literal edits as one new version.",
-              models.EditResponse, request=models.EditRequest, errors=(404, 409, 413, 429),
+              models.EditResponse, request=models.EditRequest, errors=(403, 404, 409, 413, 429),
               response_headers=RATE_HEADERS, links=DOCUMENT_LINKS,
               example={"edits": [{"old_string": "Draft", "new_string": "Final"}], "note": "final"}),
     # Declared ahead of their routes: documented as soon as the routes exist.
@@ -233,16 +244,19 @@ OAUTH_OPERATIONS: tuple[OAuthOperation, ...] = (
                    "RFC 8414 authorization server metadata.", models.AuthorizationServerMetadata),
     OAuthOperation("POST", "/oauth/register", "registerClient",
                    "RFC 7591 dynamic registration of a public client.", models.ClientRegistration, status=201,
-                   request=models.ClientRegistrationRequest, request_type="application/json", errors=(400, 429)),
+                   request=models.ClientRegistrationRequest, request_type="application/json",
+                   errors=(400, 413, 429)),
     OAuthOperation("GET", "/oauth/authorize", "authorize",
                    "Authorization code request (PKCE S256 required); redirects to the consent page, or "
                    "an error page (400) whose link carries the error back to the client (never an automatic "
                    "redirect).", status=302, errors=(400, 401), redirect=True),
     OAuthOperation("POST", "/oauth/token", "token",
-                   "Exchange a code (PKCE verifier) or rotate a refresh token.", models.TokenResponse,
-                   request=models.TokenRequest, errors=(400, 401, 429)),
+                   "Exchange a code (PKCE verifier) or rotate a refresh token. The body must be "
+                   "application/x-www-form-urlencoded (no or another Content-Type: 400 invalid_request).",
+                   models.TokenResponse,
+                   request=models.TokenRequest, errors=(400, 401, 413, 429)),
     OAuthOperation("POST", "/oauth/revoke", "revokeToken", "RFC 7009 token revocation (always 200).",
-                   request=models.RevokeRequest, errors=(400, 429)),
+                   request=models.RevokeRequest, errors=(400, 413, 429)),
 )
 
 
@@ -374,7 +388,9 @@ def _operation(op: Operation, path: str, components: dict) -> dict:
         success["headers"] = op.response_headers
     if op.links:
         success["links"] = op.links
-    statuses = set(op.errors) | {500, 503}
+    statuses = set(op.errors) | {400, 500, 503}  # 400: a header value that cannot be decoded
+    if op.method in ("POST", "PUT", "PATCH"):
+        statuses.add(507)  # a full disk (embedded store)
     if op.auth:
         statuses.add(401)
     if op.request is not None:

@@ -53,7 +53,7 @@ def run(args) -> dict:
         if args.command == "set-plan":
             return service.set_plan(args.workspace_id, args.plan).model_dump()
         if args.command == "create-key":
-            key = service.create_key(args.workspace_id, args.name)
+            key = service.create_key(args.workspace_id, args.name, operator=True)
             return {"key_id": key.key_id, "api_key": key.api_key, "workspace_id": key.workspace_id}
         if args.command == "revoke-key":
             service.revoke_key(args.key_id)

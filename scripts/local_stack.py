@@ -103,7 +103,7 @@ def ensure_dev_workspace(data_dir: Path) -> tuple[str, bool]:
     for key in service.list_keys(DEV_WORKSPACE_ID):
         if not key["revoked"]:
             service.revoke_key(key["key_id"])
-    created = service.create_key(DEV_WORKSPACE_ID, "dev", api_key=wanted or None)
+    created = service.create_key(DEV_WORKSPACE_ID, "dev", api_key=wanted or None, operator=True)
     _write_private(key_file, created.api_key)
     return created.api_key, not wanted
 

@@ -96,6 +96,83 @@ def _patch_unsupported_methods() -> None:
     ChaliceRequestHandler.__getattr__ = any_other_method
 
 
+# A refused body is drained (read and dropped in small pieces, so the client
+# sees the answer instead of a reset) up to this much; past it the connection closes.
+DRAIN_MAX_BYTES = 64 * 1024 * 1024
+
+
+def _patch_admission() -> None:
+    """The route's bounds (chalicelib/entrypoints/bounds.py), decided from the
+    request line and headers before the body is read: a stranger's or an
+    oversized body never reaches memory (chalice local would read it whole).
+    `Expect: 100-continue` gets the refusal instead of the 100."""
+    from chalicelib.entrypoints import bounds
+    from chalicelib.errors import DocpubError
+
+    handler = chalice_local.ChaliceRequestHandler
+    generic = handler._generic_handle
+
+    def refusal(self) -> bool:
+        """Send the refusal and True, or False to go on."""
+        declared = (self.headers.get("content-length") or "0").strip()
+        size = int(declared) if declared.isdigit() else 0
+        try:
+            headers = {name: value for name, value in self.headers.items()}
+            app = self.local_gateway._app_object
+            try:
+                template = chalice_local.RouteMatcher(list(app.routes)).match_route(self.path).route
+            except ValueError:
+                template = None
+            bounds.admit(self.command, self.path, bounds.CaseInsensitive(headers), size, verify_key=True,
+                         routed=bounds.routed(app, template, self.command))
+            return False
+        except DocpubError as exc:
+            answer = bounds.refusal_response(self.command, self.path, exc).to_dict()
+        except Exception:  # noqa: BLE001 - storage trouble: let the app answer it the usual way
+            return False
+        self.close_connection = True
+        headers = dict(answer["headers"])
+        headers["Connection"] = "close"
+        body = answer["body"]
+        self._send_http_response(answer["statusCode"], headers, body)
+        return True
+
+    def generic_handle(self):
+        if getattr(self, "_refused", False):
+            return
+        if refusal(self):
+            _drain(self)
+            return
+        return generic(self)
+
+    def handle_expect_100(self):
+        if refusal(self):
+            self._refused = True
+            return False  # http.server then skips the method: the body is never sent
+        return original_expect(self)
+
+    original_expect = handler.handle_expect_100
+    handler._generic_handle = generic_handle
+    handler.handle_expect_100 = handle_expect_100
+    for name in ("do_GET", "do_PUT", "do_POST", "do_HEAD", "do_DELETE", "do_PATCH", "do_OPTIONS"):
+        setattr(handler, name, generic_handle)
+
+
+def _drain(handler) -> None:
+    declared = (handler.headers.get("content-length") or "0").strip()
+    left = int(declared) if declared.isdigit() else 0
+    if left > DRAIN_MAX_BYTES:
+        return
+    try:
+        while left > 0:
+            chunk = handler.rfile.read(min(left, 65536))
+            if not chunk:
+                break
+            left -= len(chunk)
+    except OSError:
+        pass
+
+
 LISTEN_BACKLOG = 1024  # the kernel caps it at net.core.somaxconn
 
 
@@ -132,6 +209,7 @@ def main() -> int:
     quiet_aws_logging()
     _patch_route_miss()
     _patch_unsupported_methods()
+    _patch_admission()
     _raise_listen_backlog()
     from chalice.cli import create_local_server
     from chalice.cli.factory import CLIFactory

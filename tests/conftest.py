@@ -14,6 +14,8 @@ os.environ.pop("AWS_PROFILE", None)
 # tests of the DynamoDB adapter are marked `aws` and run on moto in-process.
 os.environ["DOCPUB_STORAGE"] = "sqlite"
 os.environ["DOCPUB_DATA_DIR"] = tempfile.mkdtemp(prefix="docpub-tests-")  # never the repo's .local
+# The embedded store keeps a disk reserve per data folder (full-disk deletes); small in tests.
+os.environ.setdefault("DOCPUB_DISK_RESERVE_BYTES", "131072")
 
 import moto  # noqa: E402  (must come before any boto3 client is created)
 import pytest  # noqa: E402

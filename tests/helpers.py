@@ -26,7 +26,17 @@ def post_json(client, path: str, body, key: str | None = None, headers: dict | N
     if key:
         h["X-Api-Key"] = key
     h.update(headers or {})
-    return client.http.post(path, headers=h, body=json.dumps(body))
+    return client.http.post(path, headers=h, body=json_bytes(body))
+
+
+def json_bytes(body) -> bytes:
+    """JSON as UTF-8, non-ASCII kept as is (as real clients send it: a 4 MiB
+    Japanese document escaped as \\uXXXX would pass the 6 MiB body cap); a
+    lone surrogate, which UTF-8 cannot carry, is sent escaped."""
+    try:
+        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(body).encode("ascii")
 
 
 def run_together(targets):

@@ -165,7 +165,18 @@ def test_me_reports_workspace_and_entitlements(client, workspace):
         "document_count": 1,
         "entitlements": {"max_documents": 5, "max_api_keys": 1, "passphrase_links": False,
                          "dashboard_editing": False, "custom_branding": False, "max_html_bytes": 4194304,
-                         "write_rate_limit": {"limit": 60, "window_seconds": 60}}}}
+                         "write_rate_limit": {"limit": 60, "window_seconds": 60},
+                         "max_storage_bytes": 104857600, "max_versions_per_document": 100,
+                         "workspace_write_rate_limit": {"limit": 120, "window_seconds": 60}},
+        "usage": {"documents": 1, "versions": 1, "storage_bytes": len(body_html(client, key))}}}
+
+
+def body_html(client, key) -> bytes:
+    """The UTF-8 HTML of the workspace's only document."""
+    listed = json.loads(client.http.get("/api/v1/documents", headers={"X-Api-Key": key}).body)["documents"]
+    got = client.http.get(f"/api/v1/documents/{listed[0]['document_id']}?include_html=true",
+                          headers={"X-Api-Key": key})
+    return json.loads(got.body)["html"].encode("utf-8")
 
 
 def test_pro_entitlements(client, services):

@@ -57,6 +57,11 @@ class World:
         published = json.loads(r.body)
         self.document_id = published["document_id"]
         self.share_id = published["share_url"].rsplit("/", 1)[1]
+        self.old_version_id = published["version_id"]  # an old version once the next one exists
+        again = self.call(client, "POST", "/api/v1/publish", self.key,
+                          {**openapi.operation_for("POST", "/api/v1/publish").example,
+                           "document_id": self.document_id})
+        assert again.status_code == 200, again.body
         self.feedback_id = self._feedback(client)
         self.webhook_id = self._webhook(client)
 
@@ -85,7 +90,8 @@ class World:
 
     def path(self, template: str) -> str:
         values = {"document_id": self.document_id, "feedback_id": self.feedback_id,
-                  "webhook_id": getattr(self, "webhook_id", "unknown")}
+                  "webhook_id": getattr(self, "webhook_id", "unknown"),
+                  "version_id": self.old_version_id}
         return re.sub(r"\{([^}]+)\}", lambda m: values.get(m.group(1), "unknown"), template)
 
     @staticmethod
@@ -145,7 +151,7 @@ def test_route_answers_each_credential_as_the_contract_says(world, client, metho
         got = World.call(client, "GET", f"/api/v1/documents/{world.document_id}", world.key)
         assert got.status_code == 200, got.body
         doc = json.loads(got.body)
-        assert (doc["title"], doc["version_count"]) == ("Release notes", 1)
+        assert (doc["title"], doc["version_count"]) == ("Release notes", 2)  # the world has two versions
 
 
 def test_the_matrix_covers_every_rest_route():

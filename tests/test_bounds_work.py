@@ -150,7 +150,11 @@ def test_diff_rows_rebuild_both_versions(old, new, context):
         i1 for _, i1, _, _, _ in diffs.diff_opcodes(old, new))
     result = diffs.line_diff("\n".join(old), "\n".join(new), context)
     if "\n".join(old) != "\n".join(new):
-        exact = difflib.SequenceMatcher(None, old, new)
-        # Small inputs are diffed exactly: as few changed lines as difflib finds, or fewer.
-        changed = sum(max(i2 - i1, j2 - j1) for t, i1, i2, j1, j2 in exact.get_opcodes() if t != "equal")
-        assert result.added + result.removed <= 2 * changed
+        old_lines, new_lines = "\n".join(old).splitlines(), "\n".join(new).splitlines()
+        # The counts agree with the lengths, and every shown row is a real line of its side.
+        assert result.added - result.removed == len(new_lines) - len(old_lines)
+        for row in result.rows:
+            if row.kind in ("same", "removed"):
+                assert old_lines[row.old_number - 1] == row.text
+            if row.kind in ("same", "added"):
+                assert new_lines[row.new_number - 1] == row.text

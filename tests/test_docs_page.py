@@ -78,6 +78,9 @@ def test_every_curl_example_runs_as_shown_against_the_local_stack(stack, tmp_pat
     key = stack.admin("create-workspace", "--name", "Docs page", "--plan", "pro")["api_key"]
     with stack.client(key) as http:
         doc = http.post("/api/v1/publish", json={"title": "Docs", "html": "<h1>Release notes</h1><p>Draft</p>"}).json()
+        old_version = doc["version_id"]  # an old version once the next exists (deleteVersion)
+        http.post("/api/v1/publish", json={"title": "Docs", "html": "<h1>Release notes</h1><p>Draft 2</p>",
+                                           "document_id": doc["document_id"]})
     share = doc["share_url"].rsplit("/d/", 1)[1]
     feedback = httpx.post(f"{stack.base_url}/d/{share}/feedback", json={"message": "Looks good"}).json()
     with stack.client(key) as http:
@@ -91,7 +94,7 @@ def test_every_curl_example_runs_as_shown_against_the_local_stack(stack, tmp_pat
     examples = [(m.group(1), html.unescape(CURL.search(m.group(2)).group(1))) for m in OP.finditer(page)]
     examples.sort(key=lambda item: (item[0] == "deleteDocument", item[0] == "deleteWebhook"))
     env = {"PATH": "/usr/bin:/bin", "BASE": stack.base_url, "KEY": key, "DOC": doc["document_id"],
-           "FEEDBACK_ID": feedback["feedback_id"], "WEBHOOK_ID": webhook["webhook_id"]}
+           "FEEDBACK_ID": feedback["feedback_id"], "VERSION_ID": old_version, "WEBHOOK_ID": webhook["webhook_id"]}
     for operation, command in examples:
         body = tmp_path / f"{operation}.out"
         run = subprocess.run(["bash", "-c", f"{command} -o {body} -w '%{{http_code}}'"], env=env,

@@ -460,6 +460,7 @@ def config_variables() -> set[str]:
 
 
 LOCAL_ONLY_VARIABLES = {"DOCPUB_DATA_DIR",  # the local stack's data folder
+                        "DOCPUB_DISK_RESERVE_BYTES",  # the embedded store's disk reserve
                         "DOCPUB_CDN_DISTRIBUTION_ID",  # instead of the stack's SSM parameter, elsewhere
                         "DOCPUB_CIMD_ALLOWED_HOSTS", "DOCPUB_CIMD_CA_FILE",  # test servers for OAuth CIMD
                         "DOCPUB_EMULATOR_READ_TIMEOUT",  # DynamoDB Local / s3rver on a busy machine
@@ -577,7 +578,7 @@ def test_share_pages_honour_origin_cache_control(resources, distribution):
     key = policy["ParametersInCacheKeyAndForwardedToOrigin"]
     assert key["CookiesConfig"] == {"CookieBehavior": "whitelist", "Cookies": [{"Ref": "UnlockCookieName"}]}
     assert key["HeadersConfig"] == {"HeaderBehavior": "none"}
-    assert key["QueryStringsConfig"] == {"QueryStringBehavior": "whitelist", "QueryStrings": ["v"]}
+    assert key["QueryStringsConfig"] == {"QueryStringBehavior": "whitelist", "QueryStrings": ["v", "download"]}
     forwarded = resources[share["OriginRequestPolicyId"]["Ref"]]["Properties"]["OriginRequestPolicyConfig"]
     assert forwarded["CookiesConfig"] == {"CookieBehavior": "none"}
     assert set(forwarded["HeadersConfig"]["Headers"]) == {"Content-Type", "Origin", "Referer",
@@ -790,7 +791,7 @@ def test_share_cache_key_matches_the_app(template):
     resources = template["Resources"]
     assert template["Parameters"]["UnlockCookieName"]["Default"] == UNLOCK_COOKIE
     key = resources["ShareCachePolicy"]["Properties"]["CachePolicyConfig"]["ParametersInCacheKeyAndForwardedToOrigin"]
-    assert key["QueryStringsConfig"] == {"QueryStringBehavior": "whitelist", "QueryStrings": ["v"]}
+    assert key["QueryStringsConfig"] == {"QueryStringBehavior": "whitelist", "QueryStrings": ["v", "download"]}
 
 
 def test_zip_ships_bytecode_for_fast_cold_starts(build):

@@ -278,15 +278,17 @@ def test_a_body_far_over_the_limit_is_413_without_being_parsed(client, workspace
     def must_not_parse(raw):
         raise AssertionError("the body was parsed")
 
+    from chalicelib.entrypoints.bounds import API_BODY_BYTES
+
     monkeypatch.setattr(http, "_decode_json", must_not_parse)
-    body = b"x" * (http.MAX_REQUEST_BYTES + 1)  # not even JSON: a 400 would mean it was read
+    body = b"x" * (API_BODY_BYTES + 1)  # not even JSON: a 400 would mean it was read
     for path in ("/api/v1/publish", "/api/v1/documents/00000000-0000-4000-8000-000000000000/edit"):
         r = client.http.post(path, headers={"X-Api-Key": key, "Content-Type": "application/json",
                                             "Content-Length": str(len(body))}, body=body)
         assert r.status_code == 413, r.body
         error = json.loads(r.body)["error"]
         assert error["code"] == "document_too_large"
-        assert error["details"] == {"limit_bytes": 4 * 1024 * 1024, "size_bytes": len(body)}
+        assert error["details"] == {"limit_bytes": API_BODY_BYTES, "size_bytes": len(body)}
 
 
 def test_the_declared_length_alone_is_enough_to_refuse(client, workspace, monkeypatch):
@@ -313,9 +315,9 @@ def test_just_under_the_limits_still_works(client, workspace):
 def test_the_local_server_refuses_a_huge_body_too(stack):
     import httpx
 
-    from chalicelib.entrypoints.http import MAX_REQUEST_BYTES
+    from chalicelib.entrypoints.bounds import API_BODY_BYTES
 
-    body = b"{" + b" " * MAX_REQUEST_BYTES + b"}"
+    body = b"{" + b" " * API_BODY_BYTES + b"}"
     r = httpx.post(stack.base_url + "/api/v1/publish", content=body, timeout=60,
                    headers={"X-Api-Key": stack.api_key, "Content-Type": "application/json"})
     assert r.status_code == 413

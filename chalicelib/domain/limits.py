@@ -32,6 +32,14 @@ EDITS_PER_REQUEST = MAX_EDITS
 # The free plan's caps (Pro has none).
 FREE_MAX_DOCUMENTS = 5
 FREE_MAX_API_KEYS = 1
+# Storage per workspace (every version and file, content as sent) and versions per document.
+FREE_MAX_STORAGE_BYTES = 100 * 1024 * 1024
+PRO_MAX_STORAGE_BYTES = 20 * 1024 * 1024 * 1024
+FREE_MAX_VERSIONS_PER_DOCUMENT = 100
+PRO_MAX_VERSIONS_PER_DOCUMENT = 10_000
+# All writes of a workspace together (every key, revoked ones too, OAuth grants and
+# dashboard sessions), counted per clock-aligned window: rotating keys gains nothing.
+WORKSPACE_WRITE_RATE = Rate(120, 60)
 # Dashboard passwords and share-link passphrases (characters).
 PASSWORD_CHARS = (10, 1024)
 PASSPHRASE_CHARS = (8, 200)
@@ -62,17 +70,33 @@ SIGN_IN_PER_IP = Rate(20, 15 * 60)
 # account-wide cap is high, so an attacker cannot lock its owner out cheaply.
 SIGN_IN_PER_ACCOUNT_AND_IP = Rate(10, 15 * 60)
 SIGN_IN_PER_ACCOUNT = Rate(100, 15 * 60)
+# Failures from a browser that signed in to the account before (its device
+# cookie): such a browser is judged on its own failures only, so a stranger
+# spending the account-wide budget never locks the owner out (OWASP's device cookies).
+SIGN_IN_PER_DEVICE = Rate(10, 15 * 60)
 SIGN_UP_PER_IP = Rate(10, 60 * 60)
+# API keys created per workspace (every plan): rotating keys gains nothing.
+KEYS_CREATED_PER_WORKSPACE = Rate(10, 60 * 60)
+# GET one document lists at most this many versions (the newest); the versions route pages through all.
+VERSIONS_LISTED = 100
 # OAuth endpoints for MCP clients (per client IP): registrations, authorization
 # requests, token and revocation calls.
 OAUTH_REGISTER_PER_IP = Rate(20, 60 * 60)
 OAUTH_AUTHORIZE_PER_IP = Rate(60, 10 * 60)
 OAUTH_TOKEN_PER_IP = Rate(120, 10 * 60)
+# The dashboard's consent page, and fetches of client ID metadata documents (a
+# request to an address a stranger chose) that are not in the cache, per client IP.
+OAUTH_CONSENT_PER_IP = Rate(60, 10 * 60)
+OAUTH_METADATA_FETCHES_PER_IP = Rate(20, 10 * 60)
 
 
 def write_rate() -> Rate:
     """Publishes and edits together, per API key (and per workspace for dashboard saves)."""
     return Rate(config.write_rate_limit(), config.write_rate_window_seconds())
+
+
+def workspace_write_rate() -> Rate:
+    return WORKSPACE_WRITE_RATE
 
 
 def viewer_rate() -> Rate:
@@ -90,13 +114,17 @@ REFUSALS = {
     "signin-ip": "Too many sign-in attempts from this address",
     "signin-account-ip": "Too many sign-in attempts for this account from this address",
     "signin-account": "Too many sign-in attempts for this account",
+    "signin-device": "Too many sign-in attempts from this browser",
     "password-change": "Too many password attempts for this account",
     "signup-ip": "Too many sign-ups from this address",
+    "key-creation": "Too many API keys were created in this workspace",
     "session-writes": "Too many saves in this workspace",
     "grant-writes": "Too many writes through this connected app",
     "oauth-register": "Too many app registrations from this address",
     "oauth-authorize": "Too many authorization requests from this address",
     "oauth-token": "Too many token requests from this address",
+    "oauth-consent": "Too many authorization pages from this address",
+    "oauth-metadata": "Too many client metadata documents fetched for this address",
     "unlock": "Too many unlock attempts from your address for this document",
     "feedback": "Too many feedback messages from your address for this document",
     "webhook-writes": "Too many webhook changes in this workspace",
@@ -142,6 +170,23 @@ def free_plan_text() -> str:
 def write_refusal(retry_after_seconds: int) -> str:
     return (f"Write rate limit of {write_rate_text()} reached; "
             f"try again in {human_wait(retry_after_seconds)}.")
+
+
+def workspace_write_refusal(retry_after_seconds: int) -> str:
+    rate = workspace_write_rate()
+    return (f"This workspace's write limit of {plural(rate.limit, 'write')} {per_window(rate.window_seconds)} "
+            f"(all keys and connected apps together) is reached; try again in {human_wait(retry_after_seconds)}.")
+
+
+def bytes_text(size: int | None) -> str:
+    """1536 → "1.5 KiB", 104857600 → "100 MiB", None → "unlimited"."""
+    if size is None:
+        return "unlimited"
+    for unit, scale in (("GiB", 1024 ** 3), ("MiB", 1024 ** 2), ("KiB", 1024)):
+        if abs(size) >= scale:
+            value = size / scale
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return plural(size, "byte")
 
 
 def edits_text() -> str:

@@ -21,4 +21,9 @@ def entitlements(plan: str) -> Entitlements:
         max_html_bytes=limits.HTML_BYTES,
         write_rate_limit=RateLimitEntitlement(
             limit=rate.limit, window_seconds=rate.window_seconds),
+        max_storage_bytes=limits.PRO_MAX_STORAGE_BYTES if pro else limits.FREE_MAX_STORAGE_BYTES,
+        max_versions_per_document=(limits.PRO_MAX_VERSIONS_PER_DOCUMENT if pro
+                                   else limits.FREE_MAX_VERSIONS_PER_DOCUMENT),
+        workspace_write_rate_limit=RateLimitEntitlement(
+            limit=limits.workspace_write_rate().limit, window_seconds=limits.workspace_write_rate().window_seconds),
     )

@@ -15,8 +15,6 @@ from chalice import Response
 from pydantic import BaseModel, ValidationError
 
 from chalicelib import errors
-from chalicelib.domain import limits
-from chalicelib.models import MAX_HTML_BYTES
 
 log = logging.getLogger("docpub")
 
@@ -128,31 +126,17 @@ def parse_cookies(header: Optional[str]) -> dict[str, str]:
 
 # ------------------------------------------------------------------ parsing
 
-# The largest body that could still hold a valid request: a 4 MiB document with
-# every byte JSON-escaped (`\u00XX` is 6 characters), plus room for the other
-# fields. Anything bigger is refused before it is decoded or parsed, so it is
-# never copied into a str and a dict. (Deployed, API Gateway and Lambda refuse
-# bodies over 6 MB before the function runs; bodies between the 4 MiB HTML
-# limit and this bound are parsed, and the service answers 413 with the HTML's
-# exact size.)
-MAX_REQUEST_BYTES = 6 * MAX_HTML_BYTES + 1024 * 1024
-
-
 def check_body_size(request) -> None:
-    """413 document_too_large for a body over MAX_REQUEST_BYTES, before any parsing."""
+    """413 for a body over its route's cap (entrypoints/bounds.py), before any parsing.
+    The middleware has already refused such requests; this keeps parse_body safe alone."""
     if request is None:
         return
-    declared = request.headers.get("content-length")
-    size = int(declared) if declared and declared.isdigit() else 0
-    if size <= MAX_REQUEST_BYTES:
-        raw = request.raw_body  # already in memory; len() copies nothing
-        size = len(raw) if raw else 0
-    if size > MAX_REQUEST_BYTES:
-        raise errors.DocumentTooLarge(
-            f"The request body is {size:,} bytes, more than any valid request ({MAX_REQUEST_BYTES:,}); "
-            f"it was not read. The HTML limit is {limits.html_size_text()}: host images at a URL "
-            "instead of inlining them.",
-            {"limit_bytes": MAX_HTML_BYTES, "size_bytes": size})
+    from chalicelib.entrypoints import bounds
+
+    rule = bounds.body_rule(request.method or "POST", (request.context or {}).get("path") or request.path or "/")
+    raw = request.raw_body
+    if raw and len(raw) > rule.cap_bytes:
+        raise bounds.body_too_large(len(raw), rule.cap_bytes)
 
 
 def parse_body(request, model: type[M]) -> M:
@@ -426,8 +410,12 @@ def _unexpected(app, exc: BaseException) -> errors.DocpubError:
     # local server) or stale, and two failures must never share an id.
     rid = str(uuid.uuid4())
     context = {"request_id": rid, "aws_request_id": lambda_request_id(app)}
-    from chalicelib.ports import StorageUnavailable
+    from chalicelib.ports import StorageFull, StorageUnavailable
 
+    if isinstance(exc, StorageFull):
+        log.warning("storage full", extra={**context, "error_code": exc.code})
+        return errors.InsufficientStorage("The server's disk is full: nothing was written. Reading and deleting "
+                                          "still work; try again once space has been freed.")
     if isinstance(exc, StorageUnavailable):
         log.warning("storage busy", extra={**context, "error_code": exc.code})
         return errors.ServiceUnavailable()
@@ -451,7 +439,6 @@ def handles_errors(app) -> Callable:
         def wrapper(*args, **kwargs):
             request = app.current_request
             try:
-                check_body_size(request)
                 response = view(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - mapped by as_error, never a stack trace
                 response = error_response(as_error(exc, app))

@@ -55,9 +55,11 @@ def mcp_not_allowed():
     return error_response(error)
 
 
-def _caller(headers):
+def caller(headers, lookup: bool = True):
     """API-key credentials, or the Principal of an OAuth access token (`Bearer dpa_…`).
-    Every 401 tells OAuth clients where to discover the authorization server (RFC 9728)."""
+    Every 401 tells OAuth clients where to discover the authorization server (RFC 9728).
+    `lookup=False` checks only that credentials of a valid shape are present
+    (entrypoints/bounds.py, before a body is read)."""
     from chalicelib.services import oauth
 
     try:
@@ -65,6 +67,8 @@ def _caller(headers):
         if scheme.lower() == "bearer" and oauth.OAuthService.is_access_token(value.strip()):
             if headers.get("x-api-key"):
                 raise errors.InvalidApiKey("Send either an API key or an access token, not both.")
+            if not lookup:
+                return None
             try:
                 return registry.oauth().authenticate(value.strip())
             except oauth.OAuthError as exc:
@@ -72,13 +76,21 @@ def _caller(headers):
                 error.code = "invalid_token"
                 raise error from None
         credentials = credentials_from_headers(headers)
-        registry.workspaces().authenticate(credentials)
+        if lookup:
+            registry.workspaces().authenticate(credentials)
         return credentials
     except errors.DocpubError as exc:
         if exc.status == 401:
             exc.headers["WWW-Authenticate"] = oauth.challenge_header(
                 "invalid_token" if exc.code != "unauthorized" else None)
         raise
+
+
+def precheck(headers) -> None:
+    caller(headers, lookup=False)
+
+
+_caller = caller
 
 
 def _check_json(body: bytes) -> None:

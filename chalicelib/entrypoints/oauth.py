@@ -111,7 +111,7 @@ def authorize():
     params = {name: query.get(name) for name in query}
     try:
         registry.oauth().limit("authorize", client_ip(request))
-        registry.oauth().check_authorization(params)
+        registry.oauth().check_authorization(params, client_ip(request))
     except RedirectError as exc:
         return redirect_error_page(exc)
     except (NotRedirectable, OAuthError) as exc:
@@ -139,18 +139,32 @@ def redirect_error_page(exc) -> Response:
                                     back_host=urlsplit(exc.redirect_uri).netloc)
 
 
-@bp.route("/oauth/token", methods=["POST"], content_types=FORM)
+def _form(request) -> dict:
+    """The form body of a token or revocation request (RFC 6749 section 3.2: the
+    body is application/x-www-form-urlencoded). Anything else, a missing
+    Content-Type included, is the RFC's `invalid_request`, not an HTTP 415."""
+    from chalicelib.services.oauth import OAuthError
+
+    content_type = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+    if content_type != FORM[0]:
+        raise OAuthError("invalid_request", "Send the parameters as an application/x-www-form-urlencoded "
+                         "body (RFC 6749).")
+    return form_fields(request.raw_body)
+
+
+# content_types */*: the type is checked in the view, so a wrong one answers RFC 6749's error.
+@bp.route("/oauth/token", methods=["POST"], content_types=["*/*"])
 @oauth_errors
 def token():
     request = bp.current_request
     registry.oauth().limit("token", client_ip(request))
-    return _json(registry.oauth().token(form_fields(request.raw_body)))
+    return _json(registry.oauth().token(_form(request)))
 
 
-@bp.route("/oauth/revoke", methods=["POST"], content_types=FORM)
+@bp.route("/oauth/revoke", methods=["POST"], content_types=["*/*"])
 @oauth_errors
 def revoke():
     request = bp.current_request
     registry.oauth().limit("token", client_ip(request))
-    registry.oauth().revoke(form_fields(request.raw_body))
+    registry.oauth().revoke(_form(request))
     return _json({})

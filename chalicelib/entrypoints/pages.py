@@ -69,7 +69,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("Publish", "Create a document, or append a version to one. The answer holds its share link.",
      ("publish",)),
     ("Documents", "List, find, read, rename and delete what you published.",
-     ("listDocuments", "getDocument", "updateDocument", "getDocumentStats", "deleteDocument")),
+     ("listDocuments", "getDocument", "updateDocument", "getDocumentStats", "deleteVersion", "deleteDocument")),
     ("Edits", "Change a document with literal find/replace edits; each batch is one new version.",
      ("editDocument",)),
     ("Feedback", "What viewers left on your share links: read it, wait for it, answer it, resolve it.",
@@ -91,7 +91,8 @@ TAG_SECTIONS = {"documents": "Documents", "feedback": "Feedback", "webhooks": "W
 # Shell variables the curl examples use for path parameters, and where a reader gets one.
 PATH_VARIABLES = {"document_id": ("DOC", "a `document_id`, from a publish answer or the list"),
                   "feedback_id": ("FEEDBACK_ID", "a `feedback_id`, from the feedback list"),
-                  "webhook_id": ("WEBHOOK_ID", "a `webhook_id`, from creating or listing webhooks")}
+                  "webhook_id": ("WEBHOOK_ID", "a `webhook_id`, from creating or listing webhooks"),
+                  "version_id": ("VERSION_ID", "an old version's `version_id`, from `versions` of a document")}
 
 
 def sections(found: list[dict]) -> list[dict]:

@@ -460,7 +460,7 @@ def share_unlock(share_id):
     except errors.DocpubError:
         passphrase = ""
     try:
-        unlocked = registry.sharing().unlock(share_id, passphrase, client_ip())
+        unlocked = registry.sharing().unlock(share_id, passphrase, client_ip(), _cookie(UNLOCK_COOKIE))
     except WrongPassphrase as exc:
         return _unlock_page(share_id, version, 401, exc.message)
     except errors.RateLimited as exc:

@@ -3,8 +3,8 @@ exchange. Services import this package only, never an adapter."""
 from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.records import (
     BadCursor, BlobNotFound, DocumentCapReached, FeedbackGone, GuardFailed, IdempotencyRecord, KeyCapReached,
-    OutcomeUnknown, RateClaim, RateSlot, ReplyCapReached, StaleDocument, StorageUnavailable, UserExists,
-    WebhookCapReached, WriteRefused, definitely_not_applied,
+    OutcomeUnknown, Quota, QuotaReached, RateClaim, RateSlot, ReplyCapReached, StaleDocument, StorageFull,
+    StorageUnavailable, UserExists, WebhookCapReached, WriteRefused, definitely_not_applied,
 )
 from chalicelib.ports.repositories import (
     BLOB_ROOT, ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository,
@@ -16,8 +16,8 @@ from chalicelib.ports.views import ViewCounterRepository, ViewCounts
 __all__ = [
     "ApiKeyRepository", "OAuthRepository", "BadCursor", "BlobNotFound", "BlobStore", "DocumentCapReached", "DocumentRepository",
     "FeedbackGone", "FeedbackRepository", "GuardFailed", "IdempotencyRecord", "KeyCapReached", "OutcomeUnknown",
-    "RateClaim", "RateLimitRepository", "RateSlot", "Repositories", "SessionRepository", "StaleDocument",
-    "StorageHealth", "StorageUnavailable", "UserExists", "UserRepository", "WorkspaceRepository", "WriteRefused",
-    "definitely_not_applied", "ReplyCapReached", "WebhookCapReached", "BLOB_ROOT", "document_prefix", "version_key",
+    "Quota", "QuotaReached", "RateClaim", "RateLimitRepository", "RateSlot", "Repositories", "SessionRepository",
+    "StaleDocument", "StorageFull", "StorageHealth", "StorageUnavailable", "UserExists", "UserRepository",
+    "WorkspaceRepository", "WriteRefused", "definitely_not_applied", "ReplyCapReached", "WebhookCapReached", "BLOB_ROOT", "document_prefix", "version_key",
     "FILE_ROOT", "file_key", "file_prefix", "source_key", "ViewCounterRepository", "ViewCounts",
 ]

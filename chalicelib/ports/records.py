@@ -46,6 +46,37 @@ class RateClaim:
     expires_at: int  # epoch seconds; for cleanup only, never for correctness
 
 
+@dataclass
+class Quota:
+    """Workspace-wide bounds of a new version, checked and counted in the same
+    atomic step as the write (API contract section 4, resource bounds):
+    - `add_bytes` is added to the workspace's `storage_bytes` (and one to its
+      `version_total`), refused past `max_storage_bytes[plan]` (None: unlimited)
+      for the workspace's plan as stored at commit;
+    - the document may hold one more version only under `version_room_plans`
+      (the plans whose versions-per-document cap it is under);
+    - one write is counted in the workspace's write counter for the window
+      `window_scope`, refused once it holds `window_limit` (every key, OAuth grant
+      and dashboard session of the workspace together, revoked keys included)."""
+    workspace_id: str
+    add_bytes: int
+    max_storage_bytes: dict  # plan -> Optional[int]
+    version_room_plans: tuple
+    window_scope: str
+    window_limit: int
+    expires_at: int  # epoch seconds, for the window counter's cleanup
+
+    def refusal(self, plan: str, storage_bytes: int) -> Optional[str]:
+        """Which bound a workspace with this plan and usage breaks ("versions",
+        "storage"), or None."""
+        if plan not in self.version_room_plans:
+            return "versions"
+        limit = self.max_storage_bytes.get(plan)
+        if limit is not None and storage_bytes + self.add_bytes > limit:
+            return "storage"
+        return None
+
+
 # ------------------------------------------------------------------ refusals (nothing was written)
 
 class StaleDocument(Exception):
@@ -70,6 +101,18 @@ class KeyCapReached(Exception):
     def __init__(self, workspace: Optional[dict]):
         super().__init__("key cap reached")
         self.workspace = workspace
+
+
+class QuotaReached(Exception):
+    """A Quota refused the write: `which` is "storage", "versions" or "workspace-rate";
+    `current` the count at that moment (bytes, or writes in the window); `plan` the
+    workspace's plan when known."""
+
+    def __init__(self, which: str, current: int = 0, plan: Optional[str] = None):
+        super().__init__(which)
+        self.which = which
+        self.current = current
+        self.plan = plan
 
 
 class GuardFailed(Exception):
@@ -123,6 +166,10 @@ class WriteRefused(StorageUnavailable):
     """A write failed and is known not to have been applied."""
 
 
+class StorageFull(WriteRefused):
+    """The store's disk is full (embedded store): the write was not applied (507)."""
+
+
 class OutcomeUnknown(StorageUnavailable):
     """A write failed without saying whether it committed (a timeout can hide a
     commit): anything it refers to must be kept."""
@@ -136,5 +183,5 @@ class BlobNotFound(StorageUnavailable):
 def definitely_not_applied(exc: BaseException) -> bool:
     """Whether a failed write is known not to have been applied."""
     return isinstance(exc, (WriteRefused, StaleDocument, DocumentCapReached, KeyCapReached,
-                            GuardFailed, FeedbackGone, UserExists, ReplyCapReached,
+                            GuardFailed, QuotaReached, FeedbackGone, UserExists, ReplyCapReached,
                             WebhookCapReached))

@@ -10,10 +10,10 @@ multi-record change is one atomic step: it applies whole or not at all.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Optional, Protocol
+from typing import Iterator, Iterable, Optional, Protocol
 
 from chalicelib.ports.oauth import OAuthRepository
-from chalicelib.ports.records import IdempotencyRecord, RateClaim, RateSlot
+from chalicelib.ports.records import IdempotencyRecord, Quota, RateClaim, RateSlot
 from chalicelib.ports.views import ViewCounterRepository
 
 
@@ -88,16 +88,23 @@ class DocumentRepository(Protocol):
         """{request_hash, response, expires_at} or None."""
 
     def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
-               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None) -> None:
         """Document + version 1 + share link + guards, atomically, counted in the
         workspace's `document_count` (DocumentCapReached at `max_documents` unless the
-        plan, as stored at commit, is uncapped). GuardFailed("rate"|"idem")."""
+        plan, as stored at commit, is uncapped). GuardFailed("rate"|"idem"); QuotaReached."""
 
     def append_version(self, doc: dict, version: dict, changes: dict,
-                       slot: Optional[RateSlot], idem: Optional[IdempotencyRecord]) -> None:
+                       slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
+                       quota: Optional[Quota] = None) -> None:
         """Version N+1 only if the document still has `doc["version_count"]` = N versions
         and is not being deleted (StaleDocument otherwise), with `changes` to its fields
-        and the guards, atomically."""
+        and the guards (and the quota: QuotaReached), atomically."""
+
+    def delete_version(self, doc: dict, version: dict) -> None:
+        """Remove one version that is not the latest, atomically with the document's
+        `versions_deleted` (+1) and the workspace's usage (its bytes and one version
+        less). StaleDocument if the document is gone, being deleted, or the version is
+        its latest or no longer there."""
 
     def update_fields(self, doc: dict, fields: dict) -> dict:
         """Change metadata (no version); StaleDocument if gone or being deleted."""
@@ -263,6 +270,10 @@ class BlobStore(Protocol):
 
     def list_keys(self, prefix: str) -> list[tuple[str, float]]:
         """(key, last-modified epoch seconds) of every object under prefix."""
+
+    def iter_keys(self, prefix: str) -> Iterator[tuple[str, float]]:
+        """The same, streamed (constant memory for any number of objects); the keys
+        of one folder (a document's versions) come one after another."""
 
     def delete_prefix(self, prefix: str) -> int: ...
 

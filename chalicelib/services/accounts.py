@@ -39,6 +39,9 @@ _EMAIL_SHAPE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$")
 SIGN_IN_PER_IP = limits.SIGN_IN_PER_IP
 SIGN_IN_PER_ACCOUNT_AND_IP = limits.SIGN_IN_PER_ACCOUNT_AND_IP
 SIGN_IN_PER_ACCOUNT = limits.SIGN_IN_PER_ACCOUNT
+SIGN_IN_PER_DEVICE = limits.SIGN_IN_PER_DEVICE
+DEVICE_SALT = "docpub-device"
+DEVICE_MAX_AGE_SECONDS = 180 * 24 * 3600
 SIGN_UP_PER_IP = limits.SIGN_UP_PER_IP
 
 BAD_CREDENTIALS = "Email or password is incorrect."
@@ -60,6 +63,7 @@ class Session:
 class StartedSession:
     session_id: str  # goes into the cookie only; storage keeps its hash
     session: Session
+    device_token: Optional[str] = None  # the device cookie: this browser signed in to this account
 
 
 def hash_session_id(session_id: str) -> str:
@@ -131,17 +135,30 @@ class AccountService:
         return self._start(email, workspace_id)
 
     def sign_in(self, email: str, password: str, client_ip: str,
-                previous_session_id: Optional[str] = None) -> StartedSession:
+                previous_session_id: Optional[str] = None, device_cookie: Optional[str] = None) -> StartedSession:
+        """Failures are limited per (email, address) and per account; a browser
+        holding this account's device cookie (it signed in before) is judged on
+        its own failures instead, so nobody else's guessing can lock it out."""
         email = normalise_email(email)
-        self._hit("signin-ip", client_ip, SIGN_IN_PER_IP)
-        self._hit("signin-account-ip", _scope_digest(email + chr(0) + client_ip), SIGN_IN_PER_ACCOUNT_AND_IP)
-        self._hit("signin-account", _scope_digest(email), SIGN_IN_PER_ACCOUNT)
+        self._hit("signin-ip", client_ip, SIGN_IN_PER_IP)  # attempts from one address (each costs an argon2 check)
+        device = self._device(email, device_cookie)
+        if device is not None:
+            budgets = [("signin-device", device, SIGN_IN_PER_DEVICE)]
+        else:
+            budgets = [("signin-account-ip", _scope_digest(email + chr(0) + client_ip), SIGN_IN_PER_ACCOUNT_AND_IP),
+                       ("signin-account", _scope_digest(email), SIGN_IN_PER_ACCOUNT)]
+        for kind, key, rate in budgets:
+            ratelimits.check(self.ctx, ratelimits.scope_key(kind, key), rate, limits.REFUSALS[kind])
         user = self.ctx.users.get(email) if email and len(email) <= MAX_EMAIL else None
         password = (password or "")[:MAX_PASSWORD]
         if user is None:
             _verify(_dummy_hash(config.argon2_cost()), password)  # same work as a real check
-            raise Unauthorized(BAD_CREDENTIALS)
-        if not _verify(user["password_hash"], password):
+            ok = False
+        else:
+            ok = _verify(user["password_hash"], password)
+        if not ok:
+            for kind, key, rate in budgets:
+                ratelimits.record(self.ctx, ratelimits.scope_key(kind, key), rate, limits.REFUSALS[kind])
             raise Unauthorized(BAD_CREDENTIALS)
         if password_hasher().check_needs_rehash(user["password_hash"]):
             self.ctx.users.set_password(email, user["password_hash"], password_hasher().hash(password),
@@ -149,6 +166,32 @@ class AccountService:
         if previous_session_id:
             self.sign_out(previous_session_id)  # rotation: the pre-sign-in id never becomes valid
         return self._start(email, user["workspace_id"])
+
+    @staticmethod
+    def device_token(email: str) -> str:
+        """A signed cookie value naming this account (by digest) and this browser (a nonce)."""
+        from itsdangerous import URLSafeTimedSerializer
+
+        serializer = URLSafeTimedSerializer(config.secret_key(), salt=DEVICE_SALT)
+        return serializer.dumps({"a": _scope_digest(normalise_email(email)), "n": secrets.token_urlsafe(12)})
+
+    @staticmethod
+    def _device(email: str, token: Optional[str]) -> Optional[str]:
+        """The device's scope key when `token` is this account's valid device cookie."""
+        from itsdangerous import BadData, URLSafeTimedSerializer
+
+        if not token or len(token) > 500 or not email:
+            return None
+        serializer = URLSafeTimedSerializer(config.secret_key(), salt=DEVICE_SALT)
+        try:
+            data = serializer.loads(token, max_age=DEVICE_MAX_AGE_SECONDS)
+        except BadData:
+            return None
+        if not isinstance(data, dict) or not isinstance(data.get("n"), str):
+            return None
+        if not hmac.compare_digest(str(data.get("a")), _scope_digest(email)):
+            return None
+        return _scope_digest(data["a"] + chr(0) + data["n"])
 
     def sign_out(self, session_id: Optional[str]) -> None:
         if session_id:
@@ -196,7 +239,7 @@ class AccountService:
                                   "workspace_id": workspace_id, "created_ms": now_ms,
                                   "expires_ms": session.expires_ms,
                                   "expires_at": now_ms // 1000 + lifetime + 3600})
-        return StartedSession(session_id, session)
+        return StartedSession(session_id, session, self.device_token(email))
 
     # ---------------------------------------------------------------- CSRF
 

@@ -4,8 +4,9 @@ A client may use an https URL as its `client_id`; Docpub fetches the JSON
 document at that URL to learn the client's name and redirect URIs. The fetch is
 a request to an address chosen by a stranger, so it is fenced (SSRF):
 - https only, default port or an explicit one, no credentials in the URL;
-- the host name is resolved once, every address must be public (not loopback,
-  private, link-local, multicast, reserved…), and the connection goes to that
+- the host name is resolved once, every address must be public
+  (domain/addresses.py: not loopback, private, link-local, multicast, reserved,
+  nor an IPv6 form embedding IPv4: mapped, compatible, NAT64, 6to4, Teredo), and the connection goes to that
   vetted address (no second lookup a DNS rebinding could change), with TLS
   verified against the host name;
 - no redirects, 5 s per network wait and 5 s for the whole body, at most 64 KiB,
@@ -19,7 +20,6 @@ from the public-address rule, so tests can serve a document locally;
 from __future__ import annotations
 
 import http.client
-import ipaddress
 import json
 import socket
 import ssl
@@ -29,9 +29,14 @@ from typing import Optional
 from urllib.parse import urlsplit
 
 from chalicelib import config
+from chalicelib.domain import addresses as addresses_rule
 from chalicelib.domain.clients import MAX_CLIENT_NAME, MAX_REDIRECT_URIS, valid_redirect_uri
 
-CACHE_SECONDS = 3600
+CACHE_SECONDS = 3600  # when the answer says nothing about caching
+# A document's own caching headers decide how long it is kept, within these bounds
+# (no-store still keeps it a minute: a stranger cannot make every page fetch anew).
+MIN_CACHE_SECONDS = 60
+MAX_CACHE_SECONDS = 24 * 3600
 MAX_BYTES = 64 * 1024
 TIMEOUT_SECONDS = 5.0
 FETCH_SECONDS = 10.0  # connect, status line, headers and body together
@@ -71,10 +76,7 @@ def _vetted_address(host: str, port: int) -> str:
         raise MetadataError(f"the host {host} has no address")
     if f"{host}:{port}" not in _allowed_hosts():
         for address in addresses:
-            ip = ipaddress.ip_address(address.split("%")[0])
-            if ip.version == 6 and ip.ipv4_mapped:
-                ip = ip.ipv4_mapped
-            if not ip.is_global or ip.is_multicast:
+            if addresses_rule.refusal(address) is not None:  # the one outbound address check
                 raise MetadataError(f"the host {host} resolves to a non-public address")
     return addresses[0]
 
@@ -100,6 +102,40 @@ def _tls_context() -> ssl.SSLContext:
 
 
 def fetch(url: str) -> dict:
+    return fetch_with_lifetime(url)[0]
+
+
+def cache_lifetime(cache_control: Optional[str], expires: Optional[str], now: Optional[float] = None) -> int:
+    """Seconds to keep a document, from its Cache-Control (no-store, no-cache, max-age)
+    or Expires header, within [MIN_CACHE_SECONDS, MAX_CACHE_SECONDS]."""
+    import email.utils
+
+    seconds: Optional[float] = None
+    directives = {}
+    for part in (cache_control or "").split(","):
+        name, _, value = part.strip().partition("=")
+        if name:
+            directives[name.lower()] = value.strip().strip('"')
+    if "no-store" in directives or "no-cache" in directives:
+        seconds = 0
+    elif "max-age" in directives:
+        try:
+            seconds = int(directives["max-age"])
+        except ValueError:
+            seconds = None
+    elif expires:
+        try:
+            when = email.utils.parsedate_to_datetime(expires).timestamp()
+            seconds = when - (time.time() if now is None else now)
+        except (TypeError, ValueError, OverflowError):
+            seconds = 0  # an invalid Expires means "already expired" (RFC 9111)
+    if seconds is None:
+        seconds = CACHE_SECONDS
+    return int(min(MAX_CACHE_SECONDS, max(MIN_CACHE_SECONDS, seconds)))
+
+
+def fetch_with_lifetime(url: str) -> tuple[dict, int]:
+    """(document, seconds to cache it)."""
     host, port, path = check_url(url)
     address = _vetted_address(host, port)
     connection = _PinnedHTTPSConnection(host, port, address, _tls_context())
@@ -112,6 +148,8 @@ def fetch(url: str) -> dict:
         response = connection.getresponse()
         if response.status != 200:
             raise MetadataError(f"fetching it answered HTTP {response.status}")
+        header = getattr(response, "getheader", lambda name: None)
+        lifetime = cache_lifetime(header("Cache-Control"), header("Expires"))
         body = _read_within(response, time.monotonic() + TIMEOUT_SECONDS)
     except (OSError, http.client.HTTPException, ssl.SSLError, ValueError) as exc:
         if aborted.is_set():
@@ -132,7 +170,7 @@ def fetch(url: str) -> dict:
         raise MetadataError("the document is not JSON") from None
     if not isinstance(document, dict):
         raise MetadataError("the document is not a JSON object")
-    return document
+    return document, lifetime
 
 
 def _abort(connection, aborted: threading.Event) -> None:

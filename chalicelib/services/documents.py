@@ -16,13 +16,14 @@ from typing import Optional, Sequence, Union
 
 from chalicelib import config
 from chalicelib.ports import (
-    BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
-    definitely_not_applied, document_prefix, version_key,
+    BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot,
+    StaleDocument, definitely_not_applied, document_prefix, version_key,
 )
 from chalicelib.domain import limits, links, plans
 from chalicelib.domain.edits import apply_edits_utf8
 from chalicelib.domain.limits import checked_size, encoded_html
 from chalicelib.domain.ratelimit import ShardLog, SlotDecision, claim_sharded, current_headers
+from chalicelib.domain.search import fold
 from chalicelib.errors import (
     DocpubError, NotFound, PlanLimitReached, RateLimited, ValidationFailed, VersionConflict,
     VersionContentMissing,
@@ -65,11 +66,16 @@ def summary_model(doc: dict) -> DocumentSummary:
     return DocumentSummary(
         document_id=doc["document_id"], title=doc["title"], description=doc.get("description", ""),
         share_url=share_url(doc["share_id"]), created_at=rfc3339(doc["created_ms"]),
-        updated_at=rfc3339(doc["updated_ms"]), version_count=doc["version_count"],
+        updated_at=rfc3339(doc["updated_ms"]), version_count=live_versions(doc),
         latest_version_id=doc["latest_version_id"],
         open_feedback_count=doc.get("open_feedback_count", 0),
         share_enabled=links.enabled(doc), share_expires_at=rfc3339(links.expires_ms(doc)),
     )
+
+
+def live_versions(doc: dict) -> int:
+    """How many versions a document holds (numbers stay as they were when old ones are deleted)."""
+    return doc["version_count"] - int(doc.get("versions_deleted") or 0)
 
 
 def version_model(item: dict) -> VersionInfo:
@@ -158,6 +164,39 @@ class DocumentService:
             raise decision.refuse(limits.write_refusal(decision.retry_after))
         slot = RateSlot(actor.key_item["key_id"], claim.expected_seq, claim.new_log, now_ms, claim.shard)
         return decision, slot
+
+    def _quota(self, actor: Actor, doc: Optional[dict], add_bytes: int, now_ms: int) -> Quota:
+        """The workspace-wide bounds of one more version (claimed in its transaction)."""
+        live = 0 if doc is None else live_versions(doc)
+        room = tuple(p for p in plans.PLANS
+                     if (cap := plans.entitlements(p).max_versions_per_document) is None or live < cap)
+        storage = {p: plans.entitlements(p).max_storage_bytes for p in plans.PLANS}
+        rate = limits.workspace_write_rate()
+        window = now_ms // 1000 // rate.window_seconds
+        return Quota(actor.workspace_id, add_bytes, storage, room,
+                     ratelimits.scope_key("workspace-writes", actor.workspace_id, str(window)), rate.limit,
+                     (window + 1) * rate.window_seconds + ratelimits.EXPIRY_MARGIN_SECONDS)
+
+    def _quota_error(self, exc: QuotaReached, quota: Quota, doc: Optional[dict], now_ms: int) -> DocpubError:
+        if exc.which == "workspace-rate":
+            rate = limits.workspace_write_rate()
+            retry = rate.window_seconds - (now_ms // 1000) % rate.window_seconds
+            return RateLimited(retry, limits.workspace_write_refusal(retry))
+        plan = exc.plan or "free"
+        entitlements = plans.entitlements(plan)
+        if exc.which == "versions":
+            cap = entitlements.max_versions_per_document
+            return PlanLimitReached(
+                f"A document on the {plan} plan keeps at most {cap:,} versions; delete old versions "
+                "(DELETE /api/v1/documents/:id/versions/:version_id) or upgrade.",
+                {"entitlement": "max_versions_per_document", "limit": cap,
+                 "current": live_versions(doc) if doc else 0})
+        cap = entitlements.max_storage_bytes
+        return PlanLimitReached(
+            f"The {plan} plan stores at most {limits.bytes_text(cap)}; this workspace holds "
+            f"{limits.bytes_text(exc.current)} and this version adds {limits.bytes_text(quota.add_bytes)}. "
+            "Delete old versions or documents, or upgrade.",
+            {"entitlement": "max_storage_bytes", "limit": cap, "current": exc.current})
 
     def rate_limit_headers(self, key_item: Optional[dict]) -> dict[str, str]:
         """The key's current X-RateLimit-* (no slot claimed)."""
@@ -272,16 +311,19 @@ class DocumentService:
                 response = PublishResponse(document_id=document_id, version_id=version_id,
                                            version_number=version["number"], share_url=share_url(share_id))
                 idem_record = self._idem_record(actor, digest, request_hash, response, now_ms)
+                quota = self._quota(actor, doc, version["size_bytes"], now_ms)
                 try:
                     if doc is None:
                         self._create(actor, document_id, share_id, request, title, version, slot, idem_record,
-                                     link_changes)
+                                     link_changes, quota)
                     else:
                         changes = {"title": title, "latest_content": _content_kind(version), **link_changes}
                         if request.description is not None:
                             changes["description"] = request.description
-                        self.ctx.documents.append_version(doc, version, changes, slot, idem_record,
-                                                          self._published(doc, version, changes))
+                        self.ctx.documents.append_version(doc, version, changes, slot, idem_record, quota,
+                                                          event=self._published(doc, version, changes))
+                except QuotaReached as exc:
+                    raise self._quota_error(exc, quota, doc, now_ms) from exc  # refused: nothing committed
                 except GuardFailed as exc:
                     if exc.which == "idem":
                         replay = self._replay(self.ctx.documents.get_idempotency(actor.key_item["key_id"], digest),
@@ -347,7 +389,7 @@ class DocumentService:
 
     def _create(self, actor: Actor, document_id: str, share_id: str, request: PublishRequest, title: str,
                 version: dict, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
-                link_changes: Optional[dict] = None) -> None:
+                link_changes: Optional[dict] = None, quota: Optional[Quota] = None) -> None:
         # The cap is a condition of the transaction (no read of the workspace first):
         # it holds unless the workspace's plan at commit time is uncapped.
         max_documents = limits.FREE_MAX_DOCUMENTS
@@ -359,8 +401,8 @@ class DocumentService:
                "latest_content": _content_kind(version)}
         doc.update({k: v for k, v in (link_changes or {}).items() if v is not None})
         try:
-            self.ctx.documents.create(doc, version, max_documents, plans.UNCAPPED_PLANS, slot, idem,
-                                      self._published(None, version, doc))
+            self.ctx.documents.create(doc, version, max_documents, plans.UNCAPPED_PLANS, slot, idem, quota,
+                                      event=self._published(None, version, doc))
         except DocumentCapReached as exc:
             current = (exc.workspace or {}).get("document_count", max_documents)
             raise PlanLimitReached(
@@ -438,8 +480,13 @@ class DocumentService:
             objects = content_files.StoredContent(self.ctx, actor.workspace_id, document_id, version_id)
             objects.put(content)
             objects.touch_files(files or [])  # an edit keeps the version's files
+            quota = self._quota(actor, doc, version["size_bytes"], now_ms)
             try:
-                self.ctx.documents.append_version(doc, version, {}, slot, None, self._published(doc, version, {}))
+                self.ctx.documents.append_version(doc, version, {}, slot, None, quota,
+                                              event=self._published(doc, version, {}))
+            except QuotaReached as exc:
+                self._discard(object_key)
+                raise self._quota_error(exc, quota, doc, now_ms) from exc
             except GuardFailed:
                 objects.discard()
                 key_busy = True
@@ -518,7 +565,9 @@ class DocumentService:
                 raise VersionContentMissing(wanted) from None
             source = data.decode("utf-8")
         views_total, last_viewed_at = ViewService(self.ctx).totals(document_id)
-        return DocumentDetail(**summary_model(doc).model_dump(), versions=[version_model(v) for v in versions],
+        listed = versions[-limits.VERSIONS_LISTED:]  # the newest, oldest first among them
+        return DocumentDetail(**summary_model(doc).model_dump(), versions=[version_model(v) for v in listed],
+                              versions_truncated=len(listed) < len(versions),
                               passphrase_protected=bool(doc.get("passphrase_hash")), html=html,
                               views_total=views_total, last_viewed_at=last_viewed_at, format=fmt, source=source)
 
@@ -567,11 +616,11 @@ class DocumentService:
 
     def _find(self, actor: Actor, query: str, limit: int, cursor: Optional[str]) -> DocumentList:
         offset = _decode_offset(cursors.unseal(actor.workspace_id, "find", cursor))
-        needle = query.casefold()
+        needle = fold(query)
         ranked = []
         for position, item in enumerate(self.ctx.documents.list_all(actor.workspace_id)):
-            title = item["title"].casefold()
-            description = item.get("description", "").casefold()
+            title = fold(item["title"])
+            description = fold(item.get("description", ""))
             if title == needle:
                 rank = 0
             elif title.startswith(needle):
@@ -621,6 +670,32 @@ class DocumentService:
                 pass  # a concurrent delete got there first; finish the job with it
         cdn.withdraw(self.ctx, doc["share_id"], "delete")
         self.finish_delete(doc)
+
+    def delete_version(self, who: Who, document_id: str, version_id: str) -> None:
+        """Delete one old version (never the latest: 409) and free its storage."""
+        document_id = canonical_document_id(document_id)
+        found = access.find_document(self.ctx, who, document_id, with_versions=True)
+        doc, versions = found.doc, found.versions
+        version = next((v for v in versions if v["version_id"] == version_id), None)
+        if version is None:
+            raise NotFound(f"No version {version_id} of document {document_id}.")
+        if version_id == doc["latest_version_id"]:
+            raise self._latest_kept(doc)
+        try:
+            self.ctx.documents.delete_version(doc, version)
+        except StaleDocument:
+            doc = access.check_still_visible(self.ctx, found.actor, document_id)
+            if doc["latest_version_id"] == version_id:
+                raise self._latest_kept(doc) from None
+            raise NotFound(f"No version {version_id} of document {document_id}.") from None
+        self._discard(version_key(doc["workspace_id"], document_id, version_id))
+        cdn.withdraw(self.ctx, doc["share_id"], "version deleted")
+
+    @staticmethod
+    def _latest_kept(doc: dict) -> VersionConflict:
+        return VersionConflict(
+            "The latest version cannot be deleted: publish a new version first, or delete the document.",
+            {"latest_version_id": doc["latest_version_id"]})
 
     def finish_delete(self, doc: dict) -> None:
         """Remove everything of a document marked `deleting`; safe to repeat."""

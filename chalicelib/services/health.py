@@ -10,7 +10,11 @@ from chalicelib.services.context import Context
 def check_storage(ctx: Optional[Context] = None) -> None:
     from chalicelib.services import registry
 
+    from chalicelib.ports import StorageFull
+
     try:
         (ctx or registry.default_context()).health.check()
+    except StorageFull:
+        raise  # degraded, not down: the caller says so
     except Exception as exc:  # any failure means "not healthy", said cleanly
         raise ServiceUnavailable("Storage is not reachable.") from exc

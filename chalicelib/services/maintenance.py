@@ -29,15 +29,19 @@ def sweep_orphans(ctx: Optional[Context] = None, grace_seconds: int = GRACE_SECO
 
     ctx = ctx or default_context()
     now = ctx.clock()
+    # Streamed: the listing comes a page at a time and only the current document's
+    # versions are kept (a document's objects are listed one after another), so
+    # memory stays constant whatever the bucket holds.
     known: dict[str, Optional[set[str]]] = {}
     checked = deleted = finished = 0
-    for key, modified in ctx.blobs.list_keys("documents/"):
+    for key, modified in ctx.blobs.iter_keys("documents/"):
         checked += 1
         parts = key.split("/")
         if len(parts) != 4 or not parts[3].endswith((".html", ".md")):
             continue
         document_id, version_id = parts[2], parts[3].rsplit(".", 1)[0]
         if document_id not in known:
+            known.clear()
             doc, versions = ctx.documents.get_with_versions(document_id)
             if doc is not None and doc.get("deleting"):
                 DocumentService(ctx).finish_delete(doc)  # idempotent, safe beside a running delete
@@ -54,7 +58,7 @@ def sweep_orphans(ctx: Optional[Context] = None, grace_seconds: int = GRACE_SECO
     from chalicelib.services import cdn, content
 
     # Bundle files: per workspace, those no version refers to (and untouched for the grace).
-    workspaces = {key.split("/")[1] for key, _ in ctx.blobs.list_keys(FILE_ROOT) if key.count("/") == 2}
+    workspaces = {key.split("/")[1] for key, _ in ctx.blobs.iter_keys(FILE_ROOT) if key.count("/") == 2}
     files_deleted = sum(content.sweep_files(ctx, ws, min(grace_seconds, content.FILE_GRACE_SECONDS))
                         for ws in sorted(workspaces))
     from chalicelib.services.uploads import sweep_uploads

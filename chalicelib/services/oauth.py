@@ -61,7 +61,7 @@ TOUCH_EVERY_MS = 60_000
 
 # per-IP limits: chalicelib/domain/limits.py (OAUTH_*_PER_IP)
 LIMIT_ERRORS = {"register": "temporarily_unavailable", "authorize": "temporarily_unavailable",
-                "token": "slow_down"}
+                "token": "slow_down", "consent": "temporarily_unavailable", "metadata": "temporarily_unavailable"}
 
 
 class OAuthError(DocpubError):
@@ -223,7 +223,8 @@ class OAuthService:
 
     def limit(self, kind: str, client_ip: str) -> None:
         rate = {"register": limits.OAUTH_REGISTER_PER_IP, "authorize": limits.OAUTH_AUTHORIZE_PER_IP,
-                "token": limits.OAUTH_TOKEN_PER_IP}[kind]
+                "token": limits.OAUTH_TOKEN_PER_IP, "consent": limits.OAUTH_CONSENT_PER_IP,
+                "metadata": limits.OAUTH_METADATA_FETCHES_PER_IP}[kind]
         try:
             ratelimits.hit(self.ctx, ip_scope(kind, client_ip), rate, limits.REFUSALS[f"oauth-{kind}"])
         except RateLimited as exc:
@@ -280,12 +281,13 @@ class OAuthService:
             redirect_uris=client["redirect_uris"], client_name=name, grant_types=client["grant_types"],
             response_types=["code"], token_endpoint_auth_method="none", scope=" ".join(scopes))
 
-    def client(self, client_id: Optional[str]) -> Optional[dict]:
-        """A usable client: registered and not expired, or a client ID metadata document."""
+    def client(self, client_id: Optional[str], client_ip: Optional[str] = None) -> Optional[dict]:
+        """A usable client: registered and not expired, or a client ID metadata document
+        (fetched when not cached: counted against `client_ip`'s fetch limit)."""
         if not client_id or len(client_id) > MAX_PARAM:
             return None
         if client_id.startswith("https://"):
-            return self._metadata_client(client_id)
+            return self._metadata_client(client_id, client_ip)
         client = self.repo.get_client(client_id)
         if client is None or client.get("kind") != "registered":
             return None
@@ -293,33 +295,36 @@ class OAuthService:
             return None
         return client
 
-    def _metadata_client(self, client_id: str) -> Optional[dict]:
+    def _metadata_client(self, client_id: str, client_ip: Optional[str] = None) -> Optional[dict]:
         from chalicelib.services import cimd
 
         now_ms = self.ctx.now_ms()
         cached = self.repo.get_client(client_id)
         if cached is not None and cached.get("kind") == "metadata" and cached.get("expires_ms", 0) > now_ms:
             return cached
+        if client_ip is not None:
+            self.limit("metadata", client_ip)  # a fetch is a request to an address a stranger chose
         try:
-            document = (self._fetch_metadata or cimd.fetch)(client_id)
+            fetched = (self._fetch_metadata or cimd.fetch_with_lifetime)(client_id)
+            document, lifetime = fetched if isinstance(fetched, tuple) else (fetched, cimd.CACHE_SECONDS)
             client = cimd.client_from_document(client_id, document)
         except cimd.MetadataError as exc:
             raise NotRedirectable("invalid_client", f"The client ID metadata document could not be used: {exc}")
         client.update({"kind": "metadata", "created_ms": now_ms,
-                       "expires_ms": now_ms + cimd.CACHE_SECONDS * 1000})
+                       "expires_ms": now_ms + lifetime * 1000})
         self.repo.put_client(client)
         return client
 
     # ---------------------------------------------------------------- authorization
 
-    def check_authorization(self, params: dict) -> AuthorizationRequest:
+    def check_authorization(self, params: dict, client_ip: Optional[str] = None) -> AuthorizationRequest:
         """Validate an authorization request. NotRedirectable when the client or the
         redirect URI is wrong (shown to the person); RedirectError otherwise (sent
         back to the client's redirect URI with `state`)."""
         params = {k: v for k, v in params.items() if isinstance(v, str)}
         if any(len(v) > MAX_PARAM for v in params.values()):
             raise NotRedirectable("invalid_request", "A parameter of the authorization request is too long.")
-        client = self.client(params.get("client_id"))
+        client = self.client(params.get("client_id"), client_ip)
         if client is None:
             raise NotRedirectable("invalid_client", "This application is not registered (or its registration "
                                   "expired): ask it to connect again.", status=401)

@@ -155,8 +155,12 @@ def refuse_weak_passphrase(passphrase: str) -> None:
     raise ValidationFailed.field("passphrase", f"is too easy to guess: {reason}")
 
 
-def failure_scope(document_id: str) -> str:
-    return ratelimits.scope_key("unlock-failures", document_id)
+def failure_scope(doc: dict) -> str:
+    """The document's failed-unlock budget. Keyed by the passphrase's epoch and the
+    share identifier as well, so setting a new passphrase or rotating the link
+    starts a fresh budget (a stranger's guessing cannot outlast either)."""
+    return ratelimits.scope_key("unlock-failures", doc["document_id"], str(doc.get("passphrase_epoch", 0)),
+                                doc.get("share_id") or "")
 
 
 @dataclass(frozen=True)
@@ -183,7 +187,10 @@ def _hasher():
 
 UNLOCK_SALT = "docpub-share-unlock"
 CONTENT_SALT = "docpub-share-content"
-CONTENT_TOKEN_SECONDS = 3600
+# A content grant (`?t=` on the separate content origin) opens one version, for
+# one purpose (framing it), for a few minutes: a URL leaks (history, logs, a
+# copied link) more easily than a cookie.
+CONTENT_TOKEN_SECONDS = 300
 
 
 def _serializer(salt: str = UNLOCK_SALT):
@@ -250,7 +257,8 @@ class ShareService:
             version_id=access.version_id, version_number=access.version_number,
             version_count=access.doc["version_count"], latest=version_number is None,
             branding=Branding(ws.get("plan", "free"), ws.get("brand_name"), ws.get("brand_tagline")),
-            content_token=self._grant(access.doc, CONTENT_SALT) if access.protected else None,
+            content_token=(self._grant(access.doc, CONTENT_SALT, access.version_id) if access.protected
+                           else None),
             cache_seconds=access.cache_seconds, has_files=access.has_files,
             description=access.doc.get("description") or "")
 
@@ -306,7 +314,7 @@ class ShareService:
         doc, _workspace, _ = self._resolve(share_id)
         protected = bool(doc.get("passphrase_hash"))
         if protected and not (self.cookie_unlocks(doc, unlock_cookie) or self._grant_valid(
-                doc, content_token, CONTENT_SALT, CONTENT_TOKEN_SECONDS)):
+                doc, content_token, CONTENT_SALT, CONTENT_TOKEN_SECONDS, version_id)):
             raise Locked("This document is protected by a passphrase.")
         return ContentRef(doc, version_id, protected, self.cache_seconds(doc))
 
@@ -349,12 +357,16 @@ class ShareService:
     def cookie_unlocks(self, doc: dict, cookie: Optional[str]) -> bool:
         return self._grant_valid(doc, cookie, UNLOCK_SALT, UNLOCK_MAX_AGE_SECONDS)
 
-    def _grant(self, doc: dict, salt: str) -> str:
-        """A signed grant for this document and passphrase epoch, issued now."""
-        return _serializer(salt).dumps({"d": doc["document_id"], "e": doc.get("passphrase_epoch", 0),
-                                        "t": self.ctx.now_ms() // 1000})
+    def _grant(self, doc: dict, salt: str, version_id: Optional[str] = None) -> str:
+        """A signed grant for this document and passphrase epoch, issued now (and
+        for one version only, when `version_id` is given). The salt is its purpose."""
+        grant = {"d": doc["document_id"], "e": doc.get("passphrase_epoch", 0), "t": self.ctx.now_ms() // 1000}
+        if version_id is not None:
+            grant["v"] = version_id
+        return _serializer(salt).dumps(grant)
 
-    def _grant_valid(self, doc: dict, value: Optional[str], salt: str, max_age: int) -> bool:
+    def _grant_valid(self, doc: dict, value: Optional[str], salt: str, max_age: int,
+                     version_id: Optional[str] = None) -> bool:
         if not value:
             return False
         from itsdangerous import BadSignature
@@ -368,17 +380,20 @@ class ShareService:
         issued = data.get("t")
         return (data.get("d") == doc["document_id"]
                 and data.get("e") == doc.get("passphrase_epoch", 0)
+                and (version_id is None or data.get("v") == version_id)
                 and isinstance(issued, int)
                 and 0 <= self.ctx.now_ms() // 1000 - issued < max_age)
 
-    def unlock(self, share_id: str, passphrase: str, client_ip: str) -> Unlocked:
+    def unlock(self, share_id: str, passphrase: str, client_ip: str,
+               unlock_cookie: Optional[str] = None) -> Unlocked:
         """Right passphrase → a cookie for this document only; wrong → WrongPassphrase;
-        over the per-IP limit → RateLimited (the passphrase is then not even checked)."""
+        over the per-IP limit → RateLimited (the passphrase is then not even checked).
+        A viewer who already holds a valid cookie is never refused: the cookie is renewed."""
         doc, _workspace, _ = self._resolve(share_id)
-        if not doc.get("passphrase_hash"):
-            return self._cookie(doc)  # nothing to unlock; the link is public
+        if not doc.get("passphrase_hash") or self.cookie_unlocks(doc, unlock_cookie):
+            return self._cookie(doc)  # nothing to unlock (public link, or unlocked already)
         # Guessing from many addresses: a budget of failures per document for everyone.
-        budget = failure_scope(doc["document_id"])
+        budget = failure_scope(doc)
         ratelimits.check(self.ctx, budget, limits.unlock_failure_rate(),
                          "Too many wrong passphrases were tried for this document")
         self._consume_attempt("unlock", doc["document_id"], client_ip)
@@ -391,7 +406,7 @@ class ShareService:
         """For the owner: wrong passphrases tried on this document within the budget's window."""
         doc = self._owned(who, document_id, allow_free=True)
         budget, window = limits.unlock_failure_rate()
-        times = ratelimits.recent(self.ctx, failure_scope(doc["document_id"]), window)
+        times = ratelimits.recent(self.ctx, failure_scope(doc), window)
         return FailedUnlocks(count=len(times), last_ms=times[-1] if times else None, window_seconds=window,
                              budget=budget)
 

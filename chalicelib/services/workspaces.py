@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from typing import Optional
 
 from chalicelib.ports import KeyCapReached
-from chalicelib.domain import plans
+from chalicelib.domain import limits, plans
 from chalicelib.errors import FeatureNotInPlan, NotFound, PlanLimitReached, ValidationFailed
-from chalicelib.models import MeResponse, Workspace
-from chalicelib.services import auth
+from chalicelib.models import MeResponse, Usage, Workspace
+from chalicelib.services import auth, ratelimits
 from chalicelib.services.context import Context, default_context, new_workspace_id, rfc3339
 
 MAX_WORKSPACE_NAME = 100
@@ -54,6 +54,8 @@ def workspace_model(item: dict) -> Workspace:
         brand_tagline=item.get("brand_tagline"), plan=item["plan"],
         document_count=item.get("document_count", 0),
         entitlements=plans.entitlements(item["plan"]),
+        usage=Usage(documents=item.get("document_count", 0), versions=max(0, int(item.get("version_total") or 0)),
+                    storage_bytes=max(0, int(item.get("storage_bytes") or 0))),
     )
 
 
@@ -93,7 +95,7 @@ class WorkspaceService:
         workspace_id = workspace_id or new_workspace_id()
         self.ctx.workspaces.create({"id": workspace_id, "name": name, "plan": plan,
                                     "created_ms": self.ctx.now_ms()})
-        key = self.create_key(workspace_id, "default", api_key=api_key) if with_key else None
+        key = self.create_key(workspace_id, "default", api_key=api_key, operator=True) if with_key else None
         return self.get_workspace(workspace_id), key
 
     def set_plan(self, workspace_id: str, plan: str) -> Workspace:
@@ -102,13 +104,19 @@ class WorkspaceService:
             raise NotFound("No such workspace.")
         return workspace_model(self.ctx.workspaces.set_plan(workspace_id, plan))
 
-    def create_key(self, workspace_id: str, name: str = "default", api_key: Optional[str] = None) -> CreatedKey:
+    def create_key(self, workspace_id: str, name: str = "default", api_key: Optional[str] = None,
+                   operator: bool = False) -> CreatedKey:
+        """A new key (shown once). Self-service creations (the dashboard) are limited to
+        KEYS_CREATED_PER_WORKSPACE; the operator's CLI is not (`operator`)."""
         name = (name or "").strip() or "default"
         if len(name) > MAX_KEY_NAME:
             raise ValidationFailed.field("name", f"must be at most {MAX_KEY_NAME} characters")
         workspace = self.ctx.workspaces.get(workspace_id)
         if workspace is None:
             raise NotFound("No such workspace.")
+        if not operator:
+            ratelimits.hit(self.ctx, ratelimits.scope_key("key-creation", workspace_id),
+                           limits.KEYS_CREATED_PER_WORKSPACE, limits.REFUSALS["key-creation"])
         secret = api_key or auth.generate_api_key()
         credentials = auth.credentials_from_key(secret)
         max_keys = plans.entitlements(workspace["plan"]).max_api_keys

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import zlib
+from typing import Iterator
 
 from botocore.exceptions import ClientError
 
@@ -72,14 +73,17 @@ class BlobStore:
     def delete(self, key: str) -> None:
         aws.s3().delete_object(Bucket=self.bucket, Key=key)
 
-    def list_keys(self, prefix: str) -> list[tuple[str, float]]:
-        """(key, last-modified epoch) of every object under prefix."""
-        found: list[tuple[str, float]] = []
+    def iter_keys(self, prefix: str) -> Iterator[tuple[str, float]]:
+        """(key, last-modified epoch) of every object under prefix, in key order, one
+        page (1,000 keys) at a time: constant memory for any bucket size."""
         paginator = aws.s3().get_paginator("list_objects_v2")
         for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
             for obj in page.get("Contents", []):
-                found.append((obj["Key"], obj["LastModified"].timestamp()))
-        return found
+                yield obj["Key"], obj["LastModified"].timestamp()
+
+    def list_keys(self, prefix: str) -> list[tuple[str, float]]:
+        """(key, last-modified epoch) of every object under prefix."""
+        return list(self.iter_keys(prefix))
 
     def delete_prefix(self, prefix: str) -> int:
         keys = [key for key, _ in self.list_keys(prefix)]

@@ -13,13 +13,13 @@ from typing import Iterable, Optional
 from chalicelib.adapters.aws.events import add_event
 from chalicelib.adapters.aws.keys import (
     WRITE_SHARDS, api_key_key, document_key, document_pk, documents_index_pk, documents_sort_key,
-    idempotency_key, share_key, version_item_key, workspace_key, write_shard_key, write_shard_keys,
+    idempotency_key, rate_key, share_key, version_item_key, workspace_key, write_shard_key, write_shard_keys,
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
 from chalicelib.adapters.aws.workspaces import with_write_logs
 from chalicelib.ports.records import OutcomeUnknown
 from chalicelib.ports.records import (
-    BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument,
+    BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, StaleDocument,
 )
 
 # The condition of every change to a document: it exists in this workspace and is not being deleted.
@@ -55,10 +55,49 @@ class Guards:
         return indexes
 
 
-def _raise_guard(exc: ConditionFailed, guards: dict) -> None:
+def _raise_guard(exc: ConditionFailed, guards: dict, quota: Optional[Quota] = None) -> None:
     for which, index in guards.items():
         if exc.failed(index):
+            old = (exc.old_items[index] if index < len(exc.old_items) else None) or {}
+            if which == "workspace-rate":
+                raise QuotaReached(which, int(old.get("hits", 0))) from exc
+            if which == "usage" and quota is not None:
+                plan, used = old.get("plan", ""), int(old.get("storage_bytes", 0))
+                raise QuotaReached(quota.refusal(plan, used) or "storage", used, plan) from exc
             raise GuardFailed(which) from exc
+
+
+# Usage of a workspace lives on its item: `storage_bytes` and `version_total`, changed with
+# ADD in the same transaction as the version (a blind conditional update: no extra read).
+def _usage_update(quota: Quota) -> tuple[str, str, dict, dict]:
+    """(ADD clause, condition, names, values) counting the quota's version on the
+    workspace item, under the bounds of the plan it has at commit."""
+    values: dict = {":qb": quota.add_bytes, ":qone": 1}
+    branches = []
+    for i, plan in enumerate(quota.version_room_plans):
+        values[f":qp{i}"] = plan
+        limit = quota.max_storage_bytes.get(plan)
+        if limit is None:
+            branches.append(f"#qplan = :qp{i}")
+        else:
+            values[f":qr{i}"] = limit - quota.add_bytes
+            branches.append(f"#qplan = :qp{i} AND (attribute_not_exists(storage_bytes) "
+                            f"OR storage_bytes <= :qr{i})")
+    # DynamoDB refuses redundant parentheses: only an OR of several branches is wrapped.
+    if not branches:
+        condition = "attribute_not_exists(PK)"  # no plan has room: always refused
+    elif len(branches) == 1:
+        condition = branches[0]
+    else:
+        condition = "(" + " OR ".join(f"({b})" if " AND " in b else b for b in branches) + ")"
+    return "ADD storage_bytes :qb, version_total :qone", condition, {"#qplan": "plan"}, values
+
+
+def _add_window(tx: Transaction, quota: Quota) -> int:
+    """The workspace's write counter for this window: +1 while under the limit."""
+    return tx.update(rate_key(quota.window_scope), "ADD hits :one SET expires_at = :exp",
+                     "attribute_not_exists(hits) OR hits < :limit",
+                     values={":one": 1, ":exp": quota.expires_at, ":limit": quota.window_limit}, return_old=True)
 
 
 
@@ -124,21 +163,31 @@ class DocumentRepository:
 
     # writes
     def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
-               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], event: Optional[dict] = None) -> None:
+               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
+               event: Optional[dict] = None) -> None:
         """New document + version 1 + share link, atomically, counted against the
         cap unless the workspace's plan (as stored at commit) is uncapped."""
         tx = Transaction()
         plans = {f":p{i}": p for i, p in enumerate(uncapped_plans)}
         uncapped = " OR ".join(f"#plan = {name}" for name in plans)
+        update = "SET document_count = document_count + :one"
+        condition = f"attribute_exists(PK) AND ({uncapped + ' OR ' if uncapped else ''}document_count < :max)"
+        values = {":one": 1, ":max": max_documents, **plans}
+        counted = {}
+        names = {"#plan": "plan"} if plans else {}
+        if quota is not None:
+            add, room, quota_names, quota_values = _usage_update(quota)
+            update += " " + add
+            condition += f" AND {room}"
+            values.update(quota_values)
+            names.update(quota_names)
+            counted = {"stored_bytes": quota.add_bytes, "counted_versions": 1}
         ws_index = tx.update(
-            workspace_key(doc["workspace_id"]),
-            "SET document_count = document_count + :one",
-            f"attribute_exists(PK) AND ({uncapped + ' OR ' if uncapped else ''}document_count < :max)",
-            names={"#plan": "plan"} if plans else None,
-            values={":one": 1, ":max": max_documents, **plans},
-            return_old=True,
+            workspace_key(doc["workspace_id"]), update, condition,
+            names=names or None, values=values, return_old=True,
         )
-        tx.put({**document_key(doc["document_id"]), **doc,
+        window_index = _add_window(tx, quota) if quota is not None else None
+        tx.put({**document_key(doc["document_id"]), **doc, **counted,
                 "GSI1PK": documents_index_pk(doc["workspace_id"]),
                 "GSI1SK": documents_sort_key(doc["updated_ms"], doc["document_id"])},
                "attribute_not_exists(PK)")
@@ -147,15 +196,23 @@ class DocumentRepository:
         tx.put({**share_key(doc["share_id"]), "document_id": doc["document_id"],
                 "workspace_id": doc["workspace_id"]}, "attribute_not_exists(PK)")
         add_event(tx, event)
-        refused = self._commit_version(tx, doc["document_id"], version, Guards.add(tx, slot, idem))
+        guards = Guards.add(tx, slot, idem)
+        if window_index is not None:
+            guards["workspace-rate"] = window_index
+        refused = self._commit_version(tx, doc["document_id"], version, guards, quota)
         if refused is not None:
             if refused.failed(ws_index):
+                old = refused.old_items[ws_index] or {}
+                capped = old.get("plan") not in set(uncapped_plans) and old.get("document_count", 0) >= max_documents
+                if quota is not None and not capped and old:
+                    plan, used = old.get("plan", ""), int(old.get("storage_bytes", 0))
+                    raise QuotaReached(quota.refusal(plan, used) or "storage", used, plan) from refused
                 raise DocumentCapReached(refused.old_items[ws_index]) from refused
             raise refused
 
     def append_version(self, doc: dict, version: dict, changes: dict,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
-                       event: Optional[dict] = None) -> None:
+                       quota: Optional[Quota] = None, event: Optional[dict] = None) -> None:
         """Store version N+1 only if the document still has N versions (optimistic concurrency)."""
         tx = Transaction()
         sets = {"version_count": version["number"], "latest_version_id": version["version_id"],
@@ -164,23 +221,32 @@ class DocumentRepository:
         names = {f"#a{i}": k for i, k in enumerate(sets)}
         values = {f":a{i}": v for i, v in enumerate(sets.values())}
         values.update({":prev": doc["version_count"], ":ws": doc["workspace_id"]})
+        update = "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(sets)))
+        if quota is not None:
+            update += " ADD stored_bytes :sb, counted_versions :sone"
+            values.update({":sb": quota.add_bytes, ":sone": 1})
         doc_index = tx.update(
-            document_key(doc["document_id"]),
-            "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(sets))),
+            document_key(doc["document_id"]), update,
             LIVE_DOCUMENT + " AND version_count = :prev",
             names=names, values=values, return_old=True,
         )
         tx.put({**version_item_key(doc["document_id"], version["number"]), **version},
                "attribute_not_exists(PK)")
         add_event(tx, event)
-        refused = self._commit_version(tx, doc["document_id"], version, Guards.add(tx, slot, idem))
+        guards = Guards.add(tx, slot, idem)
+        if quota is not None:
+            add, room, quota_names, quota_values = _usage_update(quota)
+            guards["usage"] = tx.update(workspace_key(doc["workspace_id"]), add, f"attribute_exists(PK) AND {room}",
+                                        names=quota_names, values=quota_values, return_old=True)
+            guards["workspace-rate"] = _add_window(tx, quota)
+        refused = self._commit_version(tx, doc["document_id"], version, guards, quota)
         if refused is not None:
             if refused.failed(doc_index) or refused.failed(doc_index + 1):
                 raise StaleDocument(refused.old_items[doc_index]) from refused
             raise refused
 
     def _commit_version(self, tx: Transaction, document_id: str, version: dict,
-                        guards: dict) -> Optional[ConditionFailed]:
+                        guards: dict, quota: Optional[Quota] = None) -> Optional[ConditionFailed]:
         """Commit a transaction that stores `version`. None: it is stored (also when
         the answer was lost but the write was not). A guard's refusal (rate slot,
         idempotency) raises here; any other refused condition is returned for the
@@ -192,7 +258,7 @@ class DocumentRepository:
                 return None  # it committed: the answer was lost, the write was not
             if isinstance(exc, OutcomeUnknown):
                 raise
-            _raise_guard(exc, guards)
+            _raise_guard(exc, guards, quota)
             return exc
         return None
 
@@ -278,9 +344,34 @@ class DocumentRepository:
         tx.update(document_key(doc["document_id"]), "SET deleting = :yes REMOVE GSI1PK, GSI1SK",
                   "attribute_exists(PK) AND attribute_not_exists(deleting)", values={":yes": True})
         tx.delete(share_key(doc["share_id"]))
-        tx.update(workspace_key(doc["workspace_id"]), "SET document_count = document_count - :one",
-                  "document_count > :zero", values={":one": 1, ":zero": 0})
+        # Its usage leaves the workspace's (counted on the document since issue 24).
+        tx.update(workspace_key(doc["workspace_id"]),
+                  "SET document_count = document_count - :one ADD storage_bytes :mb, version_total :mv",
+                  "document_count > :zero", values={":one": 1, ":zero": 0,
+                                                    ":mb": -int(doc.get("stored_bytes", 0)),
+                                                    ":mv": -int(doc.get("counted_versions", 0))})
         add_event(tx, event)
+        try:
+            tx.commit()
+        except ConditionFailed as exc:
+            raise StaleDocument(None) from exc
+
+    def delete_version(self, doc: dict, version: dict) -> None:
+        """One old version: its item, the document's counters, the workspace's usage."""
+        counted = "counted_versions" in doc
+        tx = Transaction()
+        tx.delete(version_item_key(doc["document_id"], version["number"]), "version_id = :vid",
+                  values={":vid": version["version_id"]})
+        update = "ADD versions_deleted :one"
+        values = {":one": 1, ":ws": doc["workspace_id"], ":vid": version["version_id"]}
+        if counted:
+            update += ", stored_bytes :mb, counted_versions :mone"
+            values.update({":mb": -int(version["size_bytes"]), ":mone": -1})
+        tx.update(document_key(doc["document_id"]), update, LIVE_DOCUMENT + " AND latest_version_id <> :vid",
+                  values=values)
+        if counted:
+            tx.update(workspace_key(doc["workspace_id"]), "ADD storage_bytes :mb, version_total :mone",
+                      "attribute_exists(PK)", values={":mb": -int(version["size_bytes"]), ":mone": -1})
         try:
             tx.commit()
         except ConditionFailed as exc:

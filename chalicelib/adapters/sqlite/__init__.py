@@ -15,9 +15,15 @@ class SqliteHealth:
         self.db, self.blobs = db, blobs
 
     def check(self) -> None:
+        """StorageUnavailable (or any error) when the store cannot be used; StorageFull
+        when it can be read but the disk is full (writes would be refused)."""
+        from chalicelib.ports.records import StorageFull
+
         self.db.one("SELECT COUNT(*) AS n FROM workspaces")
         if not self.blobs.root.is_dir():
             raise OSError("blob folder missing")
+        if not self.db.reserve.healthy():
+            raise StorageFull("disk full")
 
 
 def open_storage(data_dir: str | Path):

@@ -12,7 +12,8 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from chalicelib.ports.records import BlobNotFound
+from chalicelib.adapters.sqlite.space import is_full
+from chalicelib.ports.records import BlobNotFound, StorageFull
 
 TEMP_PREFIX = ".tmp-"
 
@@ -54,16 +55,23 @@ class FileBlobStore:
 
     def _write(self, key: str, data: bytes) -> None:
         path = self._path(key)
-        self._make_dirs(path.parent)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMP_PREFIX)
+        try:
+            self._make_dirs(path.parent)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMP_PREFIX)
+        except OSError as exc:
+            if is_full(exc):
+                raise StorageFull("ENOSPC") from exc
+            raise
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
+        except BaseException as exc:
+            Path(tmp).unlink(missing_ok=True)  # nothing half-written is left behind
+            if is_full(exc):
+                raise StorageFull("ENOSPC") from exc
             raise
         _fsync_dir(path.parent)
 
@@ -93,23 +101,26 @@ class FileBlobStore:
         self._path(key).unlink(missing_ok=True)
 
     def list_keys(self, prefix: str) -> list[tuple[str, float]]:
-        found: list[tuple[str, float]] = []
+        return sorted(self.iter_keys(prefix))
+
+    def iter_keys(self, prefix: str):
+        """(key, mtime) under prefix, one folder at a time (a document's versions together)."""
         # Walk from the deepest folder the prefix names, then filter by the full prefix.
         start = (self.root / prefix).parent if not prefix.endswith("/") else self.root / prefix
         if not start.resolve().is_relative_to(self.root):
-            return found
-        for folder, _dirs, files in os.walk(start):
-            for name in files:
+            return
+        for folder, dirs, files in os.walk(start):
+            dirs.sort()
+            for name in sorted(files):
                 if name.startswith(TEMP_PREFIX):
                     continue
                 path = Path(folder) / name
                 key = path.relative_to(self.root).as_posix()
                 if key.startswith(prefix):
                     try:
-                        found.append((key, path.stat().st_mtime))
+                        yield key, path.stat().st_mtime
                     except FileNotFoundError:
                         continue  # deleted meanwhile
-        return sorted(found)
 
     def delete_prefix(self, prefix: str) -> int:
         keys = [key for key, _ in self.list_keys(prefix)]

@@ -12,7 +12,9 @@
 
 Driver errors never leave this module as sqlite3 errors: a write that failed
 before COMMIT is WriteRefused (rolled back), one whose COMMIT failed is
-OutcomeUnknown, a read that failed is StorageUnavailable.
+OutcomeUnknown, a read that failed is StorageUnavailable. A full disk
+(SQLITE_FULL) is StorageFull: rolled back, nothing applied; deletes may spend
+the disk reserve (space.py) to get through.
 """
 from __future__ import annotations
 
@@ -20,12 +22,32 @@ import contextlib
 import json
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from chalicelib.ports.records import OutcomeUnknown, StorageUnavailable, WriteRefused
+from chalicelib.adapters.sqlite.space import Reserve
+from chalicelib.ports.records import OutcomeUnknown, StorageFull, StorageUnavailable, WriteRefused
 
 BUSY_TIMEOUT_MS = 10_000
+# Expired rows (idempotency records, rate logs, sessions, OAuth codes and tokens,
+# unused client registrations) are purged by a sweep at most this often, run by
+# whichever write comes next (DynamoDB deletes them by TTL on `expires_at`).
+SWEEP_INTERVAL_SECONDS = 600
+# Only rows expired at least this long ago go (reads check expiry themselves anyway).
+SWEEP_GRACE_SECONDS = 3600
+# (table, condition on "now" in seconds (:s) and milliseconds (:ms)) of what has expired.
+EXPIRED = (
+    ("idempotency", "expires_at < :s"),
+    ("rate_logs", "expires_at < :s"),
+    ("view_limits", "expires_at < :s"),
+    ("sessions", "expires_ms < :ms"),
+    ("oauth_codes", "expires_ms < :ms"),
+    ("oauth_access_tokens", "expires_ms < :ms"),
+    ("oauth_refresh_tokens", "expires_ms < :ms"),
+    ("oauth_clients", "expires_ms IS NOT NULL AND expires_ms < :ms "
+                      "AND client_id NOT IN (SELECT client_id FROM oauth_grants)"),
+)
 
 MIGRATIONS: list[str] = [
     # 0 -> 1: the first schema.
@@ -239,7 +261,19 @@ MIGRATIONS: list[str] = [
     -- NULL: plain HTML), so an edit of a plain page needs no extra read.
     ALTER TABLE documents ADD COLUMN latest_content TEXT;
     """,
-    # 5 -> 6: the review loop (contract 7c): anchors, replies, the event log (waiting and the
+    # 5 -> 6: resource bounds (issue 24): storage and version usage per workspace, deleted
+    # versions per document, and the workspace's write counter (in view_limits, by window).
+    """
+    ALTER TABLE workspaces ADD COLUMN storage_bytes INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE workspaces ADD COLUMN version_total INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE documents ADD COLUMN versions_deleted INTEGER NOT NULL DEFAULT 0;
+    UPDATE workspaces SET
+        storage_bytes = (SELECT COALESCE(SUM(v.size_bytes), 0) FROM versions v JOIN documents d
+                         ON d.document_id = v.document_id WHERE d.workspace_id = workspaces.id AND d.deleting = 0),
+        version_total = (SELECT COUNT(*) FROM versions v JOIN documents d
+                         ON d.document_id = v.document_id WHERE d.workspace_id = workspaces.id AND d.deleting = 0);
+    """,
+    # 6 -> 7: the review loop (contract 7c): anchors, replies, the event log (waiting and the
     # webhook outbox, written in the transaction of the change it reports), webhooks, deliveries.
     """
     ALTER TABLE feedback ADD COLUMN anchor TEXT;  -- JSON {quote, prefix?, suffix?} or NULL
@@ -330,7 +364,11 @@ class Database:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        self.reserve = Reserve(self.path.parent)
+        self._sweep_lock = threading.Lock()
+        self._last_sweep = time.time()  # the first sweep one interval after opening
         self._migrate()
+        self.reserve.ensure()
 
     # ---------------------------------------------------------------- connections
 
@@ -375,19 +413,79 @@ class Database:
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise WriteRefused(_code(exc)) from exc
+            raise _refused(exc) from exc
         try:
             yield conn
         except BaseException as exc:
             _rollback(conn)
             if isinstance(exc, sqlite3.Error):
-                raise WriteRefused(_code(exc)) from exc
+                raise _refused(exc) from exc
+            raise
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            _rollback(conn)
+            if _code(exc) == "SQLITE_FULL" and not conn.in_transaction:
+                raise StorageFull(_code(exc)) from exc  # rolled back: nothing was applied
+            raise OutcomeUnknown(_code(exc)) from exc
+        self._maybe_sweep()
+
+    def _maybe_sweep(self) -> None:
+        now = time.time()
+        if now - self._last_sweep < SWEEP_INTERVAL_SECONDS or not self._sweep_lock.acquire(blocking=False):
+            return
+        try:
+            self._last_sweep = now
+            self.purge_expired(int((now - SWEEP_GRACE_SECONDS) * 1000))
+        except StorageUnavailable:
+            pass  # the next sweep tries again
+        finally:
+            self._sweep_lock.release()
+
+    def purge_expired(self, now_ms: int) -> dict[str, int]:
+        """Delete every expired row (see EXPIRED); how many per table."""
+        def work():
+            counts = {}
+            with self.write_only() as tx:
+                for table, condition in EXPIRED:
+                    counts[table] = tx.execute(f"DELETE FROM {table} WHERE {condition}",  # noqa: S608
+                                               {"s": now_ms // 1000, "ms": now_ms}).rowcount
+            return counts
+
+        return self.deleting(work)
+
+    @contextlib.contextmanager
+    def write_only(self) -> Iterator[sqlite3.Connection]:
+        """write() without the sweep afterwards (the sweep's own transaction)."""
+        conn = self.connection()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise _refused(exc) from exc
+        try:
+            yield conn
+        except BaseException as exc:
+            _rollback(conn)
+            if isinstance(exc, sqlite3.Error):
+                raise _refused(exc) from exc
             raise
         try:
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             _rollback(conn)
             raise OutcomeUnknown(_code(exc)) from exc
+
+    def deleting(self, work):
+        """Run `work()` (a delete: it frees space), spending the disk reserve if the
+        disk is full. Returns what `work` returns."""
+        try:
+            result = work()
+        except StorageFull:
+            if not self.reserve.release():
+                raise
+            result = work()
+        self.reserve.ensure()  # made again once the delete left room for it
+        return result
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
@@ -424,6 +522,10 @@ def _rollback(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
         except sqlite3.Error:
             pass
+
+
+def _refused(exc: sqlite3.Error) -> WriteRefused:
+    return StorageFull(_code(exc)) if _code(exc) == "SQLITE_FULL" else WriteRefused(_code(exc))
 
 
 def _code(exc: sqlite3.Error) -> str:

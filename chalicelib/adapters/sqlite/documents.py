@@ -16,7 +16,7 @@ from chalicelib.adapters.sqlite import cursors
 from chalicelib.adapters.sqlite.db import Database, one, row_dict
 from chalicelib.adapters.sqlite.feedback import insert_event
 from chalicelib.ports.records import (
-    DocumentCapReached, GuardFailed, IdempotencyRecord, RateSlot, StaleDocument, WriteRefused,
+    DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, StaleDocument, WriteRefused,
 )
 
 DOCUMENT_FIELDS = ("title", "description", "share_enabled", "share_expires_ms", "latest_content")
@@ -46,6 +46,30 @@ def claim_guards(tx: sqlite3.Connection, slot: Optional[RateSlot], idem: Optiona
         tx.execute("INSERT OR REPLACE INTO idempotency (key_id, key_digest, request_hash, response, expires_at) "
                    "VALUES (?, ?, ?, ?, ?)",
                    (idem.key_id, idem.key_digest, idem.request_hash, idem.response_json, idem.expires_at))
+
+
+def check_quota(tx: sqlite3.Connection, quota: Optional[Quota]) -> None:
+    """QuotaReached unless the workspace has room for the version and a write."""
+    if quota is None:
+        return
+    row = one(tx, "SELECT plan, storage_bytes FROM workspaces WHERE id = ?", (quota.workspace_id,))
+    if row is not None:
+        refused = quota.refusal(row["plan"], row["storage_bytes"])
+        if refused is not None:
+            raise QuotaReached(refused, row["storage_bytes"], row["plan"])
+    window = one(tx, "SELECT admitted FROM view_limits WHERE scope = ? AND window_no = 0", (quota.window_scope,))
+    if window is not None and window["admitted"] >= quota.window_limit:
+        raise QuotaReached("workspace-rate", window["admitted"])
+
+
+def claim_quota(tx: sqlite3.Connection, quota: Optional[Quota]) -> None:
+    if quota is None:
+        return
+    tx.execute("UPDATE workspaces SET storage_bytes = storage_bytes + ?, version_total = version_total + 1 "
+               "WHERE id = ?", (quota.add_bytes, quota.workspace_id))
+    tx.execute("INSERT INTO view_limits (scope, window_no, admitted, expires_at) VALUES (?, 0, 1, ?) "
+               "ON CONFLICT (scope, window_no) DO UPDATE SET admitted = admitted + 1",
+               (quota.window_scope, quota.expires_at))
 
 
 def _document(tx: sqlite3.Connection, document_id: str) -> Optional[dict]:
@@ -130,9 +154,11 @@ class DocumentRepository:
     # ---------------------------------------------------------------- writes
 
     def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
-               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], event: Optional[dict] = None) -> None:
+               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
+               event: Optional[dict] = None) -> None:
         with self.db.write() as tx:
             check_guards(tx, slot, idem)
+            check_quota(tx, quota)
             workspace = one(tx, "SELECT * FROM workspaces WHERE id = ?", (doc["workspace_id"],))
             if workspace is None or (workspace["plan"] not in set(uncapped_plans)
                                      and workspace["document_count"] >= max_documents):
@@ -154,6 +180,7 @@ class DocumentRepository:
             tx.execute("INSERT INTO share_links (share_id, document_id, workspace_id) VALUES (?, ?, ?)",
                        (doc["share_id"], doc["document_id"], doc["workspace_id"]))
             claim_guards(tx, slot, idem)
+            claim_quota(tx, quota)
             insert_event(tx, event)
 
     @staticmethod
@@ -167,7 +194,7 @@ class DocumentRepository:
 
     def append_version(self, doc: dict, version: dict, changes: dict,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
-                       event: Optional[dict] = None) -> None:
+                       quota: Optional[Quota] = None, event: Optional[dict] = None) -> None:
         _check_fields(changes)
         with self.db.write() as tx:
             check_guards(tx, slot, idem)
@@ -176,13 +203,34 @@ class DocumentRepository:
                     or current["version_count"] != doc["version_count"]
                     or version["number"] != doc["version_count"] + 1):
                 raise StaleDocument(current)
+            check_quota(tx, quota)
             sets = {"version_count": version["number"], "latest_version_id": version["version_id"],
                     "latest_size": version["size_bytes"], "updated_ms": version["created_ms"], **changes}
             tx.execute(f"UPDATE documents SET {', '.join(f'{k} = ?' for k in sets)} WHERE document_id = ?",  # noqa: S608
                        (*sets.values(), doc["document_id"]))
             self._insert_version(tx, doc["document_id"], version)
             claim_guards(tx, slot, idem)
+            claim_quota(tx, quota)
             insert_event(tx, event)
+
+    def delete_version(self, doc: dict, version: dict) -> None:
+        def work():
+            with self.db.write() as tx:
+                current = _document(tx, doc["document_id"])
+                if (current is None or current.get("deleting") or current["workspace_id"] != doc["workspace_id"]
+                        or current["latest_version_id"] == version["version_id"]):
+                    raise StaleDocument(current)
+                gone = tx.execute("DELETE FROM versions WHERE document_id = ? AND version_id = ?",
+                                  (doc["document_id"], version["version_id"])).rowcount
+                if not gone:
+                    raise StaleDocument(current)
+                tx.execute("UPDATE documents SET versions_deleted = versions_deleted + 1 WHERE document_id = ?",
+                           (doc["document_id"],))
+                tx.execute("UPDATE workspaces SET storage_bytes = MAX(0, storage_bytes - ?), "
+                           "version_total = MAX(0, version_total - 1) WHERE id = ?",
+                           (version["size_bytes"], doc["workspace_id"]))
+
+        self.db.deleting(work)
 
     def update_fields(self, doc: dict, fields: dict) -> dict:
         _check_fields(fields)
@@ -214,22 +262,32 @@ class DocumentRepository:
                        (new_share_id, doc["document_id"], doc["workspace_id"]))
 
     def begin_delete(self, doc: dict, event: Optional[dict] = None) -> None:
-        with self.db.write() as tx:
-            current = _document(tx, doc["document_id"])
-            workspace = one(tx, "SELECT document_count FROM workspaces WHERE id = ?", (doc["workspace_id"],))
-            if current is None or current.get("deleting") or workspace is None or workspace["document_count"] <= 0:
-                raise StaleDocument(None)
-            tx.execute("UPDATE documents SET deleting = 1 WHERE document_id = ?", (doc["document_id"],))
-            tx.execute("DELETE FROM share_links WHERE share_id = ?", (doc["share_id"],))
-            tx.execute("UPDATE workspaces SET document_count = document_count - 1 WHERE id = ?",
-                       (doc["workspace_id"],))
-            insert_event(tx, event)
+        def work():
+            with self.db.write() as tx:
+                current = _document(tx, doc["document_id"])
+                workspace = one(tx, "SELECT document_count FROM workspaces WHERE id = ?", (doc["workspace_id"],))
+                if (current is None or current.get("deleting") or workspace is None
+                        or workspace["document_count"] <= 0):
+                    raise StaleDocument(None)
+                tx.execute("UPDATE documents SET deleting = 1 WHERE document_id = ?", (doc["document_id"],))
+                tx.execute("DELETE FROM share_links WHERE share_id = ?", (doc["share_id"],))
+                used = one(tx, "SELECT COALESCE(SUM(size_bytes), 0) AS bytes, COUNT(*) AS n FROM versions "
+                               "WHERE document_id = ?", (doc["document_id"],))
+                tx.execute("UPDATE workspaces SET document_count = document_count - 1, "
+                           "storage_bytes = MAX(0, storage_bytes - ?), version_total = MAX(0, version_total - ?) "
+                           "WHERE id = ?", (used["bytes"], used["n"], doc["workspace_id"]))
+                insert_event(tx, event)
+
+        self.db.deleting(work)  # works on a full disk too (spends the reserve)
 
     def purge(self, document_id: str) -> None:
-        with self.db.write() as tx:
-            tx.execute("DELETE FROM versions WHERE document_id = ?", (document_id,))
-            tx.execute("DELETE FROM share_links WHERE document_id = ?", (document_id,))
-            tx.execute("DELETE FROM documents WHERE document_id = ?", (document_id,))
+        def work():
+            with self.db.write() as tx:
+                tx.execute("DELETE FROM versions WHERE document_id = ?", (document_id,))
+                tx.execute("DELETE FROM share_links WHERE document_id = ?", (document_id,))
+                tx.execute("DELETE FROM documents WHERE document_id = ?", (document_id,))
+
+        self.db.deleting(work)
 
 
 def _check_fields(fields: dict) -> None:

@@ -144,9 +144,12 @@ class FeedbackRepository:
 
     def delete_for_document(self, document_id: str) -> int:
         """Its feedback, replies and the feedback events that carry their text."""
-        with self.db.write() as tx:
-            tx.execute("DELETE FROM events WHERE document_id = ? AND type LIKE 'feedback.%'", (document_id,))
-            return tx.execute("DELETE FROM feedback WHERE document_id = ?", (document_id,)).rowcount
+        def work():
+            with self.db.write() as tx:
+                tx.execute("DELETE FROM events WHERE document_id = ? AND type LIKE 'feedback.%'", (document_id,))
+                return tx.execute("DELETE FROM feedback WHERE document_id = ?", (document_id,)).rowcount
+
+        return self.db.deleting(work)
 
     # ---------------------------------------------------------------- activity (waiting)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from chalicelib import config, errors
 from chalicelib.entrypoints.dashboard.web import (
-    ANON_COOKIE, SESSION_COOKIE, Page, redirect, render, route, safe_next, url,
+    ANON_COOKIE, DEVICE_COOKIE, SESSION_COOKIE, Page, redirect, render, route, safe_next, url,
 )
 from chalicelib.services import registry
 
@@ -45,7 +45,8 @@ def sign_in(page: Page):
     form = page.form()
     try:
         started = registry.accounts().sign_in(form.get("email", ""), form.get("password", ""), page.client_ip(),
-                                     previous_session_id=page.session_id)
+                                              previous_session_id=page.session_id,
+                                              device_cookie=page.cookies.get(DEVICE_COOKIE))
     except errors.DocpubError as exc:
         return render(page, "sign_in.html", status=exc.status, headers=dict(exc.headers), error=exc,
                       form={"email": form.get("email", "")}, next=safe_next(form.get("next")))
@@ -56,6 +57,10 @@ def sign_in(page: Page):
 def _start_session(page: Page, started) -> None:
     page.session_id, page.session = started.session_id, started.session
     page.set_cookie(SESSION_COOKIE, started.session_id, max_age=config.dashboard_session_seconds())
+    if started.device_token:  # this browser has signed in to this account (sign-in limits, services/accounts.py)
+        from chalicelib.services.accounts import DEVICE_MAX_AGE_SECONDS
+
+        page.set_cookie(DEVICE_COOKIE, started.device_token, max_age=DEVICE_MAX_AGE_SECONDS)
     if page.anon_id:
         page.clear_cookie(ANON_COOKIE)
         page.anon_id = None

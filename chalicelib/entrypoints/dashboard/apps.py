@@ -12,8 +12,9 @@ def _authorization(page: Page, params: dict):
     """The validated request, or the answer to give instead (error page or redirect)."""
     from chalicelib.services.oauth import NotRedirectable, RedirectError
 
+    registry.oauth().limit("consent", page.client_ip())  # 429 past it: each page may fetch a client's metadata
     try:
-        return registry.oauth().check_authorization(params), None
+        return registry.oauth().check_authorization(params, page.client_ip()), None
     except RedirectError as exc:
         if page.request.method == "GET":  # a link anyone can send: no automatic redirect (RFC 9700 4.11.2)
             from chalicelib.entrypoints.oauth import redirect_error_page

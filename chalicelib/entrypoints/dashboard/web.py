@@ -32,6 +32,7 @@ STATIC_TYPES = {"dashboard.js": "text/javascript; charset=utf-8", "dashboard.css
 
 SESSION_COOKIE = "docpub_session"
 ANON_COOKIE = "docpub_csrf"
+DEVICE_COOKIE = "docpub_device"  # a browser that signed in to an account before (sign-in limits)
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
     "X-Content-Type-Options": "nosniff",
