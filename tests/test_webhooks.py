@@ -59,8 +59,8 @@ def _deliveries(client, key, webhook_id):
 
 @pytest.mark.parametrize("url, why", [
     ("http://93.184.216.34/hook", "https"), ("https://127.0.0.1/hook", "public"), ("https://10.1.2.3/x", "public"),
-    ("https://[::1]/x", "public"), pytest.param("https://[64:ff9b::7f00:1]/x", "public", marks=pytest.mark.xfail(
-        reason="NAT64: refused once issue 24's one outbound address check lands", strict=False)), ("https://user:pw@93.184.216.34/x", "credentials"),
+    ("https://[::1]/x", "public"), ("https://[64:ff9b::7f00:1]/x", "public"), ("https://[2002:7f00:1::]/x", "public"),
+    ("https://[::ffff:127.0.0.1]/x", "public"), ("https://user:pw@93.184.216.34/x", "credentials"),
     ("ftp://93.184.216.34/x", "https"), ("not a url", "https"), ("https://169.254.169.254/latest", "public"),
 ])
 def test_refused_targets(client, workspace, url, why):

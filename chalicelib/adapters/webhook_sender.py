@@ -1,7 +1,7 @@
 """Sends one webhook delivery over HTTP(S): the only code that calls a webhook target.
 
 The target is a stranger's address, so the request is fenced the way the client
-metadata fetch is (services/cimd.py, whose one address check it reuses):
+metadata fetch is (domain/addresses.py: the one outbound address check):
 `https` only; the host is resolved once, every address must be public, and the
 connection goes to that vetted address (no second lookup a DNS rebinding could
 change) with TLS verified against the host name; redirects are not followed
@@ -21,7 +21,7 @@ from typing import Optional
 from urllib.parse import urlsplit
 
 from chalicelib import config
-from chalicelib.services import cimd
+from chalicelib.domain import addresses
 
 READ_BYTES = 4096
 
@@ -65,12 +65,24 @@ def check_target(url: str, resolve: bool = True) -> tuple[str, str, int, str, Op
             ipaddress.ip_address(host.strip("[]"))
         except ValueError:
             return parts.scheme, host, port, path, None
+    return parts.scheme, host, port, path, _vetted(host, port)
+
+
+def _vetted(host: str, port: int) -> str:
+    """Resolve once; every address must pass the one outbound address check
+    (domain/addresses.py); the connection goes to the first (no second lookup)."""
     try:
-        # The one outbound address check (issue 24 moves it to its own module).
-        address = cimd._vetted_address(host, port)
-    except cimd.MetadataError as exc:
-        raise TargetRefused(str(exc).replace("the host", "its host")) from None
-    return parts.scheme, host, port, path, address
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError):
+        raise TargetRefused(f"must resolve (its host {host} could not be resolved)") from None
+    found = [info[4][0] for info in infos]
+    if not found:
+        raise TargetRefused(f"must resolve (its host {host} has no address)")
+    for address in found:
+        why = addresses.refusal(address)
+        if why is not None:
+            raise TargetRefused(f"must resolve to public addresses only ({host} is {why})")
+    return found[0]
 
 
 class _Pinned(http.client.HTTPSConnection):
