@@ -10,7 +10,7 @@ STACK ?= docpub-$(STAGE)
 BUILD_DIR ?= build
 export PORT
 
-.PHONY: run test test-aws test-fast admin bench bench-embedded load openapi package deploy lint-infra clean
+.PHONY: run test test-aws test-fast admin bench bench-aws bench-embedded load openapi package deploy lint-infra clean
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +29,7 @@ test: $(BIN)/.installed
 	else echo "make test: no java/npm here, the real-engine tier (make test-aws) did not run" >&2; fi
 
 # The storage contract suite, the fault-injection tests and the AWS end-to-end slice on
-# DynamoDB Local + s3rver (loopback, free ports; tests/engines.py, docs/ci.md).
+# DynamoDB Local + s3rver (loopback, free ports; tests/engines.py, docs/scaling.md).
 ENGINES_DIR ?= .engines
 $(ENGINES_DIR)/.installed: scripts/engines.sh
 	scripts/engines.sh $(ENGINES_DIR)
@@ -53,6 +53,12 @@ admin: $(BIN)/.installed
 BENCHES := aws_calls edit_engine large_documents cold_start share_views live_pages bounds content
 bench: $(BIN)/.installed
 	@set -e; for b in $(BENCHES); do $(BIN)/python -m bench.$$b; done
+
+# On DynamoDB Local + s3rver (needs Java; the engines install on first use): 40 concurrent
+# edits through one key, and a viral link (write-through vs aggregated, same run).
+bench-aws: $(BIN)/.installed $(ENGINES_DIR)/.installed
+	DOCPUB_ENGINES_DIR=$(abspath $(ENGINES_DIR)) $(BIN)/python -m bench.hot_key
+	DOCPUB_ENGINES_DIR=$(abspath $(ENGINES_DIR)) $(BIN)/python -m bench.viral_link $(ARGS)
 
 # `make run`'s stack under 10,000 publishes (a few minutes; ARGS="--count 1000" for a quick run).
 bench-embedded: $(BIN)/.installed

@@ -14,9 +14,9 @@ from chalicelib.entrypoints.mcp import bp as mcp_blueprint
 from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
 from chalicelib.entrypoints.oauth import bp as oauth_blueprint
 from chalicelib.models import (
-    DownloadQuery, EditRequest, UploadRequest, FeedbackListQuery, GetDocumentQuery, Health, ListDocumentsQuery,
-    PassphraseRequest, PublishRequest, ReplyRequest, ResolveFeedbackRequest, StatsQuery, UpdateDocumentRequest,
-    WebhookCreateRequest,
+    ActivityQuery, DownloadQuery, EditRequest, UploadRequest, FeedbackListQuery, GetDocumentQuery, Health,
+    ListDocumentsQuery, ListVersionsQuery, PassphraseRequest, PublishRequest, ReplyRequest, ResolveFeedbackRequest,
+    StatsQuery, UpdateDocumentRequest, WebhookCreateRequest,
 )
 from chalicelib.services import registry
 from chalicelib.services.documents import document_exclusions
@@ -115,6 +115,13 @@ def me():
     return json_response(registry.workspaces().me(_credentials()))
 
 
+@app.route("/api/v1/activity", methods=["GET"])
+@api
+def list_activity():
+    credentials, query = _authorized(parse_query, ActivityQuery)
+    return json_response(registry.activity().list(credentials, query.limit, query.cursor))
+
+
 def _parse_publish(request, model):
     """(PublishRequest, upload or None): JSON, or multipart/form-data with a `file`
     part (.html/.htm/.md/.markdown/.zip) and text fields named like the JSON ones."""
@@ -190,6 +197,13 @@ def update_document(document_id):
 def delete_document(document_id):
     registry.documents().delete(_credentials(), document_id)
     return empty_response(204)
+
+
+@app.route("/api/v1/documents/{document_id}/versions", methods=["GET"])
+@api
+def list_versions(document_id):
+    credentials, query = _authorized(parse_query, ListVersionsQuery)
+    return json_response(registry.documents().list_versions(credentials, document_id, query.limit, query.cursor))
 
 
 @app.route("/api/v1/documents/{document_id}/versions/{version_id}", methods=["DELETE"])

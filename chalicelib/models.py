@@ -104,6 +104,9 @@ ExpiresAt = Annotated[str, StringConstraints(max_length=40), AfterValidator(_utc
                       Field(json_schema_extra={"pattern": _RFC3339, "format": "date-time"}, description="When the share link stops working (RFC 3339; future, at most 366 days "
                                         "ahead); null: never.")]
 ShareEnabled = Annotated[bool, Field(description="false: the share link answers 404 (the document stays).")]
+ShareAccess = Annotated[Literal["public", "workspace"], Field(description=(
+    "public: anyone with the link opens it; workspace: only signed-in members of the workspace "
+    "(anyone else gets the sign-in page, then the document)."))]
 
 
 # ---------------------------------------------------------------- requests
@@ -142,6 +145,7 @@ class PublishRequest(RequestModel):
     base_version_id: Optional[VersionId] = None
     share_enabled: Optional[ShareEnabled] = None
     share_expires_at: Optional[ExpiresAt] = None
+    share_access: Optional[ShareAccess] = None
 
     _title_not_blank = field_validator("title")(_not_blank)
 
@@ -166,12 +170,14 @@ class UpdateDocumentRequest(RequestModel):
     model_config = ConfigDict(json_schema_extra={"anyOf": [
         *({"required": [name], "properties": {name: {"type": "string"}}} for name in ("title", "description")),
         {"required": ["share_enabled"], "properties": {"share_enabled": {"type": "boolean"}}},
-        {"required": ["share_expires_at"]}]})
+        {"required": ["share_expires_at"]},
+        {"required": ["share_access"], "properties": {"share_access": {"type": "string"}}}]})
 
     title: Optional[Title] = None
     description: Optional[Description] = None
     share_enabled: Optional[ShareEnabled] = None
     share_expires_at: Optional[ExpiresAt] = None
+    share_access: Optional[ShareAccess] = None
 
     _title_not_blank = field_validator("title")(_not_blank)
 
@@ -181,6 +187,18 @@ class ListDocumentsQuery(QueryModel):
     cursor: Optional[Annotated[str, StringConstraints(max_length=2048), Field(description=(
         "`next_cursor` of the previous page of the same listing; anything else is 422."))]] = None
     query: Optional[Annotated[str, StringConstraints(max_length=500)]] = None
+
+
+class ActivityQuery(QueryModel):
+    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    cursor: Optional[Annotated[str, StringConstraints(max_length=2048), Field(description=(
+        "`next_cursor` of the previous page; anything else is 422."))]] = None
+
+
+class ListVersionsQuery(QueryModel):
+    limit: Annotated[int, Field(ge=1, le=100)] = 20
+    cursor: Optional[Annotated[str, StringConstraints(max_length=2048), Field(description=(
+        "`next_cursor` of the previous page of the same listing; anything else is 422."))]] = None
 
 
 class GetDocumentQuery(QueryModel):
@@ -362,6 +380,7 @@ class DocumentSummary(ResponseModel):
     open_feedback_count: int
     share_enabled: bool = True
     share_expires_at: Optional[str] = None
+    share_access: Literal["public", "workspace"] = "public"
 
 
 class FileInfo(ResponseModel):
@@ -432,6 +451,12 @@ class Reply(ResponseModel):
     name: Optional[str] = None
     author: Literal["owner", "viewer"]
     created_at: str
+
+
+class VersionList(ResponseModel):
+    """GET /api/v1/documents/:id/versions: every version, newest first, a page at a time."""
+    versions: list[VersionInfo]
+    next_cursor: Optional[str] = None
 
 
 class Feedback(ResponseModel):
@@ -616,3 +641,25 @@ class WebhookTestQueued(ResponseModel):
 class WebhookSecretRotated(ResponseModel):
     secret: str
     previous_secret_expires_at: str
+
+
+# ---------------------------------------------------------------- people (contract 7d)
+
+class ActivityActor(ResponseModel):
+    kind: Literal["member", "api_key", "oauth_client", "operator"]
+    id: str
+
+
+class ActivityEntry(ResponseModel):
+    activity_id: str
+    created_at: str
+    actor: ActivityActor
+    surface: Literal["api", "mcp", "dashboard", "cli"]
+    action: str
+    target: Optional[str] = None
+    detail: dict = Field(default_factory=dict)
+
+
+class ActivityList(ResponseModel):
+    activity: list[ActivityEntry]
+    next_cursor: Optional[str] = None

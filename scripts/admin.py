@@ -34,6 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
                                          "retry pending CDN invalidations")
     sub.add_parser("cdn-pending", help="CDN invalidations of withdrawn links not yet accepted (oldest first)")
     sub.add_parser("cdn-retry", help="send pending CDN invalidations again")
+    login = sub.add_parser("login-link", help="a one-time dashboard sign-in link for the workspace's owner "
+                                              "(the dev workspace gets its owner account first)")
+    login.add_argument("workspace_id")
     outbox = sub.add_parser("outbox", help="the latest messages in the mail outbox (DOCPUB_MAIL=outbox) "
                                           "with their links, newest first")
     outbox.add_argument("--limit", type=int, default=10)
@@ -68,6 +71,15 @@ def run(args) -> dict:
             from chalicelib.services import cdn
 
             return {"pending": cdn.pending()}
+        if args.command == "login-link":
+            from chalicelib.services.registry import accounts
+
+            if args.workspace_id == "ws_dev":
+                from scripts.local_stack import DEV_OWNER_EMAIL
+                from chalicelib.services.registry import people
+
+                people().ensure_owner_account("ws_dev", DEV_OWNER_EMAIL)
+            return {"login_url": accounts().login_link(args.workspace_id)}
         if args.command == "outbox":
             from chalicelib import config
             from chalicelib.adapters.mail.outbox import read_outbox

@@ -26,6 +26,8 @@ from scripts.processes import die_with_parent, parent_gone, quiet_aws_logging
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 DEV_WORKSPACE_ID = "ws_dev"
+# The dev workspace's owner account: it signs in by one-time link (no password to know).
+DEV_OWNER_EMAIL = "owner@dev.docpub.localhost"
 
 # What autoreload watches, relative to the project folder. Anything else (the
 # data folder, tests/, build/, .venv, docs) never restarts the server.
@@ -106,6 +108,14 @@ def ensure_dev_workspace(data_dir: Path) -> tuple[str, bool]:
     created = service.create_key(DEV_WORKSPACE_ID, "dev", api_key=wanted or None, operator=True)
     _write_private(key_file, created.api_key)
     return created.api_key, not wanted
+
+
+def dev_login_link() -> str:
+    """The dev workspace has an owner; a new one-time dashboard sign-in link for them."""
+    from chalicelib.services.registry import accounts, people
+
+    people().ensure_owner_account(DEV_WORKSPACE_ID, DEV_OWNER_EMAIL)
+    return accounts().login_link(DEV_WORKSPACE_ID)
 
 
 def is_loopback(host: str) -> bool:
@@ -330,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  Dev workspace API key (saved to {data_dir / 'dev-api-key'}): {key}", flush=True)
     else:
         print(f"  Dev workspace API key: see {data_dir / 'dev-api-key'}", flush=True)
+    print(f"  Dev workspace owner ({DEV_OWNER_EMAIL}), one-time sign-in link (1 hour; "
+          f"make -s admin ARGS=\"login-link {DEV_WORKSPACE_ID}\" makes another):\n    {dev_login_link()}", flush=True)
     return supervisor.run()
 
 

@@ -21,3 +21,19 @@ def browser():
         launched = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield launched
         launched.close()
+
+
+def mail_link_in(data_dir, email: str, kind: str) -> str:
+    """The newest `kind` link mailed to `email` by the stack whose data folder is `data_dir`."""
+    from tests.dashboard_client import mail_link
+
+    return mail_link(email, kind, str(data_dir))
+
+
+def confirm_sign_up(page, data_dir, email: str) -> None:
+    """After the sign-up form: open the confirmation link from the outbox and press its button
+    (signs in, lands on the API keys page)."""
+    page.locator("text=Check your email").wait_for()
+    page.goto(mail_link_in(data_dir, email, "verify"))
+    page.click("button[type=submit] >> text=Confirm my email")
+    page.wait_for_url("**/dashboard/keys**")

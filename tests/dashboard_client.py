@@ -30,6 +30,24 @@ class Page:
         return text in self.text
 
 
+def outbox_messages(data_dir: str | None = None) -> list[dict]:
+    """The outbox of the data folder under test, newest first."""
+    import os
+
+    from chalicelib.adapters.mail.outbox import read_outbox
+
+    folder = os.path.join(data_dir or os.environ["DOCPUB_DATA_DIR"], "outbox")
+    return read_outbox(folder, limit=1000)
+
+
+def mail_link(email: str, kind: str, data_dir: str | None = None) -> str:
+    """The link of the newest message of `kind` to `email`."""
+    for message in outbox_messages(data_dir):
+        if message["to"] == email and message["kind"] == kind:
+            return message["links"][0]
+    raise AssertionError(f"no {kind} mail to {email} in the outbox")
+
+
 class DashboardClient:
     def __init__(self, client, headers: dict | None = None):
         self.client = client
@@ -90,10 +108,21 @@ class DashboardClient:
         return self.post(post_path, fields, csrf=self.get(form_path).csrf())
 
     def sign_up(self, email="owner@example.com", password="correct horse battery", workspace="Acme") -> Page:
+        """Sign up, then confirm the email through the link the outbox received (signs in)."""
         page = self.submit("/dashboard/sign-up", "/dashboard/sign-up",
                            {"email": email, "password": password, "workspace_name": workspace})
+        assert page.status == 200 and "Check your email" in page.text, page.text
+        page = self.follow_mail_link(email, "verify")
         assert page.status == 303, page.text
         return page
+
+    def follow_mail_link(self, email: str, kind: str) -> Page:
+        """Open the newest `kind` link mailed to `email` (outbox) and press its button."""
+        link = mail_link(email, kind)
+        path = link[link.index("/dashboard/"):]
+        form = self.get(path)
+        token = path.split("token=", 1)[1]
+        return self.post(path.split("?", 1)[0], {"token": token}, csrf=form.csrf())
 
     def sign_in(self, email="owner@example.com", password="correct horse battery") -> Page:
         return self.submit("/dashboard/sign-in", "/dashboard/sign-in", {"email": email, "password": password})

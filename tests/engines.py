@@ -1,7 +1,7 @@
 """Real engines for the AWS adapter: DynamoDB Local (the engine AWS ships for
 development, a Java jar) and s3rver (an S3 emulator on node), on loopback, on
 free ports chosen at start. `make test-aws` runs the storage contract suite and
-the AWS end-to-end slice on them (docs/ci.md, "The real-engine tier").
+the AWS end-to-end slice on them (docs/scaling.md, "What `make test-aws` proves").
 
 `.ci/run` installs them with `scripts/engines.sh` into `.engines/` (git-ignored):
 Debian `default-jre-headless`, npm `amplify-dynamodb-simulator` (carries the

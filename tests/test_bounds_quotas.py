@@ -154,3 +154,22 @@ def test_get_one_lists_the_newest_100_versions(client, workspace, storage, monke
     assert got["versions_truncated"] is True and got["version_count"] == 5
     monkeypatch.setattr(limits, "VERSIONS_LISTED", 100)
     assert _get(client, key, doc["document_id"])["versions_truncated"] is False
+
+
+@BOTH
+def test_the_versions_route_pages_through_every_version_newest_first(client, workspace, storage):
+    _, key = workspace
+    doc = json.loads(_publish(client, key, "<p>1</p>").body)
+    for i in range(2, 6):
+        _publish(client, key, f"<p>{i}</p>", doc["document_id"])
+    h = {"X-Api-Key": key}
+    base = f"/api/v1/documents/{doc['document_id']}/versions"
+    first = json.loads(client.http.get(f"{base}?limit=2", headers=h).body)
+    assert [v["number"] for v in first["versions"]] == [5, 4] and first["next_cursor"]
+    second = json.loads(client.http.get(f"{base}?limit=2&cursor={first['next_cursor']}", headers=h).body)
+    third = json.loads(client.http.get(f"{base}?limit=2&cursor={second['next_cursor']}", headers=h).body)
+    assert [v["number"] for v in second["versions"] + third["versions"]] == [3, 2, 1]
+    assert third["next_cursor"] is None
+    assert client.http.get(f"{base}?cursor=forged", headers=h).status_code == 422
+    other = f"/api/v1/documents/00000000-0000-4000-8000-000000000000/versions"
+    assert client.http.get(other, headers=h).status_code == 404

@@ -43,6 +43,13 @@ def _sign_up(stack: LocalStack, email: str) -> dict:
         page = browser.post("/dashboard/sign-up", data={
             "email": email, "password": "correct horse battery staple", "workspace_name": email.split("@")[0],
             "csrf_token": csrf})
+        assert page.status_code == 200 and "Check your email" in page.text, page.text[:500]
+        from tests.browser import mail_link_in
+
+        link = mail_link_in(stack.data_dir, email, "verify")
+        form = browser.get(link)
+        csrf = unescape(re.search(r'name="csrf_token" value="([^"]+)"', form.text).group(1))
+        page = browser.post("/dashboard/verify", data={"token": link.split("token=")[1], "csrf_token": csrf})
         assert page.status_code == 303 and "/dashboard/keys" in page.headers["location"], page.text[:500]
         return dict(browser.cookies)
 

@@ -115,6 +115,10 @@ def test_sign_up_creates_free_workspace_with_owner_and_session_cookie(client, ap
     form = dash.get("/dashboard/sign-up")
     page = dash.post("/dashboard/sign-up", {"email": "Owner@Example.com", "password": "correct horse battery",
                                             "workspace_name": "Acme Docs"}, csrf=form.csrf())
+    # Contract 7d: no session before the email is confirmed; the link in the mail signs in.
+    assert page.status == 200 and "We sent a message to owner@example.com" in page.text
+    assert "docpub_session" not in dash.cookies
+    page = dash.follow_mail_link("owner@example.com", "verify")
     assert page.status == 303 and page.location.startswith("/dashboard/keys")
     cookie = next(c for c in page.headers["Set-Cookie"] if c.startswith("docpub_session="))
     assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/dashboard" in cookie
@@ -151,14 +155,18 @@ def test_sign_up_validation_and_taken_email(client, app_clock):
     page = dash.submit("/dashboard/sign-up", "/dashboard/sign-up",
                        {"email": "not-an-email", "password": "short", "workspace_name": ""})
     assert page.status == 422
-    assert "must be a valid email address" in page and "at least 10" in page.text
+    assert "must be a valid email address" in page and "must be 8 to 200 characters" in page.text
     assert "docpub_session" not in dash.cookies
     dash.sign_up(email="a@example.com")
     other = DashboardClient(client)
     page = other.submit("/dashboard/sign-up", "/dashboard/sign-up",
                         {"email": "A@example.com", "password": "another password", "workspace_name": "Evil"})
-    assert page.status == 422 and "could not create an account" in page.text
+    # The same answer as for a new email (no enumeration); the mail tells the owner instead.
+    assert page.status == 200 and "We sent a message to a@example.com" in page.text
     assert "docpub_session" not in other.cookies
+    from tests.dashboard_client import outbox_messages
+
+    assert outbox_messages()[0]["kind"] == "exists" and outbox_messages()[0]["to"] == "a@example.com"
     # The original owner still signs in with the original password.
     assert DashboardClient(client).sign_in(email="a@example.com").status == 303
 

@@ -82,8 +82,10 @@ def test_dashboard_end_to_end_in_chromium(stack, browser, shots):
     page.fill("input[name=workspace_name]", "Browser Co")
     shots(page, "sign-up")
     page.click("button[type=submit] >> text=Create workspace")
-    page.wait_for_url(re.compile(r"/dashboard/keys"))
-    assert page.locator("text=Your workspace is ready").is_visible()
+    from tests.browser import confirm_sign_up
+
+    confirm_sign_up(page, stack.data_dir, "browser@example.com")
+    assert page.locator("text=Email confirmed").is_visible()
 
     # Create a key: shown once, with a working copy button (JS enhancement).
     page.fill("input[name=name]", "CI")

@@ -313,8 +313,9 @@ def test_deleting_a_document_deletes_its_feedback(ctx, client, workspace):
     leftovers = [(kind, record) for kind, record in stored_records(ctx) if doc["document_id"] in json.dumps(record)]
     # Only per-IP rate logs may remain (keyed by IP hash, they expire on their own), and the
     # document's own webhook events (document.published / document.deleted: the outbox
-    # delivers them, they are forgotten after 30 days); no feedback text anywhere.
-    assert leftovers and {k for k, _ in leftovers} <= {"rate_logs", "events"}
+    # delivers them, they are forgotten after 30 days); no feedback text anywhere; the activity log's lines
+    # saying who published and deleted it (kept 90 days).
+    assert leftovers and {k for k, _ in leftovers} <= {"rate_logs", "events", "activity"}
     assert {r["type"] for k, r in leftovers if k == "events"} <= {"document.published", "document.deleted"}
     assert not [r for _k, r in stored_records(ctx) if '"m1"' in json.dumps(r) or '\\"m1\\"' in json.dumps(r)]
     assert send_feedback(client, doc["share_id"], {"message": "late"}).status_code == 404

@@ -576,7 +576,10 @@ def test_share_pages_honour_origin_cache_control(resources, distribution):
     assert policy["MinTTL"] == 0 and policy["DefaultTTL"] == 0
     assert policy["MaxTTL"] == {"Ref": "ShareEdgeMaxTtl"}
     key = policy["ParametersInCacheKeyAndForwardedToOrigin"]
-    assert key["CookiesConfig"] == {"CookieBehavior": "whitelist", "Cookies": [{"Ref": "UnlockCookieName"}]}
+    from chalicelib.services.sharing import MEMBER_COOKIE
+
+    assert key["CookiesConfig"] == {"CookieBehavior": "whitelist",
+                                    "Cookies": [{"Ref": "UnlockCookieName"}, MEMBER_COOKIE]}
     assert key["HeadersConfig"] == {"HeaderBehavior": "none"}
     assert key["QueryStringsConfig"] == {"QueryStringBehavior": "whitelist", "QueryStrings": ["v", "download"]}
     forwarded = resources[share["OriginRequestPolicyId"]["Ref"]]["Properties"]["OriginRequestPolicyConfig"]
@@ -865,6 +868,35 @@ def test_docs_give_the_package_sizes_this_build_has(build):
     unzipped = sum(i.file_size for i in zipfile.ZipFile(build / "deployment.zip").infolist()) / 1e6
     assert abs(float(stated.group(1)) - zipped) <= 0.1 * zipped, (stated.group(0), zipped)
     assert abs(float(stated.group(2)) - unzipped) <= 0.1 * unzipped, (stated.group(0), unzipped)
+
+
+# ------------------------------------------------------------------ guard rails (issue 23)
+
+def test_api_stage_is_throttled_on_every_route(template, resources):
+    settings = resources["RestAPI"]["Properties"]["MethodSettings"]
+    assert {"ResourcePath": "/*", "HttpMethod": "*", "ThrottlingRateLimit": {"Ref": "ApiThrottleRate"},
+            "ThrottlingBurstLimit": {"Ref": "ApiThrottleBurst"}} in settings
+    assert int(template["Parameters"]["ApiThrottleRate"]["Default"]) < 10_000  # below the account's quota
+
+
+def test_function_concurrency_can_be_reserved(template, resources):
+    assert resources["APIHandler"]["Properties"]["ReservedConcurrentExecutions"] == {
+        "Fn::If": ["HasReservedConcurrency", {"Ref": "FunctionReservedConcurrency"}, {"Ref": "AWS::NoValue"}]}
+    assert template["Parameters"]["FunctionReservedConcurrency"]["Default"] in (0, "0")
+
+
+def test_an_optional_waf_acl_guards_every_distribution(resources):
+    distributions = of_type(resources, "AWS::CloudFront::Distribution")
+    assert len(distributions) >= 1
+    for name, distribution in distributions.items():
+        assert distribution["Properties"]["DistributionConfig"]["WebACLId"] == {
+            "Fn::If": ["HasWebAcl", {"Ref": "WebAclArn"}, {"Ref": "AWS::NoValue"}]}, name
+
+
+def test_table_keeps_point_in_time_recovery(resources):
+    _, table = only(resources, "AWS::DynamoDB::Table")
+    assert table["Properties"]["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+
 
 # ------------------------------------------------------------------ webhooks (contract 7c)
 

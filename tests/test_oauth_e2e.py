@@ -45,8 +45,9 @@ class MemoryStorage:
 class Person:
     """A person in Chromium: signs up once, then approves (or not) what clients ask."""
 
-    def __init__(self, page, base_url: str, redirect_uri: str):
+    def __init__(self, page, base_url: str, redirect_uri: str, data_dir=None):
         self.page, self.base, self.redirect_uri = page, base_url, redirect_uri
+        self.data_dir = data_dir
         self.callbacks: list[str] = []
         self.consent_text = ""
         self.approvals = 0
@@ -63,6 +64,11 @@ class Person:
         await self.page.fill("input[name=email]", email)
         await self.page.fill("input[name=password]", PASSWORD)
         await self.page.fill("input[name=workspace_name]", "Chat workspace")
+        await self.page.click("button[type=submit]")
+        await self.page.locator("text=Check your email").wait_for()
+        from tests.browser import mail_link_in  # the confirmation link from the stack's outbox
+
+        await self.page.goto(mail_link_in(self.data_dir, email, "verify"))
         await self.page.click("button[type=submit]")
         await self.page.wait_for_url("**/dashboard/keys**")
         self.email = email
@@ -165,7 +171,7 @@ def raw_call(base_url: str, access_token: str) -> httpx.Response:
 
 
 def run_connector_flow(base_url: str, email: str, client_metadata_url=None, redirect_uri=None,
-                       sign_out: bool = False) -> dict:
+                       sign_out: bool = False, data_dir=None) -> dict:
     """The whole story; returns what the assertions after it need."""
     redirect_uri = redirect_uri or f"http://127.0.0.1:{free_port()}/callback"
     storage = MemoryStorage()
@@ -174,7 +180,7 @@ def run_connector_flow(base_url: str, email: str, client_metadata_url=None, redi
     async def main():
         async with chromium() as browser:
             context = await browser.new_context()
-            person = Person(await context.new_page(), base_url, redirect_uri)
+            person = Person(await context.new_page(), base_url, redirect_uri, data_dir)
             await person.start(email, sign_out)
             provider = oauth_provider(base_url, person, storage, client_metadata_url)
             async with mcp_session(base_url, provider) as client:
@@ -204,7 +210,7 @@ def run_connector_flow(base_url: str, email: str, client_metadata_url=None, redi
 
 
 def test_official_client_with_dynamic_registration(stack):
-    seen = run_connector_flow(stack.base_url, "dcr-person@example.com")
+    seen = run_connector_flow(stack.base_url, "dcr-person@example.com", data_dir=stack.data_dir)
     assert seen["client_id"].startswith("dpc_")  # dynamic client registration
     assert "Chat app (e2e)" in seen["consent"] and "Chat workspace" in seen["consent"]
     assert "docs:write" in seen["consent"]
@@ -286,7 +292,7 @@ def test_official_client_with_a_client_id_metadata_document(cimd_stack, cimd_ser
         "redirect_uris": [redirect_uri], "grant_types": ["authorization_code", "refresh_token"],
         "response_types": ["code"]}
     seen = run_connector_flow(cimd_stack.base_url, "cimd-person@example.com", client_metadata_url=url,
-                              redirect_uri=redirect_uri, sign_out=True)
+                              redirect_uri=redirect_uri, sign_out=True, data_dir=cimd_stack.data_dir)
     assert seen["signed_in_first"]  # signed out: the dashboard asked for sign-in, then showed the consent
     assert seen["client_id"] == url  # no registration: the URL is the client id
     assert "Metadata-document app" in seen["consent"]

@@ -25,6 +25,8 @@ TABLES = {"workspaces", "api_keys", "documents", "versions", "share_links", "ide
           # OAuth for MCP (adapters/sqlite/oauth.py)
           "oauth_clients", "oauth_codes", "oauth_grants", "oauth_access_tokens", "oauth_refresh_tokens",
           "view_days", "view_versions", "view_limits",
+          # people (adapters/sqlite/people.py)
+          "members", "account_tokens", "activity",
           # the review loop (adapters/sqlite/feedback.py, webhooks.py)
           "feedback_replies", "events", "webhooks", "webhook_deliveries", "sqlite_sequence"}
 
@@ -323,9 +325,9 @@ def test_the_old_snapshot_format_is_imported_once_and_kept(aws_storage, data_dir
 
     documents.delete(credentials_from_key(key.api_key), gone.document_id)
     FeedbackService(ctx).submit(doc.share_url.rsplit("/", 1)[1], FeedbackSubmission(message="nice"), "1.2.3.4", None)
-    ctx.users.create({"email": "o@example.com", "password_hash": "$argon2id$x", "workspace_id": "ws_o",
+    ctx.users.create({"email": "o@example.com", "password_hash": "$argon2id$x", "workspace_id": key.workspace_id,
                       "role": "owner", "created_ms": 1, "password_changed_ms": 1})
-    session = AccountService(ctx)._start("o@example.com", "ws_o")
+    session = AccountService(ctx)._start("o@example.com", key.workspace_id)
     # The old format: every item as DynamoDB JSON, every object as a file.
     items = aws.dynamodb().scan(TableName=config.table_name())["Items"]
     data_dir.mkdir(parents=True)

@@ -24,6 +24,13 @@ def build_repositories(kind: Optional[str] = None):
     raise ValueError(f"DOCPUB_STORAGE must be 'sqlite' or 'aws', not {kind!r}")
 
 
+def build_mailer():
+    """Outgoing mail (ports/mail.py), as DOCPUB_MAIL says (chalicelib/adapters/mail)."""
+    from chalicelib.adapters.mail import build_mailer as build
+
+    return build()
+
+
 def build_cdn():
     """The CDN withdrawn share links are invalidated in (ports/cdn.py): CloudFront when a
     distribution is configured, else nothing (see chalicelib/adapters/cdn.py)."""

@@ -40,9 +40,16 @@ PRO_MAX_VERSIONS_PER_DOCUMENT = 10_000
 # All writes of a workspace together (every key, revoked ones too, OAuth grants and
 # dashboard sessions), counted per clock-aligned window: rotating keys gains nothing.
 WORKSPACE_WRITE_RATE = Rate(120, 60)
-# Dashboard passwords and share-link passphrases (characters).
-PASSWORD_CHARS = (10, 1024)
+# Account passwords and share-link passphrases (characters); both must also not be
+# weak (domain/strength.py: zxcvbn score 2 or more).
+PASSWORD_CHARS = (8, 200)
 PASSPHRASE_CHARS = (8, 200)
+# One-time links mailed to people (seconds) and how long the activity log keeps entries.
+VERIFY_LINK_SECONDS = 24 * 3600
+RESET_LINK_SECONDS = 3600
+INVITE_LINK_SECONDS = 7 * 24 * 3600
+LOGIN_LINK_SECONDS = 3600
+ACTIVITY_DAYS = 90
 
 # The review loop (contract 7c). Field lengths (message, quote, anchor) are in models.py.
 REPLIES_PER_THREAD = 200
@@ -75,6 +82,12 @@ SIGN_IN_PER_ACCOUNT = Rate(100, 15 * 60)
 # spending the account-wide budget never locks the owner out (OWASP's device cookies).
 SIGN_IN_PER_DEVICE = Rate(10, 15 * 60)
 SIGN_UP_PER_IP = Rate(10, 60 * 60)
+# Mail a stranger can make Docpub send: reset links per address and per account
+# (no mail-bombing one inbox), invitations per workspace.
+RESET_PER_IP = Rate(10, 60 * 60)
+RESET_PER_ACCOUNT = Rate(5, 60 * 60)
+VERIFY_RESEND_PER_ACCOUNT = Rate(5, 60 * 60)
+INVITES_PER_WORKSPACE = Rate(50, 24 * 60 * 60)
 # API keys created per workspace (every plan): rotating keys gains nothing.
 KEYS_CREATED_PER_WORKSPACE = Rate(10, 60 * 60)
 # GET one document lists at most this many versions (the newest); the versions route pages through all.
@@ -117,6 +130,10 @@ REFUSALS = {
     "signin-device": "Too many sign-in attempts from this browser",
     "password-change": "Too many password attempts for this account",
     "signup-ip": "Too many sign-ups from this address",
+    "reset-ip": "Too many password reset requests from this address",
+    "reset-account": "Too many password reset requests for this account",
+    "verify-resend": "Too many confirmation emails for this account",
+    "invites": "Too many invitations from this workspace today",
     "key-creation": "Too many API keys were created in this workspace",
     "session-writes": "Too many saves in this workspace",
     "grant-writes": "Too many writes through this connected app",

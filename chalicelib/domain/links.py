@@ -67,6 +67,8 @@ def withdraws(before: dict, changes: dict, now_ms: int) -> bool:
     live at most EDGE_TTL_SECONDS, so a later expiry needs nothing)."""
     if "share_enabled" in changes and enabled(before) and changes["share_enabled"] is False:
         return True
+    if changes.get("share_access") == "workspace" and (before.get("share_access") or "public") == "public":
+        return True  # a public copy at the edge must not outlive the move to members only
     new = changes.get("share_expires_ms")
     if new is not None:
         old = expires_ms(before)

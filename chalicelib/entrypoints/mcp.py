@@ -13,6 +13,8 @@ is rewritten into the contract's body.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import json
 
 from chalice import Blueprint, Response
@@ -75,7 +77,7 @@ def caller(headers, lookup: bool = True):
                 error = errors.Unauthorized(exc.message, headers=dict(exc.headers))
                 error.code = "invalid_token"
                 raise error from None
-        credentials = credentials_from_headers(headers)
+        credentials = dataclasses.replace(credentials_from_headers(headers), surface="mcp")
         if lookup:
             registry.workspaces().authenticate(credentials)
         return credentials

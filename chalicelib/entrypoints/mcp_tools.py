@@ -58,7 +58,9 @@ def acting_as(credentials: Union[Credentials, Principal]) -> Iterator[None]:
     """Run tool calls made inside this block on behalf of an API key's `credentials`,
     or of an OAuth access token's `Principal` (its workspace, within its scopes)."""
     if isinstance(credentials, Principal):
-        tokens = (_who.set(Actor(credentials.workspace_id, write_limit_scope=credentials.write_limit_scope)),
+        tokens = (_who.set(Actor(credentials.workspace_id, write_limit_scope=credentials.write_limit_scope,
+                                 role=credentials.role, member=credentials.user, client=credentials.client_name,
+                                 surface="mcp")),
                   _principal.set(credentials))
     else:
         tokens = (_who.set(credentials), _principal.set(None))
@@ -143,12 +145,17 @@ SHARE_ENABLED = ("false: the share link answers 404 until set back to true (the 
 SHARE_EXPIRES_AT = ("When the share link stops working (it then answers 410 \"expired\"): an RFC 3339 "
                     "timestamp in the future, at most 366 days ahead, e.g. 2026-12-31T23:00:00Z; null or "
                     "\"never\" removes the expiry.")
+SHARE_ACCESS = ("\"public\": anyone with the link opens it; \"workspace\": only signed-in members of this "
+                "workspace (others are asked to sign in first).")
 NEVER = "never"
 
 
-def _link_settings(share_enabled: Optional[bool], share_expires_at: Optional[str]) -> dict:
+def _link_settings(share_enabled: Optional[bool], share_expires_at: Optional[str],
+                   share_access: Optional[str] = None) -> dict:
     """The REST body's link fields: `"never"` is an explicit null (clears the expiry)."""
     given: dict = {}
+    if share_access is not None:
+        given["share_access"] = share_access
     if share_enabled is not None:
         given["share_enabled"] = share_enabled
     if share_expires_at is not None:
@@ -181,12 +188,13 @@ async def publish_document(
         "Optional description (up to 5,000 characters); searched by find_document."))] = None,
     share_enabled: Annotated[Optional[bool], Field(description=SHARE_ENABLED)] = None,
     share_expires_at: Annotated[Optional[str], Field(max_length=40, description=SHARE_EXPIRES_AT)] = None,
+    share_access: Annotated[Optional[Literal["public", "workspace"]], Field(description=SHARE_ACCESS)] = None,
 ) -> Annotated[CallToolResult, PublishResponse]:
     def action():
         request = validate(PublishRequest, {
             **_given(title=title, html=html, document_id=document_id, note=note, description=description,
                      format=format, files=[f.model_dump() for f in files] if files is not None else None),
-            **_link_settings(share_enabled, share_expires_at)})
+            **_link_settings(share_enabled, share_expires_at, share_access)})
         return registry.documents().publish(_credentials(), request).response
 
     return _call(action)
@@ -233,10 +241,11 @@ async def update_document(
     description: Annotated[Optional[Description], Field(description="New description, up to 5,000 characters.")] = None,
     share_enabled: Annotated[Optional[bool], Field(description=SHARE_ENABLED)] = None,
     share_expires_at: Annotated[Optional[str], Field(max_length=40, description=SHARE_EXPIRES_AT)] = None,
+    share_access: Annotated[Optional[Literal["public", "workspace"]], Field(description=SHARE_ACCESS)] = None,
 ) -> Annotated[CallToolResult, DocumentDetail]:
     def action():
         request = validate(UpdateDocumentRequest, {**_given(title=title, description=description),
-                                                   **_link_settings(share_enabled, share_expires_at)})
+                                                   **_link_settings(share_enabled, share_expires_at, share_access)})
         return registry.documents().update(_credentials(), document_id, request)
 
     return _call(action, exclude={"html"})

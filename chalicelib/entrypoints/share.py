@@ -26,6 +26,7 @@ import re
 import logging
 from pathlib import Path
 from typing import Optional
+from urllib.parse import urlencode, urlparse
 
 from chalice import Blueprint, Response
 
@@ -37,7 +38,9 @@ from chalicelib.entrypoints.http import (
 )
 from chalicelib.models import FeedbackSubmission, RequestModel, ViewerReplyRequest
 from chalicelib.services import registry
-from chalicelib.services.sharing import Locked, SharePage, UNLOCK_COOKIE, WrongPassphrase, share_path
+from chalicelib.services.sharing import (
+    MEMBER_COOKIE, UNLOCK_COOKIE, Locked, MembersOnly, SharePage, ViewerCookies, WrongPassphrase, share_path,
+)
 
 log = logging.getLogger("docpub")
 
@@ -297,6 +300,22 @@ def _cookie(name: str) -> Optional[str]:
     return parse_cookies(_request().headers.get("cookie")).get(name)
 
 
+def _members_only(share_id: str, version: Optional[int]) -> Response:
+    """A workspace-only link without a member's pass: the sign-in page (when needed),
+    then the document: the dashboard checks the membership and hands this browser a
+    pass for this link."""
+    location = f"{urlparse(config.base_url()).path.rstrip('/')}/dashboard/open?" + urlencode(
+        {"share": share_id, **({"v": version} if version else {})})
+    return Response(body="", status_code=303, headers={"Location": location, "Cache-Control": CACHE_PRIVATE,
+                                                       "X-Robots-Tag": "noindex, nofollow"})
+
+
+def _viewer() -> ViewerCookies:
+    """The unlock cookie and the member pass of this viewer (both scoped to /d/<share>)."""
+    cookies = parse_cookies(_request().headers.get("cookie"))
+    return ViewerCookies(unlock=cookies.get(UNLOCK_COOKIE), member=cookies.get(MEMBER_COOKIE))
+
+
 def _version_param() -> Optional[int]:
     """`?v=N`: None when absent; raises NotFound when not a positive integer."""
     raw = (_request().query_params or {}).get("v")
@@ -336,11 +355,15 @@ def share_page(share_id):
     version = _version_param()
     if (_request().query_params or {}).get("download") == "1":
         try:
-            return download_response(registry.sharing().download(share_id, version, _cookie(UNLOCK_COOKIE)),
+            return download_response(registry.sharing().download(share_id, version, _viewer()),
                                      {"X-Robots-Tag": "noindex, nofollow", "Referrer-Policy": "no-referrer"})
+        except MembersOnly:
+            return _members_only(share_id, version)
         except Locked:
             return _unlock_page(share_id, version)
-    page = registry.sharing().page(share_id, version, _cookie(UNLOCK_COOKIE))
+    page = registry.sharing().page(share_id, version, _viewer())
+    if page.members_only:
+        return _members_only(share_id, version)
     if page.locked:
         return _unlock_page(share_id, version)
     return _viewer_page(page)
@@ -363,7 +386,7 @@ def _etag_matches(header: Optional[str], etag: str) -> bool:
 def share_content(share_id, version_id):
     try:
         ref = _open_content(share_id, version_id)
-    except Locked:
+    except Locked:  # (MembersOnly too: a member's pass is needed)
         return _locked_content()
     return _version_page(ref)
 
@@ -377,7 +400,7 @@ def _open_content(share_id: str, version_segment: str):
     """The viewer's access to a version: the grant comes from the unlock cookie, `?t=`,
     or the version segment (`<version_id>~<grant>`)."""
     version_id, _, grant = version_segment.partition(GRANT_SEPARATOR)
-    return registry.sharing().open_content(share_id, version_id, _cookie(UNLOCK_COOKIE),
+    return registry.sharing().open_content(share_id, version_id, _viewer(),
                                            grant or (_request().query_params or {}).get("t"))
 
 
@@ -504,7 +527,7 @@ def share_view(share_id):
     per-address limit. Never cached; sets no cookie."""
     request = _request()
     refuse_cross_site(request)
-    registry.views().record(share_id, _version_param(), _cookie(UNLOCK_COOKIE), client_ip(),
+    registry.views().record(share_id, _version_param(), _viewer(), client_ip(),
                             request.headers.get("user-agent"), request.headers)
     return Response(body="", status_code=204, headers={})
 
@@ -518,7 +541,7 @@ def share_feedback(share_id):
     refuse_cross_site(request)
     version = _version_param()
     submission = parse_form_or_json(request, FeedbackSubmission)
-    created = registry.feedback().submit(share_id, submission, client_ip(), _cookie(UNLOCK_COOKIE), version)
+    created = registry.feedback().submit(share_id, submission, client_ip(), _viewer(), version)
     return json_response(created, 201)
 
 

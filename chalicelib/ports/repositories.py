@@ -88,14 +88,15 @@ class DocumentRepository(Protocol):
         """{request_hash, response, expires_at} or None."""
 
     def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
-               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None) -> None:
-        """Document + version 1 + share link + guards, atomically, counted in the
+               slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
+               activity: Optional[dict] = None) -> None:
+        """Document + version 1 + share link + guards (+ the activity log's entry), atomically, counted in the
         workspace's `document_count` (DocumentCapReached at `max_documents` unless the
         plan, as stored at commit, is uncapped). GuardFailed("rate"|"idem"); QuotaReached."""
 
     def append_version(self, doc: dict, version: dict, changes: dict,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
-                       quota: Optional[Quota] = None) -> None:
+                       quota: Optional[Quota] = None, activity: Optional[dict] = None) -> None:
         """Version N+1 only if the document still has `doc["version_count"]` = N versions
         and is not being deleted (StaleDocument otherwise), with `changes` to its fields
         and the guards (and the quota: QuotaReached), atomically."""
@@ -106,7 +107,7 @@ class DocumentRepository(Protocol):
         less). StaleDocument if the document is gone, being deleted, or the version is
         its latest or no longer there."""
 
-    def update_fields(self, doc: dict, fields: dict) -> dict:
+    def update_fields(self, doc: dict, fields: dict, activity: Optional[dict] = None) -> dict:
         """Change metadata (no version); StaleDocument if gone or being deleted."""
 
     def set_passphrase(self, doc: dict, passphrase_hash: Optional[str]) -> dict:
@@ -117,7 +118,7 @@ class DocumentRepository(Protocol):
         exists and the old one is gone. StaleDocument if the document's share id is no
         longer `doc["share_id"]`, or it is gone or being deleted."""
 
-    def begin_delete(self, doc: dict) -> None:
+    def begin_delete(self, doc: dict, activity: Optional[dict] = None) -> None:
         """Mark `deleting` (hidden from lists and share links), drop the share link and
         free the place in `document_count`, atomically; StaleDocument if already marked."""
 
@@ -195,6 +196,9 @@ class UserRepository(Protocol):
     def set_password(self, email_lower: str, expected_hash: str, new_hash: str, now_ms: int) -> bool:
         """Replace the hash only if it is still `expected_hash`."""
 
+    def set_fields(self, email_lower: str, fields: dict) -> bool:
+        """Set `email_verified_ms` and/or `workspace_id` (default workspace); False if unknown."""
+
 
 class SessionRepository(Protocol):
     """Dashboard sessions by the SHA-256 of the session id. `expires_ms` is checked
@@ -206,7 +210,11 @@ class SessionRepository(Protocol):
 
     def delete(self, session_hash: str) -> None: ...
 
-    def delete_for_user(self, email_lower: str) -> int: ...
+    def delete_for_user(self, email_lower: str, keep: Optional[str] = None) -> int:
+        """End every session of a person (but `keep`, a session hash); how many ended."""
+
+    def set_workspace(self, session_hash: str, workspace_id: str) -> bool:
+        """Point a session at another workspace; False if the session is gone."""
 
 
 BLOB_ROOT = "documents/"
@@ -302,3 +310,5 @@ class Repositories:
     cdn_pending: Optional[object] = None
     # Webhooks, the outbox and deliveries (chalicelib/ports/webhooks.py WebhookRepository).
     webhooks: Optional[object] = None
+    # Members, one-time account tokens, activity (chalicelib/ports/people.py PeopleRepository).
+    people: Optional[object] = None

@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-from chalicelib.errors import InvalidApiKey, NotFound
+from chalicelib.domain import roles
+from chalicelib.errors import ForbiddenRole, InvalidApiKey, NotFound
 from chalicelib.services import auth
 from chalicelib.services.context import Context
 
@@ -22,13 +23,68 @@ from chalicelib.services.context import Context
 class Actor:
     """An authenticated caller. `key_item` is set for API keys (rate-limited in the
     version's transaction); others (dashboard sessions, OAuth grants) count writes in
-    a standalone sliding log: `write_limit_scope`, default per workspace."""
+    a standalone sliding log: `write_limit_scope`, default per workspace.
+
+    `role` is what the caller may do in the workspace (domain/roles.py): API keys
+    act as editors; a member (dashboard session) or an OAuth grant acts with the
+    member's current role, read on every request. `member` is the person's email,
+    `client` an OAuth client's name, `surface` where the request came from
+    (api, mcp, dashboard, cli): the activity log says who did what, from where."""
     workspace_id: str
     key_item: Optional[dict] = None
     write_limit_scope: Optional[str] = None
+    role: str = roles.API_KEY_ROLE
+    member: Optional[str] = None
+    client: Optional[str] = None
+    surface: str = "api"
 
 
 Who = Union[auth.Credentials, Actor]
+
+
+def operator(workspace_id: str) -> Actor:
+    """The operator CLI (`make admin`): full rights on the workspace it names."""
+    return Actor(workspace_id, role="owner", surface="cli")
+
+
+def role_of(who: Who) -> str:
+    return who.role if isinstance(who, Actor) else roles.API_KEY_ROLE
+
+
+def authorize(who: Who, operation: str) -> None:
+    """The one role check (contract 7d): 403 `forbidden_role` when the caller's role
+    does not allow `operation`. API-key credentials are editors: no storage read."""
+    role = role_of(who)
+    if not roles.allows(role, operation):
+        needed = roles.OPERATIONS.get(operation, "owner")
+        raise ForbiddenRole(role, f"Your role in this workspace is {role}; this needs {roles.ARTICLES[needed]} "
+                                  f"{needed}. Ask an owner of the workspace to change your role.")
+
+
+def requires(operation: str):
+    """Decorate a service method whose first argument is the caller: the role check
+    runs before anything else. `operation` must be in domain/roles.OPERATIONS."""
+    import functools
+
+    if operation not in roles.OPERATIONS:
+        raise KeyError(f"{operation} is not in domain/roles.OPERATIONS")
+
+    def decorate(method):
+        @functools.wraps(method)
+        def checked(self, who, *args, **kwargs):
+            authorize(who, operation)
+            return method(self, who, *args, **kwargs)
+
+        checked.operation = operation  # type: ignore[attr-defined]
+        return checked
+
+    return decorate
+
+
+def same_workspace(who: Who, workspace_id: str) -> None:
+    """A caller names only its own workspace; any other is answered as unknown."""
+    if isinstance(who, Actor) and who.surface != "cli" and who.workspace_id != workspace_id:
+        raise NotFound("No such workspace.")
 
 _DOCUMENT_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
@@ -53,7 +109,7 @@ def actor(ctx: Context, who: Who) -> Actor:
     if isinstance(who, Actor):
         return who
     key_item = auth.verify(who, ctx.keys.get(who.key_id))
-    return Actor(key_item["workspace_id"], key_item)
+    return Actor(key_item["workspace_id"], key_item, surface=who.surface)
 
 
 def reload_key(ctx: Context, current: Actor) -> Actor:
@@ -61,7 +117,7 @@ def reload_key(ctx: Context, current: Actor) -> Actor:
     key_item = ctx.keys.get(current.key_item["key_id"])
     if key_item is None or key_item.get("revoked_at") is not None:
         raise InvalidApiKey("The API key is not valid or has been revoked.")
-    return Actor(current.workspace_id, key_item)
+    return Actor(current.workspace_id, key_item, surface=current.surface)
 
 
 def visible(doc: Optional[dict], to: Actor, include_deleting: bool = False) -> bool:
@@ -103,7 +159,7 @@ def find_document(ctx: Context, who: Who, document_id: Optional[str], *, include
         doc = ctx.documents.get(lookup) if lookup else None
     else:
         key_item, doc, idem = ctx.documents.get_with_key(who.key_id, lookup, idempotency_digest)
-        acting = Actor(auth.verify(who, key_item)["workspace_id"], key_item)
+        acting = Actor(auth.verify(who, key_item)["workspace_id"], key_item, surface=who.surface)
     if seen is not None and acting.key_item is not None:
         seen["key_item"] = acting.key_item
     if document_id and not visible(doc, acting, include_deleting):

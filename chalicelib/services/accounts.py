@@ -12,6 +12,19 @@
 - Sign-in attempts are limited per client IP and per account (sliding logs,
   services/ratelimits.py; the limits are in domain/limits.py), claimed before
   the password is checked.
+- No enumeration (contract 7d): sign-up and "forgot password" answer the same
+  whether or not the email has an account; the mail tells the owner of the
+  address what happened. The paths do the same expensive work (one argon2 hash),
+  and a path that sends no mail waits about as long as sending one takes.
+- One-time links (verification 24 h, reset 1 h, sign-in links 1 h): a random
+  token in the link, only its SHA-256 stored, used once by a conditional write.
+  A reset also needs the password to be unchanged since the link was made, and
+  ends every session of the account.
+- Passwords: 8 to 200 characters and not weak (domain/strength.py, with the
+  email and workspace name as context), the rule passphrases follow.
+- Sessions carry the person's role in their current workspace, read on every
+  request: a removed member's session ends at once, a demoted one acts with the
+  new role.
 """
 from __future__ import annotations
 
@@ -24,11 +37,16 @@ from dataclasses import dataclass
 from typing import Optional
 
 from chalicelib import config
-from chalicelib.domain import limits
+from chalicelib.domain import limits, strength
 from chalicelib.ports import UserExists
+from chalicelib.ports.people import MemberExists
 from chalicelib.errors import Unauthorized, ValidationFailed
 from chalicelib.services.context import Context, default_context, new_workspace_id
-from chalicelib.services import ratelimits
+from chalicelib.services import mailing, members, ratelimits
+from chalicelib.services.tokens import (  # noqa: F401 - normalise_email and dashboard_url are used by pages too
+    LINK_INVALID, dashboard_url, new_token, normalise_email, token_digest,
+)
+from chalicelib.services import tokens
 from chalicelib.services.workspaces import MAX_WORKSPACE_NAME, WorkspaceService
 
 MIN_PASSWORD, MAX_PASSWORD = limits.PASSWORD_CHARS
@@ -45,9 +63,10 @@ DEVICE_MAX_AGE_SECONDS = 180 * 24 * 3600
 SIGN_UP_PER_IP = limits.SIGN_UP_PER_IP
 
 BAD_CREDENTIALS = "Email or password is incorrect."
-SIGN_UP_REFUSED = ("We could not create an account with these details. "
-                   "If you already have an account, sign in instead.")
 CSRF_SALT = "docpub.dashboard.csrf"
+# How long a path that sends no mail waits when no mail has been timed yet (seconds).
+DEFAULT_MAIL_SECONDS = 0.05
+MAX_PAD_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -57,6 +76,14 @@ class Session:
     workspace_id: str
     created_ms: int
     expires_ms: int
+    role: str = "owner"
+
+    @property
+    def actor(self):
+        from chalicelib.services.access import Actor
+
+        return Actor(self.workspace_id, role=self.role, member=self.email, surface="dashboard",
+                     write_limit_scope=None)
 
 
 @dataclass(frozen=True)
@@ -68,10 +95,6 @@ class StartedSession:
 
 def hash_session_id(session_id: str) -> str:
     return hashlib.sha256(session_id.encode("utf-8")).hexdigest()
-
-
-def normalise_email(email: Optional[str]) -> str:
-    return (email or "").strip().lower()
 
 
 @functools.lru_cache(maxsize=8)
@@ -91,6 +114,15 @@ def _dummy_hash(cost: tuple[int, int, int]) -> str:
     return _hasher(cost).hash(secrets.token_urlsafe(16))
 
 
+def check_password(password: Optional[str], field: str = "password", context: tuple = ()) -> None:
+    """The account password rule (contract 7d): 8 to 200 characters, not weak."""
+    if not MIN_PASSWORD <= len(password or "") <= MAX_PASSWORD:
+        raise ValidationFailed.field(field, f"must be {MIN_PASSWORD} to {MAX_PASSWORD} characters")
+    reason = strength.weakness(password or "", context)
+    if reason:
+        raise ValidationFailed.field(field, f"is too easy to guess: {reason}")
+
+
 def _verify(password_hash: str, password: str) -> bool:
     from argon2.exceptions import InvalidHashError, VerificationError
 
@@ -106,33 +138,189 @@ class AccountService:
 
     # ---------------------------------------------------------------- sign up / in / out
 
-    def sign_up(self, email: str, password: str, workspace_name: str, client_ip: str) -> StartedSession:
+    def sign_up(self, email: str, password: str, workspace_name: str, client_ip: str) -> str:
+        """Create an account and its workspace, unconfirmed, and mail a confirmation link.
+        The answer (the normalised email) is the same whether or not the email has an
+        account: then the mail says so instead (or, unconfirmed, carries a new link)."""
         self._hit("signup-ip", client_ip, SIGN_UP_PER_IP)
         email = normalise_email(email)
+        name = (workspace_name or "").strip()
         fields = []
         if len(email) > MAX_EMAIL or not _EMAIL_SHAPE.match(email):
             fields.append({"field": "email", "message": "must be a valid email address"})
         if not MIN_PASSWORD <= len(password or "") <= MAX_PASSWORD:
             fields.append({"field": "password", "message": f"must be {MIN_PASSWORD} to {MAX_PASSWORD} characters"})
-        name = (workspace_name or "").strip()
         if not 1 <= len(name) <= MAX_WORKSPACE_NAME:
             fields.append({"field": "workspace_name", "message": f"must be 1 to {MAX_WORKSPACE_NAME} characters"})
         if fields:
             raise ValidationFailed(f"{fields[0]['field']}: {fields[0]['message']}", {"fields": fields})
-        workspace_id = new_workspace_id()
+        check_password(password, context=(email, name))
+        password_hash = password_hasher().hash(password)  # both paths pay for one hash
+        existing = self.ctx.users.get(email)
+        if existing is None:
+            try:
+                self._create_account(email, password_hash, name)
+            except UserExists:
+                existing = self.ctx.users.get(email)
+        if existing is not None:
+            # Never a second password for an existing account (nor a confirmation of the
+            # first claimant's): the owner of the address signs in, or resets to claim it.
+            if self._quietly_within("verify-resend", email, limits.VERIFY_RESEND_PER_ACCOUNT):
+                self._mail("exists", email, sign_in_link=dashboard_url("sign-in"),
+                           reset_link=dashboard_url("forgot"))
+            else:
+                self._pad()
+            return email
+        self._send_verification(email)
+        return email
+
+    def _create_account(self, email: str, password_hash: str, workspace_name: str,
+                        verified_ms: Optional[int] = None, workspace_id: Optional[str] = None,
+                        own_workspace: bool = True) -> None:
         now_ms = self.ctx.now_ms()
-        user = {"email": email, "password_hash": password_hasher().hash(password), "workspace_id": workspace_id,
-                "role": "owner", "created_ms": now_ms, "password_changed_ms": now_ms}
+        workspace_id = workspace_id or new_workspace_id()
+        user = {"email": email, "password_hash": password_hash, "workspace_id": workspace_id,
+                "role": "owner", "created_ms": now_ms, "password_changed_ms": now_ms,
+                "email_verified_ms": verified_ms}
+        self.ctx.users.create(user)  # claims the email first: a taken email creates nothing
+        if not own_workspace:
+            return
         try:
-            self.ctx.users.create(user)  # claims the email first: a taken email creates nothing
-        except UserExists:
-            raise ValidationFailed(SIGN_UP_REFUSED, {"fields": [{"field": "email", "message": SIGN_UP_REFUSED}]})
-        try:
-            WorkspaceService(self.ctx).create_workspace(name, "free", workspace_id=workspace_id, with_key=False)
+            WorkspaceService(self.ctx).create_workspace(workspace_name, "free", workspace_id=workspace_id,
+                                                        with_key=False)
+            self.ctx.people.add_member({"workspace_id": workspace_id, "email": email, "role": "owner",
+                                        "created_ms": now_ms})
         except BaseException:
             self.ctx.users.delete(email)
             raise
-        return self._start(email, workspace_id)
+
+    def _send_verification(self, email: str) -> None:
+        token, digest = new_token()
+        now_ms = self.ctx.now_ms()
+        self.ctx.people.put_token(self._token("verify", digest, email, limits.VERIFY_LINK_SECONDS, now_ms))
+        self._mail("verify", email, link=dashboard_url("verify", token=token),
+                   hours=limits.VERIFY_LINK_SECONDS // 3600)
+
+    def _token(self, kind: str, digest: str, email: str, seconds: int, now_ms: int, **more) -> dict:
+        return {"token_hash": digest, "kind": kind, "email": email, "created_ms": now_ms,
+                "expires_ms": now_ms + seconds * 1000, "expires_at": now_ms // 1000 + seconds + 3600, **more}
+
+    def verify_email(self, token: Optional[str]) -> StartedSession:
+        """The confirmation link: the email is confirmed and the browser signed in."""
+        record = self._use(token, "verify")
+        user = self.ctx.users.get(record["email"])
+        if user is None:
+            raise ValidationFailed(LINK_INVALID)
+        if not user.get("email_verified_ms"):
+            self.ctx.users.set_fields(user["email"], {"email_verified_ms": self.ctx.now_ms()})
+        return self._start_in(user)
+
+    def _use(self, token: Optional[str], kind: str) -> dict:
+        """Use a one-time token of `kind` (once); the one clear answer for any bad link."""
+        if not tokens.well_formed(token):
+            raise ValidationFailed(LINK_INVALID)
+        digest = token_digest(token)
+        record = self.ctx.people.get_token(digest)
+        if record is None or record["kind"] != kind:
+            raise ValidationFailed(LINK_INVALID)
+        used = self.ctx.people.use_token(digest, self.ctx.now_ms())
+        if used is None:
+            raise ValidationFailed(LINK_INVALID)
+        return used
+
+    def peek_token(self, token: Optional[str], kind: str) -> Optional[dict]:
+        """A usable (unused, unexpired) token of `kind`, without using it (forms show it first)."""
+        return tokens.peek(self.ctx, token, kind)
+
+    # ---------------------------------------------------------------- forgot / reset
+
+    def forgot_password(self, email: str, client_ip: str) -> str:
+        """Mail a reset link if the email has an account; the same answer either way."""
+        self._hit("reset-ip", client_ip, limits.RESET_PER_IP)
+        email = normalise_email(email)
+        if len(email) > MAX_EMAIL or not _EMAIL_SHAPE.match(email):
+            raise ValidationFailed.field("email", "must be a valid email address")
+        user = self.ctx.users.get(email)
+        if user is None or not self._quietly_within("reset-account", email, limits.RESET_PER_ACCOUNT):
+            self._pad()
+            return email
+        token, digest = new_token()
+        now_ms = self.ctx.now_ms()
+        self.ctx.people.put_token(self._token("reset", digest, email, limits.RESET_LINK_SECONDS, now_ms,
+                                              password_changed_ms=user.get("password_changed_ms") or 0))
+        self._mail("reset", email, link=dashboard_url("reset", token=token),
+                   minutes=limits.RESET_LINK_SECONDS // 60)
+        return email
+
+    def reset_password(self, token: Optional[str], new_password: str) -> StartedSession:
+        """A new password from a reset link: every other session of the account ends,
+        the email counts as confirmed (the link reached it), and this browser is signed in."""
+        record = self.peek_token(token, "reset")
+        if record is None:
+            raise ValidationFailed(LINK_INVALID)
+        check_password(new_password, "new_password", (record["email"],))
+        user = self.ctx.users.get(record["email"])
+        changed_at = (user or {}).get("password_changed_ms") or 0
+        link_made_for = record.get("password_changed_ms", 0)  # the change the link was made after
+        if user is None or changed_at != link_made_for:
+            raise ValidationFailed(LINK_INVALID)
+        self._use(token, "reset")
+        now_ms = self.ctx.now_ms()
+        if not self.ctx.users.set_password(user["email"], user["password_hash"],
+                                           password_hasher().hash(new_password), now_ms):
+            raise ValidationFailed(LINK_INVALID)
+        if not user.get("email_verified_ms"):
+            self.ctx.users.set_fields(user["email"], {"email_verified_ms": now_ms})
+        self.ctx.sessions.delete_for_user(user["email"])
+        return self._start_in(user)
+
+    # ---------------------------------------------------------------- sign-in links (operator)
+
+    def login_link(self, workspace_id: str) -> str:
+        """A one-time dashboard sign-in link for the workspace's first owner (`make admin login-link`)."""
+        from chalicelib.errors import NotFound
+
+        owners = [m for m in self.ctx.people.list_members(workspace_id) if m["role"] == "owner"]
+        if not owners:
+            user_owner = None
+        else:
+            user_owner = owners[0]["email"]
+        if user_owner is None:
+            raise NotFound("That workspace has no owner account (or does not exist).")
+        token, digest = new_token()
+        self.ctx.people.put_token(self._token("login", digest, user_owner, limits.LOGIN_LINK_SECONDS,
+                                              self.ctx.now_ms(), workspace_id=workspace_id))
+        return dashboard_url("login", token=token)
+
+    def use_login_link(self, token: Optional[str]) -> StartedSession:
+        record = self._use(token, "login")
+        user = self.ctx.users.get(record["email"])
+        if user is None or members.role_in(self.ctx, record["workspace_id"], user["email"]) is None:
+            raise ValidationFailed(LINK_INVALID)
+        if not user.get("email_verified_ms"):
+            self.ctx.users.set_fields(user["email"], {"email_verified_ms": self.ctx.now_ms()})
+        return self._start(user["email"], record["workspace_id"])
+
+    # ---------------------------------------------------------------- invitations
+
+    def sign_up_invited(self, token: Optional[str], password: str) -> StartedSession:
+        """Create the invited person's account from the invitation (the link proves the
+        mailbox: the email counts as confirmed) and join the workspace."""
+        from chalicelib.services.people import PeopleService
+
+        invite = self.peek_token(token, "invite")
+        if invite is None:
+            raise ValidationFailed(LINK_INVALID)
+        check_password(password, context=(invite["email"],))
+        if self.ctx.users.get(invite["email"]) is not None:
+            raise ValidationFailed("You already have an account: sign in to accept the invitation.")
+        try:
+            self._create_account(invite["email"], password_hasher().hash(password), "", self.ctx.now_ms(),
+                                 workspace_id=invite["workspace_id"], own_workspace=False)
+        except UserExists:
+            raise ValidationFailed("You already have an account: sign in to accept the invitation.") from None
+        PeopleService(self.ctx).accept(token, invite["email"])
+        return self._start(invite["email"], invite["workspace_id"])
 
     def sign_in(self, email: str, password: str, client_ip: str,
                 previous_session_id: Optional[str] = None, device_cookie: Optional[str] = None) -> StartedSession:
@@ -163,9 +351,42 @@ class AccountService:
         if password_hasher().check_needs_rehash(user["password_hash"]):
             self.ctx.users.set_password(email, user["password_hash"], password_hasher().hash(password),
                                         self.ctx.now_ms())
+        if not user.get("email_verified_ms"):
+            if self._quietly_within("verify-resend", email, limits.VERIFY_RESEND_PER_ACCOUNT):
+                self._send_verification(email)
+            raise Unauthorized(f"Confirm your email address first: we sent a link to {email}. "
+                               "Open it to finish signing up.")
         if previous_session_id:
             self.sign_out(previous_session_id)  # rotation: the pre-sign-in id never becomes valid
-        return self._start(email, user["workspace_id"])
+        return self._start_in(user)
+
+    def _start_in(self, user: dict) -> StartedSession:
+        """A session in the person's default workspace, or their first one."""
+        email = user["email"]
+        workspace_id = user.get("workspace_id")
+        if not workspace_id or members.role_in(self.ctx, workspace_id, email) is None:
+            memberships = members.workspaces_of(self.ctx, email)
+            if not memberships:
+                raise Unauthorized("This account is not a member of any workspace any more. "
+                                   "Ask a workspace owner for a new invitation.")
+            workspace_id = memberships[0]["workspace_id"]
+        return self._start(email, workspace_id)
+
+    def switch_workspace(self, session_id: str, workspace_id: str) -> Session:
+        """Act in another workspace the person belongs to (the dashboard's switcher)."""
+        from chalicelib.errors import NotFound
+
+        session = self.session(session_id)
+        if session is None:
+            raise Unauthorized("Your session has ended; sign in again.")
+        role = members.role_in(self.ctx, workspace_id, session.email) if isinstance(workspace_id, str) \
+            and len(workspace_id) < 100 else None
+        if role is None:
+            raise NotFound("No such workspace.")
+        self.ctx.sessions.set_workspace(session.session_hash, workspace_id)
+        self.ctx.users.set_fields(session.email, {"workspace_id": workspace_id})
+        return Session(session.session_hash, session.email, workspace_id, session.created_ms, session.expires_ms,
+                       role)
 
     @staticmethod
     def device_token(email: str) -> str:
@@ -208,7 +429,11 @@ class AccountService:
         if item["expires_ms"] <= self.ctx.now_ms():
             self.ctx.sessions.delete(digest)
             return None
-        return Session(digest, item["email"], item["workspace_id"], item["created_ms"], item["expires_ms"])
+        role = members.role_in(self.ctx, item["workspace_id"], item["email"])
+        if role is None:  # removed from the workspace: this session ended with the membership
+            self.ctx.sessions.delete(digest)
+            return None
+        return Session(digest, item["email"], item["workspace_id"], item["created_ms"], item["expires_ms"], role)
 
     def change_password(self, session_id: str, current_password: str, new_password: str,
                         client_ip: str) -> StartedSession:
@@ -221,8 +446,7 @@ class AccountService:
         if user is None or not _verify(user["password_hash"], (current_password or "")[:MAX_PASSWORD]):
             raise ValidationFailed("The current password is incorrect.",
                                    {"fields": [{"field": "current_password", "message": "is incorrect"}]})
-        if not MIN_PASSWORD <= len(new_password or "") <= MAX_PASSWORD:
-            raise ValidationFailed.field("new_password", f"must be {MIN_PASSWORD} to {MAX_PASSWORD} characters")
+        check_password(new_password, "new_password", (session.email,))
         if not self.ctx.users.set_password(session.email, user["password_hash"],
                                            password_hasher().hash(new_password), self.ctx.now_ms()):
             raise ValidationFailed("The password was changed at the same time; sign in again.")
@@ -234,7 +458,8 @@ class AccountService:
         session_id = secrets.token_urlsafe(32)
         now_ms = self.ctx.now_ms()
         lifetime = config.dashboard_session_seconds()
-        session = Session(hash_session_id(session_id), email, workspace_id, now_ms, now_ms + lifetime * 1000)
+        role = members.role_in(self.ctx, workspace_id, email) or "viewer"
+        session = Session(hash_session_id(session_id), email, workspace_id, now_ms, now_ms + lifetime * 1000, role)
         self.ctx.sessions.create({"session_hash": session.session_hash, "email": email,
                                   "workspace_id": workspace_id, "created_ms": now_ms,
                                   "expires_ms": session.expires_ms,
@@ -264,10 +489,40 @@ class AccountService:
             return False
         return isinstance(value, str) and hmac.compare_digest(value, _binding_digest(binding))
 
+    # ---------------------------------------------------------------- mail and timing
+
+    def _mail(self, kind: str, to: str, **values) -> None:
+        import time
+
+        started = time.perf_counter()
+        mailing.send(self.ctx, mailing.render(kind, to, **values))
+        elapsed = time.perf_counter() - started
+        _MAIL_SECONDS[0] = 0.8 * _MAIL_SECONDS[0] + 0.2 * elapsed
+
+    def _pad(self) -> None:
+        """Wait about as long as sending a message takes, so a path that sends none
+        (an unknown email) does not answer faster than one that does."""
+        self.ctx.sleep(min(MAX_PAD_SECONDS, _MAIL_SECONDS[0]))
+
+    def _quietly_within(self, kind: str, key: str, rate: tuple[int, int]) -> bool:
+        """Claim a slot of a per-account limit without telling the caller it was full
+        (that would say the account exists): False means "send nothing"."""
+        from chalicelib.errors import RateLimited
+
+        try:
+            self._hit(kind, _scope_digest(key), rate)
+        except RateLimited:
+            return False
+        return True
+
     # ---------------------------------------------------------------- rate limits
 
     def _hit(self, kind: str, key: str, rate: tuple[int, int], refusal: Optional[str] = None) -> None:
         ratelimits.hit(self.ctx, ratelimits.scope_key(kind, key), rate, limits.REFUSALS[refusal or kind])
+
+
+# A running average of how long sending one message takes (seconds), per process.
+_MAIL_SECONDS = [DEFAULT_MAIL_SECONDS]
 
 
 def _binding_digest(binding: str) -> str:

@@ -40,6 +40,7 @@ class Credentials:
     """A presented API key, parsed and hashed; verified later against storage."""
     key_id: str
     key_hash: str
+    surface: str = "api"  # or "mcp": where the key was presented (the activity log says)
 
 
 def credentials_from_headers(headers: Mapping[str, str]) -> Credentials:

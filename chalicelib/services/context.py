@@ -16,6 +16,7 @@ from chalicelib.ports import (
 )
 from chalicelib.ports.cdn import CdnInvalidator, PendingInvalidationRepository
 from chalicelib.ports.mail import Mailer
+from chalicelib.ports.people import PeopleRepository
 from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.webhooks import WebhookRepository
 
@@ -147,6 +148,10 @@ class Context:
     @property
     def webhooks(self) -> WebhookRepository:
         return self.repos.webhooks
+
+    @property
+    def people(self) -> PeopleRepository:
+        return self.repos.people  # type: ignore[return-value]
 
     @property
     def views(self) -> ViewCounterRepository:

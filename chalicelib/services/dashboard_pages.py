@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
+from chalicelib.domain import roles
 from chalicelib.models import DocumentDetail, DocumentList, DocumentStats, DocumentSummary, Feedback, Workspace
 from chalicelib.services import access
 from chalicelib.services.access import Who
@@ -154,14 +155,19 @@ class DashboardPages:
 
     def keys_page(self, who: Who) -> KeysPage:
         workspace_id = access.actor(self.documents.ctx, who).workspace_id
-        listed = self.workspaces.list_keys(workspace_id)
+        listed = self.workspaces.list_keys(workspace_id, by=who)
         return KeysPage(workspace=self.workspaces.get_workspace(workspace_id), keys=listed,
                         active_count=sum(1 for k in listed if not k["revoked"]))
 
     def workspace_page(self, who: Who) -> WorkspacePage:
         workspace_id = access.actor(self.documents.ctx, who).workspace_id
-        active = [k for k in self.workspaces.list_keys(workspace_id) if not k["revoked"]]
-        return WorkspacePage(workspace=self.workspaces.get_workspace(workspace_id), key_count=len(active),
+        # Keys are the editors' business: a viewer's page counts them from the workspace record.
+        workspace = self.workspaces.get_workspace(workspace_id)
+        if roles.allows(access.role_of(who), "list_keys"):
+            key_count = sum(1 for k in self.workspaces.list_keys(workspace_id, by=who) if not k["revoked"])
+        else:
+            key_count = int((self.documents.ctx.workspaces.get(workspace_id) or {}).get("key_count", 0))
+        return WorkspacePage(workspace=workspace, key_count=key_count,
                              most_viewed=self.views.most_viewed(who))
 
     def _workspace(self, who: Who) -> Workspace:

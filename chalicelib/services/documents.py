@@ -30,7 +30,7 @@ from chalicelib.errors import (
 )
 from chalicelib.models import (
     DocumentDetail, DocumentList, DocumentSummary, EditRequest, FileInfo, EditResponse, EditSummary,
-    PublishRequest, PublishResponse, UpdateDocumentRequest, VersionInfo,
+    PublishRequest, PublishResponse, UpdateDocumentRequest, VersionInfo, VersionList,
 )
 from chalicelib.services import access, cdn, cursors, ratelimits
 from chalicelib.services import content as content_files
@@ -41,6 +41,8 @@ from chalicelib.services.access import (  # noqa: F401  (also imported from here
 from chalicelib.services.context import (
     Context, default_context, new_document_id, new_share_id, new_version_id, rfc3339,
 )
+from chalicelib.services import activity
+from chalicelib.services.access import requires
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +72,7 @@ def summary_model(doc: dict) -> DocumentSummary:
         latest_version_id=doc["latest_version_id"],
         open_feedback_count=doc.get("open_feedback_count", 0),
         share_enabled=links.enabled(doc), share_expires_at=rfc3339(links.expires_ms(doc)),
+        share_access=doc.get("share_access") or "public",
     )
 
 
@@ -220,6 +223,7 @@ class DocumentService:
 
     # ---------------------------------------------------------------- publish
 
+    @requires("publish_document")
     def publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str] = None,
                 upload: Optional[tuple[str, bytes]] = None,
                 content: Optional["content_files.Content"] = None) -> WriteResult:
@@ -229,6 +233,7 @@ class DocumentService:
         return self._with_rate_headers(lambda seen: self._publish(who, request, idempotency_key, seen, upload,
                                                                   content))
 
+    @requires("restore_version")
     def restore(self, who: Who, document_id: str, number: int, note: str,
                 base_version_id: Optional[str] = None) -> WriteResult:
         """Publish version `number` again as the newest: its page, Markdown source and files."""
@@ -312,15 +317,19 @@ class DocumentService:
                                            version_number=version["number"], share_url=share_url(share_id))
                 idem_record = self._idem_record(actor, digest, request_hash, response, now_ms)
                 quota = self._quota(actor, doc, version["size_bytes"], now_ms)
+                # The activity log's line is stored in the same atomic step as the version.
+                logged = activity.entry(self.ctx, actor, actor.workspace_id, "document.publish", document_id,
+                                        {"title": title, "version": version["number"]})
                 try:
                     if doc is None:
                         self._create(actor, document_id, share_id, request, title, version, slot, idem_record,
-                                     link_changes, quota)
+                                     link_changes, quota, logged)
                     else:
                         changes = {"title": title, "latest_content": _content_kind(version), **link_changes}
                         if request.description is not None:
                             changes["description"] = request.description
                         self.ctx.documents.append_version(doc, version, changes, slot, idem_record, quota,
+                                                          activity=logged,
                                                           event=self._published(doc, version, changes))
                 except QuotaReached as exc:
                     raise self._quota_error(exc, quota, doc, now_ms) from exc  # refused: nothing committed
@@ -385,11 +394,14 @@ class DocumentService:
             changes["share_enabled"] = request.share_enabled
         if "share_expires_at" in given:
             changes["share_expires_ms"] = links.parse_expiry(request.share_expires_at, self.ctx.now_ms())
+        if "share_access" in given and request.share_access is not None:
+            changes["share_access"] = request.share_access
         return changes
 
     def _create(self, actor: Actor, document_id: str, share_id: str, request: PublishRequest, title: str,
                 version: dict, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
-                link_changes: Optional[dict] = None, quota: Optional[Quota] = None) -> None:
+                link_changes: Optional[dict] = None, quota: Optional[Quota] = None,
+                logged: Optional[dict] = None) -> None:
         # The cap is a condition of the transaction (no read of the workspace first):
         # it holds unless the workspace's plan at commit time is uncapped.
         max_documents = limits.FREE_MAX_DOCUMENTS
@@ -402,6 +414,7 @@ class DocumentService:
         doc.update({k: v for k, v in (link_changes or {}).items() if v is not None})
         try:
             self.ctx.documents.create(doc, version, max_documents, plans.UNCAPPED_PLANS, slot, idem, quota,
+                                      activity=logged,
                                       event=self._published(None, version, doc))
         except DocumentCapReached as exc:
             current = (exc.workspace or {}).get("document_count", max_documents)
@@ -448,6 +461,7 @@ class DocumentService:
 
     # ---------------------------------------------------------------- edit
 
+    @requires("edit_document")
     def edit(self, who: Who, document_id: str, request: EditRequest) -> WriteResult:
         document_id = canonical_document_id(document_id)
         return self._with_rate_headers(lambda seen: self._edit(who, document_id, request, seen))
@@ -482,8 +496,10 @@ class DocumentService:
             objects.touch_files(files or [])  # an edit keeps the version's files
             quota = self._quota(actor, doc, version["size_bytes"], now_ms)
             try:
-                self.ctx.documents.append_version(doc, version, {}, slot, None, quota,
-                                              event=self._published(doc, version, {}))
+                logged = activity.entry(self.ctx, actor, actor.workspace_id, "document.edit", document_id,
+                                        {"title": doc.get("title"), "version": version["number"]})
+                self.ctx.documents.append_version(doc, version, {}, slot, None, quota, activity=logged,
+                                                  event=self._published(doc, version, {}))
             except QuotaReached as exc:
                 self._discard(object_key)
                 raise self._quota_error(exc, quota, doc, now_ms) from exc
@@ -545,6 +561,7 @@ class DocumentService:
 
     # ---------------------------------------------------------------- reads
 
+    @requires("get_document")
     def get(self, who: Who, document_id: str, include_html: bool = False,
             version_id: Optional[str] = None, include_source: bool = False) -> DocumentDetail:
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
@@ -571,6 +588,7 @@ class DocumentService:
                               passphrase_protected=bool(doc.get("passphrase_hash")), html=html,
                               views_total=views_total, last_viewed_at=last_viewed_at, format=fmt, source=source)
 
+    @requires("download_document")
     def download(self, who: Who, document_id: str, version_id: Optional[str] = None) -> "content_files.Download":
         """The owner's download of a version (the latest by default): .html, .md or .zip."""
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
@@ -583,6 +601,7 @@ class DocumentService:
         except BlobNotFound:
             raise VersionContentMissing(wanted) from None
 
+    @requires("get_document")
     def get_html(self, who: Who, document_id: str, version_number: Optional[int] = None) -> tuple[dict, dict, str]:
         """(document, version, html) of the latest or a numbered version."""
         found = access.find_document(self.ctx, access.actor(self.ctx, who), document_id)
@@ -593,6 +612,7 @@ class DocumentService:
             raise NotFound(f"No version {number} of document {document_id}.")
         return doc, version, self._read_html(doc, version["version_id"])
 
+    @requires("list_documents")
     def list(self, who: Who, limit: int = 20, cursor: Optional[str] = None,
              query: Optional[str] = None) -> DocumentList:
         actor = access.actor(self.ctx, who)
@@ -641,36 +661,61 @@ class DocumentService:
 
     # ---------------------------------------------------------------- update / delete
 
+    @requires("update_document")
     def update(self, who: Who, document_id: str, request: UpdateDocumentRequest) -> DocumentDetail:
         document_id = canonical_document_id(document_id)
         fields = request.model_dump(exclude_unset=True, exclude_none=True,
-                                    exclude={"share_enabled", "share_expires_at"})
+                                    exclude={"share_enabled", "share_expires_at", "share_access"})
         fields.update(self._link_changes(request))
         if not fields:
             raise ValidationFailed(
-                "Give title, description, share_enabled and/or share_expires_at to change.",
+                "Give title, description, share_enabled, share_expires_at and/or share_access to change.",
                 {"fields": [{"field": "title", "message": "at least one field to change is required"}]})
         actor, doc, _ = self._load(who, document_id)
+        share_fields = set(fields) & {"share_enabled", "share_expires_ms", "share_access"}
+        logged = activity.entry(self.ctx, actor, actor.workspace_id,
+                                "share.settings" if share_fields == set(fields) else "document.update",
+                                document_id, {"title": fields.get("title") or doc.get("title"),
+                                              "fields": ", ".join(sorted(fields))})
         try:
-            self.ctx.documents.update_fields(doc, fields)
+            self.ctx.documents.update_fields(doc, fields, activity=logged)
         except StaleDocument as exc:
             raise document_not_found(document_id) from exc
         if links.withdraws(doc, fields, self.ctx.now_ms()):
             cdn.withdraw(self.ctx, doc["share_id"], "link settings")
         return self.get(actor, document_id)
 
+    @requires("delete_document")
     def delete(self, who: Who, document_id: str) -> None:
         document_id = canonical_document_id(document_id)
-        _, doc, _ = self._load(who, document_id, include_deleting=True)  # key + document: one round trip
+        actor, doc, _ = self._load(who, document_id, include_deleting=True)  # key + document: one round trip
         if not doc.get("deleting"):
             try:
-                self.ctx.documents.begin_delete(doc, self._event("document.deleted", doc, self.ctx.now_ms()))
+                self.ctx.documents.begin_delete(doc, activity=activity.entry(
+                    self.ctx, actor, actor.workspace_id, "document.delete", document_id, {"title": doc.get("title")}),
+                    event=self._event("document.deleted", doc, self.ctx.now_ms()))
                 self.ctx.nudge_outbox()
             except StaleDocument:
                 pass  # a concurrent delete got there first; finish the job with it
         cdn.withdraw(self.ctx, doc["share_id"], "delete")
         self.finish_delete(doc)
 
+    @requires("get_document")
+    def list_versions(self, who: Who, document_id: str, limit: int = 20,
+                      cursor: Optional[str] = None) -> VersionList:
+        """Every version of a document, newest first, `limit` a page (GET one lists the newest 100)."""
+        document_id = canonical_document_id(document_id)
+        found = access.find_document(self.ctx, who, document_id, with_versions=True)
+        listing = f"versions:{document_id}"
+        offset = _decode_offset(cursors.unseal(found.actor.workspace_id, listing, cursor))
+        newest_first = list(reversed(found.versions))
+        page = newest_first[offset:offset + limit]
+        more = offset + limit < len(newest_first)
+        return VersionList(versions=[version_model(v) for v in page],
+                           next_cursor=cursors.seal(found.actor.workspace_id, listing,
+                                                    _encode_offset(offset + limit) if more else None))
+
+    @requires("delete_version")
     def delete_version(self, who: Who, document_id: str, version_id: str) -> None:
         """Delete one old version (never the latest: 409) and free its storage."""
         document_id = canonical_document_id(document_id)

@@ -22,6 +22,7 @@ from chalicelib.services import access
 from chalicelib.services.access import Who
 from chalicelib.services.context import Context, default_context
 from chalicelib.services.documents import DocumentService, WriteResult
+from chalicelib.services.access import requires
 
 FEATURE_MESSAGES = {
     "dashboard_editing": "Editing in the dashboard is a Pro feature; upload a new version instead, "
@@ -58,6 +59,7 @@ class EditingService:
         self.ctx = ctx or default_context()
         self.documents = DocumentService(self.ctx)
 
+    @requires("publish_document")
     def upload(self, who: Who, data: bytes, title: Optional[str] = None, note: Optional[str] = None,
                document_id: Optional[str] = None, description: Optional[str] = None,
                filename: Optional[str] = None) -> WriteResult:
@@ -91,6 +93,7 @@ class EditingService:
             title=title, html=html, note=note or None, document_id=document_id,
             description=description if description else None))
 
+    @requires("edit_document")
     def save_html(self, who: Who, document_id: str, html: str, note: Optional[str] = None,
                   base_version_id: Optional[str] = None) -> WriteResult:
         """Pro: store HTML edited in the browser as a new version (409 if someone published meanwhile)."""
@@ -101,6 +104,7 @@ class EditingService:
             title=document.title, html=html, note=note or None, document_id=document_id,
             base_version_id=base_version_id or None))
 
+    @requires("restore_version")
     def restore_version(self, who: Who, document_id: str, number: int) -> WriteResult:
         """Publish an older version's HTML again, as the newest version."""
         actor = access.actor(self.ctx, who)
@@ -111,6 +115,7 @@ class EditingService:
         return self.documents.restore(actor, found.document_id, number, f"Restored version {number}",
                                       base_version_id=found.doc["latest_version_id"])
 
+    @requires("diff_versions")
     def compare(self, who: Who, document_id: str, old_number: int, new_number: int) -> VersionPair:
         actor = access.actor(self.ctx, who)
         document, old, old_html = self.documents.get_html(actor, document_id, old_number)

@@ -32,6 +32,7 @@ from chalicelib.services.access import Who
 from chalicelib.services.events import make_event
 from chalicelib.services.context import Context, default_context, new_feedback_id, rfc3339
 from chalicelib.services.sharing import ShareService
+from chalicelib.services.access import requires
 
 STATUSES = ("open", "resolved", "all")
 MAX_LIMIT = 100
@@ -154,6 +155,7 @@ class FeedbackService:
         return self._reply(lambda: self._thread_of(actor.workspace_id, feedback_id), message, None, "owner",
                            lambda: None, "")
 
+    @requires("list_feedback")
     def list(self, who: Who, document_id: str | None = None, status: str = "open", limit: int = 20,
              cursor: str | None = None, since: str | None = None, wait: int | None = None) -> FeedbackList:
         if status not in STATUSES:
@@ -201,6 +203,7 @@ class FeedbackService:
             raise ValidationFailed.field("cursor", cursors.MESSAGE) from exc
         return items, cursors.seal(actor.workspace_id, listing, next_cursor)
 
+    @requires("resolve_feedback")
     def resolve(self, who: Who, feedback_id: str, resolved: bool = True) -> Feedback:
         """Mark resolved (or, with resolved=False, open again); repeating is harmless."""
         actor = access.actor(self.ctx, who)

@@ -29,10 +29,11 @@ from typing import Iterable, Optional
 from urllib.parse import urlencode, urlsplit
 
 from chalicelib import config, models
-from chalicelib.domain import limits
+from chalicelib.domain import limits, roles
 from chalicelib.domain.clients import MAX_CLIENT_NAME, MAX_PARAM, MAX_REDIRECT_URIS, valid_redirect_uri
 from chalicelib.errors import DocpubError, RateLimited
-from chalicelib.services import ratelimits
+from chalicelib.services import access, activity, members, ratelimits
+from chalicelib.services.access import Actor
 from chalicelib.services.context import Context, default_context, rfc3339
 
 SCOPES = ("docs:read", "docs:write", "feedback")
@@ -88,11 +89,15 @@ class NotRedirectable(OAuthError):
 
 @dataclass(frozen=True)
 class Principal:
-    """Who an access token acts for: one workspace, some scopes, one grant."""
+    """Who an access token acts for: one workspace, some scopes, one grant, with the
+    role its approver has now (the scopes are cut to what that role may hold)."""
     workspace_id: str
     grant_id: str
     client_id: str
     scopes: tuple[str, ...]
+    role: str = "editor"
+    user: Optional[str] = None
+    client_name: Optional[str] = None
 
     @property
     def write_limit_scope(self) -> str:
@@ -357,13 +362,17 @@ class OAuthService:
         return AuthorizationRequest(client, redirect_uri, state, params["code_challenge"], resource_url(), scopes)
 
     def decide(self, request: AuthorizationRequest, allow: bool, workspace_id: str, user: str,
-               scopes: Optional[Iterable[str]] = None) -> str:
+               scopes: Optional[Iterable[str]] = None, by=None) -> str:
         """The person's answer on the consent page: where to send the browser."""
+        if by is not None:
+            access.authorize(by, "approve_app")
         if not allow:
             return redirect_with(request.redirect_uri, error="access_denied",
                                  error_description="The person declined the request.", state=request.state,
                                  iss=issuer())
-        granted = tuple(s for s in request.scopes if scopes is None or s in set(scopes))
+        # A grant never exceeds its approver's role (a viewer's gets docs:read and feedback).
+        ceiling = set(roles.ROLE_SCOPES.get(members.role_in(self.ctx, workspace_id, user) or "", ()))
+        granted = tuple(s for s in request.scopes if (scopes is None or s in set(scopes)) and s in ceiling)
         if not granted:
             return redirect_with(request.redirect_uri, error="access_denied",
                                  error_description="No access was granted.", state=request.state, iss=issuer())
@@ -425,6 +434,9 @@ class OAuthService:
         self.repo.create_grant(grant, access, refresh, digest(code))
         if client.get("kind") == "registered" and client.get("expires_ms") is not None:
             self.repo.keep_client(client["client_id"])
+        approver = Actor(grant["workspace_id"], member=grant["user"], surface="dashboard")
+        activity.record(self.ctx, approver, grant["workspace_id"], "app.connect", grant["grant_id"],
+                        {"client": grant["client_name"], "scopes": " ".join(grant["scopes"])})
         return answer
 
     def _refresh(self, client: dict, form: dict) -> models.TokenResponse:
@@ -508,9 +520,17 @@ class OAuthService:
             raise _invalid_token("This access was revoked in the dashboard.")
         if record.get("audience") != resource_url():
             raise _invalid_token("The access token was issued for another resource.")
+        role = members.role_in(self.ctx, record["workspace_id"], grant.get("user"))
+        if role is None:
+            # The approver left the workspace: their grants went with them.
+            self.repo.revoke_grant(grant["grant_id"], now_ms)
+            raise _invalid_token("The person who connected this app is no longer a member of the workspace.")
         if now_ms - grant.get("last_used_ms", 0) >= TOUCH_EVERY_MS:
             self.repo.touch_grant(grant["grant_id"], now_ms)
-        return Principal(record["workspace_id"], record["grant_id"], record["client_id"], tuple(record["scopes"]))
+        allowed = set(roles.ROLE_SCOPES[role])
+        return Principal(record["workspace_id"], record["grant_id"], record["client_id"],
+                         tuple(s for s in record["scopes"] if s in allowed), role, grant.get("user"),
+                         grant.get("client_name") or grant["client_id"])
 
     @staticmethod
     def require_scope(principal: Optional[Principal], tool: str) -> None:
@@ -526,19 +546,38 @@ class OAuthService:
 
     # ---------------------------------------------------------------- dashboard: connected apps
 
-    def connected_apps(self, workspace_id: str) -> list[dict]:
+    def connected_apps(self, workspace_id: str, by=None) -> list[dict]:
+        if by is not None:
+            access.authorize(by, "list_apps")
         return [{"grant_id": g["grant_id"], "client_name": g.get("client_name") or g["client_id"],
                  "client_id": g["client_id"], "scopes": list(g.get("scopes", [])), "user": g.get("user"),
                  "created_at": rfc3339(g.get("created_ms")), "last_used_at": rfc3339(g.get("last_used_ms"))}
                 for g in self.repo.list_grants(workspace_id) if g.get("revoked_ms") is None]
 
-    def disconnect(self, workspace_id: str, grant_id: str) -> None:
+    def disconnect(self, workspace_id: str, grant_id: str, by=None) -> Optional[dict]:
         from chalicelib.errors import NotFound
 
         grant = self.repo.get_grant(grant_id) if isinstance(grant_id, str) and len(grant_id) < 64 else None
-        if grant is None or grant["workspace_id"] != workspace_id:
+        if grant is not None and grant["workspace_id"] != workspace_id:
+            grant = None
+        if by is not None and (grant is None or grant.get("user") != getattr(by, "member", None)):
+            access.authorize(by, "disconnect_app")  # anyone may disconnect their own app
+        if grant is None:
             raise NotFound("No such connected app.")
-        self.repo.revoke_grant(grant_id, self.ctx.now_ms())
+        revoked = self.repo.revoke_grant(grant_id, self.ctx.now_ms())
+        if by is not None:
+            activity.record(self.ctx, by, workspace_id, "app.disconnect", grant_id,
+                            {"client": grant.get("client_name") or grant["client_id"]})
+        return revoked
+
+    def revoke_grants_of(self, workspace_id: str, user: str) -> int:
+        """A member left: every grant they approved for the workspace ends now."""
+        revoked = 0
+        for grant in self.repo.list_grants(workspace_id):
+            if grant.get("user") == user and grant.get("revoked_ms") is None:
+                self.repo.revoke_grant(grant["grant_id"], self.ctx.now_ms())
+                revoked += 1
+        return revoked
 
 
 class RedirectError(OAuthError):

@@ -77,6 +77,20 @@ def oauth():
 
 
 @functools.lru_cache(maxsize=None)
+def people():
+    from chalicelib.services.people import PeopleService
+
+    return PeopleService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
+def activity():
+    from chalicelib.services.activity import ActivityService
+
+    return ActivityService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
 def dashboard_pages():
     from chalicelib.services.dashboard_pages import DashboardPages
 
@@ -97,5 +111,7 @@ def reset() -> None:
     editing.cache_clear()
     views.cache_clear()
     oauth.cache_clear()
+    people.cache_clear()
+    activity.cache_clear()
     dashboard_pages.cache_clear()
     context.default_context.cache_clear()

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 from chalicelib import config
-from chalicelib.domain import limits, links, plans
+from chalicelib.domain import limits, links, plans, strength
 from chalicelib.errors import FeatureNotInPlan, Gone, NotFound, RateLimited, Unauthorized, ValidationFailed
 from chalicelib.models import ShareRotated
 from chalicelib.ports import BlobNotFound, StaleDocument, version_key
 from chalicelib.services import access, cdn, ratelimits
 from chalicelib.services.context import Context, default_context, new_share_id
+from chalicelib.services import activity
+from chalicelib.services.access import requires
 
 MIN_PASSPHRASE, MAX_PASSPHRASE = limits.PASSPHRASE_CHARS
 UNLOCK_MAX_AGE_SECONDS = 7 * 24 * 3600
@@ -30,6 +32,12 @@ UNLOCK_COOKIE = "dp_unlock"
 # storage itself through a short-lived presigned URL (deployed); locally, here.
 INLINE_FILE_BYTES = 4 * 1024 * 1024
 FILE_REDIRECT_SECONDS = 60
+# Workspace-only links (contract 7d): a signed pass naming the member, for one link
+# (Path=/d/<share>), issued by the dashboard to a signed-in member; membership is
+# checked again on every request, so a removed member's pass stops working at once.
+MEMBER_COOKIE = "dp_member"
+MEMBER_SALT = "docpub.share.member"
+MEMBER_PASS_SECONDS = 12 * 3600
 ROTATE_ATTEMPTS = 5  # each lost race means another rotation committed; give up (429) after this many
 _SHARE_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 _VERSION_ID = re.compile(r"^v_[A-Za-z0-9_-]{1,60}$")
@@ -41,6 +49,25 @@ class Locked(Unauthorized):
 
 class WrongPassphrase(Unauthorized):
     pass
+
+
+class MembersOnly(Locked):
+    """A workspace-only link opened by someone not signed in as a member."""
+
+
+@dataclass(frozen=True)
+class ViewerCookies:
+    """What a share-link viewer presents: the unlock cookie and the member pass."""
+    unlock: Optional[str] = None
+    member: Optional[str] = None
+
+    @staticmethod
+    def of(value: "Union[str, ViewerCookies, None]") -> "ViewerCookies":
+        return value if isinstance(value, ViewerCookies) else ViewerCookies(unlock=value)
+
+
+def members_only(doc: dict) -> bool:
+    return doc.get("share_access") == "workspace"
 
 
 @dataclass(frozen=True)
@@ -73,7 +100,8 @@ class Access:
 
     @property
     def protected(self) -> bool:
-        return bool(self.doc.get("passphrase_hash"))
+        """Not for every viewer alike (passphrase, or members only): never in a shared cache."""
+        return bool(self.doc.get("passphrase_hash")) or members_only(self.doc)
 
 
 @dataclass(frozen=True)
@@ -83,6 +111,7 @@ class SharePage:
     share_id: str
     locked: bool
     protected: bool
+    members_only: bool = False  # locked because the link is for signed-in members only
     title: Optional[str] = None
     version_id: Optional[str] = None
     version_number: Optional[int] = None
@@ -135,24 +164,13 @@ class Unlocked:
     path: str
 
 
-# zxcvbn's score (0 to 4) below which a passphrase is refused; its cost grows with
-# length, so it judges the first characters only (where any weakness shows anyway).
-MIN_PASSPHRASE_SCORE = 2
-STRENGTH_CHECKED_CHARS = 72
-
-
 def refuse_weak_passphrase(passphrase: str) -> None:
     """422 naming `passphrase` and why, for a passphrase a guesser would try early
-    (`password1`, `aaaaaaaa`): unlock limits slow guessing, they cannot stop it."""
-    from zxcvbn import zxcvbn  # lazy: only passphrase changes pay for its dictionaries
-
-    result = zxcvbn(passphrase[:STRENGTH_CHECKED_CHARS])
-    if result["score"] >= MIN_PASSPHRASE_SCORE:
-        return
-    feedback = result.get("feedback") or {}
-    reasons = [feedback.get("warning") or "It is too easy to guess."] + list(feedback.get("suggestions") or [])
-    reason = " ".join(r.strip().rstrip(".") + "." for r in reasons if r and r.strip())
-    raise ValidationFailed.field("passphrase", f"is too easy to guess: {reason}")
+    (`password1`, `aaaaaaaa`): unlock limits slow guessing, they cannot stop it.
+    The same rule as account passwords (domain/strength.py)."""
+    reason = strength.weakness(passphrase)
+    if reason:
+        raise ValidationFailed.field("passphrase", f"is too easy to guess: {reason}")
 
 
 def failure_scope(doc: dict) -> str:
@@ -226,15 +244,20 @@ class ShareService:
         """How long a shared cache may keep a public answer of this link (<= 60 s, never past expiry)."""
         return links.cache_seconds(doc, self.ctx.now_ms())
 
-    def access(self, share_id: str, unlock_cookie: Optional[str] = None,
+    def access(self, share_id: str, unlock_cookie: "Union[str, ViewerCookies, None]" = None,
                version_number: Optional[int] = None, looked_up: Optional[tuple] = None) -> Access:
         """Resolve a link to a version the viewer may see. Raises NotFound (unknown,
-        deleted, no such version) or Locked (protected and not unlocked). `looked_up`:
+        deleted, no such version), MembersOnly (a workspace link, not a member's pass)
+        or Locked (protected and not unlocked). A member needs no passphrase. `looked_up`:
         what `lookup` returned a moment ago (else storage is read now)."""
         if version_number is not None and version_number < 1:
             raise NotFound("No such version.")
+        cookies = ViewerCookies.of(unlock_cookie)
         doc, workspace, version = self._resolve(share_id, version_number, looked_up)
-        if doc.get("passphrase_hash") and not self.cookie_unlocks(doc, unlock_cookie):
+        if members_only(doc):
+            if not self.member_pass_valid(doc, cookies.member):
+                raise MembersOnly("This document is shared with the members of its workspace only.")
+        elif doc.get("passphrase_hash") and not self.cookie_unlocks(doc, cookies.unlock):
             raise Locked("This document is protected by a passphrase.")
         ttl = self.cache_seconds(doc)
         if version_number is None:
@@ -249,6 +272,8 @@ class ShareService:
              unlock_cookie: Optional[str] = None) -> SharePage:
         try:
             access = self.access(share_id, unlock_cookie, version_number)
+        except MembersOnly:
+            return SharePage(share_id=share_id, locked=True, protected=True, members_only=True)
         except Locked:
             return SharePage(share_id=share_id, locked=True, protected=True)
         ws = access.workspace
@@ -270,7 +295,7 @@ class ShareService:
         from chalicelib.ports import document_prefix
 
         doc, workspace, _ = self._resolve(share_id)
-        if doc.get("passphrase_hash"):
+        if doc.get("passphrase_hash") or members_only(doc):
             raise NotFound("No such link.")
         name = Branding(workspace.get("plan", "free"), workspace.get("brand_name"),
                         workspace.get("brand_tagline")).card_name
@@ -312,9 +337,13 @@ class ShareService:
         if not version_id or not _VERSION_ID.match(version_id):
             raise NotFound("No such version.")
         doc, _workspace, _ = self._resolve(share_id)
-        protected = bool(doc.get("passphrase_hash"))
-        if protected and not (self.cookie_unlocks(doc, unlock_cookie) or self._grant_valid(
-                doc, content_token, CONTENT_SALT, CONTENT_TOKEN_SECONDS, version_id)):
+        cookies = ViewerCookies.of(unlock_cookie)
+        protected = bool(doc.get("passphrase_hash")) or members_only(doc)
+        token_ok = self._grant_valid(doc, content_token, CONTENT_SALT, CONTENT_TOKEN_SECONDS, version_id)
+        if members_only(doc):
+            if not (self.member_pass_valid(doc, cookies.member) or token_ok):
+                raise MembersOnly("This document is shared with the members of its workspace only.")
+        elif protected and not (self.cookie_unlocks(doc, cookies.unlock) or token_ok):
             raise Locked("This document is protected by a passphrase.")
         return ContentRef(doc, version_id, protected, self.cache_seconds(doc))
 
@@ -356,6 +385,38 @@ class ShareService:
 
     def cookie_unlocks(self, doc: dict, cookie: Optional[str]) -> bool:
         return self._grant_valid(doc, cookie, UNLOCK_SALT, UNLOCK_MAX_AGE_SECONDS)
+
+    # ---------------------------------------------------------------- member passes
+
+    def member_pass(self, share_id: str, who) -> tuple[str, int, str]:
+        """(cookie value, max age, path) letting the member `who` (a dashboard Actor)
+        open a workspace-only link of their workspace; NotFound for anything else."""
+        from chalicelib.services import members
+
+        doc, _workspace, _ = self._resolve(share_id)
+        if not (who.member and members.role_in(self.ctx, doc["workspace_id"], who.member)):
+            raise NotFound("This document is shared with the members of its workspace only, "
+                           "and you are not one of them.")
+        value = _serializer(MEMBER_SALT).dumps({"d": doc["document_id"], "m": who.member,
+                                                "t": self.ctx.now_ms() // 1000})
+        return value, MEMBER_PASS_SECONDS, share_path(share_id)
+
+    def member_pass_valid(self, doc: dict, value: Optional[str]) -> bool:
+        if not value or len(value) > 1000:
+            return False
+        from itsdangerous import BadSignature
+
+        from chalicelib.services import members
+
+        try:
+            data = _serializer(MEMBER_SALT).loads(value)
+        except BadSignature:
+            return False
+        if not isinstance(data, dict) or data.get("d") != doc["document_id"] or not isinstance(data.get("t"), int):
+            return False
+        if not 0 <= self.ctx.now_ms() // 1000 - data["t"] < MEMBER_PASS_SECONDS:
+            return False
+        return members.role_in(self.ctx, doc["workspace_id"], data.get("m")) is not None
 
     def _grant(self, doc: dict, salt: str, version_id: Optional[str] = None) -> str:
         """A signed grant for this document and passphrase epoch, issued now (and
@@ -402,6 +463,7 @@ class ShareService:
             raise WrongPassphrase("That passphrase is not right.")
         return self._cookie(doc)
 
+    @requires("get_document")
     def failed_unlocks(self, who, document_id: str) -> FailedUnlocks:
         """For the owner: wrong passphrases tried on this document within the budget's window."""
         doc = self._owned(who, document_id, allow_free=True)
@@ -433,6 +495,7 @@ class ShareService:
 
     # ---------------------------------------------------------------- passphrase (owners)
 
+    @requires("set_passphrase")
     def set_passphrase(self, who, document_id: str, passphrase: str) -> None:
         if not isinstance(passphrase, str) or not MIN_PASSPHRASE <= len(passphrase) <= MAX_PASSPHRASE:
             raise ValidationFailed.field("passphrase", f"must be {MIN_PASSPHRASE} to {MAX_PASSPHRASE} characters")
@@ -443,7 +506,10 @@ class ShareService:
         except StaleDocument as exc:
             raise access.document_not_found(document_id) from exc
         cdn.withdraw(self.ctx, doc["share_id"], "passphrase")  # set or changed: narrows access
+        activity.record(self.ctx, who, doc["workspace_id"], "share.passphrase_set", doc["document_id"],
+                        {"title": doc.get("title")})
 
+    @requires("clear_passphrase")
     def clear_passphrase(self, who, document_id: str) -> None:
         # A workspace moved back to free may still remove a passphrase it set on Pro.
         doc = self._owned(who, document_id, allow_free=True)
@@ -451,9 +517,12 @@ class ShareService:
             self.ctx.documents.set_passphrase(doc, None)
         except StaleDocument as exc:
             raise access.document_not_found(document_id) from exc
+        activity.record(self.ctx, who, doc["workspace_id"], "share.passphrase_removed", doc["document_id"],
+                        {"title": doc.get("title")})
 
     # ---------------------------------------------------------------- rotate (owners)
 
+    @requires("rotate_share_link")
     def rotate(self, who, document_id: str) -> ShareRotated:
         """Give the document a new share id: the old link is 404 at once (its share
         item goes in the same transaction that adds the new one) and the CDN is asked
@@ -468,6 +537,8 @@ class ShareService:
                 doc = access.check_still_visible(self.ctx, found.actor, found.document_id)  # rotated meanwhile
                 continue
             cdn.withdraw(self.ctx, doc["share_id"], "rotate")
+            activity.record(self.ctx, found.actor, doc["workspace_id"], "share.rotate", doc["document_id"],
+                            {"title": doc.get("title")})
             return ShareRotated(share_url=config.base_url() + share_path(new_id))
         raise RateLimited(1, "The link is being rotated by another request; retry in 1 s.")
 

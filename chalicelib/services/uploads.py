@@ -27,6 +27,7 @@ from chalicelib.ports import BlobNotFound
 from chalicelib.services import access, ratelimits
 from chalicelib.services.content import MARKDOWN_UPLOADS, HTML_UPLOADS, UPLOAD_TYPES, ZIP_UPLOADS
 from chalicelib.services.context import Context, default_context, rfc3339
+from chalicelib.services.access import requires
 
 if TYPE_CHECKING:
     from itsdangerous import URLSafeTimedSerializer
@@ -71,6 +72,7 @@ class UploadService:
     def __init__(self, ctx: Optional[Context] = None):
         self.ctx = ctx or default_context()
 
+    @requires("create_upload")
     def create(self, who: Who, filename: str, size_bytes: int) -> Ticket:
         actor = access.actor(self.ctx, who)
         check_declared(filename, size_bytes)

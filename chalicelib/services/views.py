@@ -40,6 +40,7 @@ from chalicelib.ports.views import ViewCounts
 from chalicelib.services import access
 from chalicelib.services.context import Context, default_context, rfc3339
 from chalicelib.services.sharing import ShareService
+from chalicelib.services.access import requires
 
 
 # Most viewed: ranks the workspace's most recently updated documents (a
@@ -181,6 +182,7 @@ class ViewService:
         window = rules.window(self.ctx.now_ms(), days)
         return window, self.ctx.views.counts(document_id, window[0], window[-1])
 
+    @requires("get_document_stats")
     def stats(self, who, document_id: str, days: int = rules.DEFAULT_STATS_DAYS) -> DocumentStats:
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
         versions = sorted(found.versions, key=lambda v: v["number"])
@@ -207,6 +209,7 @@ class ViewService:
             out[document_id] = (window, [counts.days.get(day, 0) for day in window])
         return out
 
+    @requires("list_documents")
     def most_viewed(self, who, days: int = 30, limit: int = 5) -> list[Ranked]:
         """The workspace's documents with the most views in the last `days` days
         (ties: more all-time views first); documents never viewed are left out."""

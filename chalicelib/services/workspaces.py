@@ -11,6 +11,8 @@ from chalicelib.errors import FeatureNotInPlan, NotFound, PlanLimitReached, Vali
 from chalicelib.models import MeResponse, Usage, Workspace
 from chalicelib.services import auth, ratelimits
 from chalicelib.services.context import Context, default_context, new_workspace_id, rfc3339
+from chalicelib.services import access, activity
+from chalicelib.services.access import Who, requires
 
 MAX_WORKSPACE_NAME = 100
 MAX_KEY_NAME = 100
@@ -73,6 +75,7 @@ class WorkspaceService:
         """The verified key item for presented credentials (one GetItem)."""
         return auth.verify(credentials, self.ctx.keys.get(credentials.key_id))
 
+    @requires("get_workspace_info")
     def me(self, who) -> MeResponse:
         """The caller's workspace: `who` is API-key credentials or an authenticated Actor."""
         from chalicelib.services.access import Actor
@@ -98,16 +101,29 @@ class WorkspaceService:
         key = self.create_key(workspace_id, "default", api_key=api_key, operator=True) if with_key else None
         return self.get_workspace(workspace_id), key
 
-    def set_plan(self, workspace_id: str, plan: str) -> Workspace:
+    def _as(self, by: Optional[Who], operation: str, workspace_id: str) -> Who:
+        """The caller of a workspace operation: `by` (role-checked, its own workspace
+        only), or the operator when None (make admin, make run, the service itself)."""
+        who = by if by is not None else access.operator(workspace_id)
+        access.authorize(who, operation)
+        access.same_workspace(who, workspace_id)
+        return who
+
+    def set_plan(self, workspace_id: str, plan: str, by: Optional[Who] = None) -> Workspace:
+        who = self._as(by, "set_plan", workspace_id)
         self._check_plan(plan)
         if self.ctx.workspaces.get(workspace_id) is None:
             raise NotFound("No such workspace.")
-        return workspace_model(self.ctx.workspaces.set_plan(workspace_id, plan))
+        changed = workspace_model(self.ctx.workspaces.set_plan(workspace_id, plan))
+        activity.record(self.ctx, who, workspace_id, "workspace.plan", workspace_id, {"plan": plan})
+        return changed
 
     def create_key(self, workspace_id: str, name: str = "default", api_key: Optional[str] = None,
-                   operator: bool = False) -> CreatedKey:
+                   operator: bool = False, by: Optional[Who] = None) -> CreatedKey:
         """A new key (shown once). Self-service creations (the dashboard) are limited to
-        KEYS_CREATED_PER_WORKSPACE; the operator's CLI is not (`operator`)."""
+        KEYS_CREATED_PER_WORKSPACE; the operator's CLI is not (`operator`). `by`: the
+        member asking (role-checked), else the operator."""
+        who = self._as(by, "create_key", workspace_id)
         name = (name or "").strip() or "default"
         if len(name) > MAX_KEY_NAME:
             raise ValidationFailed.field("name", f"must be at most {MAX_KEY_NAME} characters")
@@ -130,21 +146,30 @@ class WorkspaceService:
             raise PlanLimitReached(
                 f"The free plan allows {max_keys} API key; revoke it or upgrade to Pro for more.",
                 {"limit": max_keys, "current": current}) from exc
+        activity.record(self.ctx, who, workspace_id, "key.create", credentials.key_id, {"name": name})
         return CreatedKey(credentials.key_id, secret, workspace_id, name)
 
-    def revoke_key(self, key_id: str, workspace_id: Optional[str] = None) -> dict:
+    def revoke_key(self, key_id: str, workspace_id: Optional[str] = None, by: Optional[Who] = None) -> dict:
         # Ids we never issue are 404 without a lookup (DynamoDB refuses keys over 2 KB).
+        if by is not None:
+            workspace_id = by.workspace_id if isinstance(by, access.Actor) else workspace_id
+            self._as(by, "revoke_key", workspace_id)  # the role first: a viewer learns nothing of keys
         item = self.ctx.keys.get(key_id) if re.fullmatch(r"key_[0-9a-f]{20}", key_id or "") else None
         if item is None or (workspace_id is not None and item["workspace_id"] != workspace_id):
             raise NotFound("No such API key.")
-        return key_summary(self.ctx.keys.revoke(key_id, self.ctx.now_ms()) or item)
+        who = self._as(by, "revoke_key", item["workspace_id"])
+        revoked = key_summary(self.ctx.keys.revoke(key_id, self.ctx.now_ms()) or item)
+        activity.record(self.ctx, who, item["workspace_id"], "key.revoke", key_id, {"name": item.get("name")})
+        return revoked
 
-    def list_keys(self, workspace_id: str) -> list[dict]:
+    def list_keys(self, workspace_id: str, by: Optional[Who] = None) -> list[dict]:
+        self._as(by, "list_keys", workspace_id)
         return [key_summary(i) for i in self.ctx.keys.list_for_workspace(workspace_id)]
 
     def set_branding(self, workspace_id: str, brand_name: Optional[str],
-                     brand_tagline: Optional[str]) -> Workspace:
+                     brand_tagline: Optional[str], by: Optional[Who] = None) -> Workspace:
         """Pro: the name and tagline share pages show. Empty values clear them."""
+        who = self._as(by, "set_branding", workspace_id)
         item = self.ctx.workspaces.get(workspace_id)
         if item is None:
             raise NotFound("No such workspace.")
@@ -162,8 +187,11 @@ class WorkspaceService:
             fields.append({"field": "brand_name", "message": "is required when a tagline is set"})
         if fields:
             raise ValidationFailed(f"{fields[0]['field']}: {fields[0]['message']}", {"fields": fields})
-        return workspace_model(self.ctx.workspaces.set_fields(
+        changed = workspace_model(self.ctx.workspaces.set_fields(
             workspace_id, {"brand_name": name or None, "brand_tagline": tagline or None}))
+        activity.record(self.ctx, who, workspace_id, "workspace.branding", workspace_id,
+                        {"brand_name": name or None})
+        return changed
 
     @staticmethod
     def _check_plan(plan: str) -> None:

@@ -403,6 +403,7 @@ def test_sessions_and_their_expiry(repos):
 
     clock = FakeClock()
     service = AccountService(Context(repos=repos, clock=clock))
+    make_workspace(repos)
     repos.users.create({"email": "s@example.com", "password_hash": "h", "workspace_id": WS, "role": "owner",
                         "created_ms": 1, "password_changed_ms": 1})
     started = service._start("s@example.com", WS)

@@ -37,6 +37,20 @@ class UserRepository:
             return False
         return True
 
+    def set_fields(self, email_lower: str, fields: dict) -> bool:
+        """`email_verified_ms` and/or `workspace_id` (the person's default workspace)."""
+        unknown = set(fields) - {"email_verified_ms", "workspace_id"}
+        if unknown:
+            raise ValueError(f"not user fields: {sorted(unknown)}")
+        names = {f"#f{i}": k for i, k in enumerate(fields)}
+        values = {f":f{i}": v for i, v in enumerate(fields.values())}
+        try:
+            self.table.update(user_key(email_lower), "SET " + ", ".join(f"#f{i} = :f{i}" for i in range(len(fields))),
+                              "attribute_exists(PK)", names=names, values=values)
+        except ConditionFailed:
+            return False
+        return True
+
 
 class SessionRepository:
     """Dashboard sessions, keyed by the SHA-256 of the session id (the id itself is never stored).
@@ -57,7 +71,18 @@ class SessionRepository:
     def delete(self, session_hash: str) -> None:
         self.table.delete(session_key(session_hash))
 
-    def delete_for_user(self, email_lower: str) -> int:
+    def delete_for_user(self, email_lower: str, keep: Optional[str] = None) -> int:
         items = self.table.query_all("GSI1PK = :pk", {":pk": user_sessions_index_pk(email_lower)}, index="GSI1")
-        self.table.delete_keys([{"PK": i["PK"], "SK": i["SK"]} for i in items])
-        return len(items)
+        kept = {session_key(keep)["PK"]} if keep else set()
+        doomed = [{"PK": i["PK"], "SK": i["SK"]} for i in items if i["PK"] not in kept]
+        self.table.delete_keys(doomed)
+        return len(doomed)
+
+    def set_workspace(self, session_hash: str, workspace_id: str) -> bool:
+        """Switch a live session to another workspace (the service checked membership)."""
+        try:
+            self.table.update(session_key(session_hash), "SET workspace_id = :ws", "attribute_exists(PK)",
+                              values={":ws": workspace_id})
+        except ConditionFailed:
+            return False
+        return True

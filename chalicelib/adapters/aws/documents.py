@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 from chalicelib.adapters.aws.events import add_event
+from chalicelib.adapters.aws.people import activity_item
 from chalicelib.adapters.aws.keys import (
     WRITE_SHARDS, api_key_key, document_key, document_pk, documents_index_pk, documents_sort_key,
     idempotency_key, rate_key, share_key, version_item_key, workspace_key, write_shard_key, write_shard_keys,
@@ -164,6 +165,7 @@ class DocumentRepository:
     # writes
     def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
                slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
+               activity: Optional[dict] = None,
                event: Optional[dict] = None) -> None:
         """New document + version 1 + share link, atomically, counted against the
         cap unless the workspace's plan (as stored at commit) is uncapped."""
@@ -195,6 +197,8 @@ class DocumentRepository:
                "attribute_not_exists(PK)")
         tx.put({**share_key(doc["share_id"]), "document_id": doc["document_id"],
                 "workspace_id": doc["workspace_id"]}, "attribute_not_exists(PK)")
+        if activity is not None:
+            tx.put(activity_item(activity), "attribute_not_exists(PK)")
         add_event(tx, event)
         guards = Guards.add(tx, slot, idem)
         if window_index is not None:
@@ -212,7 +216,8 @@ class DocumentRepository:
 
     def append_version(self, doc: dict, version: dict, changes: dict,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
-                       quota: Optional[Quota] = None, event: Optional[dict] = None) -> None:
+                       quota: Optional[Quota] = None, activity: Optional[dict] = None,
+                       event: Optional[dict] = None) -> None:
         """Store version N+1 only if the document still has N versions (optimistic concurrency)."""
         tx = Transaction()
         sets = {"version_count": version["number"], "latest_version_id": version["version_id"],
@@ -232,6 +237,8 @@ class DocumentRepository:
         )
         tx.put({**version_item_key(doc["document_id"], version["number"]), **version},
                "attribute_not_exists(PK)")
+        if activity is not None:
+            tx.put(activity_item(activity), "attribute_not_exists(PK)")
         add_event(tx, event)
         guards = Guards.add(tx, slot, idem)
         if quota is not None:
@@ -277,11 +284,24 @@ class DocumentRepository:
             return False
         stored = self.table.get(version_item_key(document_id, version["number"]))
         return stored is not None and stored.get("version_id") == version["version_id"]
-    def update_fields(self, doc: dict, fields: dict) -> dict:
-        """Change metadata (no version); refuses a document being deleted."""
+
+    def update_fields(self, doc: dict, fields: dict, activity: Optional[dict] = None) -> dict:
+        """Change metadata (no version); refuses a document being deleted. With `activity`,
+        its log entry is written in the same transaction (still one call)."""
         names = {f"#a{i}": k for i, k in enumerate(fields)}
         values = {f":a{i}": v for i, v in enumerate(fields.values())}
         values[":ws"] = doc["workspace_id"]
+        if activity is not None:
+            tx = Transaction()
+            tx.update(document_key(doc["document_id"]),
+                      "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(fields))),
+                      LIVE_DOCUMENT, names=names, values=values)
+            tx.put(activity_item(activity), "attribute_not_exists(PK)")
+            try:
+                tx.commit()
+            except ConditionFailed as exc:
+                raise StaleDocument(None) from exc
+            return {**doc, **fields}
         try:
             return self.table.update(
                 document_key(doc["document_id"]),
@@ -336,7 +356,7 @@ class DocumentRepository:
         except ConditionFailed as exc:
             raise StaleDocument(None) from exc
 
-    def begin_delete(self, doc: dict, event: Optional[dict] = None) -> None:
+    def begin_delete(self, doc: dict, activity: Optional[dict] = None, event: Optional[dict] = None) -> None:
         """Step 1 of delete, atomically: hide the document from lists and share
         links and free its place in the plan count. The item stays, marked
         `deleting`, so a retried DELETE can find it and finish the cleanup."""
@@ -350,6 +370,8 @@ class DocumentRepository:
                   "document_count > :zero", values={":one": 1, ":zero": 0,
                                                     ":mb": -int(doc.get("stored_bytes", 0)),
                                                     ":mv": -int(doc.get("counted_versions", 0))})
+        if activity is not None:
+            tx.put(activity_item(activity), "attribute_not_exists(PK)")
         add_event(tx, event)
         try:
             tx.commit()

@@ -181,3 +181,25 @@ def deliveries_index_pk(webhook_id: str) -> str:
 
 
 DUE_INDEX_PK = "WHD#DUE"  # GSI2 of deliveries still to try
+
+
+# People (adapters/aws/people.py): members live in their workspace's partition.
+
+def member_key(workspace_id: str, email: str) -> dict:
+    return {"PK": f"WS#{workspace_id}", "SK": f"MEMBER#{email}"}
+
+
+def memberships_index_pk(email: str) -> str:
+    return f"USER#{email}#WORKSPACES"
+
+
+def account_token_key(token_hash: str) -> dict:
+    return {"PK": f"ACCT#{token_hash}", "SK": "TOKEN"}
+
+
+def invites_index_pk(workspace_id: str) -> str:
+    return f"WS#{workspace_id}#INVITES"
+
+
+def activity_pk(workspace_id: str) -> str:
+    return f"ACT#{workspace_id}"

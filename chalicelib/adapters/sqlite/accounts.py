@@ -7,7 +7,8 @@ from typing import Optional
 from chalicelib.adapters.sqlite.db import Database, one
 from chalicelib.ports.records import UserExists, WriteRefused
 
-USER_COLUMNS = ("email", "password_hash", "workspace_id", "role", "created_ms", "password_changed_ms")
+USER_COLUMNS = ("email", "password_hash", "workspace_id", "role", "created_ms", "password_changed_ms",
+                "email_verified_ms")
 SESSION_COLUMNS = ("session_hash", "email", "workspace_id", "created_ms", "expires_ms", "expires_at")
 
 
@@ -36,6 +37,16 @@ class UserRepository:
                                  (new_hash, now_ms, email_lower, expected_hash))
         return updated.rowcount > 0
 
+    def set_fields(self, email_lower: str, fields: dict) -> bool:
+        """`email_verified_ms` and/or `workspace_id` (the person's default workspace)."""
+        unknown = set(fields) - {"email_verified_ms", "workspace_id"}
+        if unknown:
+            raise ValueError(f"not user fields: {sorted(unknown)}")
+        with self.db.write() as tx:
+            assignments = ", ".join(f"{name} = ?" for name in fields)
+            return tx.execute(f"UPDATE users SET {assignments} WHERE email = ?",  # noqa: S608 - names checked
+                              (*fields.values(), email_lower)).rowcount > 0
+
 
 class SessionRepository:
     def __init__(self, db: Database):
@@ -58,6 +69,13 @@ class SessionRepository:
         with self.db.write() as tx:
             tx.execute("DELETE FROM sessions WHERE session_hash = ?", (session_hash,))
 
-    def delete_for_user(self, email_lower: str) -> int:
+    def delete_for_user(self, email_lower: str, keep: str | None = None) -> int:
         with self.db.write() as tx:
-            return tx.execute("DELETE FROM sessions WHERE email = ?", (email_lower,)).rowcount
+            return tx.execute("DELETE FROM sessions WHERE email = ? AND session_hash != ?",
+                              (email_lower, keep or "")).rowcount
+
+    def set_workspace(self, session_hash: str, workspace_id: str) -> bool:
+        """Switch a live session to another workspace (the service checked membership)."""
+        with self.db.write() as tx:
+            return tx.execute("UPDATE sessions SET workspace_id = ? WHERE session_hash = ?",
+                              (workspace_id, session_hash)).rowcount > 0

@@ -273,7 +273,56 @@ MIGRATIONS: list[str] = [
         version_total = (SELECT COUNT(*) FROM versions v JOIN documents d
                          ON d.document_id = v.document_id WHERE d.workspace_id = workspaces.id AND d.deleting = 0);
     """,
-    # 6 -> 7: the review loop (contract 7c): anchors, replies, the event log (waiting and the
+    # 6 -> 7: people (adapters/sqlite/people.py): members and roles, one-time tokens,
+    # the activity log, verified emails, workspace-only links. Every existing
+    # account becomes the owner of its workspace.
+    """
+    ALTER TABLE users ADD COLUMN email_verified_ms INTEGER;
+    UPDATE users SET email_verified_ms = created_ms;  -- accounts from before verification existed
+    ALTER TABLE documents ADD COLUMN share_access TEXT NOT NULL DEFAULT 'public'
+        CHECK (share_access IN ('public', 'workspace'));
+    CREATE TABLE members (
+        workspace_id    TEXT NOT NULL REFERENCES workspaces (id),
+        email           TEXT NOT NULL REFERENCES users (email),
+        role            TEXT NOT NULL CHECK (role IN ('owner', 'editor', 'viewer')),
+        created_ms      INTEGER NOT NULL,
+        added_by        TEXT,
+        PRIMARY KEY (workspace_id, email)
+    ) WITHOUT ROWID;
+    CREATE INDEX members_by_email ON members (email, created_ms);
+    INSERT INTO members (workspace_id, email, role, created_ms)
+        SELECT u.workspace_id, u.email, 'owner', u.created_ms FROM users u
+        WHERE EXISTS (SELECT 1 FROM workspaces w WHERE w.id = u.workspace_id);
+    CREATE TABLE account_tokens (
+        token_hash      TEXT PRIMARY KEY,  -- SHA-256 of the token; the token is never stored
+        kind            TEXT NOT NULL CHECK (kind IN ('verify', 'reset', 'invite', 'login')),
+        email           TEXT NOT NULL,
+        workspace_id    TEXT,
+        role            TEXT,
+        created_ms      INTEGER NOT NULL,
+        expires_ms      INTEGER NOT NULL,
+        used_ms         INTEGER,
+        password_changed_ms INTEGER,
+        invited_by      TEXT,
+        expires_at      INTEGER NOT NULL
+    );
+    CREATE INDEX account_tokens_invites ON account_tokens (workspace_id, kind, created_ms);
+    CREATE TABLE activity (
+        workspace_id    TEXT NOT NULL,
+        created_ms      INTEGER NOT NULL,
+        activity_id     TEXT NOT NULL,
+        actor_kind      TEXT NOT NULL,
+        actor           TEXT NOT NULL,
+        surface         TEXT NOT NULL,
+        action          TEXT NOT NULL,
+        target          TEXT,
+        detail          TEXT NOT NULL DEFAULT '{}',
+        expires_at      INTEGER NOT NULL,
+        PRIMARY KEY (workspace_id, created_ms, activity_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX activity_by_expiry ON activity (expires_at);
+    """,
+    # 7 -> 8: the review loop (contract 7c): anchors, replies, the event log (waiting and the
     # webhook outbox, written in the transaction of the change it reports), webhooks, deliveries.
     """
     ALTER TABLE feedback ADD COLUMN anchor TEXT;  -- JSON {quote, prefix?, suffix?} or NULL
@@ -334,7 +383,7 @@ MIGRATIONS: list[str] = [
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
-JSON_COLUMNS = ("writes", "hits", "files", "anchor", "payload", "events", "secrets")
+JSON_COLUMNS = ("writes", "hits", "files", "detail", "anchor", "payload", "events", "secrets")
 
 
 def row_dict(row: Optional[sqlite3.Row]) -> Optional[dict]:

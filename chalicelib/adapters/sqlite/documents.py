@@ -13,13 +13,14 @@ import sqlite3
 from typing import Iterable, Optional
 
 from chalicelib.adapters.sqlite import cursors
+from chalicelib.adapters.sqlite.people import insert_activity
 from chalicelib.adapters.sqlite.db import Database, one, row_dict
 from chalicelib.adapters.sqlite.feedback import insert_event
 from chalicelib.ports.records import (
     DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, StaleDocument, WriteRefused,
 )
 
-DOCUMENT_FIELDS = ("title", "description", "share_enabled", "share_expires_ms", "latest_content")
+DOCUMENT_FIELDS = ("title", "description", "share_enabled", "share_expires_ms", "latest_content", "share_access")
 VERSION_COLUMNS = "version_id, number, note, created_ms, size_bytes, blob_key AS s3_key, format, files"
 LIVE = "document_id = ? AND workspace_id = ? AND deleting = 0"
 MAX_GET_MANY = 100
@@ -155,6 +156,7 @@ class DocumentRepository:
 
     def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
                slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
+               activity: Optional[dict] = None,
                event: Optional[dict] = None) -> None:
         with self.db.write() as tx:
             check_guards(tx, slot, idem)
@@ -170,17 +172,20 @@ class DocumentRepository:
                        (doc["workspace_id"],))
             tx.execute("INSERT INTO documents (document_id, workspace_id, title, description, share_id, created_ms, "
                        "updated_ms, version_count, latest_version_id, latest_size, open_feedback_count, "
-                       "share_enabled, share_expires_ms, latest_content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       "share_enabled, share_expires_ms, latest_content, share_access) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        (doc["document_id"], doc["workspace_id"], doc["title"], doc.get("description") or "",
                         doc["share_id"], doc["created_ms"], doc["updated_ms"], doc["version_count"],
                         doc["latest_version_id"], doc["latest_size"], doc.get("open_feedback_count", 0),
                         0 if doc.get("share_enabled") is False else 1, doc.get("share_expires_ms"),
-                        doc.get("latest_content")))
+                        doc.get("latest_content"), doc.get("share_access") or "public"))
             self._insert_version(tx, doc["document_id"], version)
             tx.execute("INSERT INTO share_links (share_id, document_id, workspace_id) VALUES (?, ?, ?)",
                        (doc["share_id"], doc["document_id"], doc["workspace_id"]))
             claim_guards(tx, slot, idem)
             claim_quota(tx, quota)
+            if activity is not None:
+                insert_activity(tx, activity)
             insert_event(tx, event)
 
     @staticmethod
@@ -194,7 +199,8 @@ class DocumentRepository:
 
     def append_version(self, doc: dict, version: dict, changes: dict,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
-                       quota: Optional[Quota] = None, event: Optional[dict] = None) -> None:
+                       quota: Optional[Quota] = None, activity: Optional[dict] = None,
+                       event: Optional[dict] = None) -> None:
         _check_fields(changes)
         with self.db.write() as tx:
             check_guards(tx, slot, idem)
@@ -211,6 +217,8 @@ class DocumentRepository:
             self._insert_version(tx, doc["document_id"], version)
             claim_guards(tx, slot, idem)
             claim_quota(tx, quota)
+            if activity is not None:
+                insert_activity(tx, activity)
             insert_event(tx, event)
 
     def delete_version(self, doc: dict, version: dict) -> None:
@@ -232,7 +240,7 @@ class DocumentRepository:
 
         self.db.deleting(work)
 
-    def update_fields(self, doc: dict, fields: dict) -> dict:
+    def update_fields(self, doc: dict, fields: dict, activity: Optional[dict] = None) -> dict:
         _check_fields(fields)
         with self.db.write() as tx:
             changed = tx.execute(
@@ -240,6 +248,8 @@ class DocumentRepository:
                 (*fields.values(), doc["document_id"], doc["workspace_id"])).rowcount
             if not changed:
                 raise StaleDocument(None)
+            if activity is not None:
+                insert_activity(tx, activity)
             return _document(tx, doc["document_id"])
 
     def set_passphrase(self, doc: dict, passphrase_hash: Optional[str]) -> dict:
@@ -261,7 +271,7 @@ class DocumentRepository:
             tx.execute("INSERT INTO share_links (share_id, document_id, workspace_id) VALUES (?, ?, ?)",
                        (new_share_id, doc["document_id"], doc["workspace_id"]))
 
-    def begin_delete(self, doc: dict, event: Optional[dict] = None) -> None:
+    def begin_delete(self, doc: dict, activity: Optional[dict] = None, event: Optional[dict] = None) -> None:
         def work():
             with self.db.write() as tx:
                 current = _document(tx, doc["document_id"])
@@ -276,6 +286,8 @@ class DocumentRepository:
                 tx.execute("UPDATE workspaces SET document_count = document_count - 1, "
                            "storage_bytes = MAX(0, storage_bytes - ?), version_total = MAX(0, version_total - ?) "
                            "WHERE id = ?", (used["bytes"], used["n"], doc["workspace_id"]))
+                if activity is not None:
+                    insert_activity(tx, activity)
                 insert_event(tx, event)
 
         self.db.deleting(work)  # works on a full disk too (spends the reserve)

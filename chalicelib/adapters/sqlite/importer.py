@@ -154,6 +154,12 @@ def _import(folder: Path, items_file: Path, objects: Path) -> dict:
                         except sqlite3.IntegrityError:
                             log.warning("snapshot row skipped (its parent is missing)", extra={"table": table})
                     counts[table] = inserted
+                # Accounts from before people existed: confirmed, and owners of their workspace
+                # (what migration 5 does for accounts that were already in SQLite).
+                tx.execute("UPDATE users SET email_verified_ms = created_ms WHERE email_verified_ms IS NULL")
+                tx.execute("INSERT OR IGNORE INTO members (workspace_id, email, role, created_ms) "
+                           "SELECT u.workspace_id, u.email, 'owner', u.created_ms FROM users u "
+                           "WHERE EXISTS (SELECT 1 FROM workspaces w WHERE w.id = u.workspace_id)")
         finally:
             db.close()
         items_file.rename(items_file.with_name(ITEMS_FILE + IMPORTED_SUFFIX))

@@ -17,7 +17,7 @@ Importing this package registers every page on `bp`.
 """
 from chalicelib.entrypoints.dashboard.web import bp
 from chalicelib.entrypoints.dashboard import (  # noqa: F401 - importing registers the pages
-    accounts, apps, documents, feedback, keys, static, workspace,
+    accounts, apps, documents, feedback, keys, people, static, workspace,
 )
 
 __all__ = ["bp"]

@@ -24,13 +24,14 @@ def sign_up_form(page: Page):
 def sign_up(page: Page):
     form = page.form()
     try:
-        started = registry.accounts().sign_up(form.get("email", ""), form.get("password", ""),
-                                     form.get("workspace_name", ""), page.client_ip())
+        email = registry.accounts().sign_up(form.get("email", ""), form.get("password", ""),
+                                            form.get("workspace_name", ""), page.client_ip())
     except errors.DocpubError as exc:
         return render(page, "sign_up.html", status=exc.status, headers=dict(exc.headers), error=exc,
                       form={"email": form.get("email", ""), "workspace_name": form.get("workspace_name", "")})
-    _start_session(page, started)
-    return redirect(url("/keys", m="signed-up"))
+    # The same answer whether or not the email has an account (the mail tells its owner).
+    return render(page, "check_email.html", text=f"We sent a message to {email}. Open the link in it to "
+                                                 "confirm your address and finish signing up.")
 
 
 @route("/sign-in", signed_in=False)
@@ -50,11 +51,11 @@ def sign_in(page: Page):
     except errors.DocpubError as exc:
         return render(page, "sign_in.html", status=exc.status, headers=dict(exc.headers), error=exc,
                       form={"email": form.get("email", "")}, next=safe_next(form.get("next")))
-    _start_session(page, started)
+    start_session(page, started)
     return redirect(safe_next(form.get("next")))
 
 
-def _start_session(page: Page, started) -> None:
+def start_session(page: Page, started) -> None:
     page.session_id, page.session = started.session_id, started.session
     page.set_cookie(SESSION_COOKIE, started.session_id, max_age=config.dashboard_session_seconds())
     if started.device_token:  # this browser has signed in to this account (sign-in limits, services/accounts.py)
@@ -90,6 +91,6 @@ def change_password(page: Page):
     except errors.DocpubError as exc:
         return render(page, "account.html", status=exc.status, headers=dict(exc.headers), error=exc,
                       active="account")
-    _start_session(page, started)
+    start_session(page, started)
     return redirect(url("/account", m="password-changed"))
 

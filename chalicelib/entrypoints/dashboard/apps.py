@@ -4,6 +4,7 @@ from __future__ import annotations
 from urllib.parse import urlparse
 
 from chalicelib import errors
+from chalicelib.domain import roles
 from chalicelib.entrypoints.dashboard.web import SECURITY_HEADERS, Page, error_page, redirect, render, route, url
 from chalicelib.services import registry
 
@@ -40,7 +41,8 @@ def consent(page: Page):
     source = f"{target.scheme}:" if target.netloc.startswith("[") else f"{target.scheme}://{target.netloc}"
     csp = SECURITY_HEADERS["Content-Security-Policy"].replace("form-action 'self'", f"form-action 'self' {source}")
     return render(page, "consent.html", headers={"Content-Security-Policy": csp}, request=request,
-                  workspace=workspace, scopes=[(s, SCOPE_DESCRIPTIONS[s]) for s in request.scopes],
+                  workspace=workspace, scopes=[(s, SCOPE_DESCRIPTIONS[s]) for s in request.scopes
+                                               if s in roles.ROLE_SCOPES.get(page.role, ())],
                   params=request.params())
 
 
@@ -50,7 +52,8 @@ def consent_answer(page: Page):
     request, answer = _authorization(page, {k: v for k, v in form.items() if k not in ("csrf_token", "decision")})
     if request is None:
         return answer
-    location = registry.oauth().decide(request, form.get("decision") == "allow", page.workspace_id, page.session.email)
+    location = registry.oauth().decide(request, form.get("decision") == "allow", page.workspace_id,
+                                       page.session.email, by=page.actor)
     return redirect(location, 303)
 
 
@@ -58,12 +61,13 @@ def consent_answer(page: Page):
 def connected_apps(page: Page):
     from chalicelib.services.oauth import SCOPE_DESCRIPTIONS
 
-    return render(page, "apps.html", active="apps", apps=registry.oauth().connected_apps(page.workspace_id),
+    return render(page, "apps.html", active="apps",
+                  apps=registry.oauth().connected_apps(page.workspace_id, by=page.actor),
                   scope_descriptions=SCOPE_DESCRIPTIONS)
 
 
 @route("/apps/{grant_id}/revoke", methods=("POST",))
 def disconnect_app(page: Page, grant_id: str):
-    registry.oauth().disconnect(page.workspace_id, grant_id)
+    registry.oauth().disconnect(page.workspace_id, grant_id, by=page.actor)
     return redirect(url("/apps", m="disconnected"))
 

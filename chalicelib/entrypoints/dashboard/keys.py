@@ -22,7 +22,7 @@ def _keys_page(page: Page, status: int = 200, new_key=None, error=None) -> Respo
 @route("/keys", methods=("POST",))
 def create_key(page: Page):
     try:
-        created = registry.workspaces().create_key(page.workspace_id, page.form().get("name", ""))
+        created = registry.workspaces().create_key(page.workspace_id, page.form().get("name", ""), by=page.actor)
     except errors.DocpubError as exc:
         return _keys_page(page, exc.status, error=exc)
     # Shown once, in this answer only (no redirect, not cached).
@@ -31,5 +31,5 @@ def create_key(page: Page):
 
 @route("/keys/{key_id}/revoke", methods=("POST",))
 def revoke_key(page: Page, key_id: str):
-    registry.workspaces().revoke_key(key_id, page.workspace_id)
+    registry.workspaces().revoke_key(key_id, page.workspace_id, by=page.actor)
     return redirect(url("/keys", m="revoked"))

@@ -15,7 +15,7 @@ from urllib.parse import quote, unquote, urlencode, urlparse
 from chalice import Blueprint, Response
 
 from chalicelib import config, errors, rendering
-from chalicelib.domain import limits
+from chalicelib.domain import limits, roles
 from chalicelib.entrypoints.dashboard import forms
 from chalicelib.entrypoints.http import as_error, client_ip, compress, parse_cookies
 from chalicelib.models import MAX_HTML_BYTES
@@ -42,6 +42,15 @@ SECURITY_HEADERS = {
 # Flash messages are chosen by code, never echoed from the query string.
 MESSAGES = {
     "signed-up": "Welcome! Your workspace is ready. Create an API key to publish from scripts.",
+    "verified": "Email confirmed. Welcome! Create an API key to publish from scripts.",
+    "password-reset": "Password changed. Every other session of your account was signed out.",
+    "joined": "You joined the workspace.",
+    "switched": "Switched workspace.",
+    "invited": "Invitation sent.",
+    "invite-revoked": "Invitation withdrawn.",
+    "role-changed": "Role changed.",
+    "removed": "Member removed: their sessions and connected apps in this workspace ended.",
+    "left": "You left the workspace.",
     "signed-in": "Signed in.",
     "signed-out": "Signed out.",
     "expired": "Your session has ended; sign in again.",
@@ -88,9 +97,12 @@ class Page:
     # who
     @property
     def actor(self):
-        from chalicelib.services.access import Actor
+        """The signed-in member, with their current role in the current workspace."""
+        return self.session.actor
 
-        return Actor(self.session.workspace_id)
+    @property
+    def role(self) -> str:
+        return self.session.role if self.session else ""
 
     @property
     def workspace_id(self) -> str:
@@ -171,8 +183,12 @@ def template_globals() -> dict:
 def render(page: Page, template: str, status: int = 200, headers: Optional[dict] = None, **context) -> Response:
     context.setdefault("message", MESSAGES.get(page.query.get("m", "")))
     context.setdefault("active", "")
+    if page.session is not None and "my_workspaces" not in context:
+        context["my_workspaces"] = registry.people().workspaces_of(page.session.email)
     html = rendering.page("dashboard/" + template, template_globals(), session=page.session,
-                          csrf_token=page.csrf_token(), base_url=config.base_url(), **context)
+                          csrf_token=page.csrf_token(), base_url=config.base_url(),
+                          can=lambda operation: bool(page.session) and roles.allows(page.session.role, operation),
+                          **context)
     return Response(body=html, status_code=status,
                     headers={"Content-Type": "text/html; charset=utf-8", **(headers or {})})
 

@@ -23,7 +23,8 @@ def _workspace_page(page: Page, status: int = 200, error=None, form=None) -> Res
 def branding(page: Page):
     form = page.form()
     try:
-        registry.workspaces().set_branding(page.workspace_id, form.get("brand_name"), form.get("brand_tagline"))
+        registry.workspaces().set_branding(page.workspace_id, form.get("brand_name"), form.get("brand_tagline"),
+                                           by=page.actor)
     except errors.DocpubError as exc:
         return _workspace_page(page, exc.status, error=exc, form=form)
     return redirect(url("/workspace", m="branding-saved"))

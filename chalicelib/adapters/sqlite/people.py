@@ -1,0 +1,144 @@
+"""People on SQLite: members, one-time account tokens, the activity log
+(ports/people.py). Every change is one `BEGIN IMMEDIATE` transaction, so the
+last-owner rule and single use of tokens hold under concurrency."""
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+from chalicelib.adapters.sqlite import cursors
+from chalicelib.adapters.sqlite.db import Database, one
+from chalicelib.ports.people import LastOwner, MemberExists, NotMember
+
+TOKEN_COLUMNS = ("token_hash", "kind", "email", "workspace_id", "role", "created_ms", "expires_ms", "used_ms",
+                 "password_changed_ms", "invited_by", "expires_at")
+ACTIVITY_COLUMNS = ("workspace_id", "created_ms", "activity_id", "actor_kind", "actor", "surface", "action",
+                    "target", "detail", "expires_at")
+
+
+def _owners(tx, workspace_id: str) -> int:
+    return one(tx, "SELECT COUNT(*) AS n FROM members WHERE workspace_id = ? AND role = 'owner'",
+               (workspace_id,))["n"]
+
+
+def insert_activity(tx, entry: dict) -> None:
+    """Store an activity entry in the caller's transaction (also a version's), and sweep
+    up to 100 entries past their 90 days (bounded work per write)."""
+    row = {**entry, "detail": json.dumps(entry.get("detail") or {}, ensure_ascii=False)}
+    tx.execute(f"INSERT INTO activity ({', '.join(ACTIVITY_COLUMNS)}) "
+               f"VALUES ({', '.join('?' * len(ACTIVITY_COLUMNS))})",
+               tuple(row.get(c) for c in ACTIVITY_COLUMNS))
+    tx.execute("DELETE FROM activity WHERE (workspace_id, created_ms, activity_id) IN "
+               "(SELECT workspace_id, created_ms, activity_id FROM activity WHERE expires_at < ? LIMIT 100)",
+               (entry["created_ms"] // 1000,))
+
+
+class PeopleRepository:
+    def __init__(self, db: Database):
+        self.db = db
+
+    # ---------------------------------------------------------------- members
+
+    def get_member(self, workspace_id: str, email: str) -> Optional[dict]:
+        return self.db.one("SELECT * FROM members WHERE workspace_id = ? AND email = ?", (workspace_id, email))
+
+    def list_members(self, workspace_id: str) -> list[dict]:
+        return self.db.all("SELECT * FROM members WHERE workspace_id = ? ORDER BY created_ms, email",
+                           (workspace_id,))
+
+    def list_memberships(self, email: str) -> list[dict]:
+        return self.db.all("SELECT * FROM members WHERE email = ? ORDER BY created_ms, workspace_id", (email,))
+
+    def add_member(self, member: dict) -> None:
+        with self.db.write() as tx:
+            self._insert_member(tx, member)
+
+    @staticmethod
+    def _insert_member(tx, member: dict) -> None:
+        if one(tx, "SELECT 1 AS x FROM members WHERE workspace_id = ? AND email = ?",
+               (member["workspace_id"], member["email"])):
+            raise MemberExists(member["email"])
+        tx.execute("INSERT INTO members (workspace_id, email, role, created_ms, added_by) VALUES (?, ?, ?, ?, ?)",
+                   (member["workspace_id"], member["email"], member["role"], member["created_ms"],
+                    member.get("added_by")))
+
+    def set_role(self, workspace_id: str, email: str, role: str) -> dict:
+        with self.db.write() as tx:
+            current = one(tx, "SELECT * FROM members WHERE workspace_id = ? AND email = ?", (workspace_id, email))
+            if current is None:
+                raise NotMember(email)
+            if current["role"] == "owner" and role != "owner" and _owners(tx, workspace_id) <= 1:
+                raise LastOwner(workspace_id)
+            tx.execute("UPDATE members SET role = ? WHERE workspace_id = ? AND email = ?", (role, workspace_id, email))
+            return {**current, "role": role}
+
+    def remove_member(self, workspace_id: str, email: str) -> dict:
+        with self.db.write() as tx:
+            current = one(tx, "SELECT * FROM members WHERE workspace_id = ? AND email = ?", (workspace_id, email))
+            if current is None:
+                raise NotMember(email)
+            if current["role"] == "owner" and _owners(tx, workspace_id) <= 1:
+                raise LastOwner(workspace_id)
+            tx.execute("DELETE FROM members WHERE workspace_id = ? AND email = ?", (workspace_id, email))
+            tx.execute("DELETE FROM sessions WHERE email = ? AND workspace_id = ?", (email, workspace_id))
+            return current
+
+    # ---------------------------------------------------------------- tokens
+
+    def put_token(self, token: dict) -> None:
+        with self.db.write() as tx:
+            tx.execute(f"INSERT INTO account_tokens ({', '.join(TOKEN_COLUMNS)}) "
+                       f"VALUES ({', '.join('?' * len(TOKEN_COLUMNS))})",
+                       tuple(token.get(c) for c in TOKEN_COLUMNS))
+
+    def get_token(self, token_hash: str) -> Optional[dict]:
+        return self.db.one("SELECT * FROM account_tokens WHERE token_hash = ?", (token_hash,))
+
+    def use_token(self, token_hash: str, now_ms: int) -> Optional[dict]:
+        with self.db.write() as tx:
+            return self._use(tx, token_hash, now_ms)
+
+    @staticmethod
+    def _use(tx, token_hash: str, now_ms: int) -> Optional[dict]:
+        used = tx.execute("UPDATE account_tokens SET used_ms = ? WHERE token_hash = ? AND used_ms IS NULL "
+                          "AND expires_ms > ?", (now_ms, token_hash, now_ms)).rowcount
+        if not used:
+            return None
+        return one(tx, "SELECT * FROM account_tokens WHERE token_hash = ?", (token_hash,))
+
+    def accept_invite(self, token_hash: str, member: dict, now_ms: int) -> Optional[dict]:
+        with self.db.write() as tx:
+            invite = one(tx, "SELECT * FROM account_tokens WHERE token_hash = ? AND kind = 'invite'", (token_hash,))
+            if invite is None or invite.get("used_ms") is not None or invite["expires_ms"] <= now_ms:
+                return None
+            self._insert_member(tx, member)  # MemberExists rolls the whole step back
+            return self._use(tx, token_hash, now_ms)
+
+    def list_invites(self, workspace_id: str, now_ms: int) -> list[dict]:
+        return self.db.all("SELECT * FROM account_tokens WHERE workspace_id = ? AND kind = 'invite' "
+                           "AND used_ms IS NULL AND expires_ms > ? ORDER BY created_ms DESC", (workspace_id, now_ms))
+
+    def revoke_invites(self, workspace_id: str, email: str, now_ms: int) -> int:
+        with self.db.write() as tx:
+            return tx.execute("UPDATE account_tokens SET used_ms = ? WHERE workspace_id = ? AND email = ? "
+                              "AND kind = 'invite' AND used_ms IS NULL", (now_ms, workspace_id, email)).rowcount
+
+    # ---------------------------------------------------------------- activity
+
+    def add_activity(self, entry: dict) -> None:
+        with self.db.write() as tx:
+            insert_activity(tx, entry)
+
+    def activity_page(self, workspace_id: str, since_ms: int, limit: int, cursor: Optional[str]
+                      ) -> tuple[list[dict], Optional[str]]:
+        listing = f"activity:{workspace_id}"
+        position = cursors.decode(cursor, listing, (int, str))
+        sql, params = "SELECT * FROM activity WHERE workspace_id = ? AND created_ms >= ?", [workspace_id, since_ms]
+        if position is not None:
+            sql += " AND (created_ms < ? OR (created_ms = ? AND activity_id < ?))"
+            params += [position[0], position[0], position[1]]
+        rows = self.db.all(sql + " ORDER BY created_ms DESC, activity_id DESC LIMIT ?", tuple(params) + (limit + 1,))
+        if len(rows) <= limit:
+            return rows, None
+        rows = rows[:limit]
+        return rows, cursors.encode(listing, [rows[-1]["created_ms"], rows[-1]["activity_id"]])
