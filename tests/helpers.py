@@ -82,7 +82,7 @@ def stored_records(ctx) -> list[tuple[str, dict]]:
                 item = from_item(raw)
                 prefix = item["PK"].split("#", 1)[0]
                 kind = ("versions" if item["SK"].startswith("V#") else "documents") if prefix == "DOC" \
-                    else "members" if item["SK"].startswith("MEMBER#")
+                    else "members" if item["SK"].startswith("MEMBER#") \
                     else "feedback_replies" if prefix == "FB" and item["SK"].startswith("R#") else _KINDS[prefix]
                 records.append((kind, item))
         return records
