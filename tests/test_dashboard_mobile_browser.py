@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.browser import browser  # noqa: F401  (fixture)
+from tests.browser import browser, confirm_sign_up  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
@@ -44,7 +44,7 @@ def signed_in(stack, browser):
     page.fill("input[name=password]", "a long phone password 42")
     page.fill("input[name=workspace_name]", "Phone Co")
     page.click("button[type=submit] >> text=Create workspace")
-    page.wait_for_url(re.compile(r"/dashboard/keys"))
+    confirm_sign_up(page, stack.data_dir, "phone@example.com")
     page.fill("input[name=name]", "CI")
     page.click("text=Create key")
     key = page.locator("#new-key").inner_text().strip()
