@@ -286,11 +286,16 @@ class DocumentRepository:
                 tx.execute("UPDATE workspaces SET document_count = document_count - 1, "
                            "storage_bytes = MAX(0, storage_bytes - ?), version_total = MAX(0, version_total - ?) "
                            "WHERE id = ?", (used["bytes"], used["n"], doc["workspace_id"]))
-                if activity is not None:
-                    insert_activity(tx, activity)
-                insert_event(tx, event)
+                insert_event(tx, event)  # the webhook outbox: with the change, never apart
 
         self.db.deleting(work)  # works on a full disk too (spends the reserve)
+        if activity is not None:
+            # Logged after the delete, apart: a delete must work on a full disk, a log line need not.
+            try:
+                with self.db.write() as tx:
+                    insert_activity(tx, activity)
+            except Exception:  # noqa: BLE001 - the delete was made; the log must not undo its answer
+                pass
 
     def purge(self, document_id: str) -> None:
         def work():
