@@ -14,9 +14,9 @@ from chalicelib.entrypoints.mcp import bp as mcp_blueprint
 from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
 from chalicelib.entrypoints.oauth import bp as oauth_blueprint
 from chalicelib.models import (
-    ActivityQuery, DownloadQuery, EditRequest, UploadRequest, FeedbackListQuery, GetDocumentQuery, Health, ListDocumentsQuery,
-    ListVersionsQuery, PassphraseRequest,
-    PublishRequest, ResolveFeedbackRequest, StatsQuery, UpdateDocumentRequest,
+    ActivityQuery, DownloadQuery, EditRequest, UploadRequest, FeedbackListQuery, GetDocumentQuery, Health,
+    ListDocumentsQuery, ListVersionsQuery, PassphraseRequest, PublishRequest, ReplyRequest, ResolveFeedbackRequest,
+    StatsQuery, UpdateDocumentRequest, WebhookCreateRequest,
 )
 from chalicelib.services import registry
 from chalicelib.services.documents import document_exclusions
@@ -261,7 +261,7 @@ def rotate_share_link(document_id):
 def list_feedback():
     credentials, query = _authorized(parse_query, FeedbackListQuery)
     return json_response(registry.feedback().list(credentials, query.document_id, query.status,
-                                                  query.limit, query.cursor))
+                                                  query.limit, query.cursor, query.since, query.wait))
 
 
 @app.route("/api/v1/feedback/{feedback_id}/resolve", methods=["POST"])
@@ -271,6 +271,51 @@ def resolve_feedback(feedback_id):
     parse = parse_body if _request().raw_body else (lambda _request, model: model())
     credentials, request = _authorized(parse, ResolveFeedbackRequest)
     return json_response(registry.feedback().resolve(credentials, feedback_id, request.resolved))
+
+
+@app.route("/api/v1/feedback/{feedback_id}/replies", methods=["POST"])
+@api
+def reply_to_feedback(feedback_id):
+    credentials, request = _authorized(parse_body, ReplyRequest)
+    return json_response(registry.feedback().reply(credentials, feedback_id, request.message), 201)
+
+
+@app.route("/api/v1/webhooks", methods=["POST"])
+@api
+def create_webhook():
+    credentials, request = _authorized(parse_body, WebhookCreateRequest)
+    return json_response(registry.webhooks().create(credentials, request), 201)
+
+
+@app.route("/api/v1/webhooks", methods=["GET"])
+@api
+def list_webhooks():
+    return json_response(registry.webhooks().list(_credentials()))
+
+
+@app.route("/api/v1/webhooks/{webhook_id}", methods=["DELETE"])
+@api
+def delete_webhook(webhook_id):
+    registry.webhooks().delete(_credentials(), webhook_id)
+    return empty_response(204)
+
+
+@app.route("/api/v1/webhooks/{webhook_id}/test", methods=["POST"])
+@api
+def test_webhook(webhook_id):
+    return json_response(registry.webhooks().test(_credentials(), webhook_id), 202)
+
+
+@app.route("/api/v1/webhooks/{webhook_id}/rotate-secret", methods=["POST"])
+@api
+def rotate_webhook_secret(webhook_id):
+    return json_response(registry.webhooks().rotate_secret(_credentials(), webhook_id))
+
+
+@app.route("/api/v1/webhooks/{webhook_id}/deliveries", methods=["GET"])
+@api
+def webhook_deliveries(webhook_id):
+    return json_response(registry.webhooks().deliveries(_credentials(), webhook_id))
 
 
 app.register_blueprint(share_pages)

@@ -20,7 +20,7 @@ PROJECT_DIR = Path(__file__).resolve().parent.parent
 TOOL_NAMES = {"publish_document", "edit_document", "get_document", "update_document", "delete_document",
               "list_documents", "find_document", "get_workspace_info", "list_feedback", "resolve_feedback",
               "get_document_stats",
-              "set_passphrase", "rotate_share_link"}
+              "set_passphrase", "rotate_share_link", "reply_to_feedback", "wait_for_feedback"}
 UNKNOWN_ID = "7d3c1a52-0b8e-4f4e-9a3c-2b1f0c9d8e7a"
 INSPECTOR = "@modelcontextprotocol/inspector@0.21.1"  # the newest release that runs on Node 20
 

@@ -37,3 +37,30 @@ def build_cdn():
     from chalicelib.adapters.cdn import default_invalidator
 
     return default_invalidator()
+
+
+def build_webhook_sender():
+    """The outbound side of webhooks (adapters/webhook_sender.py): `send`, `check_target`,
+    `TargetRefused`."""
+    from chalicelib.adapters import webhook_sender
+
+    return webhook_sender
+
+
+def build_outbox_nudge():
+    """Called after a committed event: deployed (a queue configured), an SQS message that wakes
+    the webhook worker; else nothing (the `make run` worker polls the outbox every second)."""
+    from chalicelib import config
+
+    if not config.webhook_queue_url():
+        return lambda: None
+    from chalicelib.adapters.aws.outbox import nudge
+
+    return nudge
+
+
+def build_mailer():
+    """Outgoing mail (adapters/mail/): DOCPUB_MAIL picks the adapter."""
+    from chalicelib.adapters.mail import build_mailer as build
+
+    return build()

@@ -35,7 +35,7 @@ from chalicelib.models import (
     MAX_EDITS, Description, DocumentDeleted, DocumentDetail, DocumentStats, DocumentId, DocumentList, EditOperation,
     EditRequest, EditResponse, Feedback, FeedbackList, FileInput, FeedbackListQuery, GetDocumentQuery, Html,
     ListDocumentsQuery, MeResponse, Note, PassphraseRequest, PublishRequest, PublishResponse,
-    ResolveFeedbackRequest, ShareRotated, StatsQuery, Title,
+    Reply, ReplyRequest, ResolveFeedbackRequest, ShareRotated, SinceToken, StatsQuery, Title,
     UpdateDocumentRequest, VersionId,
 )
 from chalicelib.mcp_instructions import instructions, limit_words
@@ -344,6 +344,33 @@ async def resolve_feedback(
     return _call(action)
 
 
+async def reply_to_feedback(
+    feedback_id: Annotated[FeedbackId, Field(description="The feedback_id from list_feedback or wait_for_feedback.")],
+    message: Annotated[str, Field(description="Your answer, 1 to 5,000 characters; the viewer sees it on the page.")],
+) -> Annotated[CallToolResult, Reply]:
+    def action():
+        request = validate(ReplyRequest, {"message": message})
+        return registry.feedback().reply(_credentials(), feedback_id, request.message)
+
+    return _call(action)
+
+
+async def wait_for_feedback(
+    document_id: Annotated[Optional[DocumentId], Field(description="Only this document's feedback.")] = None,
+    since: Annotated[Optional[SinceToken], Field(description=(
+        "`since` from the previous answer of this tool (or list_feedback) for the same document_id; omit the "
+        "first time to wait for anything newer than now."))] = None,
+    timeout_seconds: Annotated[int, Field(ge=0, le=25, description=(
+        "How long to wait, 0 to 25 seconds (default 25)."))] = 25,
+) -> Annotated[CallToolResult, FeedbackList]:
+    def action():
+        query = validate(FeedbackListQuery, _given(document_id=document_id, since=since, wait=timeout_seconds))
+        return registry.feedback().list(_credentials(), document_id=query.document_id, since=query.since,
+                                        wait=query.wait if query.wait is not None else 0)
+
+    return _call(action)
+
+
 async def get_document_stats(
     document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
     days: Annotated[int, Field(ge=1, le=90, description="Days of the window, ending today (UTC), 1 to 90.")] = 30,
@@ -419,6 +446,17 @@ TOOLS: dict[str, tuple[Callable, str, ToolAnnotations, str]] = {
     "resolve_feedback": (resolve_feedback, "Resolve feedback", _write(idempotent=True), (
         "Mark a feedback item resolved (or reopen it with resolved=false), e.g. after fixing the "
         "document with edit_document. Returns the updated feedback item.")),
+    "reply_to_feedback": (reply_to_feedback, "Reply to feedback", _write(idempotent=False), (
+        "Answer a viewer's feedback thread; the reply shows in the thread on the share page (and the "
+        "viewer can answer back). Replying does not resolve the thread: call resolve_feedback for that. "
+        "Returns the Reply.")),
+    "wait_for_feedback": (wait_for_feedback, "Wait for feedback", _read_only(), (
+        "Wait (up to timeout_seconds, at most 25) until a viewer leaves feedback or replies to a thread, "
+        "optionally on one document_id, and return those threads (with anchor: the exact passage commented "
+        "on, and replies). Returns at once if there is already something newer than `since`; an empty "
+        "list when the time ran out. Always pass the returned `since` to the next call so nothing is "
+        "missed or seen twice. Typical loop: publish, wait_for_feedback, edit_document, "
+        "reply_to_feedback, wait again.")),
     "get_document_stats": (get_document_stats, "View statistics", _read_only(), (
         "How often a document's share link was viewed (never by whom): views_total (all time), views "
         "per UTC day over the last `days` days (1 to 90, default 30; oldest first, zeros included) and "

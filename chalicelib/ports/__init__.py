@@ -3,8 +3,8 @@ exchange. Services import this package only, never an adapter."""
 from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.records import (
     BadCursor, BlobNotFound, DocumentCapReached, FeedbackGone, GuardFailed, IdempotencyRecord, KeyCapReached,
-    OutcomeUnknown, Quota, QuotaReached, RateClaim, RateSlot, StaleDocument, StorageFull, StorageUnavailable, UserExists, WriteRefused,
-    definitely_not_applied,
+    OutcomeUnknown, Quota, QuotaReached, RateClaim, RateSlot, ReplyCapReached, StaleDocument, StorageFull,
+    StorageUnavailable, UserExists, WebhookCapReached, WriteRefused, definitely_not_applied,
 )
 from chalicelib.ports.repositories import (
     BLOB_ROOT, ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository,
@@ -18,6 +18,6 @@ __all__ = [
     "FeedbackGone", "FeedbackRepository", "GuardFailed", "IdempotencyRecord", "KeyCapReached", "OutcomeUnknown",
     "Quota", "QuotaReached", "RateClaim", "RateLimitRepository", "RateSlot", "Repositories", "SessionRepository",
     "StaleDocument", "StorageFull", "StorageHealth", "StorageUnavailable", "UserExists", "UserRepository",
-    "WorkspaceRepository", "WriteRefused", "definitely_not_applied", "BLOB_ROOT", "document_prefix", "version_key",
+    "WorkspaceRepository", "WriteRefused", "definitely_not_applied", "ReplyCapReached", "WebhookCapReached", "BLOB_ROOT", "document_prefix", "version_key",
     "FILE_ROOT", "file_key", "file_prefix", "source_key", "ViewCounterRepository", "ViewCounts",
 ]

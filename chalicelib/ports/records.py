@@ -123,6 +123,22 @@ class GuardFailed(Exception):
         self.which = which
 
 
+class ReplyCapReached(Exception):
+    """The thread holds its maximum of replies."""
+
+    def __init__(self, current: int):
+        super().__init__("reply cap reached")
+        self.current = current
+
+
+class WebhookCapReached(Exception):
+    """The workspace holds its maximum of webhooks."""
+
+    def __init__(self, current: int):
+        super().__init__("webhook cap reached")
+        self.current = current
+
+
 class FeedbackGone(Exception):
     """The feedback (or its document) no longer exists, or is not in that state."""
 
@@ -167,4 +183,5 @@ class BlobNotFound(StorageUnavailable):
 def definitely_not_applied(exc: BaseException) -> bool:
     """Whether a failed write is known not to have been applied."""
     return isinstance(exc, (WriteRefused, StaleDocument, DocumentCapReached, KeyCapReached,
-                            GuardFailed, QuotaReached, FeedbackGone, UserExists))
+                            GuardFailed, QuotaReached, FeedbackGone, UserExists, ReplyCapReached,
+                            WebhookCapReached))

@@ -8,7 +8,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Callable
+from typing import Any, Callable
 
 from chalicelib.ports import (
     ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository, Repositories,
@@ -18,6 +18,7 @@ from chalicelib.ports.cdn import CdnInvalidator, PendingInvalidationRepository
 from chalicelib.ports.mail import Mailer
 from chalicelib.ports.people import PeopleRepository
 from chalicelib.ports.oauth import OAuthRepository
+from chalicelib.ports.webhooks import WebhookRepository
 
 
 def new_document_id() -> str:
@@ -60,6 +61,19 @@ def _configured_mailer() -> Mailer:
     return build_mailer()
 
 
+def _configured_nudge() -> Callable[[], None]:
+    """Called after a committed event: tells the webhook worker there is work (deployed: SQS)."""
+    from chalicelib.adapters import build_outbox_nudge
+
+    return build_outbox_nudge()
+
+
+def _configured_webhook_sender():
+    from chalicelib.adapters import build_webhook_sender
+
+    return build_webhook_sender()
+
+
 @dataclass
 class Context:
     repos: Repositories = field(default_factory=_configured_repositories)
@@ -68,6 +82,10 @@ class Context:
     clock: Callable[[], float] = time.time
     # Outgoing mail (ports/mail.py), built on first use: DOCPUB_MAIL picks the adapter.
     mail_factory: Callable[[], Mailer] = _configured_mailer
+    # Tells the webhook worker that the outbox has a new event (services/webhooks.py).
+    nudge_outbox: Callable[[], None] = field(default_factory=_configured_nudge)
+    # Webhook targets: the address rules and the one outbound POST (adapters/webhook_sender.py).
+    webhook_sender: Any = field(default_factory=_configured_webhook_sender)
     # Backoff between optimistic-concurrency retries; tests may inject a no-op.
     sleep: Callable[[float], None] = time.sleep
 
@@ -126,6 +144,10 @@ class Context:
     @property
     def cdn_pending(self) -> PendingInvalidationRepository:
         return self.repos.cdn_pending
+
+    @property
+    def webhooks(self) -> WebhookRepository:
+        return self.repos.webhooks
 
     @property
     def people(self) -> PeopleRepository:

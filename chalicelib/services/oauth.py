@@ -40,7 +40,7 @@ SCOPES = ("docs:read", "docs:write", "feedback")
 SCOPE_DESCRIPTIONS = {
     "docs:read": "Read your documents: list, find and open them, and see the workspace's plan",
     "docs:write": "Publish, edit, rename and delete documents",
-    "feedback": "Read viewer feedback and mark it resolved",
+    "feedback": "Read viewer feedback, wait for it, reply to it and mark it resolved",
 }
 # Which scope each MCP tool needs.
 TOOL_SCOPES = {
@@ -48,7 +48,8 @@ TOOL_SCOPES = {
     "delete_document": "docs:write", "rotate_share_link": "docs:write", "set_passphrase": "docs:write",
     "get_document": "docs:read", "list_documents": "docs:read", "find_document": "docs:read",
     "get_workspace_info": "docs:read", "get_document_stats": "docs:read",
-    "list_feedback": "feedback", "resolve_feedback": "feedback",
+    "list_feedback": "feedback", "resolve_feedback": "feedback", "reply_to_feedback": "feedback",
+    "wait_for_feedback": "feedback",
 }
 
 ACCESS_TOKEN_PREFIX = "dpa_"

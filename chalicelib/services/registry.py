@@ -42,6 +42,13 @@ def feedback():
 
 
 @functools.lru_cache(maxsize=None)
+def webhooks():
+    from chalicelib.services.webhooks import WebhookService
+
+    return WebhookService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
 def accounts():
     from chalicelib.services.accounts import AccountService
 
@@ -99,6 +106,7 @@ def reset() -> None:
     sharing.cache_clear()
     uploads.cache_clear()
     feedback.cache_clear()
+    webhooks.cache_clear()
     accounts.cache_clear()
     editing.cache_clear()
     views.cache_clear()

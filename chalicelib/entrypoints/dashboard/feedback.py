@@ -1,4 +1,4 @@
-"""The feedback inbox: list, filter, resolve and reopen."""
+"""The feedback inbox: threads (anchor, replies), filter, reply, resolve and reopen."""
 from __future__ import annotations
 
 from urllib.parse import quote
@@ -27,3 +27,19 @@ def resolve_feedback(page: Page, feedback_id: str):
         back = url("/feedback")
     separator = "&" if "?" in back else "?"
     return redirect(back + separator + "m=" + quote("resolved" if resolved else "reopened"))
+
+
+@route("/feedback/{feedback_id}/replies", methods=("POST",))
+def reply_to_feedback(page: Page, feedback_id: str):
+    """The owner answers a thread from the inbox; the viewer sees it on the share page."""
+    from chalicelib.entrypoints.http import validate
+    from chalicelib.models import ReplyRequest
+
+    form = page.form()
+    request = validate(ReplyRequest, {"message": form.get("message", "")})
+    registry.feedback().reply(page.actor, feedback_id, request.message)
+    back = safe_next(form.get("back"))
+    if not back.startswith(url("/feedback")):
+        back = url("/feedback")
+    separator = "&" if "?" in back else "?"
+    return redirect(back + separator + "m=" + quote("replied") + "#fb-" + quote(feedback_id))
