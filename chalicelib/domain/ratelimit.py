@@ -17,7 +17,7 @@ when `limit` events are in the window: the rule stays exact.
 from __future__ import annotations
 
 import math
-import random
+import secrets
 from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
@@ -117,7 +117,7 @@ def shard_capacity(index: int, shards: int, limit: int) -> int:
 
 
 def claim_sharded(logs: Sequence[ShardLog], now_ms: int, limit: int, window_seconds: int,
-                  choose: Callable[[list], ShardClaim] = random.choice) -> tuple[SlotDecision, Optional[ShardClaim]]:
+                  choose: Callable[[list], ShardClaim] = secrets.choice) -> tuple[SlotDecision, Optional[ShardClaim]]:
     """`decide` on the union of the shards' logs, and (if allowed) a shard with room,
     chosen at random among those with room so concurrent writers spread out."""
     window_ms = window_seconds * 1000

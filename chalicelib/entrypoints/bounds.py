@@ -136,7 +136,6 @@ class CaseInsensitive(dict):
 def refusal_response(method: str, path: str, error: errors.DocpubError):
     """`error` shaped for the route's surface: the contract's JSON body, an RFC 6749
     body on the OAuth endpoints, or a small HTML page on pages."""
-    import html as html_text
     import json
 
     from chalice import Response
@@ -149,8 +148,9 @@ def refusal_response(method: str, path: str, error: errors.DocpubError):
         return Response(body=json.dumps(body, ensure_ascii=False), status_code=error.status,
                         headers={"Content-Type": JSON_TYPE, "Cache-Control": "no-store", **error.headers})
     if rule.surface == "html":
-        page = (f"<!doctype html><meta charset=utf-8><title>Request refused</title>"
-                f"<h1>Request refused</h1><p>{html_text.escape(error.message)}</p>")
+        from chalicelib import rendering
+
+        page = rendering.page("bounds/refused.html", message=error.message)
         return html_response(page, error.status, {"Cache-Control": "no-store", **error.headers})
     return error_response(error)
 
