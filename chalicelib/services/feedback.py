@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional, Sequence
 from chalicelib.domain import limits
 from chalicelib.errors import NotFound, PlanLimitReached, ValidationFailed
 from chalicelib.models import (
-    Anchor, Feedback, FeedbackCreated, FeedbackList, FeedbackSubmission, Reply, ViewerReplyRequest,
+    Anchor, Feedback, FeedbackCreated, FeedbackList, FeedbackSubmission, Reply, ReplyRequest, ViewerReplyRequest,
 )
 from chalicelib.ports import BadCursor, FeedbackGone, GuardFailed, ReplyCapReached, StaleDocument
 from chalicelib.services import access, cursors, ratelimits
@@ -149,8 +149,15 @@ class FeedbackService:
 
     # ---------------------------------------------------------------- owners
 
+    @requires("reply_to_feedback")
     def reply(self, who: Who, feedback_id: str, message: str) -> Reply:
         """The owner answers a thread (any status; a resolved thread stays resolved)."""
+        from pydantic import ValidationError
+
+        try:
+            message = ReplyRequest.model_validate({"message": message}).message
+        except ValidationError as exc:
+            raise ValidationFailed.from_pydantic(exc.errors(include_url=False, include_input=False)) from None
         actor = access.actor(self.ctx, who)
         return self._reply(lambda: self._thread_of(actor.workspace_id, feedback_id), message, None, "owner",
                            lambda: None, "")

@@ -37,7 +37,7 @@ from chalicelib.models import (
 )
 from chalicelib.ports import WebhookCapReached
 from chalicelib.services import access
-from chalicelib.services.access import Who
+from chalicelib.services.access import requires, Who
 from chalicelib.services.context import Context, default_context, rfc3339
 
 log = logging.getLogger("docpub.webhooks")
@@ -97,6 +97,7 @@ class WebhookService:
 
     # ---------------------------------------------------------------- owners
 
+    @requires("create_webhook")
     def create(self, who: Who, request: WebhookCreateRequest) -> WebhookCreated:
         actor = access.actor(self.ctx, who)
         sender = self.ctx.webhook_sender
@@ -116,14 +117,17 @@ class WebhookService:
                 {"limit": limits.WEBHOOKS_PER_WORKSPACE, "current": exc.current}) from None
         return WebhookCreated(**webhook_model(item).model_dump(), secret=secret)
 
+    @requires("list_webhooks")
     def list(self, who: Who) -> WebhookList:
         actor = access.actor(self.ctx, who)
         return WebhookList(webhooks=[webhook_model(w) for w in self.ctx.webhooks.list_for_workspace(actor.workspace_id)])
 
+    @requires("delete_webhook")
     def delete(self, who: Who, webhook_id: str) -> None:
         item = self._owned(who, webhook_id)
         self.ctx.webhooks.delete(item)
 
+    @requires("rotate_webhook_secret")
     def rotate_secret(self, who: Who, webhook_id: str) -> WebhookSecretRotated:
         """A new secret signs from now on; the previous one also signs for 24 h, so a
         receiver can switch without losing deliveries."""
@@ -137,6 +141,7 @@ class WebhookService:
                                             previous_secret_expires_at=rfc3339(previous["expires_ms"]))
         raise NotFound("No such webhook in this workspace.")
 
+    @requires("test_webhook")
     def test(self, who: Who, webhook_id: str) -> WebhookTestQueued:
         item = self._owned(who, webhook_id)
         now_ms = self.ctx.now_ms()
@@ -148,6 +153,7 @@ class WebhookService:
         self.ctx.webhooks.add_direct(event, delivery)
         return WebhookTestQueued(delivery_id=delivery["delivery_id"])
 
+    @requires("list_webhook_deliveries")
     def deliveries(self, who: Who, webhook_id: str) -> WebhookDeliveryList:
         item = self._owned(who, webhook_id)
         return WebhookDeliveryList(deliveries=[delivery_model(d) for d in self.ctx.webhooks.deliveries(
