@@ -111,7 +111,7 @@ def test_invite_join_role_limits_and_removal(stack, browser):
     row = owner.locator("tr[data-member='people-viewer@example.com']")
     row.locator("select[name=role]").select_option("editor")
     row.locator("text=Change").click()
-    assert owner.locator("text=Role changed").is_visible()
+    owner.locator("text=Role changed").wait_for(state="visible", timeout=10_000)
     invitee.goto(stack.base_url + "/dashboard/documents")
     assert invitee.locator("[data-role]").inner_text() == "editor"
     assert invitee.locator("nav >> text=API keys").count() == 1
