@@ -33,7 +33,7 @@ def test_sign_up_then_confirm_the_email(stack, browser):
     page.fill("input[name=password]", "password123")  # weak: refused with the reason
     page.fill("input[name=workspace_name]", "Signup Co")
     page.click("button[type=submit] >> text=Create workspace")
-    assert page.locator("p >> text=too easy to guess").first.is_visible()
+    page.locator("p >> text=too easy to guess").first.wait_for(state="visible", timeout=10_000)
     page.fill("input[name=password]", PASSWORD)
     page.fill("input[name=workspace_name]", "Signup Co")
     page.click("button[type=submit] >> text=Create workspace")
@@ -117,7 +117,7 @@ def test_invite_join_role_limits_and_removal(stack, browser):
 
     # The last owner cannot leave; removing the member ends their session at once.
     owner.locator("tr[data-member='people-owner@example.com'] >> text=Leave").click()
-    assert owner.locator("p >> text=keeps at least one owner").first.is_visible()
+    owner.locator("p >> text=keeps at least one owner").first.wait_for(state="visible", timeout=10_000)
     owner.goto(stack.base_url + "/dashboard/members")
     owner.locator("tr[data-member='people-viewer@example.com'] >> text=Remove").click()
     owner.locator("text=Member removed").wait_for(state="visible", timeout=10_000)
