@@ -184,6 +184,37 @@ def view_rate_window_seconds() -> int:
     return int(_get("DOCPUB_VIEW_RATE_WINDOW", "600"))
 
 
+# ------------------------------------------------------------------ the review loop (contract 7c)
+
+def webhook_retry_base_seconds() -> float:
+    """DOCPUB_WEBHOOKS_RETRY_BASE_S: the first retry of a failed delivery after this many
+    seconds, doubling each time (for 24 hours)."""
+    return float(_get("DOCPUB_WEBHOOKS_RETRY_BASE_S", "30"))
+
+
+def webhooks_allow_private() -> bool:
+    """DOCPUB_WEBHOOKS_ALLOW_PRIVATE=true: webhook targets may be http and private or
+    loopback addresses (local development only)."""
+    return _get("DOCPUB_WEBHOOKS_ALLOW_PRIVATE", "false").lower() == "true"
+
+
+def webhook_queue_url() -> str:
+    """DOCPUB_WEBHOOK_QUEUE_URL (deployed): the SQS queue webhook deliveries go through;
+    empty: deliveries wait for the worker (make run) or the periodic sweep."""
+    return _get("DOCPUB_WEBHOOK_QUEUE_URL", "")
+
+
+def webhook_ca_file() -> str:
+    """DOCPUB_WEBHOOKS_CA_FILE: an extra CA to trust for webhook targets (tests only)."""
+    return _get("DOCPUB_WEBHOOKS_CA_FILE", "")
+
+
+def live_poll_seconds() -> int:
+    """DOCPUB_LIVE_POLL_SECONDS: how often an open share page asks for a newer version
+    (default 10; tests shorten it)."""
+    return max(1, int(_get("DOCPUB_LIVE_POLL_SECONDS", "10")))
+
+
 def emulator_read_timeout() -> float:
     """DOCPUB_EMULATOR_READ_TIMEOUT: seconds; replaces the AWS clients' read timeouts
     for emulators on a busy machine (DynamoDB Local can take seconds where
@@ -217,3 +248,9 @@ def mail_from() -> str:
 def outbox_dir() -> str:
     """Where `DOCPUB_MAIL=outbox` writes `.eml` files."""
     return os.path.join(data_dir(), "outbox")
+
+
+def webhooks_worker_enabled() -> bool:
+    """DOCPUB_WEBHOOKS_WORKER=off: `make run` does not start its webhook worker thread
+    (events wait in the outbox; tests use it to crash between an event and its send)."""
+    return _get("DOCPUB_WEBHOOKS_WORKER", "on").lower() not in ("off", "false", "0")

@@ -239,12 +239,22 @@ class PassphraseRequest(RequestModel):
     _passphrase_not_blank = field_validator("passphrase")(_not_blank)
 
 
+MAX_WAIT_SECONDS = 25
+SinceToken = Annotated[str, StringConstraints(max_length=4096), Field(description=(
+    "`since` of an earlier answer of the same listing (same document_id or none); anything else is 422."))]
+
+
 class FeedbackListQuery(QueryModel):
     document_id: Optional[DocumentId] = None
     status: Literal["open", "resolved", "all"] = "open"
     limit: Annotated[int, Field(ge=1, le=100)] = 20
     cursor: Optional[Annotated[str, StringConstraints(max_length=2048), Field(description=(
         "`next_cursor` of the previous page of the same listing; anything else is 422."))]] = None
+    since: Optional[SinceToken] = None
+    wait: Optional[Annotated[int, Field(ge=0, le=MAX_WAIT_SECONDS, description=(
+        "Seconds (0 to 25) to wait for feedback or a viewer reply newer than `since` (or than now, "
+        "without `since`); the answer comes as soon as there is some, else after `wait` seconds with an "
+        "empty list."))]] = None
 
 
 class StatsQuery(QueryModel):
@@ -255,10 +265,51 @@ class ResolveFeedbackRequest(RequestModel):
     resolved: bool = True
 
 
+MAX_FEEDBACK_MESSAGE = 5000
+MAX_QUOTE = 1000
+MAX_ANCHOR_CONTEXT = 64
+Message = Annotated[str, StringConstraints(min_length=1, max_length=MAX_FEEDBACK_MESSAGE), NOT_BLANK]
+ViewerName = Annotated[str, StringConstraints(max_length=100)]
+
+
+class Anchor(RequestModel):
+    """Where in the text a comment applies: a W3C TextQuoteSelector."""
+    quote: Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUOTE), NOT_BLANK, Field(
+        description="The exact text commented on (1 to 1,000 characters).")]
+    prefix: Optional[Annotated[str, StringConstraints(max_length=MAX_ANCHOR_CONTEXT), Field(
+        description="Up to 64 characters just before the quote (tells repeats apart).")]] = None
+    suffix: Optional[Annotated[str, StringConstraints(max_length=MAX_ANCHOR_CONTEXT), Field(
+        description="Up to 64 characters just after the quote.")]] = None
+
+    _quote_not_blank = field_validator("quote")(_not_blank)
+
+
 class FeedbackSubmission(RequestModel):
-    message: Annotated[str, StringConstraints(min_length=1, max_length=5000), NOT_BLANK]
-    name: Optional[Annotated[str, StringConstraints(max_length=100)]] = None
-    quote: Optional[Annotated[str, StringConstraints(max_length=1000)]] = None
+    message: Message
+    name: Optional[ViewerName] = None
+    quote: Optional[Annotated[str, StringConstraints(max_length=MAX_QUOTE)]] = None
+    anchor: Optional[Anchor] = None
+
+    _message_not_blank = field_validator("message")(_not_blank)
+
+    @field_validator("anchor")
+    @classmethod
+    def _quote_matches(cls, anchor, info):
+        quote = info.data.get("quote")
+        if anchor is not None and quote and quote != anchor.quote:
+            raise PydanticCustomError("quote_mismatch", "quote must equal anchor.quote when both are sent")
+        return anchor
+
+
+class ReplyRequest(RequestModel):
+    message: Message
+
+    _message_not_blank = field_validator("message")(_not_blank)
+
+
+class ViewerReplyRequest(RequestModel):
+    message: Message
+    name: Optional[ViewerName] = None
 
     _message_not_blank = field_validator("message")(_not_blank)
 
@@ -408,6 +459,14 @@ class DocumentList(ResponseModel):
     next_cursor: Optional[str] = None
 
 
+class Reply(ResponseModel):
+    reply_id: str
+    message: str
+    name: Optional[str] = None
+    author: Literal["owner", "viewer"]
+    created_at: str
+
+
 class Feedback(ResponseModel):
     feedback_id: str
     document_id: str
@@ -415,14 +474,18 @@ class Feedback(ResponseModel):
     message: str
     name: Optional[str] = None
     quote: Optional[str] = None
+    anchor: Optional[Anchor] = None
     status: Literal["open", "resolved"]
     created_at: str
     resolved_at: Optional[str] = None
+    replies: list[Reply] = Field(default_factory=list, description="Oldest first.")
 
 
 class FeedbackList(ResponseModel):
     feedback: list[Feedback]
     next_cursor: Optional[str] = None
+    since: Optional[str] = Field(None, description=(
+        "Pass back as `since` (with `wait`) to get only feedback or viewer replies newer than this answer."))
 
 
 class FeedbackCreated(ResponseModel):
@@ -533,6 +596,59 @@ class RevokeRequest(BaseModel):
 class OAuthErrorBody(ResponseModel):
     error: str
     error_description: Optional[str] = None
+
+
+# ------------------------------------------------------------------ webhooks (contract 7c)
+
+WebhookEvent = Literal["feedback.created", "feedback.replied", "feedback.resolved", "document.published",
+                       "document.deleted"]
+
+
+class WebhookCreateRequest(RequestModel):
+    url: Annotated[str, StringConstraints(min_length=1, max_length=2048), Field(description=(
+        "An https URL whose host resolves to public addresses (checked again at every delivery)."))]
+    events: Annotated[list[WebhookEvent], Field(min_length=1, max_length=5, description=(
+        "One or more of feedback.created, feedback.replied, feedback.resolved, document.published, "
+        "document.deleted."))]
+
+
+class Webhook(ResponseModel):
+    webhook_id: str
+    url: str
+    events: list[str]
+    created_at: str
+
+
+class WebhookCreated(Webhook):
+    secret: str = Field(description="`whsec_` + base64 of 32 random bytes; shown only here.")
+
+
+class WebhookList(ResponseModel):
+    webhooks: list[Webhook]
+
+
+class WebhookDelivery(ResponseModel):
+    delivery_id: str
+    event: str
+    status: Literal["pending", "delivered", "failed"]
+    attempts: int
+    response_status: Optional[int] = None
+    created_at: str
+    next_attempt_at: Optional[str] = None
+    last_error: Optional[str] = None
+
+
+class WebhookDeliveryList(ResponseModel):
+    deliveries: list[WebhookDelivery]
+
+
+class WebhookTestQueued(ResponseModel):
+    delivery_id: str
+
+
+class WebhookSecretRotated(ResponseModel):
+    secret: str
+    previous_secret_expires_at: str
 
 
 # ---------------------------------------------------------------- people (contract 7d)

@@ -63,6 +63,7 @@ ERROR_HEADERS = {
 PATH_PARAMETERS: dict[str, tuple[Any, str]] = {
     "document_id": (models.DocumentId, "A document's id (UUID)."),
     "feedback_id": (str, "A feedback entry's id."),
+    "webhook_id": (str, "A webhook's id."),
     "version_id": (str, "A version's id."),
     "upload_id": (str, "An upload's id (`up_…`)."),
 }
@@ -283,7 +284,7 @@ def build(routes: dict) -> dict:
                  "description": "Publish HTML documents behind shareable links. Generated from the "
                                 "pydantic models in chalicelib/models.py; errors follow "
                                 "`{\"error\": {\"code\", \"message\", \"details\"?}}`."},
-        "tags": [{"name": t} for t in ("documents", "workspace", "feedback", "service", "oauth")],
+        "tags": [{"name": t} for t in ("documents", "workspace", "feedback", "webhooks", "service", "oauth")],
         "paths": dict(sorted(paths.items())),
         "components": {"schemas": dict(sorted(components.items())), "securitySchemes": SECURITY_SCHEMES},
     }

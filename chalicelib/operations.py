@@ -311,14 +311,22 @@ OPERATIONS: tuple[Operation, ...] = (
             "(max_documents, max_html_bytes, write_rate_limit, Pro features). Use it to check limits "
             "before publishing."), read_only=True),)),
     Operation(
-        "list_feedback", "GET", "/api/v1/feedback", "listFeedback", "Viewer feedback, newest first.",
+        "list_feedback", "GET", "/api/v1/feedback", "listFeedback",
+        "Viewer feedback, newest first; with `since` and `wait`, waits for new feedback or viewer replies.",
         lambda c: wiring.feedback().list(c.credentials, c.query.document_id, c.query.status, c.query.limit,
-                                         c.query.cursor),
+                                         c.query.cursor, c.query.since, c.query.wait),
         models.FeedbackList, query=models.FeedbackListQuery, errors=(404,), scope=FEEDBACK, tag="feedback",
         tools=(Tool("list_feedback", "List viewer feedback", (
             "List feedback viewers left on shared documents, newest first: open by default, or resolved / "
             "all; optionally for one document_id. Each item has the message, the quoted passage (if any) "
-            "and the version it was written on. Page with next_cursor."), read_only=True),)),
+            "and the version it was written on. Page with next_cursor."), read_only=True),
+            Tool("wait_for_feedback", "Wait for feedback", (
+                "Wait (up to timeout_seconds, at most 25) until a viewer leaves feedback or replies to a thread, "
+                "optionally on one document_id, and return those threads (with anchor: the exact passage "
+                "commented on, and replies). Returns at once if there is already something newer than `since`; "
+                "an empty list when the time ran out. Always pass the returned `since` to the next call so "
+                "nothing is missed or seen twice. Typical loop: publish, wait_for_feedback, edit_document, "
+                "reply_to_feedback, wait again."), read_only=True))),
     Operation(
         "resolve_feedback", "POST", "/api/v1/feedback/{feedback_id}/resolve", "resolveFeedback",
         "Resolve (or reopen) a feedback entry.",
@@ -328,6 +336,45 @@ OPERATIONS: tuple[Operation, ...] = (
         tools=(Tool("resolve_feedback", "Resolve feedback", (
             "Mark a feedback item resolved (or reopen it with resolved=false), e.g. after fixing the "
             "document with edit_document. Returns the updated feedback item."), idempotent=True),)),
+    Operation(
+        "reply_to_feedback", "POST", "/api/v1/feedback/{feedback_id}/replies", "replyToFeedback",
+        "Answer a feedback thread as the owner (the viewer sees it on the share page).",
+        lambda c: wiring.feedback().reply(c.credentials, c.path["feedback_id"], c.body.message),
+        models.Reply, status=201, request=models.ReplyRequest, errors=(403, 404), scope=FEEDBACK,
+        tag="feedback", example={"message": "Fixed in version 3, thanks!"},
+        tools=(Tool("reply_to_feedback", "Reply to feedback", (
+            "Answer a viewer's feedback thread; the reply shows in the thread on the share page (and the "
+            "viewer can answer back). Replying does not resolve the thread: call resolve_feedback for that. "
+            "Returns the Reply.")),)),
+    # Webhooks: REST only (a workspace's integrations, set up by people, not agents).
+    Operation(
+        "create_webhook", "POST", "/api/v1/webhooks", "createWebhook",
+        "Add a webhook (at most 5 per workspace); the answer is the only time the secret is shown.",
+        lambda c: wiring.webhooks().create(c.credentials, c.body),
+        models.WebhookCreated, status=201, request=models.WebhookCreateRequest, errors=(403,), scope=WRITE,
+        tag="webhooks", example={"url": "https://hooks.example.com/docpub", "events": ["feedback.created"]}),
+    Operation(
+        "list_webhooks", "GET", "/api/v1/webhooks", "listWebhooks", "The workspace's webhooks (never their secrets).",
+        lambda c: wiring.webhooks().list(c.credentials), models.WebhookList, scope=READ, tag="webhooks"),
+    Operation(
+        "delete_webhook", "DELETE", "/api/v1/webhooks/{webhook_id}", "deleteWebhook", "Remove a webhook.",
+        lambda c: wiring.webhooks().delete(c.credentials, c.path["webhook_id"]),
+        status=204, errors=(404,), scope=WRITE, tag="webhooks"),
+    Operation(
+        "test_webhook", "POST", "/api/v1/webhooks/{webhook_id}/test", "testWebhook",
+        "Queue a `webhook.test` delivery.",
+        lambda c: wiring.webhooks().test(c.credentials, c.path["webhook_id"]),
+        models.WebhookTestQueued, status=202, errors=(404,), scope=WRITE, tag="webhooks"),
+    Operation(
+        "rotate_webhook_secret", "POST", "/api/v1/webhooks/{webhook_id}/rotate-secret", "rotateWebhookSecret",
+        "A new secret; the previous one also signs for 24 h.",
+        lambda c: wiring.webhooks().rotate_secret(c.credentials, c.path["webhook_id"]),
+        models.WebhookSecretRotated, errors=(404,), scope=WRITE, tag="webhooks"),
+    Operation(
+        "webhook_deliveries", "GET", "/api/v1/webhooks/{webhook_id}/deliveries", "listWebhookDeliveries",
+        "The newest 50 deliveries of a webhook.",
+        lambda c: wiring.webhooks().deliveries(c.credentials, c.path["webhook_id"]),
+        models.WebhookDeliveryList, errors=(404,), scope=READ, tag="webhooks"),
     Operation(
         "document_stats", "GET", "/api/v1/documents/{document_id}/stats", "getDocumentStats",
         "Views of the share link: all time, per version, per UTC day of the window.",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from chalicelib import config
 from chalicelib.ports import Repositories
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from chalicelib.services.sharing import ShareService
     from chalicelib.services.uploads import UploadService
     from chalicelib.services.views import ViewService
+    from chalicelib.services.webhooks import WebhookService
     from chalicelib.services.workspaces import WorkspaceService
 
 
@@ -63,6 +64,24 @@ def build_mailer() -> Mailer:
     return configured()
 
 
+def build_webhook_sender() -> Any:
+    """The outbound side of webhooks (adapters/webhook_sender.py): `send`, `check_target`,
+    `TargetRefused`."""
+    from chalicelib.adapters import webhook_sender
+
+    return webhook_sender
+
+
+def build_outbox_nudge() -> Callable[[], None]:
+    """Called after a committed event: deployed (a queue configured), an SQS message that wakes
+    the webhook worker; else nothing (the `make run` worker polls the outbox every second)."""
+    if not config.webhook_queue_url():
+        return lambda: None
+    from chalicelib.adapters.aws.outbox import nudge
+
+    return nudge
+
+
 def read_outbox(limit: int) -> dict:
     """The latest messages of the outbox folder (`make admin ARGS=outbox`)."""
     from chalicelib.adapters.mail.outbox import read_outbox as read
@@ -77,6 +96,10 @@ def new_context(**overrides: Any) -> Context:
     if "cdn" not in overrides:
         overrides["cdn"] = build_cdn()
     overrides.setdefault("mail_factory", build_mailer)
+    if "nudge_outbox" not in overrides:
+        overrides["nudge_outbox"] = build_outbox_nudge()
+    if "webhook_sender" not in overrides:
+        overrides["webhook_sender"] = build_webhook_sender()
     return Context(**overrides)
 
 
@@ -142,6 +165,13 @@ def feedback() -> FeedbackService:
 
 
 @functools.lru_cache(maxsize=None)
+def webhooks() -> WebhookService:
+    from chalicelib.services.webhooks import WebhookService
+
+    return WebhookService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
 def accounts() -> AccountService:
     from chalicelib.services.accounts import AccountService
 
@@ -197,7 +227,7 @@ def dashboard_pages() -> DashboardPages:
     return DashboardPages(documents(), workspaces(), feedback(), sharing(), views(), editing())
 
 
-_SERVICES = (documents, workspaces, sharing, feedback, accounts, editing, views, oauth, uploads, people, activity,
+_SERVICES = (documents, workspaces, sharing, feedback, webhooks, accounts, editing, views, oauth, uploads, people, activity,
              dashboard_pages)
 
 

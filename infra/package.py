@@ -55,7 +55,11 @@ def package(stage: str, out: Path) -> Path:
     # Re-serialise as JSON: PyYAML's dump uses anchors/aliases for repeated
     # values, which CloudFormation refuses; JSON has none.
     template = out / TEMPLATE_NAME
-    template.write_text(json.dumps(yaml.safe_load(written.read_text()), indent=2) + "\n")
+    merged = yaml.safe_load(written.read_text())
+    resources = merged.get("Resources", {})
+    if "WebhookWorker" in resources:  # the worker runs the same package on the same Python
+        resources["WebhookWorker"]["Properties"]["Runtime"] = resources["APIHandler"]["Properties"]["Runtime"]
+    template.write_text(json.dumps(merged, indent=2) + "\n")
     written.unlink()
     precompile(out / "deployment.zip")
     return template

@@ -180,6 +180,20 @@ def _raise_listen_backlog() -> None:
     chalice_local.ThreadedHTTPServer.request_queue_size = LISTEN_BACKLOG
 
 
+def _start_webhook_worker() -> None:
+    """Webhook deliveries (contract 7c) are sent by a thread of this process: the outbox
+    is in the store, so a worker killed mid-way loses nothing (the next one sends it)."""
+    from chalicelib import config
+
+    if not config.webhooks_worker_enabled():
+        return
+    import threading
+
+    from chalicelib.entrypoints.worker import run_worker
+
+    threading.Thread(target=run_worker, name="docpub-webhooks", daemon=True).start()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--host", default="127.0.0.1")
@@ -203,6 +217,7 @@ def main() -> int:
     project_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     factory = CLIFactory(project_dir=project_dir, environ=os.environ)
     server = create_local_server(factory, args.host, args.port, args.stage)
+    _start_webhook_worker()
     try:
         server.serve_forever()
     except (KeyboardInterrupt, SystemExit):

@@ -78,8 +78,8 @@ def run_together(targets):
 
 # DynamoDB key prefixes -> the SQLite table holding the same records.
 _KINDS = {"WS": "workspaces", "KEY": "api_keys", "SHARE": "share_links", "IDEM": "idempotency",
-          "RATE": "rate_logs", "FB": "feedback", "USER": "users", "SESSION": "sessions",
-          "ACT": "activity", "ACCT": "account_tokens"}
+          "RATE": "rate_logs", "FB": "feedback", "USER": "users", "SESSION": "sessions", "EV": "events",
+          "WH": "webhooks", "WHD": "webhook_deliveries", "ACT": "activity", "ACCT": "account_tokens"}
 
 
 def stored_records(ctx) -> list[tuple[str, dict]]:
@@ -96,7 +96,8 @@ def stored_records(ctx) -> list[tuple[str, dict]]:
                 item = from_item(raw)
                 prefix = item["PK"].split("#", 1)[0]
                 kind = ("versions" if item["SK"].startswith("V#") else "documents") if prefix == "DOC" \
-                    else "members" if item["SK"].startswith("MEMBER#") else _KINDS[prefix]
+                    else "members" if item["SK"].startswith("MEMBER#") \
+                    else "feedback_replies" if prefix == "FB" and item["SK"].startswith("R#") else _KINDS[prefix]
                 records.append((kind, item))
         return records
     conn = ctx.documents.db.connection()

@@ -51,6 +51,26 @@ INVITE_LINK_SECONDS = 7 * 24 * 3600
 LOGIN_LINK_SECONDS = 3600
 ACTIVITY_DAYS = 90
 
+# The review loop (contract 7c). Field lengths (message, quote, anchor) are in models.py.
+REPLIES_PER_THREAD = 200
+# Webhooks per workspace, every plan; a 6th is 403 plan_limit_reached.
+WEBHOOKS_PER_WORKSPACE = 5
+# A waiting feedback list answers within this many seconds (API Gateway stops at 29).
+WAIT_MAX_SECONDS = 25
+# A waiting list reads storage at most once per this many seconds.
+WAIT_READ_INTERVAL_SECONDS = 1.0
+# A delivery that fails is retried for this long, the first retry after
+# config.webhook_retry_base_seconds(), doubling each time.
+WEBHOOK_RETRY_SECONDS = 24 * 3600
+# One delivery attempt: connect, send and the answer's status line within this.
+WEBHOOK_TIMEOUT_SECONDS = 10
+# The delivery log keeps (and shows) this many of a webhook's newest deliveries.
+WEBHOOK_DELIVERIES_SHOWN = 50
+# An open share page asks whether a newer version exists this often (it shows
+# within the poll plus the edge's cache time: 10 + 10 s, under the contract's 30 s).
+LIVE_POLL_SECONDS = 10
+LIVE_EDGE_SECONDS = 10
+
 # Standalone sliding logs of the dashboard (per client IP / per account).
 SIGN_IN_PER_IP = Rate(20, 15 * 60)
 # Guessing one account's password from one address is stopped quickly; the
@@ -124,6 +144,7 @@ REFUSALS = {
     "oauth-metadata": "Too many client metadata documents fetched for this address",
     "unlock": "Too many unlock attempts from your address for this document",
     "feedback": "Too many feedback messages from your address for this document",
+    "webhook-writes": "Too many webhook changes in this workspace",
 }
 
 

@@ -42,7 +42,16 @@ OPERATIONS: dict[str, str] = {
     "clear_passphrase": "editor",
     # feedback
     "list_feedback": "viewer",
+    "wait_for_feedback": "viewer",
     "resolve_feedback": "editor",
+    "reply_to_feedback": "editor",  # the owner's side; viewers reply on share pages like anyone
+    # webhooks (workspace settings, like keys)
+    "create_webhook": "editor",
+    "list_webhooks": "editor",
+    "delete_webhook": "editor",
+    "test_webhook": "editor",
+    "rotate_webhook_secret": "editor",
+    "list_webhook_deliveries": "editor",
     # workspace
     "get_workspace_info": "viewer",
     "list_activity": "viewer",

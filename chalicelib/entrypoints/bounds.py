@@ -150,7 +150,7 @@ def refusal_response(method: str, path: str, error: errors.DocpubError):
     if rule.surface == "html":
         from chalicelib import rendering
 
-        page = rendering.page("site/refused.html", message=error.message)
+        page = rendering.page("bounds/refused.html", message=error.message)
         return html_response(page, error.status, {"Cache-Control": "no-store", **error.headers})
     return error_response(error)
 

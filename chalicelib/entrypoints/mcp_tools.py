@@ -37,7 +37,7 @@ from chalicelib.models import (
     MAX_EDITS, Description, DocumentDeleted, DocumentDetail, DocumentStats, DocumentId, DocumentList, EditOperation,
     EditRequest, EditResponse, Feedback, FeedbackList, FileInput, FeedbackListQuery, GetDocumentQuery, Html,
     ListDocumentsQuery, MeResponse, Note, PassphraseRequest, PublishRequest, PublishResponse,
-    ResolveFeedbackRequest, ShareRotated, StatsQuery, Title,
+    Reply, ReplyRequest, ResolveFeedbackRequest, ShareRotated, SinceToken, StatsQuery, Title,
     UpdateDocumentRequest, VersionId,
 )
 from chalicelib.mcp_instructions import instructions, limit_words
@@ -240,7 +240,7 @@ async def update_document(
                                                    **_link_settings(share_enabled, share_expires_at, share_access)})
         return registry.documents().update(_credentials(), document_id, request)
 
-    return _call(action, exclude={"html"})
+    return _call(action, exclude=document_exclusions(False, False))
 
 
 async def rotate_share_link(
@@ -264,7 +264,7 @@ async def set_passphrase(
                                    validate(PassphraseRequest, {"passphrase": passphrase}).passphrase)
         return registry.documents().get(_credentials(), document_id)
 
-    return _call(action, exclude={"html"})
+    return _call(action, exclude=document_exclusions(False, False))
 
 
 async def delete_document(
@@ -336,6 +336,33 @@ async def resolve_feedback(
     return _call(action)
 
 
+async def reply_to_feedback(
+    feedback_id: Annotated[FeedbackId, Field(description="The feedback_id from list_feedback or wait_for_feedback.")],
+    message: Annotated[str, Field(description="Your answer, 1 to 5,000 characters; the viewer sees it on the page.")],
+) -> Annotated[CallToolResult, Reply]:
+    def action():
+        request = validate(ReplyRequest, {"message": message})
+        return registry.feedback().reply(_credentials(), feedback_id, request.message)
+
+    return _call(action)
+
+
+async def wait_for_feedback(
+    document_id: Annotated[Optional[DocumentId], Field(description="Only this document's feedback.")] = None,
+    since: Annotated[Optional[SinceToken], Field(description=(
+        "`since` from the previous answer of this tool (or list_feedback) for the same document_id; omit the "
+        "first time to wait for anything newer than now."))] = None,
+    timeout_seconds: Annotated[int, Field(ge=0, le=25, description=(
+        "How long to wait, 0 to 25 seconds (default 25)."))] = 25,
+) -> Annotated[CallToolResult, FeedbackList]:
+    def action():
+        query = validate(FeedbackListQuery, _given(document_id=document_id, since=since, wait=timeout_seconds))
+        return registry.feedback().list(_credentials(), document_id=query.document_id, since=query.since,
+                                        wait=query.wait if query.wait is not None else 0)
+
+    return _call(action)
+
+
 async def get_document_stats(
     document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
     days: Annotated[int, Field(ge=1, le=90, description="Days of the window, ending today (UTC), 1 to 90.")] = 30,
@@ -357,7 +384,7 @@ def _given(**values: Any) -> dict:
 HANDWRITTEN: dict[str, Callable] = {fn.__name__: fn for fn in (
     publish_document, edit_document, get_document, update_document, rotate_share_link, set_passphrase,
     delete_document, list_documents, find_document, get_workspace_info, list_feedback, resolve_feedback,
-    get_document_stats)}
+    reply_to_feedback, wait_for_feedback, get_document_stats)}
 
 
 def _annotations(tool: operations.Tool) -> ToolAnnotations:

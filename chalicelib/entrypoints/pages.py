@@ -73,7 +73,11 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
       "deleteDocument")),
     ("Edits", "Change a document with literal find/replace edits; each batch is one new version.",
      ("editDocument",)),
-    ("Feedback", "What viewers left on your share links.", ("listFeedback", "resolveFeedback")),
+    ("Feedback", "What viewers left on your share links: read it, wait for it, answer it, resolve it.",
+     ("listFeedback", "replyToFeedback", "resolveFeedback")),
+    ("Webhooks", "Be called when feedback arrives or a document changes (Standard Webhooks signatures).",
+     ("createWebhook", "listWebhooks", "testWebhook", "listWebhookDeliveries", "rotateWebhookSecret",
+      "deleteWebhook")),
     ("Sharing", "Replace a leaked link, protect one with a passphrase (Pro).",
      ("rotateShareLink", "setPassphrase", "removePassphrase")),
     ("Workspace and service", "Your plan and limits; the service's health and this document.",
@@ -82,11 +86,13 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("OAuth", "For MCP clients that sign in instead of sending an API key (docs/mcp.md). "
               "Standard OAuth 2.1 wire formats and RFC 6749 error bodies.", ()),
 )
-TAG_SECTIONS = {"documents": "Documents", "feedback": "Feedback", "workspace": "Workspace and service",
+TAG_SECTIONS = {"documents": "Documents", "feedback": "Feedback", "webhooks": "Webhooks",
+                "workspace": "Workspace and service",
                 "service": "Workspace and service", "oauth": "OAuth"}
 # Shell variables the curl examples use for path parameters, and where a reader gets one.
 PATH_VARIABLES = {"document_id": ("DOC", "a `document_id`, from a publish answer or the list"),
                   "feedback_id": ("FEEDBACK_ID", "a `feedback_id`, from the feedback list"),
+                  "webhook_id": ("WEBHOOK_ID", "a `webhook_id`, from creating or listing webhooks"),
                   "version_id": ("VERSION_ID", "an old version's `version_id`, from `versions` of a document")}
 
 

@@ -24,18 +24,19 @@ import base64
 import hashlib
 import re
 import logging
+from pathlib import Path
 from typing import Optional
 from urllib.parse import urlencode, urlparse
 
 from chalice import Blueprint, Response
 
 from chalicelib import config, errors, rendering
-from chalicelib.domain import bundles, links
+from chalicelib.domain import bundles, limits, links
 from chalicelib.entrypoints.http import (
     FORM_TYPE, EncodedResponse, as_error, compress, download_response, handles_errors, json_response, parse_form_or_json,
     client_ip as http_client_ip, parse_cookies, refuse_cross_site,
 )
-from chalicelib.models import FeedbackSubmission, RequestModel
+from chalicelib.models import FeedbackSubmission, RequestModel, ViewerReplyRequest
 from chalicelib import wiring as registry
 from chalicelib.services.sharing import (
     MEMBER_COOKIE, UNLOCK_COOKIE, Locked, MembersOnly, SharePage, ViewerCookies, WrongPassphrase, share_path,
@@ -69,85 +70,27 @@ def cache_content(seconds: int) -> str:
     revalidation is a 304 answered from DynamoDB alone)."""
     return f"public, max-age={seconds}, s-maxage={seconds}"
 # Bump when the bytes served for a version change (e.g. the injected script).
-CONTENT_REVISION = "1"
+CONTENT_REVISION = "2"
 
-# Injected at the end of every served version: tells the wrapper page what the
-# viewer selected, so the feedback form can quote it. The frame is an opaque
-# origin, so postMessage is the only way out; the wrapper checks event.source.
-SELECTION_SCRIPT = (
-    "<script>/* docpub: share the selection with the feedback button */(function(){"
-    "if(window.parent===window)return;var t;"
-    "document.addEventListener('selectionchange',function(){clearTimeout(t);t=setTimeout(function(){"
-    "var s=String(window.getSelection()||'').slice(0,1000);"
-    "try{window.parent.postMessage({type:'docpub:selection',text:s},'*');}catch(e){}},100);});"
-    "})();</script>"
-)
+STATIC = Path(__file__).resolve().parent.parent / "static" / "share"
+# Injected at the end of every served version (static/share/frame.js): it tells the
+# share page what the viewer selected (a TextQuoteSelector) and draws the comments'
+# highlights. The frame is an opaque origin, so postMessage is the only way in or out;
+# it takes messages only from its parent and the service's origin, and the page takes
+# messages only from the frame's window.
+FRAME_SCRIPT = (STATIC / "frame.js").read_text(encoding="utf-8")
 
-PAGE_CSS = (
-    "*{box-sizing:border-box}html,body{height:100%;margin:0}"
-    "body{display:flex;flex-direction:column;font:15px/1.4 system-ui,-apple-system,'Segoe UI',sans-serif;"
-    "color:#1d2330;background:#f6f7f9}"
-    ".bar{display:flex;align-items:center;gap:12px;padding:8px 16px;background:#fff;border-bottom:1px solid #dde1e7}"
-    ".bar h1{font-size:16px;margin:0;flex:1;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}"
-    ".meta{color:#5b6475;font-size:13px}.meta a{color:#2856c7}"
-    ".doc{flex:1;width:100%;border:0;background:#fff}"
-    ".foot{display:flex;justify-content:space-between;align-items:center;padding:6px 16px;font-size:12px;"
-    "color:#5b6475;background:#fff;border-top:1px solid #dde1e7}"
-    ".foot a{color:#5b6475}.brand b{color:#1d2330}#fb-open{margin-left:auto}"
-    "button{font:inherit;cursor:pointer;border-radius:6px;border:1px solid #2856c7;padding:6px 14px}"
-    ".primary{background:#2856c7;color:#fff}.plain{background:#fff;color:#2856c7}"
-    ".panel{position:fixed;right:16px;bottom:48px;width:min(380px,calc(100% - 32px));background:#fff;"
-    "border:1px solid #dde1e7;border-radius:10px;box-shadow:0 8px 30px rgba(0,0,0,.15);padding:16px}"
-    ".panel h2{font-size:15px;margin:0 0 8px}"
-    "label{display:block;font-size:13px;margin:8px 0 2px;color:#3a4254}"
-    "textarea,input{width:100%;font:inherit;padding:6px 8px;border:1px solid #c5cbd6;border-radius:6px}"
-    ".actions{display:flex;gap:8px;justify-content:flex-end;margin-top:10px}"
-    ".status{font-size:13px;min-height:1em;margin:8px 0 0}"
-    ".center{margin:12vh auto;max-width:380px;background:#fff;border:1px solid #dde1e7;border-radius:10px;"
-    "padding:24px}.center h1{font-size:18px;margin:0 0 8px}.error{color:#b3261e}"
-)
 
-PAGE_SCRIPT = (
-    "(function(){"
-    "var frame=document.getElementById('doc'),panel=document.getElementById('fb'),"
-    "form=document.getElementById('fb-form'),status=document.getElementById('fb-status'),"
-    "open=document.getElementById('fb-open'),selection='';"
-    "window.addEventListener('message',function(e){"
-    "if(!frame||e.source!==frame.contentWindow)return;var d=e.data;"
-    "if(d&&d.type==='docpub:selection'&&typeof d.text==='string'){selection=d.text.slice(0,1000);"
-    "open.textContent=selection.trim()?'Feedback on selection':'Feedback';}});"
-    "open.addEventListener('click',function(){"
-    "if(selection.trim()){form.elements.quote.value=selection;}"
-    "panel.hidden=false;status.textContent='';form.elements.message.focus();});"
-    "document.getElementById('fb-cancel').addEventListener('click',function(){panel.hidden=true;});"
-    "form.addEventListener('submit',function(e){e.preventDefault();"
-    "var body={message:form.elements.message.value};"
-    "if(form.elements.name.value.trim()){body.name=form.elements.name.value;}"
-    "if(form.elements.quote.value.trim()){body.quote=form.elements.quote.value;}"
-    "status.textContent='Sending\\u2026';"
-    "fetch(form.action,{method:'POST',credentials:'same-origin',"
-    "headers:{'Content-Type':'application/json','Accept':'application/json'},body:JSON.stringify(body)})"
-    ".then(function(r){return r.json().then(function(j){return [r.status,j];});})"
-    ".then(function(res){if(res[0]===201){form.reset();selection='';open.textContent='Feedback';"
-    "status.textContent='Thank you! Your feedback was sent.';status.setAttribute('data-feedback-id',"
-    "res[1].feedback_id);}else{status.textContent=(res[1].error&&res[1].error.message)||"
-    "'Could not send your feedback.';}})"
-    ".catch(function(){status.textContent='Could not send your feedback; check your connection.';});});"
-    "})();"
-    # Views: one beacon per page load, sent once the page is visible (a prerendered
-    # or background page waits until shown; a page restored from the back/forward
-    # cache is not a new load). No cookie is set; the server drops bots.
-    "(function(){"
-    "var frame=document.getElementById('doc'),url=frame&&frame.getAttribute('data-view'),sent=false;"
-    "if(!url)return;"
-    "function send(){if(sent||document.prerendering||document.visibilityState!=='visible')return;sent=true;"
-    "try{if(!(navigator.sendBeacon&&navigator.sendBeacon(url))){"
-    "fetch(url,{method:'POST',credentials:'same-origin',keepalive:true});}}catch(e){}}"
-    "document.addEventListener('visibilitychange',send);"
-    "document.addEventListener('prerenderingchange',send);"
-    "send();"
-    "})();"
-)
+def frame_script() -> bytes:
+    origin = _origin(config.base_url())
+    return ("<script>" + FRAME_SCRIPT.replace("__PARENT_ORIGIN__", origin) + "</script>").encode("utf-8")
+
+
+PAGE_CSS = (STATIC / "page.css").read_text(encoding="utf-8")
+
+# The page's own script (static/share/page.js): feedback form, threads, highlights,
+# replies, the newer-version notice, the view beacon. Allowed by its CSP hash.
+PAGE_SCRIPT = (STATIC / "page.js").read_text(encoding="utf-8")
 
 
 def _csp_hash(text: str) -> str:
@@ -342,7 +285,9 @@ def _viewer_page(page: SharePage) -> Response:
     return _page("viewer.html", page.title, 200, cache, preview=preview, version_number=page.version_number,
                  version_count=page.version_count, links=links, content_src=content_src, sandbox=SANDBOX,
                  view_url=f"{base}/view?v={page.version_number}", branding=page.branding,
-                 feedback_action=f"{base}/feedback?v={page.version_number}", script=Markup(PAGE_SCRIPT))
+                 feedback_action=f"{base}/feedback?v={page.version_number}", script=Markup(PAGE_SCRIPT),
+                 share_base=base, version_id=page.version_id, latest=page.latest,
+                 live_seconds=config.live_poll_seconds())
 
 
 # ------------------------------------------------------------------ request helpers
@@ -466,7 +411,7 @@ def _version_page(ref) -> Response:
     headers = _headers(_content_csp(), cache, {"ETag": etag})
     if _etag_matches(_request().headers.get("if-none-match"), etag):
         return Response(body="", status_code=304, headers=headers)
-    data = sharing.read_content(ref) + SELECTION_SCRIPT.encode("utf-8")
+    data = sharing.read_content(ref) + frame_script()
     response = compress(_request(), Response(body=data, status_code=200, headers=headers))
     if response.headers.get("Content-Encoding") == "gzip":
         response.headers["ETag"] = etag[:-1] + "-gz\""  # a strong ETag names one encoding
@@ -599,3 +544,58 @@ def share_feedback(share_id):
     created = registry.feedback().submit(share_id, submission, client_ip(), _viewer(), version)
     return json_response(created, 201)
 
+
+
+@bp.route("/d/{share_id}/feedback/{feedback_id}/replies", methods=["POST"], content_types=FORM_TYPES)
+@_private
+@handles_errors(bp)
+def share_reply(share_id, feedback_id):
+    """A viewer's reply to a thread: 201 Reply or the contract's error body; the same
+    limits as feedback, counted in the same per-address budget."""
+    request = _request()
+    refuse_cross_site(request)
+    reply = parse_form_or_json(request, ViewerReplyRequest)
+    created = registry.feedback().viewer_reply(share_id, feedback_id, reply, client_ip(), _cookie(UNLOCK_COOKIE))
+    return json_response(created, 201)
+
+
+# ------------------------------------------------------------------ live pages and threads (contract 7c)
+
+def _public_json(body: dict, page_cache: str, protected: bool) -> Response:
+    response = json_response(body)
+    response.headers.update({"Cache-Control": CACHE_PRIVATE if protected else page_cache,
+                             "X-Robots-Tag": "noindex, nofollow", "X-Content-Type-Options": "nosniff"})
+    if not protected:
+        response.headers["Vary"] = VARY
+    return compress(_request(), response)
+
+
+@bp.route("/d/{share_id}/live", methods=["GET"])
+@handles_errors(bp)
+def share_live(share_id):
+    """What an open page polls: the latest version and the time of the last comment or
+    reply. Never counts a view; one small object every viewer shares: a shared cache
+    (CloudFront) answers it for LIVE_EDGE_SECONDS, so the origin sees one request per
+    edge per interval whatever the number of viewers."""
+    live = registry.sharing().live(share_id, _cookie(UNLOCK_COOKIE))
+    seconds = min(limits.LIVE_EDGE_SECONDS, live.cache_seconds)
+    return _public_json({"version": live.version_number, "version_id": live.version_id,
+                         "activity": live.activity_ms}, cache_page(seconds), live.protected)
+
+
+_MARK = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+
+
+@bp.route("/d/{share_id}/threads/{mark}", methods=["GET"])
+@handles_errors(bp)
+def share_threads(share_id, mark):
+    """The open threads (with replies) the page lists and highlights. `mark` is the
+    activity time from /live (a new comment is a new address, so a cached answer is
+    never older than the mark asked for) or any fresh token after the viewer's own post."""
+    if not _MARK.match(mark or ""):
+        raise errors.NotFound("No such page.")
+    doc, threads = registry.feedback().threads(share_id, _cookie(UNLOCK_COOKIE))
+    protected = bool(doc.get("passphrase_hash"))
+    seconds = registry.sharing().cache_seconds(doc)
+    return _public_json({"threads": [t.model_dump(mode="json") for t in threads]},
+                        cache_page(seconds), protected)

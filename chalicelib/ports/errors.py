@@ -10,8 +10,9 @@ services catch these, never a driver's error (botocore, sqlite3).
     ├── NotFound          a record or blob that should be there is not
     │   └── BlobNotFound      (also Unavailable: 503 unless the caller knows better)
     ├── QuotaExceeded     a counted limit held at commit
-    │   ├── DocumentCapReached
-    │   └── KeyCapReached
+    │   ├── DocumentCapReached, KeyCapReached
+    │   ├── ReplyCapReached, WebhookCapReached
+    │   └── QuotaReached      storage, versions or the workspace's write rate
     ├── InvalidCursor     (BadCursor) a listing cursor this listing never returned
     └── Unavailable       busy or unreachable: retry (503); `code` names the cause for logs
         ├── WriteRefused      known not applied
@@ -81,6 +82,22 @@ class KeyCapReached(QuotaExceeded):
 
     def __init__(self, workspace: Optional[Any] = None):
         super().__init__(workspace, "key cap reached")
+
+
+class ReplyCapReached(QuotaExceeded):
+    """The thread holds its maximum of replies; `current` is how many it holds."""
+
+    def __init__(self, current: int):
+        super().__init__(None, "reply cap reached")
+        self.current = current
+
+
+class WebhookCapReached(QuotaExceeded):
+    """The workspace holds its maximum of webhooks; `current` is how many it holds."""
+
+    def __init__(self, current: int):
+        super().__init__(None, "webhook cap reached")
+        self.current = current
 
 
 # ------------------------------------------------------------------ not found, cursors

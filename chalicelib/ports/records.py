@@ -12,7 +12,7 @@ from typing import Any, Optional
 from chalicelib.ports.errors import (  # noqa: F401
     BadCursor, BlobNotFound, Conflict, DocumentCapReached, FeedbackGone, GuardFailed, InvalidCursor, KeyCapReached,
     NotFound, OutcomeUnknown, QuotaExceeded, StaleDocument, StorageError, StorageUnavailable, Unavailable, UserExists,
-    QuotaReached, StorageFull, WriteRefused, definitely_not_applied,
+    QuotaReached, ReplyCapReached, StorageFull, WebhookCapReached, WriteRefused, definitely_not_applied,
 )
 
 
@@ -21,6 +21,7 @@ __all__ = [
     "BadCursor", "BlobNotFound", "Conflict", "DocumentCapReached", "FeedbackGone", "GuardFailed", "InvalidCursor",
     "KeyCapReached", "NotFound", "OutcomeUnknown", "QuotaExceeded", "StaleDocument", "StorageError",
     "StorageUnavailable", "Unavailable", "UserExists", "WriteRefused", "definitely_not_applied",
+    "ReplyCapReached", "WebhookCapReached",
 ]
 
 # A stored record as the adapters hand it over (field names in docs/architecture.md);

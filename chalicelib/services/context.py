@@ -11,7 +11,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Callable, overload
+from typing import Any, Callable, overload
 
 from chalicelib.ports import (
     ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository, Repositories,
@@ -21,6 +21,7 @@ from chalicelib.ports.cdn import CdnInvalidator, NoCdn, PendingInvalidationRepos
 from chalicelib.ports.mail import Mailer
 from chalicelib.ports.people import PeopleRepository
 from chalicelib.ports.oauth import OAuthRepository
+from chalicelib.ports.webhooks import WebhookRepository
 
 
 def new_document_id() -> str:
@@ -44,6 +45,10 @@ def new_workspace_id() -> str:
     return "ws_" + secrets.token_urlsafe(12)
 
 
+def _no_nudge() -> None:
+    return None
+
+
 def _no_mailer() -> Mailer:
     raise RuntimeError("this Context has no mailer: build it with chalicelib.wiring.new_context()")
 
@@ -58,6 +63,12 @@ class Context:
     clock: Callable[[], float] = time.time
     # Outgoing mail (ports/mail.py), built on first use: DOCPUB_MAIL picks the adapter.
     mail_factory: Callable[[], Mailer] = _no_mailer
+    # Tells the webhook worker that the outbox has a new event (services/webhooks.py);
+    # wiring gives the deployed stack's SQS nudge, else nothing (make run's worker polls).
+    nudge_outbox: Callable[[], None] = _no_nudge
+    # Webhook targets: the address rules and the one outbound POST (adapters/webhook_sender.py),
+    # given by wiring; None in a Context that never sends webhooks.
+    webhook_sender: Any = None
     # Backoff between optimistic-concurrency retries; tests may inject a no-op.
     sleep: Callable[[float], None] = time.sleep
 
@@ -117,6 +128,10 @@ class Context:
     @property
     def cdn_pending(self) -> PendingInvalidationRepository:
         return self.repos.cdn_pending  # type: ignore[return-value]  # set by both adapters
+
+    @property
+    def webhooks(self) -> WebhookRepository:
+        return self.repos.webhooks  # type: ignore[return-value]  # set by both adapters
 
     @property
     def people(self) -> PeopleRepository:

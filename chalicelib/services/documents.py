@@ -336,7 +336,8 @@ class DocumentService:
                         if request.description is not None:
                             changes["description"] = request.description
                         self.ctx.documents.append_version(doc, version, changes, slot, idem_record, quota,
-                                                          activity=logged)
+                                                          activity=logged,
+                                                          event=self._published(doc, version, changes))
                 except QuotaReached as exc:
                     raise self._quota_error(exc, quota, doc, now_ms) from exc  # refused: nothing committed
                 except GuardFailed as exc:
@@ -368,6 +369,7 @@ class DocumentService:
                     from chalicelib.services.uploads import UploadService
 
                     UploadService(self.ctx).discard(actor.workspace_id, request.upload_id)
+                self.ctx.nudge_outbox()
                 if doc is not None and links.withdraws(doc, link_changes, now_ms):
                     cdn.withdraw(self.ctx, doc["share_id"], "link settings")
                 return WriteResult(response, decision.headers() if decision else {})
@@ -375,6 +377,20 @@ class DocumentService:
         finally:
             if stored:
                 objects.discard()
+
+    def _published(self, doc: Optional[Record], version: Record, changes: Record) -> Record:
+        """The `document.published` event of a new document or version (written with it)."""
+        after = {**(doc or {}), **changes, "version_count": version["number"],
+                 "latest_version_id": version["version_id"], "latest_size": version["size_bytes"],
+                 "updated_ms": version["created_ms"]}
+        return self._event("document.published", after, version["created_ms"])
+
+    @staticmethod
+    def _event(kind: str, doc: Record, now_ms: int) -> Record:
+        from chalicelib.services.events import make_event
+
+        return make_event(kind, doc["workspace_id"], doc["document_id"], now_ms,
+                          summary_model(doc).model_dump(mode="json"))
 
     def _link_changes(self, request: Union[PublishRequest, UpdateDocumentRequest]) -> Record:
         """Document item fields for the link settings a publish/PATCH body gives:
@@ -405,7 +421,8 @@ class DocumentService:
         doc.update({k: v for k, v in (link_changes or {}).items() if v is not None})
         try:
             self.ctx.documents.create(doc, version, max_documents, plans.UNCAPPED_PLANS, slot, idem, quota,
-                                      activity=logged)
+                                      activity=logged,
+                                      event=self._published(None, version, doc))
         except DocumentCapReached as exc:
             current = (exc.workspace or {}).get("document_count", max_documents)
             raise PlanLimitReached(
@@ -488,7 +505,8 @@ class DocumentService:
             try:
                 logged = activity.entry(self.ctx, actor, actor.workspace_id, "document.edit", document_id,
                                         {"title": doc.get("title"), "version": version["number"]})
-                self.ctx.documents.append_version(doc, version, {}, slot, None, quota, activity=logged)
+                self.ctx.documents.append_version(doc, version, {}, slot, None, quota, activity=logged,
+                                                  event=self._published(doc, version, {}))
             except QuotaReached as exc:
                 self._discard(object_key)
                 raise self._quota_error(exc, quota, doc, now_ms) from exc
@@ -511,6 +529,7 @@ class DocumentService:
                 else:
                     self._outcome_unknown(object_key)
                 raise
+            self.ctx.nudge_outbox()
             summary = EditSummary(edits_applied=outcome.edits_applied, replacements=outcome.replacements,
                                   size_bytes_before=len(before), size_bytes_after=len(data))
             response = EditResponse(document_id=document_id, version_id=version_id,
@@ -681,7 +700,9 @@ class DocumentService:
         if not doc.get("deleting"):
             try:
                 self.ctx.documents.begin_delete(doc, activity=activity.entry(
-                    self.ctx, actor, actor.workspace_id, "document.delete", document_id, {"title": doc.get("title")}))
+                    self.ctx, actor, actor.workspace_id, "document.delete", document_id, {"title": doc.get("title")}),
+                    event=self._event("document.deleted", doc, self.ctx.now_ms()))
+                self.ctx.nudge_outbox()
             except StaleDocument:
                 pass  # a concurrent delete got there first; finish the job with it
         cdn.withdraw(self.ctx, doc["share_id"], "delete")

@@ -1,23 +1,37 @@
-"""Viewer feedback: submitted on share links, listed and resolved by the owner.
+"""Viewer feedback: submitted on share links (optionally anchored to a passage),
+answered in threads by the owner and by viewers, listed, waited for and resolved.
 
-A submission, the document's `open_feedback_count` and the submitter's rate slot
-are written in one transaction; resolve/reopen change the count with
-conditions on the feedback's state, so the count never drifts. Deleting a
-document deletes its feedback (DocumentService.finish_delete does it directly).
+A submission or reply, the document's `open_feedback_count`, the submitter's
+rate slot and the event that reports it (read by waiting lists, turned into
+webhook deliveries) are written in one transaction; resolve/reopen change the
+count with conditions on the feedback's state, so the count never drifts.
+Deleting a document deletes its feedback (DocumentService.finish_delete does it
+directly).
+
+Decisions (docs/contract.md): a viewer reply reopens a resolved thread; an owner
+reply leaves its status alone (a closing note). A waiting list wakes for new
+feedback and viewer replies, not for the owner's own replies (an agent waiting
+after replying would otherwise be woken by itself).
 """
 from __future__ import annotations
 
+import builtins
+import json
 import re
+import secrets
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from chalicelib.ports.records import Record
 from chalicelib.domain import limits
-from chalicelib.errors import NotFound, ValidationFailed
-from chalicelib.ports import BadCursor, FeedbackGone, GuardFailed, StaleDocument
-from chalicelib.models import Feedback, FeedbackCreated, FeedbackList, FeedbackSubmission
+from chalicelib.errors import NotFound, PlanLimitReached, ValidationFailed
+from chalicelib.models import (
+    Anchor, Feedback, FeedbackCreated, FeedbackList, FeedbackSubmission, Reply, ReplyRequest, ViewerReplyRequest,
+)
+from chalicelib.ports import BadCursor, FeedbackGone, GuardFailed, ReplyCapReached, StaleDocument
 from chalicelib.services import access, cursors, ratelimits
 from chalicelib.services.access import Who
+from chalicelib.services.events import make_event
 from chalicelib.services.context import Context, new_feedback_id, rfc3339
 from chalicelib.services.sharing import ShareService
 from chalicelib.services.access import requires
@@ -26,13 +40,39 @@ STATUSES = ("open", "resolved", "all")
 MAX_LIMIT = 100
 # A resolve that races another change of the same item looks again this many times.
 RESOLVE_ATTEMPTS = 5
+# Webhook payloads carry a thread's newest replies only, so an event stays small.
+PAYLOAD_REPLIES = 10
+PAYLOAD_MAX_BYTES = 256 * 1024
+SINCE_MESSAGE = "is not a `since` token this service returned for this listing"
 
 
-def feedback_model(item: Record) -> Feedback:
+def new_reply_id() -> str:
+    return "rp_" + secrets.token_urlsafe(12)
+
+
+def reply_model(item: Record) -> Reply:
+    return Reply(reply_id=item["reply_id"], message=item["message"], name=item.get("name"),
+                 author=item["author"], created_at=rfc3339(item["created_ms"]))
+
+
+def feedback_model(item: Record, replies: Optional[Sequence[Record]] = None) -> Feedback:
+    anchor = item.get("anchor")
     return Feedback(feedback_id=item["feedback_id"], document_id=item["document_id"],
                     version_id=item["version_id"], message=item["message"], name=item.get("name"),
-                    quote=item.get("quote"), status=item["status"], created_at=rfc3339(item["created_ms"]),
-                    resolved_at=rfc3339(item.get("resolved_ms")))
+                    quote=item.get("quote"), anchor=Anchor(**anchor) if anchor else None, status=item["status"],
+                    created_at=rfc3339(item["created_ms"]), resolved_at=rfc3339(item.get("resolved_ms")),
+                    replies=[reply_model(r) for r in replies or []])
+
+
+def event_payload(feedback: Feedback, reply: Optional[Reply] = None) -> dict:
+    """A webhook's `data`: the Feedback (newest replies only, bounded in size), plus `reply`."""
+    data = feedback.model_dump(mode="json")
+    data["replies"] = data["replies"][-PAYLOAD_REPLIES:]
+    if reply is not None:
+        data["reply"] = reply.model_dump(mode="json")
+    while data["replies"] and len(json.dumps(data, ensure_ascii=False).encode()) > PAYLOAD_MAX_BYTES:
+        data["replies"] = data["replies"][1:]
+    return data
 
 
 _FEEDBACK_ID = re.compile(r"fb_[A-Za-z0-9_-]{8,64}")
@@ -66,48 +106,103 @@ class FeedbackService:
         doc = access.doc
         feedback_id = new_feedback_id()
         what = limits.REFUSALS["feedback"]
+        anchor = submission.anchor.model_dump(exclude_none=True) if submission.anchor else None
         for _attempt in range(ratelimits.CLAIM_ATTEMPTS):
             # The slot is claimed in the feedback's own transaction: a refused post uses none.
             claim = ratelimits.next_claim(self.ctx, ratelimits.viewer_scope("feedback", doc["document_id"], client_ip),
                                           limits.viewer_rate(), what)
+            now_ms = self.ctx.now_ms()
             item = {"feedback_id": feedback_id, "document_id": doc["document_id"],
                     "workspace_id": doc["workspace_id"], "version_id": access.version_id,
                     "version_number": access.version_number, "message": submission.message,
-                    "name": submission.name or None, "quote": submission.quote or None,
-                    "status": "open", "created_ms": self.ctx.now_ms()}
+                    "name": submission.name or None,
+                    "quote": submission.quote or (anchor["quote"] if anchor else None),
+                    "anchor": anchor, "status": "open", "created_ms": now_ms}
+            event = make_event("feedback.created", doc["workspace_id"], doc["document_id"], now_ms,
+                               event_payload(feedback_model(item)), feedback_id=feedback_id, wakes=True)
             try:
-                self.ctx.feedback.create(item, claim)
+                self.ctx.feedback.create(item, claim, event)
             except GuardFailed:
                 continue  # another post from this address moved the log; re-read it
             except StaleDocument as exc:
                 raise NotFound("No such link.") from exc
+            self.ctx.nudge_outbox()
             return FeedbackCreated(feedback_id=feedback_id)
         raise ratelimits.contended(what)
 
+    def viewer_reply(self, share_id: str, feedback_id: str, request: ViewerReplyRequest, client_ip: str,
+                     unlock_cookie: Optional[str]) -> Reply:
+        """A viewer answers a thread of the link's document; counted in the same
+        per-address budget as feedback. Reopens a resolved thread."""
+        found = self.sharing.access(share_id, unlock_cookie)
+        doc = found.doc
+        what = limits.REFUSALS["feedback"]
+        scope = ratelimits.viewer_scope("feedback", doc["document_id"], client_ip)
+        return self._reply(lambda: self._thread_of(doc["workspace_id"], feedback_id, doc["document_id"]),
+                           request.message, request.name or None, "viewer",
+                           lambda: ratelimits.next_claim(self.ctx, scope, limits.viewer_rate(), what), what)
+
+    def threads(self, share_id: str, unlock_cookie: Optional[str]) -> tuple[Record, builtins.list[Feedback]]:
+        """(the link's document, its open threads with replies, newest first) for the share page."""
+        found = self.sharing.access(share_id, unlock_cookie)
+        doc = found.doc
+        items, _cursor = self.ctx.feedback.page(doc["workspace_id"], doc["document_id"], "open", MAX_LIMIT, None)
+        return doc, self._with_replies(items)
+
     # ---------------------------------------------------------------- owners
 
+    @requires("reply_to_feedback")
+    def reply(self, who: Who, feedback_id: str, message: str) -> Reply:
+        """The owner answers a thread (any status; a resolved thread stays resolved)."""
+        from pydantic import ValidationError
+
+        try:
+            message = ReplyRequest.model_validate({"message": message}).message
+        except ValidationError as exc:
+            raise ValidationFailed.from_pydantic(exc.errors(include_url=False, include_input=False)) from None
+        actor = access.actor(self.ctx, who)
+        return self._reply(lambda: self._thread_of(actor.workspace_id, feedback_id), message, None, "owner",
+                           lambda: None, "")
+
     @requires("list_feedback")
-    def list(self, who, document_id: str | None = None, status: str = "open", limit: int = 20,
-             cursor: str | None = None) -> FeedbackList:
-        items, next_cursor = self._page(who, document_id, status, limit, cursor)
-        return FeedbackList(feedback=[feedback_model(i) for i in items], next_cursor=next_cursor)
-
-    def inbox(self, who: Who, document_id: str | None = None, status: str = "open", limit: int = 20,
-              cursor: str | None = None) -> InboxPage:
-        """`list`, with the number of the version each item was given on (stored
-        with the feedback: no read of the documents' versions)."""
-        items, next_cursor = self._page(who, document_id, status, limit, cursor)
-        return InboxPage(items=[InboxItem(feedback=feedback_model(i), version_number=i.get("version_number"))
-                                for i in items], next_cursor=next_cursor)
-
-    def _page(self, who: Who, document_id: str | None, status: str, limit: int,
-              cursor: str | None) -> tuple[Sequence[dict[str, Any]], str | None]:
+    def list(self, who: Who, document_id: str | None = None, status: str = "open", limit: int = 20,
+             cursor: str | None = None, since: str | None = None, wait: int | None = None) -> FeedbackList:
         if status not in STATUSES:
             raise ValidationFailed.field("status", "must be open, resolved or all")
         if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             raise ValidationFailed.field("limit", f"must be 1 to {MAX_LIMIT}")
+        if wait is not None and not (isinstance(wait, int) and 0 <= wait <= limits.WAIT_MAX_SECONDS):
+            raise ValidationFailed.field("wait", f"must be a number of seconds from 0 to {limits.WAIT_MAX_SECONDS}")
         found = access.find_document(self.ctx, who, document_id)
         actor, document_id = found.actor, found.document_id
+        activity_listing = f"since#{document_id or ''}"
+        if since is not None or wait:
+            if cursor:
+                raise ValidationFailed.field("cursor", "cannot be combined with since or wait")
+            position = (self._unseal_since(actor.workspace_id, activity_listing, since) if since is not None
+                        else self.ctx.feedback.activity_head(actor.workspace_id, self.ctx.now_ms()))
+            return self._wait(actor.workspace_id, document_id, activity_listing, position, limit, wait or 0)
+        items, next_cursor = self._page(actor, document_id, status, limit, cursor)
+        head = self.ctx.feedback.activity_head(actor.workspace_id, self.ctx.now_ms())
+        return FeedbackList(feedback=self._with_replies(items), next_cursor=next_cursor,
+                            since=cursors.seal(actor.workspace_id, activity_listing, head))
+
+    def inbox(self, who: Who, document_id: str | None = None, status: str = "open", limit: int = 20,
+              cursor: str | None = None) -> InboxPage:
+        """`list`, with the number of the version each item was given on (stored
+        with the feedback: no read of the documents' versions) and the threads' replies."""
+        if status not in STATUSES:
+            raise ValidationFailed.field("status", "must be open, resolved or all")
+        found = access.find_document(self.ctx, who, document_id)
+        items, next_cursor = self._page(found.actor, found.document_id, status, limit, cursor)
+        models = self._with_replies(items)
+        return InboxPage(items=[InboxItem(feedback=m, version_number=i.get("version_number"))
+                                for m, i in zip(models, items)], next_cursor=next_cursor)
+
+    def _page(self, actor, document_id: str | None, status: str, limit: int,
+              cursor: str | None) -> tuple[Sequence[dict[str, Any]], str | None]:
+        if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise ValidationFailed.field("limit", f"must be 1 to {MAX_LIMIT}")
         listing = f"feedback#{document_id or ''}"
         raw = cursors.unseal(actor.workspace_id, listing, cursor)
         try:
@@ -118,25 +213,108 @@ class FeedbackService:
         return items, cursors.seal(actor.workspace_id, listing, next_cursor)
 
     @requires("resolve_feedback")
-    def resolve(self, who, feedback_id: str, resolved: bool = True) -> Feedback:
+    def resolve(self, who: Who, feedback_id: str, resolved: bool = True) -> Feedback:
         """Mark resolved (or, with resolved=False, open again); repeating is harmless."""
         actor = access.actor(self.ctx, who)
         wanted = "resolved" if resolved else "open"
         for _attempt in range(RESOLVE_ATTEMPTS):
-            # Ids we never issue are 404 without a lookup (DynamoDB refuses keys over 2 KB).
-            item = self.ctx.feedback.get(feedback_id) if _FEEDBACK_ID.fullmatch(feedback_id or "") else None
-            if item is None or item.get("workspace_id") != actor.workspace_id:
-                raise NotFound("No such feedback in this workspace.")
+            item = self._thread_of(actor.workspace_id, feedback_id)
             if item["status"] == wanted:
-                return feedback_model(item)
+                return self._with_replies([item])[0]
             now_ms = self.ctx.now_ms()
+            after = {**item, "status": wanted, "resolved_ms": now_ms if resolved else None}
+            model = self._with_replies([after])[0]
+            event = make_event("feedback.resolved", item["workspace_id"], item["document_id"], now_ms,
+                               event_payload(model), feedback_id=feedback_id) if resolved else None
             try:
-                self.ctx.feedback.set_status(item, resolved, now_ms)
+                self.ctx.feedback.set_status(item, resolved, now_ms, event)
             except FeedbackGone:
                 doc = self.ctx.documents.get(item["document_id"])
                 if doc is None or doc.get("deleting"):
                     raise NotFound(f"No feedback {feedback_id} in this workspace.") from None
                 continue  # changed concurrently: look again
-            item.update(status=wanted, resolved_ms=now_ms if resolved else None)
-            return feedback_model(item)
+            if event is not None:
+                self.ctx.nudge_outbox()
+            return model
         raise NotFound(f"No feedback {feedback_id} in this workspace.")
+
+    # ---------------------------------------------------------------- internals
+
+    def _thread_of(self, workspace_id: str, feedback_id: str, document_id: Optional[str] = None) -> Record:
+        # Ids we never issue are 404 without a lookup (DynamoDB refuses keys over 2 KB).
+        item = self.ctx.feedback.get(feedback_id) if _FEEDBACK_ID.fullmatch(feedback_id or "") else None
+        if (item is None or item.get("workspace_id") != workspace_id
+                or (document_id is not None and item.get("document_id") != document_id)):
+            raise NotFound("No such feedback" + (" on this document." if document_id else " in this workspace."))
+        return item
+
+    def _reply(self, read_thread: Callable[[], dict], message: str, name: Optional[str], author: str,
+               claim: Callable, what: str) -> Reply:
+        for attempt in range(ratelimits.CLAIM_ATTEMPTS):
+            self.ctx.backoff(attempt)
+            thread = read_thread()
+            rate = claim()
+            now_ms = self.ctx.now_ms()
+            reply = {"reply_id": new_reply_id(), "feedback_id": thread["feedback_id"],
+                     "document_id": thread["document_id"], "workspace_id": thread["workspace_id"],
+                     "message": message, "name": name, "author": author, "created_ms": now_ms}
+            reopen = author == "viewer"
+            after = {**thread, **({"status": "open", "resolved_ms": None} if reopen else {})}
+            replies = self.ctx.feedback.replies([thread["feedback_id"]])[thread["feedback_id"]] + [reply]
+            model = reply_model(reply)
+            event = make_event("feedback.replied", thread["workspace_id"], thread["document_id"], now_ms,
+                               event_payload(feedback_model(after, replies), model),
+                               feedback_id=thread["feedback_id"], reply_id=reply["reply_id"],
+                               wakes=author == "viewer")
+            try:
+                self.ctx.feedback.add_reply(thread, reply, limits.REPLIES_PER_THREAD, reopen, rate, event)
+            except GuardFailed:
+                continue  # the rate log or the thread moved: read again
+            except FeedbackGone:
+                raise NotFound("No such feedback.") from None
+            except ReplyCapReached as exc:
+                raise PlanLimitReached(
+                    f"This thread has {limits.REPLIES_PER_THREAD} replies, the most a thread holds; "
+                    "start a new comment instead.",
+                    {"limit": limits.REPLIES_PER_THREAD, "current": exc.current}) from None
+            self.ctx.nudge_outbox()
+            return model
+        raise ratelimits.contended(what or "The thread is busy")
+
+    def _with_replies(self, items: Sequence[Record]) -> builtins.list[Feedback]:
+        with_replies = [i["feedback_id"] for i in items if i.get("reply_count")]
+        replies = self.ctx.feedback.replies(with_replies) if with_replies else {}
+        return [feedback_model(i, replies.get(i["feedback_id"])) for i in items]
+
+    def _unseal_since(self, workspace_id: str, listing: str, since: str) -> str:
+        try:
+            raw = cursors.unseal(workspace_id, listing, since) if since else None
+        except ValidationFailed:
+            raw = None
+        if raw is None:
+            raise ValidationFailed.field("since", SINCE_MESSAGE)
+        return raw
+
+    def _wait(self, workspace_id: str, document_id: Optional[str], listing: str, position: str, limit: int,
+              wait_seconds: int) -> FeedbackList:
+        """Feedback with activity after `position`: at once if there is some, else
+        reading again once a second until `wait_seconds` have passed."""
+        deadline = self.ctx.clock() + wait_seconds
+        while True:
+            try:
+                events, position = self.ctx.feedback.activity_since(workspace_id, document_id, position,
+                                                                     self.ctx.now_ms(), limit)
+            except BadCursor as exc:
+                raise ValidationFailed.field("since", SINCE_MESSAGE) from exc
+            left = deadline - self.ctx.clock()
+            if events or left <= 0:
+                break
+            self.ctx.sleep(min(limits.WAIT_READ_INTERVAL_SECONDS, left))
+        ids: list[str] = []
+        for event in reversed(events):  # newest activity first, each thread once
+            if event.get("feedback_id") and event["feedback_id"] not in ids:
+                ids.append(event["feedback_id"])
+        by_id = {i["feedback_id"]: i for i in self.ctx.feedback.get_many(ids)}
+        items = [by_id[i] for i in ids if i in by_id]
+        return FeedbackList(feedback=self._with_replies(items), next_cursor=None,
+                            since=cursors.seal(workspace_id, listing, position))

@@ -42,7 +42,7 @@ SCOPES = ("docs:read", "docs:write", "feedback")
 SCOPE_DESCRIPTIONS = {
     "docs:read": "Read your documents: list, find and open them, and see the workspace's plan",
     "docs:write": "Publish, edit, rename and delete documents",
-    "feedback": "Read viewer feedback and mark it resolved",
+    "feedback": "Read viewer feedback, wait for it, reply to it and mark it resolved",
 }
 # Which scope each MCP tool needs is declared with its operation (chalicelib/operations.py TOOL_SCOPES).
 

@@ -134,6 +134,16 @@ class SharePage:
 
 
 @dataclass(frozen=True)
+class LivePage:
+    """What an open share page polls for: the latest version, the last comment activity."""
+    version_number: int
+    version_id: str
+    activity_ms: int
+    protected: bool
+    cache_seconds: int
+
+
+@dataclass(frozen=True)
 class ContentRef:
     """A version's immutable content, verified readable by this viewer."""
     doc: Record
@@ -316,6 +326,14 @@ class ShareService:
             return content.package(self.ctx, access.doc, version)
         except BlobNotFound as exc:
             raise NotFound("No such version.") from exc
+
+    def live(self, share_id: str, unlock_cookie: Optional[str] = None) -> LivePage:
+        """The latest version and feedback activity of a link (the same checks as the page:
+        NotFound, Gone, Locked); counts no view."""
+        found = self.access(share_id, unlock_cookie)
+        doc = found.doc
+        return LivePage(doc["version_count"], doc["latest_version_id"], int(doc.get("feedback_activity_ms") or 0),
+                        found.protected, found.cache_seconds)
 
     def open_content(self, share_id: str, version_id: str, unlock_cookie: Optional[str] = None,
                      content_token: Optional[str] = None) -> ContentRef:

@@ -78,8 +78,11 @@ class ViewBuffer:
             entry = self._pending.setdefault(key, [0, now_ms])
             entry[0] += 1
             entry[1] = max(entry[1], now_ms)
-            if (self._last_flush_ms is not None and now_ms - self._last_flush_ms < flush_ms
-                    and len(self._pending) < self.MAX_KEYS):
+            # flush_ms <= 0 writes every view at once. Threads read the clock before they
+            # take the lock, so `now_ms` can be older than the last flush: never hold a view
+            # for that (it would wait for the next beacon, which may never come).
+            if (flush_ms > 0 and self._last_flush_ms is not None
+                    and now_ms - self._last_flush_ms < flush_ms and len(self._pending) < self.MAX_KEYS):
                 return []
             due, self._pending = self._pending, {}
             self._last_flush_ms = now_ms
@@ -128,7 +131,7 @@ class ViewService:
     def __init__(self, ctx: Context, shard: Optional[Callable[[], int]] = None):
         self.ctx = ctx
         self.shard = shard or (lambda: secrets.randbelow(rules.SHARDS))
-        # Per process (registry.views() keeps one ViewService per process).
+        # Per process (wiring.views() keeps one ViewService per process).
         self.buffer = ViewBuffer()
         self.links = LinkCache()
 

@@ -33,21 +33,21 @@ def test_sign_up_then_confirm_the_email(stack, browser):
     page.fill("input[name=password]", "password123")  # weak: refused with the reason
     page.fill("input[name=workspace_name]", "Signup Co")
     page.click("button[type=submit] >> text=Create workspace")
-    assert page.locator("p >> text=too easy to guess").first.is_visible()
+    page.locator("p >> text=too easy to guess").first.wait_for(state="visible", timeout=10_000)
     page.fill("input[name=password]", PASSWORD)
     page.fill("input[name=workspace_name]", "Signup Co")
     page.click("button[type=submit] >> text=Create workspace")
-    assert page.locator("text=We sent a message to people-signup@example.com").is_visible()
+    page.locator("text=We sent a message to people-signup@example.com").wait_for(state="visible", timeout=10_000)
     # Not confirmed yet: signing in is refused (and sends a fresh link).
     page.goto(stack.base_url + "/dashboard/sign-in")
     page.fill("input[name=email]", "people-signup@example.com")
     page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit] >> text=Sign in")
-    assert page.locator("text=Confirm your email address first").is_visible()
+    page.locator("text=Confirm your email address first").wait_for(state="visible", timeout=10_000)
     page.goto(mail_link_in(stack.data_dir, "people-signup@example.com", "verify"))
     page.click("text=Confirm my email")
     page.wait_for_url("**/dashboard/keys**")
-    assert page.locator("text=Email confirmed").is_visible()
+    page.locator("text=Email confirmed").wait_for(state="visible", timeout=10_000)
     assert page.locator(".who").inner_text().startswith("people-signup@example.com")
     context.close()
 
@@ -61,20 +61,20 @@ def test_forgot_password_then_reset(stack, browser):
     page.click("text=Forgot your password?")
     page.fill("input[name=email]", "people-forgot@example.com")
     page.click("button[type=submit] >> text=Send the link")
-    assert page.locator("text=If people-forgot@example.com has a Docpub account").is_visible()
+    page.locator("text=If people-forgot@example.com has a Docpub account").wait_for(state="visible", timeout=10_000)
     page.goto(mail_link_in(stack.data_dir, "people-forgot@example.com", "reset"))
     page.fill("input[name=new_password]", "a completely new passphrase")
     page.fill("input[name=confirm_password]", "a completely new passphrase")
     page.click("button[type=submit] >> text=Change password")
     page.wait_for_url("**/dashboard/documents**")
-    assert page.locator("text=Every other session of your account was signed out").is_visible()
+    page.locator("text=Every other session of your account was signed out").wait_for(state="visible", timeout=10_000)
     # The first browser's session ended with the reset.
     other = first.pages[0]
     other.goto(stack.base_url + "/dashboard/documents")
     assert "/dashboard/sign-in" in other.url
     # The link worked once.
     page.goto(mail_link_in(stack.data_dir, "people-forgot@example.com", "reset"))
-    assert page.locator("text=not valid any more").is_visible()
+    page.locator("text=not valid any more").wait_for(state="visible", timeout=10_000)
     first.close()
     context.close()
 
@@ -87,13 +87,12 @@ def test_invite_join_role_limits_and_removal(stack, browser):
     owner.fill("#invite input[name=email]", "people-viewer@example.com")
     owner.select_option("#invite select[name=role]", "viewer")
     owner.click("button[type=submit] >> text=Send invitation")
-    assert owner.locator("text=Invitation sent").is_visible()
-    assert owner.locator("ul.invites >> text=people-viewer@example.com").is_visible()
-
+    owner.locator("text=Invitation sent").wait_for(state="visible", timeout=10_000)
+    owner.locator("ul.invites >> text=people-viewer@example.com").wait_for(state="visible", timeout=10_000)
     invitee_context = browser.new_context()
     invitee = invitee_context.new_page()
     invitee.goto(mail_link_in(stack.data_dir, "people-viewer@example.com", "invite"))
-    assert invitee.locator("text=Join Team Co").is_visible()
+    invitee.locator("text=Join Team Co").wait_for(state="visible", timeout=10_000)
     invitee.fill("input[name=password]", PASSWORD)
     invitee.click("text=Create account and join")
     invitee.wait_for_url("**/dashboard/documents**")
@@ -111,21 +110,21 @@ def test_invite_join_role_limits_and_removal(stack, browser):
     row = owner.locator("tr[data-member='people-viewer@example.com']")
     row.locator("select[name=role]").select_option("editor")
     row.locator("text=Change").click()
-    assert owner.locator("text=Role changed").is_visible()
+    owner.locator("text=Role changed").wait_for(state="visible", timeout=10_000)
     invitee.goto(stack.base_url + "/dashboard/documents")
     assert invitee.locator("[data-role]").inner_text() == "editor"
     assert invitee.locator("nav >> text=API keys").count() == 1
 
     # The last owner cannot leave; removing the member ends their session at once.
     owner.locator("tr[data-member='people-owner@example.com'] >> text=Leave").click()
-    assert owner.locator("p >> text=keeps at least one owner").first.is_visible()
+    owner.locator("p >> text=keeps at least one owner").first.wait_for(state="visible", timeout=10_000)
     owner.goto(stack.base_url + "/dashboard/members")
     owner.locator("tr[data-member='people-viewer@example.com'] >> text=Remove").click()
-    assert owner.locator("text=Member removed").is_visible()
+    owner.locator("text=Member removed").wait_for(state="visible", timeout=10_000)
     invitee.goto(stack.base_url + "/dashboard/documents")
     assert "/dashboard/sign-in" in invitee.url
     owner.goto(stack.base_url + "/dashboard/activity")
-    assert owner.locator("text=member.remove").is_visible()
+    owner.locator("text=member.remove").wait_for(state="visible", timeout=10_000)
     owner_context.close()
     invitee_context.close()
 
@@ -160,8 +159,7 @@ def test_workspace_only_link_opens_for_a_member_and_not_for_an_outsider(stack, b
     sign_up(outsider, stack, "people-outsider@example.com", "Elsewhere")
     response = outsider.goto(share_url)
     assert response.status == 404
-    assert outsider.locator("text=shared with the members of its workspace only").is_visible()
-
+    outsider.locator("text=shared with the members of its workspace only").wait_for(state="visible", timeout=10_000)
     # A member who was signed out signs in and lands on the document.
     fresh_context = browser.new_context()
     fresh = fresh_context.new_page()

@@ -26,7 +26,9 @@ TABLES = {"workspaces", "api_keys", "documents", "versions", "share_links", "ide
           "oauth_clients", "oauth_codes", "oauth_grants", "oauth_access_tokens", "oauth_refresh_tokens",
           "view_days", "view_versions", "view_limits",
           # people (adapters/sqlite/people.py)
-          "members", "account_tokens", "activity"}
+          "members", "account_tokens", "activity",
+          # the review loop (adapters/sqlite/feedback.py, webhooks.py)
+          "feedback_replies", "events", "webhooks", "webhook_deliveries", "sqlite_sequence"}
 
 
 @pytest.fixture

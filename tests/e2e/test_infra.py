@@ -184,7 +184,8 @@ def test_data_access_policy_is_attached_to_the_function_role(resources, function
     # The role's own inline list holds only the log permission, on its log group.
     inline = [s for p in resources[function_role]["Properties"]["Policies"]
               for s in as_list(p["PolicyDocument"]["Statement"])]
-    log_group, _ = only(resources, "AWS::Logs::LogGroup")
+    log_group = "FunctionLogGroup"
+    assert resources[log_group]["Type"] == "AWS::Logs::LogGroup"
     assert inline == [{"Sid": "WriteOwnLogs", "Effect": "Allow",
                        "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
                        "Resource": {"Fn::GetAtt": [log_group, "Arn"]}}]
@@ -218,6 +219,8 @@ def test_table_and_bucket_actions_name_exactly_these_resources(resources, functi
                 assert action == "ssm:GetParameter"
                 assert target == {"Fn::Sub": "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:"
                                              "parameter${CdnDistributionParameter}"}, target
+            elif service == "sqs":
+                assert action == "sqs:SendMessage" and target == {"Fn::GetAtt": ["WebhookQueue", "Arn"]}
             elif service == "ses":
                 assert action == "ses:SendEmail"
                 assert target == {"Fn::Sub": "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:"
@@ -246,8 +249,9 @@ S3_ACTIONS = {
 CLOUDFRONT_ACTIONS = {"create_invalidation": ["CreateInvalidation"]}
 SSM_ACTIONS = {"get_parameter": ["GetParameter"]}
 SES_ACTIONS = {"send_email": ["SendEmail"]}  # aws.ses() is the sesv2 client; IAM names it ses:*
+SQS_ACTIONS = {"send_message": ["SendMessage"]}
 ACTIONS = {"dynamodb": DYNAMODB_ACTIONS, "s3": S3_ACTIONS, "cloudfront": CLOUDFRONT_ACTIONS, "ssm": SSM_ACTIONS,
-           "ses": SES_ACTIONS}
+           "ses": SES_ACTIONS, "sqs": SQS_ACTIONS}
 WAITERS = {("dynamodb", "table_exists"): ["DescribeTable"]}
 # Setup code that runs only against the local emulator (make run, tests), never in Lambda.
 LOCAL_ONLY = {("chalicelib/adapters/aws/schema.py", "ensure_storage")}
@@ -459,7 +463,10 @@ LOCAL_ONLY_VARIABLES = {"DOCPUB_DATA_DIR",  # the local stack's data folder
                         "DOCPUB_DISK_RESERVE_BYTES",  # the embedded store's disk reserve
                         "DOCPUB_CDN_DISTRIBUTION_ID",  # instead of the stack's SSM parameter, elsewhere
                         "DOCPUB_CIMD_ALLOWED_HOSTS", "DOCPUB_CIMD_CA_FILE",  # test servers for OAuth CIMD
-                        "DOCPUB_EMULATOR_READ_TIMEOUT"}  # DynamoDB Local / s3rver on a busy machine
+                        "DOCPUB_EMULATOR_READ_TIMEOUT",  # DynamoDB Local / s3rver on a busy machine
+                        # webhooks: development and tests only (deployed, targets must be public https)
+                        "DOCPUB_WEBHOOKS_ALLOW_PRIVATE", "DOCPUB_WEBHOOKS_CA_FILE",
+                        "DOCPUB_WEBHOOKS_WORKER"}  # the make run worker thread
 
 
 def test_every_config_variable_is_set_on_the_function(resources):
@@ -488,7 +495,7 @@ def test_environment_is_wired_to_the_created_resources(resources):
 
 
 def test_log_group_has_retention_and_is_the_functions(resources):
-    name, group = only(resources, "AWS::Logs::LogGroup")
+    group = resources["FunctionLogGroup"]
     assert group["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
     assert group["Properties"]["LogGroupName"] == {"Fn::Sub": "/aws/lambda/${AWS::StackName}"}
     assert resources["APIHandler"]["Properties"]["FunctionName"] == {"Ref": "AWS::StackName"}
@@ -889,3 +896,30 @@ def test_an_optional_waf_acl_guards_every_distribution(resources):
 def test_table_keeps_point_in_time_recovery(resources):
     _, table = only(resources, "AWS::DynamoDB::Table")
     assert table["Properties"]["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+
+
+# ------------------------------------------------------------------ webhooks (contract 7c)
+
+def test_webhook_queue_worker_dead_letters_and_alarm(resources):
+    queue = resources["WebhookQueue"]["Properties"]
+    assert queue["RedrivePolicy"] == {"deadLetterTargetArn": {"Fn::GetAtt": ["WebhookDeadLetterQueue", "Arn"]},
+                                      "maxReceiveCount": 5}
+    worker = resources["WebhookWorker"]["Properties"]
+    assert worker["Handler"] == "chalicelib.entrypoints.worker.handle"
+    assert worker["Runtime"] == resources["APIHandler"]["Properties"]["Runtime"]
+    assert queue["VisibilityTimeout"] >= 6 * worker["Timeout"]
+    events = worker["Events"]
+    assert events["Nudges"]["Properties"]["Queue"] == {"Fn::GetAtt": ["WebhookQueue", "Arn"]}
+    assert events["Sweep"]["Properties"]["Schedule"] == "rate(1 minute)"
+    alarm = resources["WebhookDeadLetterAlarm"]["Properties"]
+    assert alarm["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["WebhookDeadLetterQueue",
+                                                                                   "QueueName"]}}]
+    env = resources["APIHandler"]["Properties"]["Environment"]["Variables"]
+    assert env["DOCPUB_WEBHOOK_QUEUE_URL"] == {"Ref": "WebhookQueue"}
+    # The worker reaches the table through the same data policy, and consumes only its queue.
+    policy = resources["DataAccessPolicy"]["Properties"]
+    assert {"Ref": "WebhookWorkerRole"} in policy["Roles"]
+    import importlib
+
+    module, _, function = worker["Handler"].rpartition(".")
+    assert callable(getattr(importlib.import_module(module), function))

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import httpx
 import pytest
+from chalicelib.entrypoints.share import CONTENT_REVISION
 
 pytestmark = pytest.mark.e2e
 
@@ -28,7 +29,7 @@ def test_share_answers_carry_the_edge_contract_and_withdrawals_apply_at_once(sta
     assert content.headers["Cache-Control"] == "public, max-age=60, s-maxage=60"
     for answer in (page, content):
         assert answer.headers["Vary"] == "Accept-Encoding"
-    assert content.headers["ETag"] == f"\"{doc['version_id']}.1-gz\""
+    assert content.headers["ETag"] == f"\"{doc['version_id']}.{CONTENT_REVISION}-gz\""
     again = httpx.get(content_url, headers={"If-None-Match": content.headers["ETag"], "Accept-Encoding": "gzip"},
                       timeout=30)
     assert again.status_code == 304 and again.headers["Cache-Control"] == content.headers["Cache-Control"]

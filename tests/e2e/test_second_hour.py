@@ -125,8 +125,20 @@ def test_the_unlock_status_line_in_the_readme_is_what_the_server_sends(stack):
 
 # 7. The upgrade hint's operator command is for operators: on `make run` (loopback) that is
 # whoever signs in; off loopback, nobody unless DOCPUB_OPERATOR_EMAILS names them.
+@pytest.fixture
+def fresh_stack(tmp_path):
+    """A stack of its own: sign-ups are limited per address, and the shared stack's
+    other tests may have used this address's budget."""
+    from tests.stack import LocalStack
+
+    running = LocalStack(tmp_path / "data").start()
+    yield running
+    running.stop()
+
+
 @pytest.mark.e2e
-def test_make_run_on_loopback_shows_the_operator_command_to_whoever_signs_in(stack):
+def test_make_run_on_loopback_shows_the_operator_command_to_whoever_signs_in(fresh_stack):
+    stack = fresh_stack
     with httpx.Client(base_url=stack.base_url, timeout=30) as http:
         form = http.get("/dashboard/sign-up")
         token = re.search(r'name="csrf_token" value="([^"]+)"', form.text).group(1)

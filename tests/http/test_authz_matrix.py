@@ -26,7 +26,7 @@ from chalicelib import openapi
 from chalicelib.models import ErrorBody
 
 CREDENTIALS = ("none", "malformed", "revoked", "other_workspace", "right")
-RESOURCE_PARAMS = {"document_id", "feedback_id"}
+RESOURCE_PARAMS = {"document_id", "feedback_id", "webhook_id"}
 
 MCP_PATH = "/mcp"
 MCP_LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
@@ -63,6 +63,15 @@ class World:
                            "document_id": self.document_id})
         assert again.status_code == 200, again.body
         self.feedback_id = self._feedback(client)
+        self.webhook_id = self._webhook(client)
+
+    def _webhook(self, client):
+        op = openapi.operation_for("POST", "/api/v1/webhooks")
+        if op is None or "/api/v1/webhooks" not in app.routes:
+            return "no-webhook-route"
+        r = self.call(client, "POST", "/api/v1/webhooks", self.key, op.example)
+        assert r.status_code == 201, r.body
+        return json.loads(r.body)["webhook_id"]
 
     def _feedback(self, client):
         route = next((p for p in app.routes if re.fullmatch(r"/d/\{[^}]+\}/feedback", p)), None)
@@ -81,6 +90,7 @@ class World:
 
     def path(self, template: str) -> str:
         values = {"document_id": self.document_id, "feedback_id": self.feedback_id,
+                  "webhook_id": getattr(self, "webhook_id", "unknown"),
                   "version_id": self.old_version_id}
         return re.sub(r"\{([^}]+)\}", lambda m: values.get(m.group(1), "unknown"), template)
 

@@ -12,6 +12,7 @@ import logging
 import pytest
 from botocore.stub import ANY, Stubber
 
+from chalicelib.entrypoints.share import CONTENT_REVISION
 from tests.helpers import post_json
 from tests.sharing_helpers import cookie_of, set_passphrase, unlock
 from tests.http.test_link_lifecycle import (  # noqa: F401 - fixtures
@@ -264,7 +265,7 @@ def _cache_headers(r) -> tuple:
 def test_cache_headers_of_every_share_answer(app, key, clock):
     doc = publish(app, key, share_expires_at=at(clock, HOUR))
     share = doc["share_id"]
-    etag = f"\"{doc['version_id']}.1\""
+    etag = f"\"{doc['version_id']}.{CONTENT_REVISION}\""
     page60, content60 = "public, max-age=0, s-maxage=60", "public, max-age=60, s-maxage=60"
     assert _cache_headers(wrapper(app, doc)) == (200, page60, "Accept-Encoding", None)
     assert _cache_headers(app.http.get(f"/d/{share}?v=1")) == (200, page60, "Accept-Encoding", None)

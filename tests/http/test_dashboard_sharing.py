@@ -104,3 +104,31 @@ def test_feedback_inbox_filter_resolve_reopen(owner, client):
     other.sign_up(email="other@example.com", workspace="Other")
     assert other.post(f"/dashboard/feedback/{feedback_id}/resolve", {"resolved": "true"},
                       csrf=other.token()).status == 404
+
+
+@needs_feedback
+def test_inbox_shows_threads_with_anchor_and_replies_and_the_owner_replies(owner, client, clock):
+    document_id = doc_id_from(upload(owner, b"<p>In short, the results were good.</p>", title="Report"))
+    link = share_path(owner.get(f"/dashboard/documents/{document_id}").text)
+    r = client.http.post(link + "/feedback", headers={"Content-Type": "application/json"},
+                         body=json.dumps({"message": "Which results?", "name": "Kim", "anchor": {
+                             "quote": "the results", "prefix": "In short, ", "suffix": " were good."}}))
+    feedback_id = json.loads(r.body)["feedback_id"]
+    client.http.post(f"{link}/feedback/{feedback_id}/replies", headers={"Content-Type": "application/json"},
+                     body=json.dumps({"message": "The Q3 ones", "name": "Kim"}))
+    clock.advance(1)
+    inbox = owner.get("/dashboard/feedback")
+    assert "<mark>the results</mark>" in inbox.text and "In short, " in inbox.text
+    assert "The Q3 ones" in inbox.text
+    page = owner.post(f"/dashboard/feedback/{feedback_id}/replies",
+                      {"message": "Thanks, clarified in v2", "back": "/dashboard/feedback"}, csrf=inbox.csrf())
+    assert page.status == 303 and page.location.startswith("/dashboard/feedback?m=replied")
+    thread = json.loads(client.http.get(f"{link}/threads/x1").body)["threads"][0]
+    assert [(x["author"], x["message"]) for x in thread["replies"]] == [
+        ("viewer", "The Q3 ones"), ("owner", "Thanks, clarified in v2")]
+    assert owner.post(f"/dashboard/feedback/{feedback_id}/replies", {"message": ""},
+                      csrf=owner.token()).status == 422
+    other = DashboardClient(client)
+    other.sign_up(email="other@example.com", workspace="Other")
+    assert other.post(f"/dashboard/feedback/{feedback_id}/replies", {"message": "hi"},
+                      csrf=other.token()).status == 404

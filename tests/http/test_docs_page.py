@@ -13,7 +13,8 @@ import pytest
 
 from tests.chromium import browser  # noqa: F401  (fixture)
 
-SECTION_ORDER = ["Publish", "Documents", "Edits", "Feedback", "Sharing", "Workspace and service", "OAuth"]
+SECTION_ORDER = ["Publish", "Documents", "Edits", "Feedback", "Webhooks", "Sharing", "Workspace and service",
+                 "OAuth"]
 OP = re.compile(r'<section class="card op" id="op-([^"]+)">(.*?)</section>', re.S)
 CURL = re.compile(r'<pre class="curl"><code>(.*?)</code></pre>', re.S)
 
@@ -82,15 +83,18 @@ def test_every_curl_example_runs_as_shown_against_the_local_stack(stack, tmp_pat
                                            "document_id": doc["document_id"]})
     share = doc["share_url"].rsplit("/d/", 1)[1]
     feedback = httpx.post(f"{stack.base_url}/d/{share}/feedback", json={"message": "Looks good"}).json()
+    with stack.client(key) as http:
+        webhook = http.post("/api/v1/webhooks", json={"url": "https://hooks.example.com/docs-page",
+                                                      "events": ["feedback.created"]}).json()
     page = httpx.get(stack.base_url + "/docs").text
     document = httpx.get(stack.base_url + "/api/v1/openapi.json").json()
     documented = {op["operationId"]: {str(s) for s in op["responses"]} | {op.get("tags", [""])[0]}
                   for methods in document["paths"].values() for op in methods.values()
                   if isinstance(op, dict) and "operationId" in op}
     examples = [(m.group(1), html.unescape(CURL.search(m.group(2)).group(1))) for m in OP.finditer(page)]
-    examples.sort(key=lambda item: item[0] == "deleteDocument")
+    examples.sort(key=lambda item: (item[0] == "deleteDocument", item[0] == "deleteWebhook"))
     env = {"PATH": "/usr/bin:/bin", "BASE": stack.base_url, "KEY": key, "DOC": doc["document_id"],
-           "FEEDBACK_ID": feedback["feedback_id"], "VERSION_ID": old_version}
+           "FEEDBACK_ID": feedback["feedback_id"], "VERSION_ID": old_version, "WEBHOOK_ID": webhook["webhook_id"]}
     for operation, command in examples:
         body = tmp_path / f"{operation}.out"
         run = subprocess.run(["bash", "-c", f"{command} -o {body} -w '%{{http_code}}'"], env=env,

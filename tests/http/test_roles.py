@@ -116,12 +116,14 @@ def _tool_arguments(fn, world) -> dict:
 
     pool = {"document_id": world["document_id"], "feedback_id": world["feedback_id"], "title": "T",
             "html": "<p>t</p>", "edits": [EditOperation(old_string="x", new_string="z")], "query": "Doc",
-            "passphrase": "a long and unusual passphrase 42"}
+            "passphrase": "a long and unusual passphrase 42", "message": "a reply"}
     arguments = {}
     for name, parameter in inspect.signature(fn).parameters.items():
         if parameter.default is inspect.Parameter.empty:
             assert name in pool, f"add a sample value for the tool argument {name!r} to this test"
             arguments[name] = pool[name]
+    if "timeout_seconds" in inspect.signature(fn).parameters:
+        arguments["timeout_seconds"] = 0  # a wait answers at once (the test's clock stands still)
     return arguments
 
 

@@ -27,6 +27,7 @@ def repositories():
     from chalicelib.adapters.aws.rates import RateLimitRepository
     from chalicelib.adapters.aws.table import Table
     from chalicelib.adapters.aws.views import ViewCounterRepository
+    from chalicelib.adapters.aws.webhooks import WebhookRepository
     from chalicelib.adapters.aws.workspaces import ApiKeyRepository, WorkspaceRepository
     from chalicelib.adapters.aws.people import PeopleRepository
     from chalicelib.ports import Repositories
@@ -37,4 +38,5 @@ def repositories():
         feedback=FeedbackRepository(table), rates=RateLimitRepository(table), users=UserRepository(table),
         sessions=SessionRepository(table), blobs=BlobStore(), health=AwsHealth(),
         views=ViewCounterRepository(table), kind="aws", oauth=OAuthRepository(table),
-        cdn_pending=PendingInvalidationRepository(table), people=PeopleRepository(table))
+        cdn_pending=PendingInvalidationRepository(table), webhooks=WebhookRepository(table),
+        people=PeopleRepository(table))

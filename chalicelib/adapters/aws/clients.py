@@ -40,6 +40,8 @@ PROFILES = {
     "ssm": RetryProfile(connect_timeout=1, read_timeout=2, max_attempts=2),
     # One message per call (sign-up, reset, invite); a refusal is answered, not retried for long.
     "ses": RetryProfile(connect_timeout=1, read_timeout=5, max_attempts=2),
+    # The webhook nudge, inside an API call after the commit: one short try (the sweep catches up).
+    "sqs": RetryProfile(connect_timeout=1, read_timeout=2, max_attempts=1),
 }
 
 
@@ -112,3 +114,10 @@ def reset_clients() -> None:
     cloudfront.cache_clear()
     ssm.cache_clear()
     ses.cache_clear()
+
+
+@functools.lru_cache(maxsize=None)
+def sqs():
+    import boto3
+
+    return boto3.client("sqs", region_name=config.aws_region(), config=_botocore_config("sqs"))

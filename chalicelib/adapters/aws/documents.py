@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional
 
+from chalicelib.adapters.aws.events import add_event
 from chalicelib.adapters.aws.people import activity_item
 from chalicelib.adapters.aws.keys import (
     WRITE_SHARDS, api_key_key, document_key, document_pk, documents_index_pk, documents_sort_key,
@@ -183,7 +184,8 @@ class DocumentRepository:
     # writes
     def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
                slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
-               activity: Optional[dict] = None) -> None:
+               activity: Optional[dict] = None,
+               event: Optional[dict] = None) -> None:
         """New document + version 1 + share link, atomically, counted against the
         cap unless the workspace's plan (as stored at commit) is uncapped."""
         tx = Transaction()
@@ -216,6 +218,7 @@ class DocumentRepository:
                 "workspace_id": doc["workspace_id"]}, "attribute_not_exists(PK)")
         if activity is not None:
             tx.put(activity_item(activity), "attribute_not_exists(PK)")
+        add_event(tx, event)
         guards = Guards.add(tx, slot, idem)
         if window_index is not None:
             guards["workspace-rate"] = window_index
@@ -232,7 +235,8 @@ class DocumentRepository:
 
     def append_version(self, doc: dict, version: dict, changes: dict,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
-                       quota: Optional[Quota] = None, activity: Optional[dict] = None) -> None:
+                       quota: Optional[Quota] = None, activity: Optional[dict] = None,
+                       event: Optional[dict] = None) -> None:
         """Store version N+1 only if the document still has N versions (optimistic concurrency)."""
         tx = Transaction()
         sets = {"version_count": version["number"], "latest_version_id": version["version_id"],
@@ -254,6 +258,7 @@ class DocumentRepository:
                "attribute_not_exists(PK)")
         if activity is not None:
             tx.put(activity_item(activity), "attribute_not_exists(PK)")
+        add_event(tx, event)
         guards = Guards.add(tx, slot, idem)
         if quota is not None:
             add, room, quota_names, quota_values = _usage_update(quota)
@@ -370,7 +375,7 @@ class DocumentRepository:
         except ConditionFailed as exc:
             raise StaleDocument(None) from exc
 
-    def begin_delete(self, doc: dict, activity: Optional[dict] = None) -> None:
+    def begin_delete(self, doc: dict, activity: Optional[dict] = None, event: Optional[dict] = None) -> None:
         """Step 1 of delete, atomically: hide the document from lists and share
         links and free its place in the plan count. The item stays, marked
         `deleting`, so a retried DELETE can find it and finish the cleanup."""
@@ -386,6 +391,7 @@ class DocumentRepository:
                                                     ":mv": -int(doc.get("counted_versions", 0))})
         if activity is not None:
             tx.put(activity_item(activity), "attribute_not_exists(PK)")
+        add_event(tx, event)
         try:
             tx.commit()
         except ConditionFailed as exc:

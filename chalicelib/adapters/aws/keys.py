@@ -146,6 +146,43 @@ def pending_key(path: str) -> dict:
     return {"PK": f"CDN#{path}", "SK": "CDN"}
 
 
+# The review loop (adapters/aws/feedback.py, adapters/aws/webhooks.py)
+
+def reply_key(feedback_id: str, created_ms: int, reply_id: str) -> dict:
+    # In the thread's own partition: the feedback and all its replies are one Query.
+    return {"PK": f"FB#{feedback_id}", "SK": f"R#{created_ms:015d}#{reply_id}"}
+
+
+def events_pk(workspace_id: str) -> str:
+    return f"EV#{workspace_id}"
+
+
+def event_key(workspace_id: str, created_ms: int, event_id: str) -> dict:
+    return {"PK": events_pk(workspace_id), "SK": f"{created_ms:015d}#{event_id}"}
+
+
+OUTBOX_INDEX_PK = "OUTBOX#PENDING"  # GSI1 of events not yet turned into webhook deliveries
+
+
+def webhook_key(webhook_id: str) -> dict:
+    return {"PK": f"WH#{webhook_id}", "SK": "WH"}
+
+
+def webhooks_index_pk(workspace_id: str) -> str:
+    return f"WS#{workspace_id}#WH"
+
+
+def delivery_key(delivery_id: str) -> dict:
+    return {"PK": f"WHD#{delivery_id}", "SK": "WHD"}
+
+
+def deliveries_index_pk(webhook_id: str) -> str:
+    return f"WH#{webhook_id}#D"
+
+
+DUE_INDEX_PK = "WHD#DUE"  # GSI2 of deliveries still to try
+
+
 # People (adapters/aws/people.py): members live in their workspace's partition.
 
 def member_key(workspace_id: str, email: str) -> dict:

@@ -68,6 +68,7 @@ def repositories(data_dir: str | Path, shared: bool = True):
     from chalicelib.adapters.sqlite.oauth import OAuthRepository
     from chalicelib.adapters.sqlite.rates import RateLimitRepository
     from chalicelib.adapters.sqlite.views import ViewCounterRepository
+    from chalicelib.adapters.sqlite.webhooks import WebhookRepository
     from chalicelib.adapters.sqlite.workspaces import ApiKeyRepository, WorkspaceRepository
     from chalicelib.adapters.sqlite.people import PeopleRepository
     from chalicelib.ports import Repositories
@@ -78,4 +79,5 @@ def repositories(data_dir: str | Path, shared: bool = True):
         feedback=FeedbackRepository(db), rates=RateLimitRepository(db), users=UserRepository(db),
         sessions=SessionRepository(db), blobs=blobs, health=SqliteHealth(db, blobs),
         views=ViewCounterRepository(db), kind="sqlite", oauth=OAuthRepository(db),
-        cdn_pending=PendingInvalidationRepository(db), people=PeopleRepository(db))
+        cdn_pending=PendingInvalidationRepository(db), webhooks=WebhookRepository(db),
+        people=PeopleRepository(db))

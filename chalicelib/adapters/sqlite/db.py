@@ -322,10 +322,68 @@ MIGRATIONS: list[str] = [
     ) WITHOUT ROWID;
     CREATE INDEX activity_by_expiry ON activity (expires_at);
     """,
+    # 7 -> 8: the review loop (contract 7c): anchors, replies, the event log (waiting and the
+    # webhook outbox, written in the transaction of the change it reports), webhooks, deliveries.
+    """
+    ALTER TABLE feedback ADD COLUMN anchor TEXT;  -- JSON {quote, prefix?, suffix?} or NULL
+    ALTER TABLE feedback ADD COLUMN reply_count INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE documents ADD COLUMN feedback_activity_ms INTEGER;  -- last comment or reply (live pages)
+    CREATE TABLE feedback_replies (
+        reply_id        TEXT PRIMARY KEY,
+        feedback_id     TEXT NOT NULL REFERENCES feedback (feedback_id) ON DELETE CASCADE,
+        document_id     TEXT NOT NULL,
+        workspace_id    TEXT NOT NULL,
+        message         TEXT NOT NULL,
+        name            TEXT,
+        author          TEXT NOT NULL CHECK (author IN ('owner', 'viewer')),
+        created_ms      INTEGER NOT NULL
+    );
+    CREATE INDEX replies_by_feedback ON feedback_replies (feedback_id, created_ms, reply_id);
+    CREATE TABLE events (
+        seq             INTEGER PRIMARY KEY AUTOINCREMENT,  -- commit order (writes are serialised)
+        event_id        TEXT NOT NULL UNIQUE,
+        workspace_id    TEXT NOT NULL,
+        document_id     TEXT,
+        type            TEXT NOT NULL,
+        feedback_id     TEXT,
+        reply_id        TEXT,
+        wakes           INTEGER NOT NULL DEFAULT 0,  -- answers a waiting feedback list
+        payload         TEXT NOT NULL,               -- JSON: the webhook `data`
+        created_ms      INTEGER NOT NULL,
+        pending         INTEGER NOT NULL DEFAULT 1   -- not yet turned into webhook deliveries
+    );
+    CREATE INDEX events_by_workspace ON events (workspace_id, seq);
+    CREATE INDEX events_pending ON events (seq) WHERE pending = 1;
+    CREATE TABLE webhooks (
+        webhook_id      TEXT PRIMARY KEY,
+        workspace_id    TEXT NOT NULL REFERENCES workspaces (id),
+        url             TEXT NOT NULL,
+        events          TEXT NOT NULL,               -- JSON list
+        secrets         TEXT NOT NULL,               -- JSON list, newest first (rotation keeps the old one a while)
+        created_ms      INTEGER NOT NULL
+    );
+    CREATE INDEX webhooks_by_workspace ON webhooks (workspace_id, created_ms);
+    CREATE TABLE webhook_deliveries (
+        delivery_id     TEXT PRIMARY KEY,
+        webhook_id      TEXT NOT NULL REFERENCES webhooks (webhook_id) ON DELETE CASCADE,
+        workspace_id    TEXT NOT NULL,
+        event_id        TEXT NOT NULL,
+        event           TEXT NOT NULL,
+        status          TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+        attempts        INTEGER NOT NULL DEFAULT 0,
+        response_status INTEGER,
+        last_error      TEXT,
+        created_ms      INTEGER NOT NULL,
+        next_attempt_ms INTEGER,
+        updated_ms      INTEGER NOT NULL
+    );
+    CREATE INDEX deliveries_by_webhook ON webhook_deliveries (webhook_id, created_ms);
+    CREATE INDEX deliveries_due ON webhook_deliveries (next_attempt_ms) WHERE status = 'pending';
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
-JSON_COLUMNS = ("writes", "hits", "files", "detail")
+JSON_COLUMNS = ("writes", "hits", "files", "detail", "anchor", "payload", "events", "secrets")
 
 
 def row_dict(row: Optional[sqlite3.Row]) -> Optional[dict]:

@@ -15,6 +15,7 @@ from typing import Iterable, Optional
 from chalicelib.adapters.sqlite import cursors
 from chalicelib.adapters.sqlite.people import insert_activity
 from chalicelib.adapters.sqlite.db import Database, one, row_dict
+from chalicelib.adapters.sqlite.feedback import insert_event
 from chalicelib.ports.records import (
     DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, StaleDocument, WriteRefused,
 )
@@ -155,7 +156,8 @@ class DocumentRepository:
 
     def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
                slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
-               activity: Optional[dict] = None) -> None:
+               activity: Optional[dict] = None,
+               event: Optional[dict] = None) -> None:
         with self.db.write() as tx:
             check_guards(tx, slot, idem)
             check_quota(tx, quota)
@@ -184,6 +186,7 @@ class DocumentRepository:
             claim_quota(tx, quota)
             if activity is not None:
                 insert_activity(tx, activity)
+            insert_event(tx, event)
 
     @staticmethod
     def _insert_version(tx: sqlite3.Connection, document_id: str, version: dict) -> None:
@@ -196,7 +199,8 @@ class DocumentRepository:
 
     def append_version(self, doc: dict, version: dict, changes: dict,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
-                       quota: Optional[Quota] = None, activity: Optional[dict] = None) -> None:
+                       quota: Optional[Quota] = None, activity: Optional[dict] = None,
+                       event: Optional[dict] = None) -> None:
         _check_fields(changes)
         with self.db.write() as tx:
             check_guards(tx, slot, idem)
@@ -215,6 +219,7 @@ class DocumentRepository:
             claim_quota(tx, quota)
             if activity is not None:
                 insert_activity(tx, activity)
+            insert_event(tx, event)
 
     def delete_version(self, doc: dict, version: dict) -> None:
         def work():
@@ -266,7 +271,7 @@ class DocumentRepository:
             tx.execute("INSERT INTO share_links (share_id, document_id, workspace_id) VALUES (?, ?, ?)",
                        (new_share_id, doc["document_id"], doc["workspace_id"]))
 
-    def begin_delete(self, doc: dict, activity: Optional[dict] = None) -> None:
+    def begin_delete(self, doc: dict, activity: Optional[dict] = None, event: Optional[dict] = None) -> None:
         def work():
             with self.db.write() as tx:
                 current = _document(tx, doc["document_id"])
@@ -281,6 +286,7 @@ class DocumentRepository:
                 tx.execute("UPDATE workspaces SET document_count = document_count - 1, "
                            "storage_bytes = MAX(0, storage_bytes - ?), version_total = MAX(0, version_total - ?) "
                            "WHERE id = ?", (used["bytes"], used["n"], doc["workspace_id"]))
+                insert_event(tx, event)  # the webhook outbox: with the change, never apart
 
         self.db.deleting(work)  # works on a full disk too (spends the reserve)
         if activity is not None:

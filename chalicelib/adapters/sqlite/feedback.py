@@ -1,16 +1,43 @@
-"""Viewer feedback. The document's `open_feedback_count` changes in the same
-transaction as the feedback (and the poster's rate log), so it never drifts."""
+"""Viewer feedback, its replies and the event log. The document's
+`open_feedback_count`, the poster's rate log and the event reporting the change
+(read by waiting lists and turned into webhook deliveries) are written in the
+same transaction as the feedback or reply, so none of them can drift or be lost."""
 from __future__ import annotations
 
+import json
+import sqlite3
 from typing import Optional
 
 from chalicelib.adapters.sqlite import cursors
 from chalicelib.adapters.sqlite.db import Database, one
 from chalicelib.adapters.sqlite.rates import try_claim
-from chalicelib.ports.records import FeedbackGone, GuardFailed, RateClaim, StaleDocument, WriteRefused
+from chalicelib.ports.records import (
+    BadCursor, FeedbackGone, GuardFailed, RateClaim, ReplyCapReached, StaleDocument, WriteRefused,
+)
 
 COLUMNS = ("feedback_id", "document_id", "workspace_id", "version_id", "version_number", "message", "name",
-           "quote", "status", "created_ms", "resolved_ms")
+           "quote", "anchor", "status", "created_ms", "resolved_ms")
+REPLY_COLUMNS = ("reply_id", "feedback_id", "document_id", "workspace_id", "message", "name", "author",
+                 "created_ms")
+EVENT_COLUMNS = ("event_id", "workspace_id", "document_id", "type", "feedback_id", "reply_id", "wakes",
+                 "payload", "created_ms")
+
+
+def insert_event(tx: sqlite3.Connection, event: Optional[dict]) -> None:
+    """Inside a write transaction: append `event` to the log (and the webhook outbox)."""
+    if event is None:
+        return
+    values = {**event, "wakes": 1 if event.get("wakes") else 0,
+              "payload": json.dumps(event.get("payload") or {}, ensure_ascii=False, separators=(",", ":"))}
+    tx.execute(f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(EVENT_COLUMNS))})",
+               tuple(values.get(c) for c in EVENT_COLUMNS))
+
+
+def _position(raw: Optional[str]) -> int:
+    position = cursors.decode(raw, "activity", (int,))
+    if position is None or position[0] < 0:
+        raise BadCursor("not a position of the activity log")
+    return position[0]
 
 
 class FeedbackRepository:
@@ -20,7 +47,13 @@ class FeedbackRepository:
     def get(self, feedback_id: str) -> Optional[dict]:
         return self.db.one("SELECT * FROM feedback WHERE feedback_id = ?", (feedback_id,))
 
-    def create(self, feedback: dict, rate: Optional[RateClaim]) -> None:
+    def get_many(self, feedback_ids: list[str]) -> list[dict]:
+        if not feedback_ids:
+            return []
+        marks = ", ".join("?" * len(feedback_ids))
+        return self.db.all(f"SELECT * FROM feedback WHERE feedback_id IN ({marks})", tuple(feedback_ids))
+
+    def create(self, feedback: dict, rate: Optional[RateClaim], event: Optional[dict] = None) -> None:
         with self.db.write() as tx:
             doc = one(tx, "SELECT workspace_id, deleting FROM documents WHERE document_id = ?",
                       (feedback["document_id"],))
@@ -30,12 +63,50 @@ class FeedbackRepository:
                 raise StaleDocument(None)
             if one(tx, "SELECT 1 AS x FROM feedback WHERE feedback_id = ?", (feedback["feedback_id"],)):
                 raise WriteRefused("exists")
+            values = {**feedback, "anchor": json.dumps(feedback["anchor"], ensure_ascii=False)
+                      if feedback.get("anchor") else None}
             tx.execute(f"INSERT INTO feedback ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
-                       tuple(feedback.get(c) for c in COLUMNS))
-            tx.execute("UPDATE documents SET open_feedback_count = open_feedback_count + 1 WHERE document_id = ?",
-                       (feedback["document_id"],))
+                       tuple(values.get(c) for c in COLUMNS))
+            tx.execute("UPDATE documents SET open_feedback_count = open_feedback_count + 1, "
+                       "feedback_activity_ms = ? WHERE document_id = ?",
+                       (feedback["created_ms"], feedback["document_id"]))
+            insert_event(tx, event)
 
-    def set_status(self, feedback: dict, resolved: bool, now_ms: int) -> None:
+    def add_reply(self, feedback: dict, reply: dict, max_replies: int, reopen: bool,
+                  rate: Optional[RateClaim], event: Optional[dict] = None) -> bool:
+        with self.db.write() as tx:
+            if rate is not None and not try_claim(tx, rate):
+                raise GuardFailed("rate")
+            current = one(tx, "SELECT status, reply_count FROM feedback WHERE feedback_id = ?",
+                          (feedback["feedback_id"],))
+            doc = one(tx, "SELECT deleting FROM documents WHERE document_id = ?", (feedback["document_id"],))
+            if current is None or doc is None or doc.get("deleting"):
+                raise FeedbackGone()
+            if current["reply_count"] >= max_replies:
+                raise ReplyCapReached(current["reply_count"])
+            tx.execute(f"INSERT INTO feedback_replies ({', '.join(REPLY_COLUMNS)}) "
+                       f"VALUES ({', '.join('?' * len(REPLY_COLUMNS))})", tuple(reply.get(c) for c in REPLY_COLUMNS))
+            reopened = reopen and current["status"] == "resolved"
+            tx.execute("UPDATE feedback SET reply_count = reply_count + 1" +
+                       (", status = 'open', resolved_ms = NULL" if reopened else "") + " WHERE feedback_id = ?",
+                       (feedback["feedback_id"],))
+            tx.execute("UPDATE documents SET feedback_activity_ms = ?, open_feedback_count = "
+                       "open_feedback_count + ? WHERE document_id = ?",
+                       (reply["created_ms"], 1 if reopened else 0, feedback["document_id"]))
+            insert_event(tx, event)
+            return reopened
+
+    def replies(self, feedback_ids: list[str]) -> dict[str, list[dict]]:
+        out: dict[str, list[dict]] = {f: [] for f in feedback_ids}
+        if not feedback_ids:
+            return out
+        marks = ", ".join("?" * len(feedback_ids))
+        for row in self.db.all(f"SELECT * FROM feedback_replies WHERE feedback_id IN ({marks}) "
+                               "ORDER BY created_ms, reply_id", tuple(feedback_ids)):
+            out[row["feedback_id"]].append(row)
+        return out
+
+    def set_status(self, feedback: dict, resolved: bool, now_ms: int, event: Optional[dict] = None) -> None:
         old, new = ("open", "resolved") if resolved else ("resolved", "open")
         with self.db.write() as tx:
             doc = one(tx, "SELECT deleting, open_feedback_count FROM documents WHERE document_id = ?",
@@ -46,8 +117,10 @@ class FeedbackRepository:
                 raise FeedbackGone()
             tx.execute("UPDATE feedback SET status = ?, resolved_ms = ? WHERE feedback_id = ?",
                        (new, now_ms if resolved else None, feedback["feedback_id"]))
-            tx.execute("UPDATE documents SET open_feedback_count = open_feedback_count + ? WHERE document_id = ?",
-                       (-1 if resolved else 1, feedback["document_id"]))
+            tx.execute("UPDATE documents SET open_feedback_count = open_feedback_count + ?, "
+                       "feedback_activity_ms = ? WHERE document_id = ?",
+                       (-1 if resolved else 1, now_ms, feedback["document_id"]))
+            insert_event(tx, event)
 
     def page(self, workspace_id: str, document_id: Optional[str], status: Optional[str], limit: int,
              cursor: Optional[str]) -> tuple[list[dict], Optional[str]]:
@@ -70,8 +143,28 @@ class FeedbackRepository:
         return rows, cursors.encode(listing, [rows[-1]["created_ms"], rows[-1]["feedback_id"]])
 
     def delete_for_document(self, document_id: str) -> int:
+        """Its feedback, replies and the feedback events that carry their text."""
         def work():
             with self.db.write() as tx:
+                tx.execute("DELETE FROM events WHERE document_id = ? AND type LIKE 'feedback.%'", (document_id,))
                 return tx.execute("DELETE FROM feedback WHERE document_id = ?", (document_id,)).rowcount
 
         return self.db.deleting(work)
+
+    # ---------------------------------------------------------------- activity (waiting)
+
+    def activity_head(self, workspace_id: str, now_ms: int) -> str:
+        row = self.db.one("SELECT MAX(seq) AS seq FROM events WHERE workspace_id = ?", (workspace_id,))
+        return cursors.encode("activity", [(row or {}).get("seq") or 0])
+
+    def activity_since(self, workspace_id: str, document_id: Optional[str], position: str, now_ms: int,
+                       limit: int) -> tuple[list[dict], str]:
+        after = _position(position)
+        sql, params = "SELECT * FROM events WHERE workspace_id = ? AND seq > ? AND wakes = 1", [workspace_id, after]
+        if document_id:
+            sql += " AND document_id = ?"
+            params.append(document_id)
+        rows = self.db.all(sql + " ORDER BY seq LIMIT ?", tuple(params) + (limit,))
+        if rows:
+            return rows, cursors.encode("activity", [rows[-1]["seq"]])
+        return [], position

@@ -1,4 +1,4 @@
-"""The feedback inbox: list, filter, resolve and reopen."""
+"""The feedback inbox: threads (anchor, replies), filter, reply, resolve and reopen."""
 from __future__ import annotations
 
 from urllib.parse import quote
@@ -27,3 +27,15 @@ def resolve_feedback(page: Page, feedback_id: str):
         back = url("/feedback")
     separator = "&" if "?" in back else "?"
     return redirect(back + separator + "m=" + quote("resolved" if resolved else "reopened"))
+
+
+@route("/feedback/{feedback_id}/replies", methods=("POST",))
+def reply_to_feedback(page: Page, feedback_id: str):
+    """The owner answers a thread from the inbox; the viewer sees it on the share page."""
+    form = page.form()
+    registry.feedback().reply(page.actor, feedback_id, form.get("message", ""))
+    back = safe_next(form.get("back"))
+    if not back.startswith(url("/feedback")):
+        back = url("/feedback")
+    separator = "&" if "?" in back else "?"
+    return redirect(back + separator + "m=" + quote("replied") + "#fb-" + quote(feedback_id))

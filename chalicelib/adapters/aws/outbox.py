@@ -1,0 +1,21 @@
+"""Deployed: after an event is committed, nudge the webhook worker through SQS so the
+delivery leaves within seconds. Best effort: the outbox already holds the event, and
+the worker's one-minute sweep sends anything a lost nudge left behind."""
+from __future__ import annotations
+
+import logging
+
+from chalicelib import config
+from chalicelib.adapters.aws import clients as aws
+
+log = logging.getLogger("docpub.webhooks")
+
+
+def nudge() -> None:
+    queue = config.webhook_queue_url()
+    if not queue:
+        return
+    try:
+        aws.sqs().send_message(QueueUrl=queue, MessageBody='{"kind":"outbox"}')
+    except Exception as exc:  # noqa: BLE001 - best effort: the sweep delivers it anyway
+        log.warning("webhook nudge failed: %s", type(exc).__name__)

@@ -1,0 +1,183 @@
+"""Webhooks (`WH#<id>`, listed by GSI1 `WS#<ws>#WH`), counted on the workspace
+item's `webhook_count` in the same transaction (the cap holds under concurrency);
+deliveries (`WHD#<id>`, a webhook's log on GSI1 `WH#<id>#D`, the ones still to
+try on GSI2 `WHD#DUE` by next attempt time); the outbox is the event items still
+on GSI1 `OUTBOX#PENDING` (adapters/aws/events.py)."""
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+from chalicelib.adapters.aws.events import add_event, event_record
+from chalicelib.adapters.aws.keys import (
+    DUE_INDEX_PK, OUTBOX_INDEX_PK, deliveries_index_pk, delivery_key, event_key, webhook_key, webhooks_index_pk,
+    workspace_key,
+)
+from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction
+from chalicelib.adapters.aws.errors import storage_errors
+from chalicelib.ports.errors import WebhookCapReached
+
+_KEYS = ("PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK")
+
+
+def _sk(ms: int, ident: str) -> str:
+    return f"{ms:015d}#{ident}"
+
+
+def _plain(item: dict) -> dict:
+    out = {k: v for k, v in item.items() if k not in _KEYS}
+    if "secrets_json" in out:
+        out["secrets"] = json.loads(out.pop("secrets_json"))
+    out.setdefault("attempts", 0) if "delivery_id" in out else None
+    return out
+
+
+def _delivery_item(delivery: dict) -> dict:
+    item = {**delivery_key(delivery["delivery_id"]), **delivery,
+            "GSI1PK": deliveries_index_pk(delivery["webhook_id"]),
+            "GSI1SK": _sk(delivery["created_ms"], delivery["delivery_id"])}
+    if delivery.get("status") == "pending" and delivery.get("next_attempt_ms") is not None:
+        item.update(GSI2PK=DUE_INDEX_PK, GSI2SK=_sk(delivery["next_attempt_ms"], delivery["delivery_id"]))
+    return item
+
+
+@storage_errors
+class WebhookRepository:
+    def __init__(self, table: Optional[Table] = None):
+        self.table = table or Table()
+
+    def create(self, webhook: dict, max_webhooks: int) -> None:
+        tx = Transaction()
+        ws_index = tx.update(workspace_key(webhook["workspace_id"]), "ADD webhook_count :one",
+                             "attribute_exists(PK) AND (attribute_not_exists(webhook_count) OR webhook_count < :max)",
+                             values={":one": 1, ":max": max_webhooks}, return_old=True)
+        record = dict(webhook)
+        record.pop("secrets", None)  # stored as JSON text (a list of maps)
+        tx.put({**webhook_key(webhook["webhook_id"]), **record, "secrets_json": json.dumps(webhook["secrets"]),
+                "GSI1PK": webhooks_index_pk(webhook["workspace_id"]),
+                "GSI1SK": _sk(webhook["created_ms"], webhook["webhook_id"])}, "attribute_not_exists(PK)")
+        try:
+            tx.commit()
+        except ConditionFailed as exc:
+            if exc.failed(ws_index):
+                old = exc.old_items[ws_index] or {}
+                raise WebhookCapReached(old.get("webhook_count", max_webhooks)) from exc
+            raise
+
+    def get(self, webhook_id: str) -> Optional[dict]:
+        item = self.table.get(webhook_key(webhook_id))
+        return _plain(item) if item is not None else None
+
+    def list_for_workspace(self, workspace_id: str) -> list[dict]:
+        return [_plain(i) for i in self.table.query_all("GSI1PK = :pk", {":pk": webhooks_index_pk(workspace_id)},
+                                                        index="GSI1")]
+
+    def delete(self, webhook: dict) -> bool:
+        tx = Transaction()
+        tx.delete(webhook_key(webhook["webhook_id"]), "attribute_exists(PK)")
+        tx.update(workspace_key(webhook["workspace_id"]), "ADD webhook_count :minus", "webhook_count > :zero",
+                  values={":minus": -1, ":zero": 0})
+        try:
+            tx.commit()
+        except ConditionFailed:
+            return False
+        # Its delivery log goes too (best effort: a delivery of a deleted webhook is never sent).
+        items = self.table.query_all("GSI1PK = :pk", {":pk": deliveries_index_pk(webhook["webhook_id"])},
+                                     index="GSI1")
+        self.table.delete_keys([{"PK": i["PK"], "SK": i["SK"]} for i in items])
+        return True
+
+    def set_secrets(self, webhook: dict, secrets: list[dict]) -> bool:
+        try:
+            self.table.update(webhook_key(webhook["webhook_id"]), "SET secrets_json = :new",
+                              "secrets_json = :old", values={":new": json.dumps(secrets),
+                                                             ":old": json.dumps(webhook["secrets"])})
+        except ConditionFailed:
+            return False
+        return True
+
+    def pending_events(self, limit: int) -> list[dict]:
+        items, _ = self.table.query("GSI1PK = :pk", {":pk": OUTBOX_INDEX_PK}, index="GSI1", limit=limit)
+        found = []
+        for item in items:  # the index may lag: read each event itself
+            event = self.table.get({"PK": item["PK"], "SK": item["SK"]})
+            if event and event.get("GSI1PK") == OUTBOX_INDEX_PK:
+                found.append(event_record(event))
+        return found
+
+    def get_event(self, workspace_id: str, created_ms: int, event_id: str) -> Optional[dict]:
+        item = self.table.get(event_key(workspace_id, created_ms, event_id))
+        return event_record(item) if item else None
+
+    def dispatch(self, event: dict, deliveries: list[dict]) -> None:
+        tx = Transaction()
+        for delivery in deliveries:
+            tx.put(_delivery_item(delivery), "attribute_not_exists(PK)")
+        tx.update(event_key(event["workspace_id"], event["created_ms"], event["event_id"]),
+                  "REMOVE GSI1PK, GSI1SK", "attribute_exists(GSI1PK)")
+        try:
+            tx.commit()
+        except ConditionFailed:
+            return  # another worker dispatched it first
+
+    def add_direct(self, event: dict, delivery: dict) -> None:
+        tx = Transaction()
+        add_event(tx, event)
+        tx.actions[-1]["Put"]["Item"].pop("GSI1PK", None)
+        tx.actions[-1]["Put"]["Item"].pop("GSI1SK", None)
+        tx.put(_delivery_item(delivery), "attribute_not_exists(PK)")
+        tx.commit()
+
+    def due(self, now_ms: int, limit: int) -> list[dict]:
+        items, _ = self.table.query("GSI2PK = :pk AND GSI2SK <= :now", {":pk": DUE_INDEX_PK,
+                                                                          ":now": _sk(now_ms, "~")},
+                                    index="GSI2", limit=limit)
+        return [_plain(i) for i in items]
+
+    def get_delivery(self, delivery_id: str) -> Optional[dict]:
+        item = self.table.get(delivery_key(delivery_id))
+        return _plain(item) if item is not None else None
+
+    def claim(self, delivery: dict, until_ms: int) -> bool:
+        try:
+            self.table.update(delivery_key(delivery["delivery_id"]),
+                              "SET next_attempt_ms = :until, GSI2SK = :sk",
+                              "#s = :pending AND attempts = :attempts AND next_attempt_ms = :was",
+                              names={"#s": "status"},
+                              values={":until": until_ms, ":sk": _sk(until_ms, delivery["delivery_id"]),
+                                      ":pending": "pending", ":attempts": delivery["attempts"],
+                                      ":was": delivery["next_attempt_ms"]})
+        except ConditionFailed:
+            return False
+        return True
+
+    def record(self, delivery: dict, changes: dict) -> bool:
+        sets, removes, names, values = [], [], {}, {":attempts_was": delivery["attempts"]}
+        for i, (name, value) in enumerate(changes.items()):
+            names[f"#f{i}"] = name
+            if value is None:
+                removes.append(f"#f{i}")
+            else:
+                sets.append(f"#f{i} = :v{i}")
+                values[f":v{i}"] = value
+        if changes.get("status") == "pending" and changes.get("next_attempt_ms") is not None:
+            sets.append("GSI2PK = :due, GSI2SK = :sk")
+            values.update({":due": DUE_INDEX_PK, ":sk": _sk(changes["next_attempt_ms"], delivery["delivery_id"])})
+        else:
+            removes += ["GSI2PK", "GSI2SK"]
+        update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+        names["#att"] = "attempts"
+        try:
+            self.table.update(delivery_key(delivery["delivery_id"]), update, "#att = :attempts_was",
+                              names=names, values=values)
+        except ConditionFailed:
+            return False
+        return True
+
+    def deliveries(self, webhook_id: str, limit: int) -> list[dict]:
+        items, _ = self.table.query("GSI1PK = :pk", {":pk": deliveries_index_pk(webhook_id)}, index="GSI1",
+                                    limit=limit, forward=False)
+        return [_plain(i) for i in items]
+
+    def purge_events(self, before_ms: int) -> int:
+        return 0  # TTL (`expires_at`) removes old events

@@ -1,0 +1,64 @@
+"""The webhook worker's entry points (contract 7c, docs/reliability.md).
+
+- `make run`: `run_worker` is a thread of the server process (scripts/serve_local.py):
+  once a second it turns the outbox into deliveries and sends the due ones.
+- Deployed: `handle(event, context)` is the WebhookWorker function (infra/resources.yaml),
+  invoked by the SQS queue (the API nudges it after each event, so deliveries leave
+  within seconds; a message that keeps failing lands in the dead-letter queue, which
+  alarms) and by a one-minute schedule (the sweep: retries that came due, and any
+  event whose nudge was lost). Either way it runs the same `run_once`.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+log = logging.getLogger("docpub.webhooks")
+
+WORKER_INTERVAL_SECONDS = 1.0
+PURGE_EVERY_SECONDS = 3600
+# A Lambda invocation stops starting new rounds after this long (its timeout is 60 s).
+LAMBDA_BUDGET_SECONDS = 40
+
+
+def run_worker(stop=None, interval: float = WORKER_INTERVAL_SECONDS) -> None:
+    """Until `stop` (a threading.Event) is set: run a round, then wait `interval` when idle.
+    Errors are logged and the next round tries again (the outbox keeps everything)."""
+    from chalicelib import wiring as registry
+
+    last_purge = 0.0
+    while stop is None or not stop.is_set():
+        busy = False
+        try:
+            service = registry.webhooks()
+            dispatched, sent = service.run_once()
+            busy = bool(dispatched or sent)
+            if time.time() - last_purge > PURGE_EVERY_SECONDS:
+                service.purge()
+                last_purge = time.time()
+        except Exception as exc:  # noqa: BLE001 - the worker outlives storage trouble; logged, tried again
+            from chalicelib.entrypoints.http import as_error
+
+            log.error("webhook worker round failed: %s", as_error(exc).code, exc_info=True)
+        if not busy:
+            if stop is not None:
+                stop.wait(interval)
+            else:
+                time.sleep(interval)
+
+
+def handle(event, context) -> dict:
+    """Lambda handler for the SQS nudges and the one-minute schedule: rounds until no work
+    is left or the time budget is spent. A failure raises (SQS retries the message, then
+    moves it to the dead-letter queue)."""
+    from chalicelib import wiring as registry
+
+    began = time.monotonic()
+    service = registry.webhooks()
+    rounds = 0
+    while time.monotonic() - began < LAMBDA_BUDGET_SECONDS:
+        dispatched, sent = service.run_once()
+        rounds += 1
+        if not dispatched and not sent:
+            break
+    return {"rounds": rounds}

@@ -1,0 +1,183 @@
+/* docpub share page: the feedback form, comments on the text (threads, highlights,
+   replies), the "newer version" notice and the view beacon. The document itself is
+   in a sandboxed frame (an opaque origin): it is reached only through postMessage,
+   messages are taken only from that frame's window, and everything it sends is
+   treated as untrusted text (never HTML). Nothing here is ever sent to the frame but
+   the comments' public quotes. */
+(function () {
+  var frame = document.getElementById("doc"), side = document.getElementById("rv");
+  var panel = document.getElementById("fb"), form = document.getElementById("fb-form");
+  var status = document.getElementById("fb-status"), open = document.getElementById("fb-open");
+  var data = side ? side.dataset : {};
+  var selection = null, threads = [], found = {}, frameReady = false, activity = null;
+
+  function el(tag, cls, text) { var e = document.createElement(tag); if (cls) e.className = cls; if (text != null) e.textContent = text; return e; }
+  function toFrame(message) { if (frame && frame.contentWindow) frame.contentWindow.postMessage(message, "*"); }
+  function json(url, options) {
+    return fetch(url, Object.assign({credentials: "same-origin", headers: {"Accept": "application/json"}}, options || {}))
+      .then(function (r) { return r.json().catch(function () { return {}; }).then(function (j) { return [r.status, j]; }); });
+  }
+  function postJson(url, body) {
+    return json(url, {method: "POST", headers: {"Content-Type": "application/json", "Accept": "application/json"},
+                      body: JSON.stringify(body)});
+  }
+  function errorText(res, fallback) { return (res[1] && res[1].error && res[1].error.message) || fallback; }
+  function savedName() { try { return localStorage.getItem("docpub:name") || ""; } catch (e) { return ""; } }
+  function saveName(name) { try { if (name) localStorage.setItem("docpub:name", name); } catch (e) { /* private mode */ } }
+
+  // ---------------------------------------------------------------- the frame
+  window.addEventListener("message", function (e) {
+    if (!frame || e.source !== frame.contentWindow) return;
+    var d = e.data;
+    if (!d || typeof d.type !== "string") return;
+    if (d.type === "docpub:selection") {
+      var a = d.anchor;
+      selection = a && typeof a.quote === "string" && a.quote.trim() ? {quote: a.quote.slice(0, 1000),
+        prefix: typeof a.prefix === "string" ? a.prefix.slice(-64) : "", suffix: typeof a.suffix === "string" ? a.suffix.slice(0, 64) : ""} : null;
+      open.textContent = selection ? "Feedback on selection" : (a && a.tooLong ? "Feedback (selection too long)" : "Feedback");
+    } else if (d.type === "docpub:ready") {
+      frameReady = true; drawHighlights();
+    } else if (d.type === "docpub:anchors") {
+      found = {}; (Array.isArray(d.found) ? d.found : []).forEach(function (id) { found[String(id)] = true; });
+      render();
+    } else if (d.type === "docpub:open" && typeof d.id === "string") {
+      showSide(true); var card = document.getElementById("t-" + d.id);
+      if (card) { card.scrollIntoView({block: "nearest"}); card.classList.add("flash"); card.focus();
+                  setTimeout(function () { card.classList.remove("flash"); }, 1200); }
+    }
+  });
+
+  // ---------------------------------------------------------------- feedback form (general or on the selection)
+  open.addEventListener("click", function () {
+    form.elements.quote.value = selection ? selection.quote : "";
+    if (!form.elements.name.value) form.elements.name.value = savedName();
+    panel.hidden = false; status.textContent = ""; form.elements.message.focus();
+  });
+  document.getElementById("fb-cancel").addEventListener("click", function () { panel.hidden = true; });
+  form.addEventListener("submit", function (e) {
+    e.preventDefault();
+    var body = {message: form.elements.message.value}, name = form.elements.name.value.trim(), quote = form.elements.quote.value;
+    if (name) { body.name = form.elements.name.value; saveName(body.name); }
+    if (quote.trim()) {
+      body.quote = quote;
+      if (selection && selection.quote === quote) body.anchor = {quote: quote, prefix: selection.prefix, suffix: selection.suffix};
+    }
+    status.textContent = "Sending\u2026";
+    postJson(form.action, body).then(function (res) {
+      if (res[0] === 201) {
+        form.reset(); selection = null; open.textContent = "Feedback";
+        status.textContent = "Thank you! Your feedback was sent."; status.setAttribute("data-feedback-id", res[1].feedback_id);
+        loadThreads(true);
+      } else { status.textContent = errorText(res, "Could not send your feedback."); }
+    }).catch(function () { status.textContent = "Could not send your feedback; check your connection."; });
+  });
+
+  // ---------------------------------------------------------------- threads
+  var list = document.getElementById("rv-threads"), count = document.getElementById("rv-count");
+  var toggle = document.getElementById("rv-toggle");
+  function showSide(show) { if (!side) return; side.classList.toggle("open", show); toggle.setAttribute("aria-expanded", String(show)); }
+  if (toggle) toggle.addEventListener("click", function () { showSide(!side.classList.contains("open")); });
+  var closer = document.getElementById("rv-close");
+  if (closer) closer.addEventListener("click", function () { showSide(false); });
+
+  function loadThreads(fresh) {
+    if (!side) return;
+    var token = fresh ? "f" + Date.now().toString(36) + Math.random().toString(36).slice(2, 6) : (activity || "0");
+    json(data.threads + "/" + encodeURIComponent(token)).then(function (res) {
+      if (res[0] !== 200 || !Array.isArray(res[1].threads)) return;
+      threads = res[1].threads; drawHighlights(); render();
+    }).catch(function () { /* offline: keep what is shown */ });
+  }
+  function drawHighlights() {
+    if (!frameReady) return;
+    toFrame({type: "docpub:highlight", anchors: threads.filter(function (t) { return t.anchor; }).map(function (t) {
+      return {id: t.feedback_id, quote: t.anchor.quote, prefix: t.anchor.prefix || "", suffix: t.anchor.suffix || ""};
+    })});
+  }
+  function when(iso) { var d = new Date(iso); return isNaN(d) ? "" : d.toLocaleString(); }
+  function render() {
+    if (!list) return;
+    list.textContent = "";
+    count.textContent = threads.length ? String(threads.length) : "";
+    document.getElementById("rv-empty").hidden = threads.length > 0;
+    threads.forEach(function (t) {
+      var card = el("li", "thread"); card.id = "t-" + t.feedback_id; card.tabIndex = -1;
+      card.setAttribute("data-feedback-id", t.feedback_id);
+      if (t.anchor) {
+        var q = el("blockquote", "quote", t.anchor.quote);
+        if (found[t.feedback_id]) {
+          q.title = "Show in the document"; q.classList.add("anchored");
+          q.addEventListener("click", function () { toFrame({type: "docpub:focus", id: t.feedback_id}); });
+        } else {
+          card.appendChild(el("p", "earlier", t.version_id === data.versionId ? "Text not found in this version"
+                                                                               : "On an earlier version"));
+        }
+        card.appendChild(q);
+      } else if (t.quote) { card.appendChild(el("blockquote", "quote", t.quote)); }
+      card.appendChild(entry(t.name, t.message, t.created_at, false));
+      var replies = el("ol", "replies");
+      (t.replies || []).forEach(function (r) { var li = el("li"); li.appendChild(entry(r.author === "owner" ? "Author" : r.name, r.message, r.created_at, r.author === "owner")); replies.appendChild(li); });
+      card.appendChild(replies);
+      card.appendChild(replyForm(t));
+      list.appendChild(card);
+    });
+  }
+  function entry(name, message, at, owner) {
+    var box = el("div", "entry" + (owner ? " owner" : ""));
+    var head = el("p", "who"); head.appendChild(el("b", null, name || "Anonymous"));
+    head.appendChild(document.createTextNode(" \u00b7 " + when(at))); box.appendChild(head);
+    box.appendChild(el("p", "text", message)); return box;
+  }
+  function replyForm(t) {
+    var f = el("form", "reply"), area = el("textarea"), send = el("button", "plain", "Reply"), note = el("p", "status");
+    area.name = "message"; area.required = true; area.maxLength = 5000; area.rows = 2;
+    area.setAttribute("aria-label", "Reply to this comment"); area.placeholder = "Reply\u2026"; send.type = "submit";
+    f.appendChild(area); f.appendChild(send); f.appendChild(note);
+    f.addEventListener("submit", function (e) {
+      e.preventDefault(); note.textContent = "Sending\u2026";
+      var body = {message: area.value}, name = savedName(); if (name) body.name = name;
+      postJson(data.share + "/feedback/" + encodeURIComponent(t.feedback_id) + "/replies", body).then(function (res) {
+        if (res[0] === 201) { loadThreads(true); } else { note.textContent = errorText(res, "Could not send your reply."); }
+      }).catch(function () { note.textContent = "Could not send your reply; check your connection."; });
+    });
+    return f;
+  }
+
+  // ---------------------------------------------------------------- live: a newer version, new comments
+  var banner = document.getElementById("rv-live");
+  function poll() {
+    json(data.share + "/live").then(function (res) {
+      if (res[0] !== 200) return;
+      var live = res[1];
+      if (data.latest === "1" && typeof live.version === "number" && live.version > Number(data.version)) {
+        banner.querySelector("span").textContent = "A newer version (" + live.version + ") of this document is available.";
+        banner.hidden = false;
+      }
+      // Threads are fetched under the activity mark: a new comment or reply is a new address,
+      // so a cache never answers with threads older than the mark it was asked for.
+      var a = String(live.activity || 0);
+      if (a !== activity) { activity = a; loadThreads(false); }
+    }).catch(function () { /* try again next time */ });
+  }
+  if (banner) {
+    document.getElementById("rv-live-show").addEventListener("click", function () { location.replace(data.share); });
+    setInterval(poll, Math.max(1, Number(data.liveSeconds) || 10) * 1000);
+  }
+  if (side) poll();
+})();
+// Views: one beacon per page load, sent once the page is visible (a prerendered
+// or background page waits until shown; a page restored from the back/forward
+// cache is not a new load). No cookie is set; the server drops bots. Polling for
+// a newer version never counts a view.
+(function () {
+  var frame = document.getElementById("doc"), url = frame && frame.getAttribute("data-view"), sent = false;
+  if (!url) return;
+  function send() {
+    if (sent || document.prerendering || document.visibilityState !== "visible") return;
+    sent = true;
+    try { if (!(navigator.sendBeacon && navigator.sendBeacon(url))) fetch(url, {method: "POST", credentials: "same-origin", keepalive: true}); } catch (e) { /* ignore */ }
+  }
+  document.addEventListener("visibilitychange", send);
+  document.addEventListener("prerenderingchange", send);
+  send();
+})();
