@@ -53,6 +53,13 @@ def only(resources: dict, type_: str) -> tuple[str, dict]:
     return next(iter(found.items()))
 
 
+def documents_bucket(resources: dict) -> tuple[str, dict]:
+    """The bucket the function stores versions in (the stack also has its access-log bucket)."""
+    name = resources["APIHandler"]["Properties"]["Environment"]["Variables"]["DOCPUB_BUCKET"]["Ref"]
+    assert resources[name]["Type"] == "AWS::S3::Bucket"
+    return name, resources[name]
+
+
 def refs(value) -> set[str]:
     """Logical ids a value refers to (Ref, Fn::GetAtt, ${X} / ${X.Attr} in Fn::Sub)."""
     found: set[str] = set()
@@ -193,7 +200,7 @@ def test_data_access_policy_is_attached_to_the_function_role(resources, function
 
 def test_table_and_bucket_actions_name_exactly_these_resources(resources, function_role):
     table, _ = only(resources, "AWS::DynamoDB::Table")
-    bucket, _ = only(resources, "AWS::S3::Bucket")
+    bucket, _ = documents_bucket(resources)
     from chalicelib.adapters.aws import blobs
 
     from chalicelib.ports import FILE_ROOT
@@ -436,7 +443,7 @@ def test_table_is_on_demand_recoverable_encrypted_and_protected_on_prod(template
 
 
 def test_bucket_is_private_encrypted_and_tls_only(resources):
-    name, bucket = only(resources, "AWS::S3::Bucket")
+    name, bucket = documents_bucket(resources)
     props = bucket["Properties"]
     assert props["PublicAccessBlockConfiguration"] == {
         "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
@@ -444,8 +451,8 @@ def test_bucket_is_private_encrypted_and_tls_only(resources):
     assert props["OwnershipControls"]["Rules"] == [{"ObjectOwnership": "BucketOwnerEnforced"}]
     encryption = props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
     assert encryption["SSEAlgorithm"] in ("AES256", "aws:kms")
-    _, policy = only(resources, "AWS::S3::BucketPolicy")
-    assert policy["Properties"]["Bucket"] == {"Ref": name}
+    [policy] = [p for p in of_type(resources, "AWS::S3::BucketPolicy").values()
+                if p["Properties"]["Bucket"] == {"Ref": name}]
     statements = as_list(policy["Properties"]["PolicyDocument"]["Statement"])
     assert all(s["Effect"] == "Deny" for s in statements), "the bucket policy only denies"
     tls = [s for s in statements if s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}]
@@ -454,7 +461,7 @@ def test_bucket_is_private_encrypted_and_tls_only(resources):
 
 
 def test_bucket_lifecycle_aborts_multipart_and_expires_old_versions(resources):
-    _, bucket = only(resources, "AWS::S3::Bucket")
+    _, bucket = documents_bucket(resources)
     rules = {r["Id"]: r for r in bucket["Properties"]["LifecycleConfiguration"]["Rules"]}
     assert all(r["Status"] == "Enabled" for r in rules.values())
     assert any(r.get("AbortIncompleteMultipartUpload", {}).get("DaysAfterInitiation") == 1 for r in rules.values())
@@ -488,7 +495,7 @@ def test_every_config_variable_is_set_on_the_function(resources):
 def test_environment_is_wired_to_the_created_resources(resources):
     variables = resources["APIHandler"]["Properties"]["Environment"]["Variables"]
     table, _ = only(resources, "AWS::DynamoDB::Table")
-    bucket, _ = only(resources, "AWS::S3::Bucket")
+    bucket, _ = documents_bucket(resources)
     secret = "SecretKey"
     assert resources[secret]["Type"] == "AWS::SecretsManager::Secret"
     assert variables["DOCPUB_TABLE"] == {"Ref": table}
@@ -1110,3 +1117,50 @@ def test_sweep_orphans_runs_on_a_schedule_and_on_demand(template, resources):
         {"Name": "FunctionName", "Value": {"Ref": "MaintenanceFunction"}}]
     # On demand: the operator CLI keeps the command (make admin ARGS="--aws sweep-orphans").
     assert "sweep-orphans" in (ROOT / "scripts" / "admin.py").read_text() and admin
+
+
+# ------------------------------------------------------------------ access logs (issue 23)
+
+def test_access_logs_of_both_distributions_and_the_bucket_go_to_a_private_log_bucket(template, resources):
+    logs = resources["AccessLogBucket"]
+    props = logs["Properties"]
+    assert logs["Type"] == "AWS::S3::Bucket" and logs["DeletionPolicy"] == "Retain"
+    assert props["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
+    # CloudFront standard logging writes through an ACL grant: ACLs must stay enabled
+    # (BucketOwnerEnforced makes CloudFront refuse the bucket), the owner still owns the logs.
+    assert props["OwnershipControls"]["Rules"] == [{"ObjectOwnership": "BucketOwnerPreferred"}]
+    assert "AccessControl" not in props  # no canned ACL, nothing public
+    # SSE-S3: CloudFront cannot deliver to an SSE-KMS bucket without a key policy.
+    [rule] = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert rule["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "AES256"}
+    [expiry] = [r for r in props["LifecycleConfiguration"]["Rules"] if "ExpirationInDays" in r]
+    assert expiry["Status"] == "Enabled" and expiry["ExpirationInDays"] == {"Ref": "AccessLogRetentionDays"}
+    assert int(template["Parameters"]["AccessLogRetentionDays"]["Default"]) <= 90
+    # Both distributions log there, each under its own prefix, never with cookies (credentials).
+    prefixes = set()
+    for name, distribution in of_type(resources, "AWS::CloudFront::Distribution").items():
+        logging = distribution["Properties"]["DistributionConfig"]["Logging"]
+        assert logging["Bucket"] == {"Fn::GetAtt": ["AccessLogBucket", "DomainName"]}, name
+        assert logging["IncludeCookies"] is False, name
+        prefixes.add(logging["Prefix"])
+    assert prefixes == {"cloudfront/main/", "cloudfront/content/"}
+    # The documents bucket's server access logs, delivered by S3's logging service.
+    bucket, props = documents_bucket(resources)
+    assert props["Properties"]["LoggingConfiguration"] == {"DestinationBucketName": {"Ref": "AccessLogBucket"},
+                                                           "LogFilePrefix": "s3/"}
+    [policy] = [p["Properties"]["PolicyDocument"] for p in of_type(resources, "AWS::S3::BucketPolicy").values()
+                if p["Properties"]["Bucket"] == {"Ref": "AccessLogBucket"}]
+    statements = {s["Sid"]: s for s in policy["Statement"]}
+    assert statements["DenyInsecureTransport"]["Effect"] == "Deny"
+    delivery = statements["S3ServerAccessLogs"]
+    assert delivery["Principal"] == {"Service": "logging.s3.amazonaws.com"}
+    assert delivery["Action"] == "s3:PutObject"
+    assert delivery["Resource"] == {"Fn::Sub": "${AccessLogBucket.Arn}/s3/*"}
+    assert delivery["Condition"] == {"ArnLike": {"aws:SourceArn": {"Fn::GetAtt": [bucket, "Arn"]}},
+                                     "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+    # No function can read or write the logs.
+    for where, document, is_resource_policy in policy_documents(resources):
+        if not is_resource_policy:
+            assert "AccessLogBucket" not in json.dumps(document), where
+    assert template["Outputs"]["AccessLogBucketName"]["Value"] == {"Ref": "AccessLogBucket"}
