@@ -57,8 +57,9 @@ def package(stage: str, out: Path) -> Path:
     template = out / TEMPLATE_NAME
     merged = yaml.safe_load(written.read_text())
     resources = merged.get("Resources", {})
-    if "WebhookWorker" in resources:  # the worker runs the same package on the same Python
-        resources["WebhookWorker"]["Properties"]["Runtime"] = resources["APIHandler"]["Properties"]["Runtime"]
+    for worker in ("WebhookWorker", "MaintenanceFunction"):  # the same package on the same Python
+        if worker in resources:
+            resources[worker]["Properties"]["Runtime"] = resources["APIHandler"]["Properties"]["Runtime"]
     template.write_text(json.dumps(merged, indent=2) + "\n")
     written.unlink()
     precompile(out / "deployment.zip")

@@ -53,6 +53,13 @@ def only(resources: dict, type_: str) -> tuple[str, dict]:
     return next(iter(found.items()))
 
 
+def documents_bucket(resources: dict) -> tuple[str, dict]:
+    """The bucket the function stores versions in (the stack also has its access-log bucket)."""
+    name = resources["APIHandler"]["Properties"]["Environment"]["Variables"]["DOCPUB_BUCKET"]["Ref"]
+    assert resources[name]["Type"] == "AWS::S3::Bucket"
+    return name, resources[name]
+
+
 def refs(value) -> set[str]:
     """Logical ids a value refers to (Ref, Fn::GetAtt, ${X} / ${X.Attr} in Fn::Sub)."""
     found: set[str] = set()
@@ -193,10 +200,14 @@ def test_data_access_policy_is_attached_to_the_function_role(resources, function
 
 def test_table_and_bucket_actions_name_exactly_these_resources(resources, function_role):
     table, _ = only(resources, "AWS::DynamoDB::Table")
-    bucket, _ = only(resources, "AWS::S3::Bucket")
+    bucket, _ = documents_bucket(resources)
     from chalicelib.adapters.aws import blobs
 
-    prefix = blobs.version_key("w", "d", "v").split("/")[0] + "/"
+    from chalicelib.ports import FILE_ROOT
+    from chalicelib.services.uploads import UPLOAD_ROOT
+
+    # Versions, bundle files, large uploads: each a prefix of its own.
+    prefixes = {blobs.version_key("w", "d", "v").split("/")[0] + "/", FILE_ROOT, UPLOAD_ROOT}
     for action, targets in allowed(resources, function_role).items():
         service = action.split(":")[0]
         for target in targets:
@@ -210,7 +221,7 @@ def test_table_and_bucket_actions_name_exactly_these_resources(resources, functi
                 if action == "s3:ListBucket":
                     assert target == {"Fn::GetAtt": [bucket, "Arn"]}
                 else:
-                    assert target == {"Fn::Sub": f"${{{bucket}.Arn}}/{prefix}*"}, (action, target)
+                    assert target in [{"Fn::Sub": f"${{{bucket}.Arn}}/{p}*"} for p in prefixes], (action, target)
             elif service == "cloudfront":
                 assert action == "cloudfront:CreateInvalidation"
                 assert target == {"Fn::Sub": "arn:${AWS::Partition}:cloudfront::${AWS::AccountId}:"
@@ -227,6 +238,11 @@ def test_table_and_bucket_actions_name_exactly_these_resources(resources, functi
                                              "identity/${MailIdentity}"}, target
             else:
                 assert service == "logs", action
+    # Bundle files and large uploads are written, read and deleted by the function too
+    # (the policy named documents/* only: both failed with AccessDenied when deployed).
+    for action in ("s3:GetObject", "s3:PutObject", "s3:DeleteObject"):
+        assert sorted(json.dumps(t) for t in allowed(resources, function_role)[action]) == sorted(
+            json.dumps({"Fn::Sub": f"${{{bucket}.Arn}}/{p}*"}) for p in prefixes), action
 
 
 # -- the code's AWS calls, found by reading chalicelib, mapped to IAM actions
@@ -427,7 +443,7 @@ def test_table_is_on_demand_recoverable_encrypted_and_protected_on_prod(template
 
 
 def test_bucket_is_private_encrypted_and_tls_only(resources):
-    name, bucket = only(resources, "AWS::S3::Bucket")
+    name, bucket = documents_bucket(resources)
     props = bucket["Properties"]
     assert props["PublicAccessBlockConfiguration"] == {
         "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
@@ -435,8 +451,8 @@ def test_bucket_is_private_encrypted_and_tls_only(resources):
     assert props["OwnershipControls"]["Rules"] == [{"ObjectOwnership": "BucketOwnerEnforced"}]
     encryption = props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]
     assert encryption["SSEAlgorithm"] in ("AES256", "aws:kms")
-    _, policy = only(resources, "AWS::S3::BucketPolicy")
-    assert policy["Properties"]["Bucket"] == {"Ref": name}
+    [policy] = [p for p in of_type(resources, "AWS::S3::BucketPolicy").values()
+                if p["Properties"]["Bucket"] == {"Ref": name}]
     statements = as_list(policy["Properties"]["PolicyDocument"]["Statement"])
     assert all(s["Effect"] == "Deny" for s in statements), "the bucket policy only denies"
     tls = [s for s in statements if s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}]
@@ -445,7 +461,7 @@ def test_bucket_is_private_encrypted_and_tls_only(resources):
 
 
 def test_bucket_lifecycle_aborts_multipart_and_expires_old_versions(resources):
-    _, bucket = only(resources, "AWS::S3::Bucket")
+    _, bucket = documents_bucket(resources)
     rules = {r["Id"]: r for r in bucket["Properties"]["LifecycleConfiguration"]["Rules"]}
     assert all(r["Status"] == "Enabled" for r in rules.values())
     assert any(r.get("AbortIncompleteMultipartUpload", {}).get("DaysAfterInitiation") == 1 for r in rules.values())
@@ -479,7 +495,7 @@ def test_every_config_variable_is_set_on_the_function(resources):
 def test_environment_is_wired_to_the_created_resources(resources):
     variables = resources["APIHandler"]["Properties"]["Environment"]["Variables"]
     table, _ = only(resources, "AWS::DynamoDB::Table")
-    bucket, _ = only(resources, "AWS::S3::Bucket")
+    bucket, _ = documents_bucket(resources)
     secret = "SecretKey"
     assert resources[secret]["Type"] == "AWS::SecretsManager::Secret"
     assert variables["DOCPUB_TABLE"] == {"Ref": table}
@@ -923,3 +939,228 @@ def test_webhook_queue_worker_dead_letters_and_alarm(resources):
 
     module, _, function = worker["Handler"].rpartition(".")
     assert callable(getattr(importlib.import_module(module), function))
+
+
+# ------------------------------------------------------------------ scheduled maintenance (issue 23)
+
+class AwsCallRecorder:
+    """Every AWS call made through chalicelib's cached clients, as (IAM action, resource
+    detail): the S3 key or prefix, the DynamoDB index. Botocore hooks, no mock of the code."""
+
+    SERVICES = ("dynamodb", "s3", "cloudfront", "ssm", "sqs")
+    S3 = {"ListObjectsV2": ["ListBucket"], "DeleteObject": ["DeleteObject"], "DeleteObjects": ["DeleteObject"],
+          "GetObject": ["GetObject"], "HeadObject": ["GetObject"], "PutObject": ["PutObject"],
+          "CopyObject": ["GetObject", "PutObject"]}
+
+    def __init__(self):
+        from chalicelib.adapters.aws import clients as aws
+
+        self.calls: set[tuple[str, str]] = set()
+        self.clients = [getattr(aws, service)() for service in self.SERVICES]
+
+    def __enter__(self):
+        for client in self.clients:
+            client.meta.events.register("before-parameter-build", self._seen)
+        return self
+
+    def __exit__(self, *exc):
+        for client in self.clients:
+            client.meta.events.unregister("before-parameter-build", self._seen)
+
+    def _seen(self, params, model, **_kwargs):
+        service = model.service_model.endpoint_prefix
+        service = {"email": "ses"}.get(service, service)
+        name = model.name
+        if service == "dynamodb" and name == "TransactWriteItems":
+            for item in params["TransactItems"]:
+                [kind] = item
+                self.calls.add((f"dynamodb:{TRANSACTION_ACTIONS[kind]}", "table"))
+        elif service == "dynamodb":
+            self.calls.add((f"dynamodb:{name}", f"index/{params['IndexName']}" if "IndexName" in params else "table"))
+        elif service == "s3":
+            if name == "DeleteObjects":
+                keys = [o["Key"] for o in params["Delete"]["Objects"]]
+            else:
+                keys = [params.get("Key") or params.get("Prefix") or ""]
+            for action in self.S3[name]:
+                for key in keys:
+                    self.calls.add((f"s3:{action}", key.split("/")[0] + "/" if name != "ListObjectsV2" else "bucket"))
+        else:
+            self.calls.add((f"{service}:{name}", ""))
+
+
+@pytest.fixture
+def orphan_sweep_calls(aws_storage, clock, monkeypatch):
+    """Run the sweep on moto over a bucket that exercises every branch it has: an
+    orphan version object, an interrupted delete, an unreferenced bundle file, an old
+    upload and a CDN invalidation still pending; record the AWS calls it makes."""
+    from chalicelib.adapters import cdn as cdn_adapter
+    from chalicelib.adapters.aws import clients as aws
+    from chalicelib.entrypoints import maintenance
+    from chalicelib.models import PublishRequest
+    from chalicelib.services.auth import credentials_from_key
+    from chalicelib.services.context import Context
+    from chalicelib.services.documents import DocumentService
+    from chalicelib.services.maintenance import GRACE_SECONDS, sweep_orphans
+    from chalicelib.services.workspaces import WorkspaceService
+
+    distribution = aws.cloudfront().create_distribution(DistributionConfig={
+        "CallerReference": "sweep", "Comment": "", "Enabled": True,
+        "Origins": {"Quantity": 1, "Items": [{"Id": "o", "DomainName": "example.com",
+                                              "CustomOriginConfig": {"HTTPPort": 80, "HTTPSPort": 443,
+                                                                     "OriginProtocolPolicy": "https-only"}}]},
+        "DefaultCacheBehavior": {"TargetOriginId": "o", "ViewerProtocolPolicy": "https-only",
+                                 "CachePolicyId": CACHING_DISABLED}})["Distribution"]["Id"]
+    aws.ssm().put_parameter(Name="/docpub-test/cdn-distribution-id", Type="String", Value=distribution)
+    monkeypatch.setenv("DOCPUB_CDN_DISTRIBUTION_PARAMETER", "/docpub-test/cdn-distribution-id")
+    cdn_adapter.default_invalidator.cache_clear()
+    ctx = Context(clock=clock)
+    _, key = WorkspaceService(ctx).create_workspace("Sweep", "pro")
+    who = credentials_from_key(key.api_key)
+    kept = DocumentService(ctx).publish(who, PublishRequest(title="Kept", html="<p>kept</p>")).response
+    gone = DocumentService(ctx).publish(who, PublishRequest(title="Gone", html="<p>gone</p>")).response
+    ws = ctx.documents.get(kept.document_id)["workspace_id"]
+    ctx.documents.begin_delete(ctx.documents.get(gone.document_id))  # a delete cut off half-way
+    ctx.blobs.put_html(f"documents/{ws}/{kept.document_id}/v_orphan.html", b"<p>orphan</p>")
+    ctx.blobs.put_file(f"files/{ws}/{'0' * 64}", b"unreferenced")
+    ctx.blobs.put_file(f"uploads/{ws}/up_1.bin", b"old upload")
+    ctx.cdn_pending.add("/d/x*", "rotated", ctx.now_ms(), "TooManyInvalidationsInProgress")
+    clock.now = __import__("time").time() + GRACE_SECONDS * 2
+    with AwsCallRecorder() as recorder:
+        result = sweep_orphans(ctx)
+        assert maintenance.handle({"source": "aws.events"}, None)["checked"] >= 1  # the deployed entry point
+    assert result["deleted"] == 1 and result["deletes_finished"] == 1, result
+    assert result["files_deleted"] == 1 and result["uploads_deleted"] == 1, result
+    assert result["cdn"] == {"pending": 0, "invalidated": 1}, result
+    cdn_adapter.default_invalidator.cache_clear()
+    return recorder.calls
+
+
+def granted_pairs(resources, role: str) -> set[tuple[str, str]]:
+    """(action, resource as JSON) for every Allow statement of a role's inline policies."""
+    pairs = set()
+    for policy in resources[role]["Properties"]["Policies"]:
+        for statement in as_list(policy["PolicyDocument"]["Statement"]):
+            assert statement["Effect"] == "Allow"
+            for action in as_list(statement["Action"]):
+                for target in as_list(statement["Resource"]):
+                    pairs.add((action, json.dumps(target, sort_keys=True)))
+    return pairs
+
+
+def needed_pairs(calls: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The recorded calls as the (action, resource) pairs an IAM policy must allow."""
+    cloudfront = {"Fn::Sub": "arn:${AWS::Partition}:cloudfront::${AWS::AccountId}:distribution/${Distribution}"}
+    ssm = {"Fn::Sub": "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${CdnDistributionParameter}"}
+    out = set()
+    for action, detail in calls:
+        service = action.split(":")[0]
+        if service == "dynamodb":
+            target = ({"Fn::GetAtt": ["Table", "Arn"]} if detail == "table"
+                      else {"Fn::Sub": f"${{Table.Arn}}/{detail}"})
+        elif service == "s3":
+            target = ({"Fn::GetAtt": ["Bucket", "Arn"]} if detail == "bucket"
+                      else {"Fn::Sub": f"${{Bucket.Arn}}/{detail}*"})
+        else:
+            target = {"cloudfront": cloudfront, "ssm": ssm}[service]
+        out.add((action, json.dumps(target, sort_keys=True)))
+    return out
+
+
+@pytest.mark.aws
+def test_the_scheduled_sweep_may_make_exactly_the_calls_it_makes(orphan_sweep_calls, resources):
+    """Least privilege from the code's behaviour: the sweep, run over every branch it has,
+    needs each of these (action, resource) pairs, and its role grants nothing else."""
+    role = resources["MaintenanceFunction"]["Properties"]["Role"]["Fn::GetAtt"][0]
+    granted = {p for p in granted_pairs(resources, role) if not p[0].startswith("logs:")}
+    needed = needed_pairs(orphan_sweep_calls)
+    assert ("s3:DeleteObject", json.dumps({"Fn::Sub": "${Bucket.Arn}/files/*"})) in needed  # the scenario works
+    assert needed - granted == set(), f"the sweep calls AWS without permission: {sorted(needed - granted)}"
+    assert granted - needed == set(), f"granted to the sweep but never called: {sorted(granted - needed)}"
+    # Attached to no other principal, and no data-access policy reaches it.
+    for name, policy in of_type(resources, "AWS::IAM::Policy").items():
+        assert {"Ref": role} not in policy["Properties"]["Roles"], name
+
+
+def test_sweep_orphans_runs_on_a_schedule_and_on_demand(template, resources):
+    import importlib
+
+    from scripts import admin
+
+    function = resources["MaintenanceFunction"]["Properties"]
+    module, _, name = function["Handler"].rpartition(".")
+    assert callable(getattr(importlib.import_module(module), name))
+    assert function["Runtime"] == resources["APIHandler"]["Properties"]["Runtime"]
+    assert function["CodeUri"] == resources["WebhookWorker"]["Properties"]["CodeUri"]  # the one package
+    assert function["ReservedConcurrentExecutions"] == 1  # never two sweeps at once
+    assert function["Timeout"] == 900 and function["EventInvokeConfig"]["MaximumRetryAttempts"] == 0
+    [event] = function["Events"].values()
+    assert event["Type"] == "Schedule" and event["Properties"]["Schedule"] == {"Ref": "OrphanSweepSchedule"}
+    parameter = template["Parameters"]["OrphanSweepSchedule"]
+    assert parameter["Default"] == "rate(1 day)"
+    assert re.fullmatch(parameter["AllowedPattern"], "cron(0 3 * * ? *)")
+    assert not re.fullmatch(parameter["AllowedPattern"], "daily")
+    env = function["Environment"]["Variables"]
+    assert env["DOCPUB_TABLE"] == {"Ref": "Table"} and env["DOCPUB_BUCKET"] == {"Ref": "Bucket"}
+    assert env["DOCPUB_STORAGE"] == "aws"
+    api_env = resources["APIHandler"]["Properties"]["Environment"]["Variables"]
+    assert env["DOCPUB_CDN_DISTRIBUTION_PARAMETER"] == api_env["DOCPUB_CDN_DISTRIBUTION_PARAMETER"]
+    assert "DOCPUB_SECRET_KEY" not in env  # the sweep signs nothing
+    role = function["Role"]["Fn::GetAtt"][0]
+    [logs] = [s for p in resources[role]["Properties"]["Policies"] for s in p["PolicyDocument"]["Statement"]
+              if s["Sid"] == "WriteOwnLogs"]
+    assert logs["Resource"] == {"Fn::GetAtt": ["MaintenanceLogGroup", "Arn"]}
+    assert resources["MaintenanceLogGroup"]["Properties"]["LogGroupName"] == {
+        "Fn::Sub": "/aws/lambda/${AWS::StackName}-maintenance"}
+    alarm = resources["MaintenanceErrorsAlarm"]["Properties"]
+    assert alarm["MetricName"] == "Errors" and alarm["Dimensions"] == [
+        {"Name": "FunctionName", "Value": {"Ref": "MaintenanceFunction"}}]
+    # On demand: the operator CLI keeps the command (make admin ARGS="--aws sweep-orphans").
+    assert "sweep-orphans" in (ROOT / "scripts" / "admin.py").read_text() and admin
+
+
+# ------------------------------------------------------------------ access logs (issue 23)
+
+def test_access_logs_of_both_distributions_and_the_bucket_go_to_a_private_log_bucket(template, resources):
+    logs = resources["AccessLogBucket"]
+    props = logs["Properties"]
+    assert logs["Type"] == "AWS::S3::Bucket" and logs["DeletionPolicy"] == "Retain"
+    assert props["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
+    # CloudFront standard logging writes through an ACL grant: ACLs must stay enabled
+    # (BucketOwnerEnforced makes CloudFront refuse the bucket), the owner still owns the logs.
+    assert props["OwnershipControls"]["Rules"] == [{"ObjectOwnership": "BucketOwnerPreferred"}]
+    assert "AccessControl" not in props  # no canned ACL, nothing public
+    # SSE-S3: CloudFront cannot deliver to an SSE-KMS bucket without a key policy.
+    [rule] = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert rule["ServerSideEncryptionByDefault"] == {"SSEAlgorithm": "AES256"}
+    [expiry] = [r for r in props["LifecycleConfiguration"]["Rules"] if "ExpirationInDays" in r]
+    assert expiry["Status"] == "Enabled" and expiry["ExpirationInDays"] == {"Ref": "AccessLogRetentionDays"}
+    assert int(template["Parameters"]["AccessLogRetentionDays"]["Default"]) <= 90
+    # Both distributions log there, each under its own prefix, never with cookies (credentials).
+    prefixes = set()
+    for name, distribution in of_type(resources, "AWS::CloudFront::Distribution").items():
+        logging = distribution["Properties"]["DistributionConfig"]["Logging"]
+        assert logging["Bucket"] == {"Fn::GetAtt": ["AccessLogBucket", "DomainName"]}, name
+        assert logging["IncludeCookies"] is False, name
+        prefixes.add(logging["Prefix"])
+    assert prefixes == {"cloudfront/main/", "cloudfront/content/"}
+    # The documents bucket's server access logs, delivered by S3's logging service.
+    bucket, props = documents_bucket(resources)
+    assert props["Properties"]["LoggingConfiguration"] == {"DestinationBucketName": {"Ref": "AccessLogBucket"},
+                                                           "LogFilePrefix": "s3/"}
+    [policy] = [p["Properties"]["PolicyDocument"] for p in of_type(resources, "AWS::S3::BucketPolicy").values()
+                if p["Properties"]["Bucket"] == {"Ref": "AccessLogBucket"}]
+    statements = {s["Sid"]: s for s in policy["Statement"]}
+    assert statements["DenyInsecureTransport"]["Effect"] == "Deny"
+    delivery = statements["S3ServerAccessLogs"]
+    assert delivery["Principal"] == {"Service": "logging.s3.amazonaws.com"}
+    assert delivery["Action"] == "s3:PutObject"
+    assert delivery["Resource"] == {"Fn::Sub": "${AccessLogBucket.Arn}/s3/*"}
+    assert delivery["Condition"] == {"ArnLike": {"aws:SourceArn": {"Fn::GetAtt": [bucket, "Arn"]}},
+                                     "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
+    # No function can read or write the logs.
+    for where, document, is_resource_policy in policy_documents(resources):
+        if not is_resource_policy:
+            assert "AccessLogBucket" not in json.dumps(document), where
+    assert template["Outputs"]["AccessLogBucketName"]["Value"] == {"Ref": "AccessLogBucket"}
