@@ -999,7 +999,7 @@ def orphan_sweep_calls(aws_storage, clock, monkeypatch):
     from chalicelib.entrypoints import maintenance
     from chalicelib.models import PublishRequest
     from chalicelib.services.auth import credentials_from_key
-    from chalicelib.services.context import Context
+    from chalicelib.wiring import new_context
     from chalicelib.services.documents import DocumentService
     from chalicelib.services.maintenance import GRACE_SECONDS, sweep_orphans
     from chalicelib.services.workspaces import WorkspaceService
@@ -1014,7 +1014,7 @@ def orphan_sweep_calls(aws_storage, clock, monkeypatch):
     aws.ssm().put_parameter(Name="/docpub-test/cdn-distribution-id", Type="String", Value=distribution)
     monkeypatch.setenv("DOCPUB_CDN_DISTRIBUTION_PARAMETER", "/docpub-test/cdn-distribution-id")
     cdn_adapter.default_invalidator.cache_clear()
-    ctx = Context(clock=clock)
+    ctx = new_context(clock=clock)
     _, key = WorkspaceService(ctx).create_workspace("Sweep", "pro")
     who = credentials_from_key(key.api_key)
     kept = DocumentService(ctx).publish(who, PublishRequest(title="Kept", html="<p>kept</p>")).response
