@@ -29,9 +29,12 @@ from chalicelib.errors import BundleTooLarge, ValidationFailed
 MAX_FILES = 200
 MAX_BYTES = 32 * 1024 * 1024
 MAX_PATH = 255
-# Folders deep a file may sit (a file at a/b/c.png is 3 deep): share links route
-# each depth (API Gateway and chalice local have no portable catch-all route).
-MAX_DEPTH = 8
+# Segments deep a file may sit (a file at a/b/c.png is 3 deep): share links route
+# each depth (API Gateway and chalice local have no portable catch-all route). 32 (was
+# 8: exported sites nest deeper) costs 24 more routes and API Gateway resources and
+# nothing measurable at cold start (bench/share_depth.py, docs/performance.md); 32
+# segments within the 255-character path limit leave ~7 characters a segment.
+MAX_DEPTH = 32
 INDEX_NAMES = ("index.html", "index.md")
 READ_CHUNK = 64 * 1024
 # A zip's central directory lists at most this many entries before it is refused

@@ -83,3 +83,75 @@ def test_a_protected_bundle_loads_its_files_once_unlocked(stack, page):
     with page.expect_navigation():
         page.click("button[type=submit]")
     _assert_bundle_loads(page)
+
+
+def _signed_up(browser, stack, email: str):
+    from tests.chromium import confirm_sign_up
+
+    context = browser.new_context()
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    page.goto(stack.base_url + "/dashboard/sign-up")
+    page.fill("input[name=email]", email)
+    page.fill("input[name=password]", "a long browser password")
+    page.fill("input[name=workspace_name]", "Uploads")
+    page.click("button[type=submit] >> text=Create workspace")
+    confirm_sign_up(page, stack.data_dir, email)
+    return context, page
+
+
+def test_the_dashboard_uploads_a_zip_over_6_mib_through_storage_with_progress(stack, browser, tmp_path):
+    """Over the request cap: a ticket, a PUT of the file to its upload_url (the local upload
+    route here; a presigned S3 URL deployed) with progress, then the form with upload_id."""
+    import os
+    import zipfile
+
+    photo = os.urandom(7 * 1024 * 1024)
+    path = tmp_path / "big-site.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("index.html", "<title>Big upload</title><h1>Big upload</h1><img src='img/photo.jpg'>")
+        archive.writestr("img/photo.jpg", photo)
+    assert path.stat().st_size > 6 * 1024 * 1024
+    context, page = _signed_up(browser, stack, "big-upload@example.com")
+    statuses: list[str] = []
+    page.expose_function("uploadStatus", lambda text: statuses.append(text))
+    context.add_init_script("""document.addEventListener('DOMContentLoaded', () => {
+      const s = document.querySelector('.upload-status');
+      if (s) new MutationObserver(() => window.uploadStatus(s.textContent)).observe(s, {childList: true});
+    });""")
+    requests: list[tuple[str, str, int]] = []
+    page.on("request", lambda r: requests.append((r.method, r.url)))
+    page.goto(stack.base_url + "/dashboard/upload")
+    page.set_input_files("input[type=file]", str(path))
+    page.click("button[type=submit] >> text=Publish")
+    page.wait_for_url("**/dashboard/documents/*?m=created")
+    assert "Big upload" in page.locator("h1").inner_text()
+    assert any(s.startswith("Uploading ") and "%" in s for s in statuses), statuses
+    assert any(s.startswith("Uploaded ") for s in statuses), statuses
+    # One PUT of the file to the upload route (the server checks it is exactly the declared
+    # size), then the form: a 7 MiB form would be refused (413), so it carried the upload_id.
+    puts = [r for r in requests if r[0] == "PUT"]
+    assert len(puts) == 1 and "/uploads/up_" in puts[0][1]
+    assert [r[0] for r in requests if "/dashboard/upload" in r[1]] == ["GET", "POST", "POST"]  # page, ticket, form
+    # The stored version holds the 7 MiB file.
+    document_id = page.url.split("/documents/")[1].split("?")[0]
+    fetched = page.request.get(f"{stack.base_url}/dashboard/documents/{document_id}/download")  # the session's cookies
+    assert fetched.status == 200
+    with zipfile.ZipFile(io.BytesIO(fetched.body())) as archive:
+        assert archive.read("img/photo.jpg") == photo
+    context.close()
+
+
+def test_the_dashboard_says_why_a_large_upload_is_refused(stack, browser, tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"x" * (4 * 1024 * 1024))
+    context, page = _signed_up(browser, stack, "refused-upload@example.com")
+    page.goto(stack.base_url + "/dashboard/upload")
+    page.set_input_files("input[type=file]", str(path))
+    page.fill("input[name=title]", "Notes")
+    page.click("button[type=submit] >> text=Publish")
+    alert = page.locator(".upload-error[role=alert]")
+    alert.wait_for()
+    assert "filename" in alert.inner_text() and ".zip" in alert.inner_text()
+    assert page.url.endswith("/dashboard/upload")  # nothing was sent but the question
+    context.close()

@@ -106,9 +106,21 @@ def test_files_are_listed_and_served_beside_the_page(client, workspace):
     assert client.http.get(f"/d/{share}/v/{edited['version_id']}/img/chart.png", headers=ACCEPT_ALL).body == PNG
 
 
+def test_a_file_deep_in_an_exported_site_is_served(client, workspace):
+    """A real site nests deeper than 8 levels (docs/api/v2/reference/...): up to 32 segments."""
+    _, key = workspace
+    deep = "/".join(f"d{i}" for i in range(1, 32)) + "/deep.css"  # 32 segments
+    middle = "/".join(f"m{i}" for i in range(1, 12)) + "/page.html"  # 12 segments
+    result = ok(publish(client, key, files=[{"path": deep, "content": "p{color:blue}"},
+                                            {"path": middle, "content": "<p>middle</p>"}]))
+    for path, body in ((deep, b"p{color:blue}"), (middle, b"<p>middle</p>")):
+        r = client.http.get(f"/d/{share_of(result)}/v/{result['version_id']}/{path}", headers=ACCEPT_ALL)
+        assert r.status_code == 200 and r.body == body, (path, r.status_code)
+
+
 @pytest.mark.parametrize("path, why", [
     ("../etc/passwd", "'..'"), ("/abs.png", "absolute"), ("img\\\\a.png", "backslash"), ("a//b.png", "empty"),
-    ("a/" * 8 + "deep.png", "levels deep"), ("x" * 256, "at most 255 characters"), ("index.html", "page's own name"),
+    ("a/" * 32 + "deep.png", "levels deep"), ("x" * 256, "at most 255 characters"), ("index.html", "page's own name"),
 ])
 def test_unsafe_paths_are_422_naming_the_path(client, workspace, path, why):
     _, key = workspace
