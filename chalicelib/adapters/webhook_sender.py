@@ -75,7 +75,7 @@ def _vetted(host: str, port: int) -> str:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError):
         raise TargetRefused(f"must resolve (its host {host} could not be resolved)") from None
-    found = [info[4][0] for info in infos]
+    found = [str(info[4][0]) for info in infos]
     if not found:
         raise TargetRefused(f"must resolve (its host {host} has no address)")
     for address in found:

@@ -1,13 +1,32 @@
 """The records and exceptions the services exchange with storage.
 
-Adapters (DynamoDB + S3, SQLite + files) raise these; services catch these and
-never a driver's own error. Records are plain data: how an adapter stores them is
-its own business.
+Records are plain data: how an adapter stores them is its own business. The
+storage errors both adapters raise are in chalicelib/ports/errors.py.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
+
+# The storage errors live in chalicelib/ports/errors.py; re-exported here for older imports.
+from chalicelib.ports.errors import (  # noqa: F401
+    BadCursor, BlobNotFound, Conflict, DocumentCapReached, FeedbackGone, GuardFailed, InvalidCursor, KeyCapReached,
+    NotFound, OutcomeUnknown, QuotaExceeded, StaleDocument, StorageError, StorageUnavailable, Unavailable, UserExists,
+    QuotaReached, ReplyCapReached, StorageFull, WebhookCapReached, WriteRefused, definitely_not_applied,
+)
+
+
+__all__ = [
+    "Record", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota", "QuotaReached", "StorageFull",
+    "BadCursor", "BlobNotFound", "Conflict", "DocumentCapReached", "FeedbackGone", "GuardFailed", "InvalidCursor",
+    "KeyCapReached", "NotFound", "OutcomeUnknown", "QuotaExceeded", "StaleDocument", "StorageError",
+    "StorageUnavailable", "Unavailable", "UserExists", "WriteRefused", "definitely_not_applied",
+    "ReplyCapReached", "WebhookCapReached",
+]
+
+# A stored record as the adapters hand it over (field names in docs/architecture.md);
+# the typed records of the ports replace it aggregate by aggregate.
+Record = dict[str, Any]
 
 
 # ------------------------------------------------------------------ records
@@ -60,8 +79,8 @@ class Quota:
       and dashboard session of the workspace together, revoked keys included)."""
     workspace_id: str
     add_bytes: int
-    max_storage_bytes: dict  # plan -> Optional[int]
-    version_room_plans: tuple
+    max_storage_bytes: dict[str, Optional[int]]  # plan -> Optional[int]
+    version_room_plans: tuple[str, ...]
     window_scope: str
     window_limit: int
     expires_at: int  # epoch seconds, for the window counter's cleanup
@@ -75,113 +94,3 @@ class Quota:
         if limit is not None and storage_bytes + self.add_bytes > limit:
             return "storage"
         return None
-
-
-# ------------------------------------------------------------------ refusals (nothing was written)
-
-class StaleDocument(Exception):
-    """The document changed (or vanished, or is being deleted) since it was read."""
-
-    def __init__(self, current: Optional[dict] = None):
-        super().__init__("document changed")
-        self.current = current
-
-
-class DocumentCapReached(Exception):
-    """The workspace holds its plan's maximum of documents."""
-
-    def __init__(self, workspace: Optional[dict]):
-        super().__init__("document cap reached")
-        self.workspace = workspace
-
-
-class KeyCapReached(Exception):
-    """The workspace holds its plan's maximum of active API keys."""
-
-    def __init__(self, workspace: Optional[dict]):
-        super().__init__("key cap reached")
-        self.workspace = workspace
-
-
-class QuotaReached(Exception):
-    """A Quota refused the write: `which` is "storage", "versions" or "workspace-rate";
-    `current` the count at that moment (bytes, or writes in the window); `plan` the
-    workspace's plan when known."""
-
-    def __init__(self, which: str, current: int = 0, plan: Optional[str] = None):
-        super().__init__(which)
-        self.which = which
-        self.current = current
-        self.plan = plan
-
-
-class GuardFailed(Exception):
-    """The rate slot ("rate") or the idempotency record ("idem") could not be claimed."""
-
-    def __init__(self, which: str):
-        super().__init__(which)
-        self.which = which
-
-
-class ReplyCapReached(Exception):
-    """The thread holds its maximum of replies."""
-
-    def __init__(self, current: int):
-        super().__init__("reply cap reached")
-        self.current = current
-
-
-class WebhookCapReached(Exception):
-    """The workspace holds its maximum of webhooks."""
-
-    def __init__(self, current: int):
-        super().__init__("webhook cap reached")
-        self.current = current
-
-
-class FeedbackGone(Exception):
-    """The feedback (or its document) no longer exists, or is not in that state."""
-
-
-class UserExists(Exception):
-    """An account with this email already exists."""
-
-
-class BadCursor(ValueError):
-    """A listing cursor that this listing never returned (malformed, or another listing's)."""
-
-
-# ------------------------------------------------------------------ storage trouble (503)
-
-class StorageUnavailable(Exception):
-    """Storage is busy or unreachable; the client should retry (503). `code` names
-    the cause for logs (never anything secret)."""
-
-    def __init__(self, code: str = "unavailable"):
-        super().__init__(code)
-        self.code = code
-
-
-class WriteRefused(StorageUnavailable):
-    """A write failed and is known not to have been applied."""
-
-
-class StorageFull(WriteRefused):
-    """The store's disk is full (embedded store): the write was not applied (507)."""
-
-
-class OutcomeUnknown(StorageUnavailable):
-    """A write failed without saying whether it committed (a timeout can hide a
-    commit): anything it refers to must be kept."""
-
-
-class BlobNotFound(StorageUnavailable):
-    """No blob under that key. For a committed version this is storage trouble (503)
-    unless the caller knows better (a share link's content: 404)."""
-
-
-def definitely_not_applied(exc: BaseException) -> bool:
-    """Whether a failed write is known not to have been applied."""
-    return isinstance(exc, (WriteRefused, StaleDocument, DocumentCapReached, KeyCapReached,
-                            GuardFailed, QuotaReached, FeedbackGone, UserExists, ReplyCapReached,
-                            WebhookCapReached))

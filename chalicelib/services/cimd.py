@@ -28,6 +28,7 @@ import time
 from typing import Optional
 from urllib.parse import urlsplit
 
+from chalicelib.ports.records import Record
 from chalicelib import config
 from chalicelib.domain import addresses as addresses_rule
 from chalicelib.domain.clients import MAX_CLIENT_NAME, MAX_REDIRECT_URIS, valid_redirect_uri
@@ -71,7 +72,7 @@ def _vetted_address(host: str, port: int) -> str:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError):
         raise MetadataError(f"the host {host} could not be resolved") from None
-    addresses = [info[4][0] for info in infos]
+    addresses = [str(info[4][0]) for info in infos]
     if not addresses:
         raise MetadataError(f"the host {host} has no address")
     if f"{host}:{port}" not in _allowed_hosts():
@@ -87,10 +88,11 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
     def __init__(self, host: str, port: int, address: str, context: ssl.SSLContext):
         super().__init__(host, port, timeout=TIMEOUT_SECONDS, context=context)
         self._address = address
+        self._tls = context
 
-    def connect(self):
+    def connect(self) -> None:
         sock = socket.create_connection((self._address, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+        self.sock = self._tls.wrap_socket(sock, server_hostname=self.host)
 
 
 def _tls_context() -> ssl.SSLContext:
@@ -101,7 +103,7 @@ def _tls_context() -> ssl.SSLContext:
     return context
 
 
-def fetch(url: str) -> dict:
+def fetch(url: str) -> Record:
     return fetch_with_lifetime(url)[0]
 
 
@@ -173,7 +175,7 @@ def fetch_with_lifetime(url: str) -> tuple[dict, int]:
     return document, lifetime
 
 
-def _abort(connection, aborted: threading.Event) -> None:
+def _abort(connection: http.client.HTTPConnection, aborted: threading.Event) -> None:
     """The whole fetch ran out of time: end the connection under the reading thread."""
     aborted.set()
     sock = getattr(connection, "sock", None)
@@ -184,7 +186,7 @@ def _abort(connection, aborted: threading.Event) -> None:
             pass
 
 
-def _read_within(response, deadline: float) -> bytes:
+def _read_within(response: http.client.HTTPResponse, deadline: float) -> bytes:
     """At most MAX_BYTES + 1 bytes, and no later than `deadline` (a server that
     trickles bytes cannot hold the request open beyond the time limit)."""
     body = b""
@@ -199,7 +201,7 @@ def _read_within(response, deadline: float) -> bytes:
     return body
 
 
-def client_from_document(client_id: str, document: dict) -> dict:
+def client_from_document(client_id: str, document: Record) -> Record:
     """The client record a metadata document describes (public client)."""
     if document.get("client_id") != client_id:
         raise MetadataError("its client_id does not equal the URL it was fetched from")

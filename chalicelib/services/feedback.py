@@ -15,12 +15,14 @@ after replying would otherwise be woken by itself).
 """
 from __future__ import annotations
 
+import builtins
 import json
 import re
 import secrets
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
+from chalicelib.ports.records import Record
 from chalicelib.domain import limits
 from chalicelib.errors import NotFound, PlanLimitReached, ValidationFailed
 from chalicelib.models import (
@@ -30,7 +32,7 @@ from chalicelib.ports import BadCursor, FeedbackGone, GuardFailed, ReplyCapReach
 from chalicelib.services import access, cursors, ratelimits
 from chalicelib.services.access import Who
 from chalicelib.services.events import make_event
-from chalicelib.services.context import Context, default_context, new_feedback_id, rfc3339
+from chalicelib.services.context import Context, new_feedback_id, rfc3339
 from chalicelib.services.sharing import ShareService
 from chalicelib.services.access import requires
 
@@ -48,12 +50,12 @@ def new_reply_id() -> str:
     return "rp_" + secrets.token_urlsafe(12)
 
 
-def reply_model(item: dict) -> Reply:
+def reply_model(item: Record) -> Reply:
     return Reply(reply_id=item["reply_id"], message=item["message"], name=item.get("name"),
                  author=item["author"], created_at=rfc3339(item["created_ms"]))
 
 
-def feedback_model(item: dict, replies: Optional[list[dict]] = None) -> Feedback:
+def feedback_model(item: Record, replies: Optional[Sequence[Record]] = None) -> Feedback:
     anchor = item.get("anchor")
     return Feedback(feedback_id=item["feedback_id"], document_id=item["document_id"],
                     version_id=item["version_id"], message=item["message"], name=item.get("name"),
@@ -89,8 +91,8 @@ class InboxPage:
 
 
 class FeedbackService:
-    def __init__(self, ctx: Optional[Context] = None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
         self.sharing = ShareService(self.ctx)
 
     # ---------------------------------------------------------------- viewers
@@ -140,7 +142,7 @@ class FeedbackService:
                            request.message, request.name or None, "viewer",
                            lambda: ratelimits.next_claim(self.ctx, scope, limits.viewer_rate(), what), what)
 
-    def threads(self, share_id: str, unlock_cookie: Optional[str]) -> tuple[dict, list[Feedback]]:
+    def threads(self, share_id: str, unlock_cookie: Optional[str]) -> tuple[Record, builtins.list[Feedback]]:
         """(the link's document, its open threads with replies, newest first) for the share page."""
         found = self.sharing.access(share_id, unlock_cookie)
         doc = found.doc
@@ -238,7 +240,7 @@ class FeedbackService:
 
     # ---------------------------------------------------------------- internals
 
-    def _thread_of(self, workspace_id: str, feedback_id: str, document_id: Optional[str] = None) -> dict:
+    def _thread_of(self, workspace_id: str, feedback_id: str, document_id: Optional[str] = None) -> Record:
         # Ids we never issue are 404 without a lookup (DynamoDB refuses keys over 2 KB).
         item = self.ctx.feedback.get(feedback_id) if _FEEDBACK_ID.fullmatch(feedback_id or "") else None
         if (item is None or item.get("workspace_id") != workspace_id
@@ -279,7 +281,7 @@ class FeedbackService:
             return model
         raise ratelimits.contended(what or "The thread is busy")
 
-    def _with_replies(self, items: list[dict]) -> list[Feedback]:
+    def _with_replies(self, items: Sequence[Record]) -> builtins.list[Feedback]:
         with_replies = [i["feedback_id"] for i in items if i.get("reply_count")]
         replies = self.ctx.feedback.replies(with_replies) if with_replies else {}
         return [feedback_model(i, replies.get(i["feedback_id"])) for i in items]

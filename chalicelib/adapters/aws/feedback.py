@@ -17,6 +17,7 @@ from chalicelib.adapters.aws.keys import (
 from chalicelib.adapters.aws.rates import add_rate_claim
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
 from chalicelib.ports.records import BadCursor, FeedbackGone, GuardFailed, RateClaim, ReplyCapReached, StaleDocument
+from chalicelib.adapters.aws.errors import storage_errors
 
 # An event's time is taken before its transaction commits; one that commits at most
 # this late is still found by a waiting list (positions remember what they returned since).
@@ -24,6 +25,7 @@ COMMIT_SKEW_MS = 20_000
 MAX_SEEN = 64
 
 
+@storage_errors
 class FeedbackRepository:
     """Viewer feedback. Item `FB#<id>`; GSI1 lists a workspace's feedback and GSI2
     a document's, newest first. The document's `open_feedback_count` changes in the

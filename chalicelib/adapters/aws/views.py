@@ -26,10 +26,12 @@ from typing import Optional
 from chalicelib.adapters.aws.keys import day_sk, total_sk, version_views_sk, views_pk
 from chalicelib.adapters.aws.table import ConditionFailed, Table
 from chalicelib.ports.views import ViewCounts
+from chalicelib.adapters.aws.errors import storage_errors
 
 VERSION_PREFIX = "v#"
 
 
+@storage_errors
 class ViewCounterRepository:
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()

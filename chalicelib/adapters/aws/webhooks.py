@@ -14,7 +14,8 @@ from chalicelib.adapters.aws.keys import (
     workspace_key,
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction
-from chalicelib.ports.records import WebhookCapReached
+from chalicelib.adapters.aws.errors import storage_errors
+from chalicelib.ports.errors import WebhookCapReached
 
 _KEYS = ("PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK")
 
@@ -23,9 +24,7 @@ def _sk(ms: int, ident: str) -> str:
     return f"{ms:015d}#{ident}"
 
 
-def _plain(item: Optional[dict]) -> Optional[dict]:
-    if item is None:
-        return None
+def _plain(item: dict) -> dict:
     out = {k: v for k, v in item.items() if k not in _KEYS}
     if "secrets_json" in out:
         out["secrets"] = json.loads(out.pop("secrets_json"))
@@ -42,6 +41,7 @@ def _delivery_item(delivery: dict) -> dict:
     return item
 
 
+@storage_errors
 class WebhookRepository:
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()
@@ -65,7 +65,8 @@ class WebhookRepository:
             raise
 
     def get(self, webhook_id: str) -> Optional[dict]:
-        return _plain(self.table.get(webhook_key(webhook_id)))
+        item = self.table.get(webhook_key(webhook_id))
+        return _plain(item) if item is not None else None
 
     def list_for_workspace(self, workspace_id: str) -> list[dict]:
         return [_plain(i) for i in self.table.query_all("GSI1PK = :pk", {":pk": webhooks_index_pk(workspace_id)},
@@ -130,7 +131,8 @@ class WebhookRepository:
         return [_plain(i) for i in items]
 
     def get_delivery(self, delivery_id: str) -> Optional[dict]:
-        return _plain(self.table.get(delivery_key(delivery_id)))
+        item = self.table.get(delivery_key(delivery_id))
+        return _plain(item) if item is not None else None
 
     def claim(self, delivery: dict, until_ms: int) -> bool:
         try:

@@ -556,7 +556,7 @@ class Database:
 
     def all(self, sql: str, params: tuple = ()) -> list[dict]:
         try:
-            return [row_dict(r) for r in self.connection().execute(sql, params).fetchall()]
+            return [d for r in self.connection().execute(sql, params).fetchall() if (d := row_dict(r)) is not None]
         except sqlite3.Error as exc:
             raise StorageUnavailable(_code(exc)) from exc
 

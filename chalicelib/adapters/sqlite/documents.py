@@ -21,7 +21,7 @@ from chalicelib.ports.records import (
 )
 
 DOCUMENT_FIELDS = ("title", "description", "share_enabled", "share_expires_ms", "latest_content", "share_access")
-VERSION_COLUMNS = "version_id, number, note, created_ms, size_bytes, blob_key AS s3_key, format, files"
+VERSION_COLUMNS = "version_id, number, note, created_ms, size_bytes, blob_key, format, files"
 LIVE = "document_id = ? AND workspace_id = ? AND deleting = 0"
 MAX_GET_MANY = 100
 
@@ -107,9 +107,9 @@ class DocumentRepository:
     def get_with_versions(self, document_id: str) -> tuple[Optional[dict], list[dict]]:
         with self.db.snapshot() as conn:
             doc = _document(conn, document_id)
-            versions = [row_dict(r) for r in conn.execute(
+            versions = [v for r in conn.execute(
                 f"SELECT {VERSION_COLUMNS} FROM versions WHERE document_id = ? ORDER BY number",
-                (document_id,)).fetchall()]
+                (document_id,)).fetchall() if (v := row_dict(r)) is not None]
         return doc, versions
 
     def get_version(self, document_id: str, number: int) -> Optional[dict]:
@@ -167,7 +167,7 @@ class DocumentRepository:
                 raise DocumentCapReached(workspace)
             if (_document(tx, doc["document_id"]) is not None
                     or one(tx, "SELECT 1 AS x FROM share_links WHERE share_id = ?", (doc["share_id"],))):
-                raise WriteRefused("ConditionalCheckFailed")
+                raise WriteRefused("exists")
             tx.execute("UPDATE workspaces SET document_count = document_count + 1 WHERE id = ?",
                        (doc["workspace_id"],))
             tx.execute("INSERT INTO documents (document_id, workspace_id, title, description, share_id, created_ms, "
@@ -194,7 +194,7 @@ class DocumentRepository:
         tx.execute("INSERT INTO versions (document_id, number, version_id, note, created_ms, size_bytes, blob_key, "
                    "format, files) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                    (document_id, version["number"], version["version_id"], version.get("note"),
-                    version["created_ms"], version["size_bytes"], version["s3_key"], version.get("format"),
+                    version["created_ms"], version["size_bytes"], version["blob_key"], version.get("format"),
                     json.dumps(files, separators=(",", ":")) if files else None))
 
     def append_version(self, doc: dict, version: dict, changes: dict,
@@ -250,7 +250,7 @@ class DocumentRepository:
                 raise StaleDocument(None)
             if activity is not None:
                 insert_activity(tx, activity)
-            return _document(tx, doc["document_id"])
+            return _document(tx, doc["document_id"])  # type: ignore[return-value]
 
     def set_passphrase(self, doc: dict, passphrase_hash: Optional[str]) -> dict:
         with self.db.write() as tx:
@@ -259,7 +259,7 @@ class DocumentRepository:
                 (passphrase_hash, doc["document_id"], doc["workspace_id"])).rowcount
             if not changed:
                 raise StaleDocument(None)
-            return _document(tx, doc["document_id"])
+            return _document(tx, doc["document_id"]) or {}  # it was just updated
 
     def rotate_share(self, doc: dict, new_share_id: str) -> None:
         with self.db.write() as tx:

@@ -62,7 +62,7 @@ class FeedbackRepository:
             if doc is None or doc.get("deleting") or doc["workspace_id"] != feedback["workspace_id"]:
                 raise StaleDocument(None)
             if one(tx, "SELECT 1 AS x FROM feedback WHERE feedback_id = ?", (feedback["feedback_id"],)):
-                raise WriteRefused("ConditionalCheckFailed")
+                raise WriteRefused("exists")
             values = {**feedback, "anchor": json.dumps(feedback["anchor"], ensure_ascii=False)
                       if feedback.get("anchor") else None}
             tx.execute(f"INSERT INTO feedback ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",

@@ -18,9 +18,7 @@ def _insert_delivery(tx, delivery: dict) -> None:
                tuple(delivery.get(c) for c in DELIVERY_COLUMNS))
 
 
-def _delivery(row: Optional[dict]) -> Optional[dict]:
-    if row is None:
-        return None
+def _delivery(row: dict) -> dict:
     return {**row, "attempts": row.get("attempts", 0)}
 
 
@@ -31,8 +29,9 @@ class WebhookRepository:
     def create(self, webhook: dict, max_webhooks: int) -> None:
         with self.db.write() as tx:
             count = one(tx, "SELECT COUNT(*) AS n FROM webhooks WHERE workspace_id = ?", (webhook["workspace_id"],))
-            if count["n"] >= max_webhooks:
-                raise WebhookCapReached(count["n"])
+            held = count["n"] if count else 0
+            if held >= max_webhooks:
+                raise WebhookCapReached(held)
             tx.execute("INSERT INTO webhooks (webhook_id, workspace_id, url, events, secrets, created_ms) "
                        "VALUES (?, ?, ?, ?, ?, ?)",
                        (webhook["webhook_id"], webhook["workspace_id"], webhook["url"], json.dumps(webhook["events"]),
@@ -80,7 +79,8 @@ class WebhookRepository:
             "ORDER BY next_attempt_ms LIMIT ?", (now_ms, limit))]
 
     def get_delivery(self, delivery_id: str) -> Optional[dict]:
-        return _delivery(self.db.one("SELECT * FROM webhook_deliveries WHERE delivery_id = ?", (delivery_id,)))
+        row = self.db.one("SELECT * FROM webhook_deliveries WHERE delivery_id = ?", (delivery_id,))
+        return _delivery(row) if row is not None else None
 
     def claim(self, delivery: dict, until_ms: int) -> bool:
         with self.db.write() as tx:
