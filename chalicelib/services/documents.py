@@ -35,6 +35,7 @@ from chalicelib.models import (
 )
 from chalicelib.services import access, cdn, cursors, ratelimits
 from chalicelib.services import content as content_files
+from chalicelib.services import downloads
 from chalicelib.services.views import ViewService
 from chalicelib.services.access import (  # noqa: F401  (also imported from here by the dashboard)
     Actor, Who, canonical_document_id, document_not_found, well_formed_id,
@@ -597,7 +598,7 @@ class DocumentService:
                               format=fmt, source=source)  # type: ignore[arg-type]  # html or markdown
 
     @requires("download_document")
-    def download(self, who: Who, document_id: str, version_id: Optional[str] = None) -> "content_files.Download":
+    def download(self, who: Who, document_id: str, version_id: Optional[str] = None) -> "downloads.Download":
         """The owner's download of a version (the latest by default): .html, .md or .zip."""
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
         wanted = version_id or found.document["latest_version_id"]
@@ -605,7 +606,7 @@ class DocumentService:
         if version is None:
             raise NotFound(f"No version {wanted} of document {found.id}.")
         try:
-            return content_files.package(self.ctx, found.document, version)
+            return downloads.package(self.ctx, found.document, version)
         except BlobNotFound:
             raise VersionContentMissing(wanted) from None
 
