@@ -6,7 +6,6 @@ import pytest
 
 from chalicelib.adapters import outbound
 from chalicelib.adapters.outbound import PinnedHttp
-from chalicelib.ports.outbound import Target
 from chalicelib.services import cimd
 
 OUTBOUND = PinnedHttp()  # the one fenced outbound client, as wiring builds it
