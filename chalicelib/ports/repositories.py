@@ -273,9 +273,12 @@ class BlobStore(Protocol):
         credentials (a presigned S3 URL), or None when the store has none (the local
         server then receives the bytes itself)."""
 
-    def download_url(self, key: str, content_type: str, expires_seconds: int) -> Optional[str]:
-        """A short-lived URL that serves the object directly (a presigned S3 GET), for
-        objects too large for a Lambda response; None when the store has none."""
+    def download_url(self, key: str, content_type: str, expires_seconds: int,
+                     filename: Optional[str] = None) -> Optional[str]:
+        """A short-lived URL that serves the object directly (a presigned S3 GET), typed
+        `content_type` and, with `filename`, as an attachment of that name; for objects too
+        large for a Lambda response. None when the store has none (the server answers
+        any size itself). No storage call: the object need not exist yet."""
 
     def list_keys(self, prefix: str) -> list[tuple[str, float]]:
         """(key, last-modified epoch seconds) of every object under prefix."""

@@ -468,6 +468,7 @@ def services(repos):
     return ctx, DocumentService(ctx), credentials_from_key(key.api_key)
 
 
+@pytest.mark.slow  # about a minute on moto: `make test` runs it, `make test-fast` does not
 def test_services_racing_publishes_to_one_document(services):
     from chalicelib.models import PublishRequest
 
@@ -502,6 +503,7 @@ def test_services_refuse_the_sixty_first_write_and_replay_idempotently(services)
     assert len(ctx.documents.list_all(ctx.documents.get(first.response.document_id)["workspace_id"])) == 60
 
 
+@pytest.mark.slow  # about a minute on moto: `make test` runs it, `make test-fast` does not
 def test_services_forty_concurrent_edits_of_one_document(services):
     """The measured failure of the old stack: 40 concurrent edits answered 503 for
     versions that had committed, and their HTML was deleted. Here every edit is

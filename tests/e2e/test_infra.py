@@ -204,10 +204,11 @@ def test_table_and_bucket_actions_name_exactly_these_resources(resources, functi
     from chalicelib.adapters.aws import blobs
 
     from chalicelib.ports import FILE_ROOT
+    from chalicelib.services.downloads import DOWNLOAD_ROOT
     from chalicelib.services.uploads import UPLOAD_ROOT
 
-    # Versions, bundle files, large uploads: each a prefix of its own.
-    prefixes = {blobs.version_key("w", "d", "v").split("/")[0] + "/", FILE_ROOT, UPLOAD_ROOT}
+    # Versions, bundle files, large uploads, large downloads: each a prefix of its own.
+    prefixes = {blobs.version_key("w", "d", "v").split("/")[0] + "/", FILE_ROOT, UPLOAD_ROOT, DOWNLOAD_ROOT}
     for action, targets in allowed(resources, function_role).items():
         service = action.split(":")[0]
         for target in targets:
@@ -1024,6 +1025,7 @@ def orphan_sweep_calls(aws_storage, clock, monkeypatch):
     ctx.blobs.put_html(f"documents/{ws}/{kept.document_id}/v_orphan.html", b"<p>orphan</p>")
     ctx.blobs.put_file(f"files/{ws}/{'0' * 64}", b"unreferenced")
     ctx.blobs.put_file(f"uploads/{ws}/up_1.bin", b"old upload")
+    ctx.blobs.put_file(f"downloads/{ws}/{'0' * 64}.zip", b"old download")
     ctx.cdn_pending.add("/d/x*", "rotated", ctx.now_ms(), "TooManyInvalidationsInProgress")
     clock.now = __import__("time").time() + GRACE_SECONDS * 2
     with AwsCallRecorder() as recorder:
@@ -1031,6 +1033,7 @@ def orphan_sweep_calls(aws_storage, clock, monkeypatch):
         assert maintenance.handle({"source": "aws.events"}, None)["checked"] >= 1  # the deployed entry point
     assert result["deleted"] == 1 and result["deletes_finished"] == 1, result
     assert result["files_deleted"] == 1 and result["uploads_deleted"] == 1, result
+    assert result["downloads_deleted"] == 1, result
     assert result["cdn"] == {"pending": 0, "invalidated": 1}, result
     cdn_adapter.default_invalidator.cache_clear()
     return recorder.calls
