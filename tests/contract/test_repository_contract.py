@@ -442,7 +442,7 @@ def test_racing_writers_on_many_threads_leave_consistent_counts(repos):
     make_workspace(repos, plan="pro")
     for n in range(6):
         create(repos, n)
-    live = repos.documents.list_all(WS)
+    live = [repos.documents.get(d["document_id"]) for d in repos.documents.list_all(WS)]  # whole documents
     jobs = [lambda d=d: repos.documents.begin_delete(d) for d in live[:3]] * 2
     jobs += [lambda n=n: create(repos, 100 + n) for n in range(4)]
     jobs += [lambda n=n: add_key(repos, f"key{n}") for n in range(3)]
