@@ -8,6 +8,7 @@ stores the version, so an accepted write and its slot are one atomic step.
 from __future__ import annotations
 
 import base64
+import builtins
 import hashlib
 import json
 import logging
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, Union
 
 from chalicelib import config
-from chalicelib.ports.records import Record
+from chalicelib.ports.records import Event, Record
 from chalicelib.ports import (
     BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot,
     StaleDocument, definitely_not_applied, document_prefix, version_key,
@@ -30,7 +31,7 @@ from chalicelib.errors import (
     VersionContentMissing,
 )
 from chalicelib.models import (
-    DocumentDetail, DocumentList, DocumentSummary, EditRequest, FileInfo, EditResponse, EditSummary,
+    DocumentDetail, DocumentList, DocumentListItem, DocumentSummary, EditRequest, FileInfo, EditResponse, EditSummary,
     PublishRequest, PublishResponse, UpdateDocumentRequest, VersionInfo, VersionList,
 )
 from chalicelib.services import access, cdn, cursors, ratelimits
@@ -379,7 +380,7 @@ class DocumentService:
             if stored:
                 objects.discard()
 
-    def _published(self, doc: Optional[Record], version: Record, changes: Record) -> Record:
+    def _published(self, doc: Optional[Record], version: Record, changes: Record) -> Event:
         """The `document.published` event of a new document or version (written with it)."""
         after = {**(doc or {}), **changes, "version_count": version["number"],
                  "latest_version_id": version["version_id"], "latest_size": version["size_bytes"],
@@ -387,7 +388,7 @@ class DocumentService:
         return self._event("document.published", after, version["created_ms"])
 
     @staticmethod
-    def _event(kind: str, doc: Record, now_ms: int) -> Record:
+    def _event(kind: str, doc: Record, now_ms: int) -> Event:
         from chalicelib.services.events import make_event
 
         return make_event(kind, doc["workspace_id"], doc["document_id"], now_ms,
@@ -632,8 +633,18 @@ class DocumentService:
             items, next_cursor = self.ctx.documents.list_page(actor.workspace_id, limit, raw)
         except BadCursor as exc:
             raise ValidationFailed.field("cursor", cursors.MESSAGE) from exc
-        return DocumentList(documents=[summary_model(i) for i in items],
+        return DocumentList(documents=self._list_items(items),
                             next_cursor=cursors.seal(actor.workspace_id, "documents", next_cursor))
+
+    def _list_items(self, items: Sequence[Record]) -> builtins.list[DocumentListItem]:
+        """Summaries with their views (one counter read per page, not per document)."""
+        totals = self.ctx.views.totals([i["document_id"] for i in items])
+        listed = []
+        for item in items:
+            views_total, last_ms = totals.get(item["document_id"], (0, None))
+            listed.append(DocumentListItem(**summary_model(item).model_dump(), views_total=views_total,
+                                           last_viewed_at=rfc3339(last_ms)))
+        return listed
 
     def summaries(self, who: Who, document_ids: Sequence[str]) -> dict[str, DocumentSummary]:
         """The caller's documents among `document_ids` (at most 100), by id, in one
@@ -664,7 +675,7 @@ class DocumentService:
         ranked.sort(key=lambda r: (r[0], r[1]))
         page = ranked[offset:offset + limit]
         more = offset + limit < len(ranked)
-        return DocumentList(documents=[summary_model(i) for _, _, i in page],
+        return DocumentList(documents=self._list_items([i for _, _, i in page]),
                             next_cursor=cursors.seal(actor.workspace_id, "find",
                                                      _encode_offset(offset + limit) if more else None))
 

@@ -12,13 +12,14 @@ from typing import Iterable, Optional
 
 from chalicelib.adapters.aws.events import add_event
 from chalicelib.adapters.aws.people import activity_item
+from chalicelib.adapters.aws.schema import DOCUMENT_LISTING
 from chalicelib.adapters.aws.keys import (
     WRITE_SHARDS, api_key_key, document_key, document_pk, documents_index_pk, documents_sort_key,
     idempotency_key, rate_key, share_key, version_item_key, workspace_key, write_shard_key, write_shard_keys,
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
 from chalicelib.adapters.aws.workspaces import with_write_logs
-from chalicelib.ports.records import OutcomeUnknown
+from chalicelib.ports.records import Event, OutcomeUnknown
 from chalicelib.ports.records import (
     BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, StaleDocument,
 )
@@ -171,12 +172,13 @@ class DocumentRepository:
         if start is not None and start["GSI1PK"]["S"] != documents_index_pk(workspace_id):
             raise BadCursor("cursor belongs to another listing")
         items, last = self.table.query("GSI1PK = :pk", {":pk": documents_index_pk(workspace_id)},
-                                       index="GSI1", limit=limit, start_key=start, forward=False)
+                                       index="GSI1", limit=limit, start_key=start, forward=False,
+                                       projected=DOCUMENT_LISTING)
         return items, encode_cursor(last)
 
     def list_all(self, workspace_id: str) -> list[dict]:
         return self.table.query_all("GSI1PK = :pk", {":pk": documents_index_pk(workspace_id)},
-                                    index="GSI1", forward=False)
+                                    index="GSI1", forward=False, projected=DOCUMENT_LISTING)
 
     def get_idempotency(self, key_id: str, key_digest: str) -> Optional[dict]:
         return self.table.get(idempotency_key(key_id, key_digest))
@@ -185,7 +187,7 @@ class DocumentRepository:
     def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
                slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
                activity: Optional[dict] = None,
-               event: Optional[dict] = None) -> None:
+               event: Optional[Event] = None) -> None:
         """New document + version 1 + share link, atomically, counted against the
         cap unless the workspace's plan (as stored at commit) is uncapped."""
         tx = Transaction()
@@ -236,7 +238,7 @@ class DocumentRepository:
     def append_version(self, doc: dict, version: dict, changes: dict,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
                        quota: Optional[Quota] = None, activity: Optional[dict] = None,
-                       event: Optional[dict] = None) -> None:
+                       event: Optional[Event] = None) -> None:
         """Store version N+1 only if the document still has N versions (optimistic concurrency)."""
         tx = Transaction()
         sets = {"version_count": version["number"], "latest_version_id": version["version_id"],
@@ -375,7 +377,7 @@ class DocumentRepository:
         except ConditionFailed as exc:
             raise StaleDocument(None) from exc
 
-    def begin_delete(self, doc: dict, activity: Optional[dict] = None, event: Optional[dict] = None) -> None:
+    def begin_delete(self, doc: dict, activity: Optional[dict] = None, event: Optional[Event] = None) -> None:
         """Step 1 of delete, atomically: hide the document from lists and share
         links and free its place in the plan count. The item stays, marked
         `deleting`, so a retried DELETE can find it and finish the cleanup."""
