@@ -336,6 +336,7 @@ class DocumentService:
                 self.ctx.backoff(attempt)
                 now_ms = self.ctx.now_ms()
                 decision, slot = self._slot(actor, now_ms)
+                quota = self._quota(actor, doc, len(content.page), now_ms)  # 429 before anything is stored
                 if not stored:
                     objects.put(content)
                     stored = True
@@ -344,7 +345,6 @@ class DocumentService:
                 response = PublishResponse(document_id=document_id, version_id=version_id,
                                            version_number=version["number"], share_url=share_url(share_id))
                 idem_record = self._idem_record(actor, digest, request_hash, response, now_ms)
-                quota = self._quota(actor, doc, version["size_bytes"], now_ms)
                 # The activity log's line is stored in the same atomic step as the version.
                 logged = activity.entry(self.ctx, actor, actor.workspace_id, "document.publish", document_id,
                                         {"title": title, "version": version["number"]})
