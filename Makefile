@@ -49,7 +49,7 @@ lint: $(BIN)/.installed
 
 # Tests by level (tests/README.md): unit and contract are the fast ones.
 test-fast: $(BIN)/.installed
-	$(BIN)/python -m pytest -q tests/unit tests/contract $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m "not slow" tests/unit tests/contract $(PYTEST_ARGS)
 
 admin: $(BIN)/.installed
 	@$(BIN)/python -m scripts.admin $(ARGS)

@@ -454,8 +454,14 @@ class DocumentStats(ResponseModel):
     versions: list[VersionViews] = Field(description="All-time views per version, oldest version first.")
 
 
+class DocumentListItem(DocumentSummary):
+    """A document in a listing: the summary and its views (contract: list items too)."""
+    views_total: int = Field(0, description="Counted views of the share link, all versions, all time.")
+    last_viewed_at: Optional[str] = Field(None, description="When the link was last viewed (RFC 3339), or null.")
+
+
 class DocumentList(ResponseModel):
-    documents: list[DocumentSummary]
+    documents: list[DocumentListItem]
     next_cursor: Optional[str] = None
 
 

@@ -259,7 +259,12 @@ def _operation(op: Operation, path: str, components: dict) -> dict:
         statuses |= {400, 413, 415, 422}  # 413: bodies over the request size limit
     if op.query is not None:
         statuses.add(422)
-    doc["responses"] = {str(op.status): success, **{str(s): _error_response(s) for s in sorted(statuses)}}
+    redirects = {str(status): {"description": text,
+                               "headers": {"Location": {"required": True, "schema": {"type": "string",
+                                                                                      "format": "uri"}}}}
+                 for status, text in sorted(op.redirects.items())}
+    doc["responses"] = {str(op.status): success, **redirects,
+                        **{str(s): _error_response(s) for s in sorted(statuses)}}
     return doc
 
 

@@ -94,6 +94,7 @@ class Operation:
     links: dict = field(default_factory=dict)
     example: Optional[dict] = None  # a valid request body (also used by the authorization matrix)
     response_content: Optional[dict] = None  # a non-JSON answer: {media type: {"schema": …}}
+    redirects: dict = field(default_factory=dict)  # {status: when}: an answer that is a `Location` elsewhere
     extra_request_content: Optional[dict] = None  # other request media types beside JSON
     content_types: tuple[str, ...] = ("application/json",)  # what the route accepts
     parse: Optional[Callable[[Any, type[BaseModel]], Any]] = None  # the body's parser (default: JSON)
@@ -425,7 +426,11 @@ OPERATIONS: tuple[Operation, ...] = (
         "The latest version (or `version_id`) as a file: .html, .md, or a .zip of a bundle.",
         _download, query=models.DownloadQuery, errors=(404,), scope=READ, response_content={
             media: {"schema": {"type": "string", "format": "binary"}}
-            for media in ("text/html", "text/markdown", "application/zip")}),
+            for media in ("text/html", "text/markdown", "application/zip")},
+        redirects={302: "Deployed (AWS store), a file over 4 MiB (what a Lambda response can carry): "
+                        "`Location` is a presigned S3 URL valid for 60 s that answers the same file "
+                        "(the same Content-Type and `Content-Disposition: attachment; filename=…`) "
+                        "without credentials. The embedded store always answers 200."}),
     Operation(
         "clear_passphrase", "DELETE", "/api/v1/documents/{document_id}/passphrase", "removePassphrase",
         "Make the share link public again (Pro).",

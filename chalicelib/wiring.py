@@ -16,6 +16,7 @@ from chalicelib import config
 from chalicelib.ports import Repositories
 from chalicelib.ports.cdn import CdnInvalidator
 from chalicelib.ports.mail import Mailer
+from chalicelib.ports.outbound import OutboundHttp
 from chalicelib.services.context import Context
 
 if TYPE_CHECKING:
@@ -64,6 +65,13 @@ def build_mailer() -> Mailer:
     return configured()
 
 
+def build_outbound() -> OutboundHttp:
+    """The one fenced client for requests to addresses strangers chose (adapters/outbound.py)."""
+    from chalicelib.adapters.outbound import PinnedHttp
+
+    return PinnedHttp()
+
+
 def build_webhook_sender() -> Any:
     """The outbound side of webhooks (adapters/webhook_sender.py): `send`, `check_target`,
     `TargetRefused`."""
@@ -98,6 +106,8 @@ def new_context(**overrides: Any) -> Context:
     overrides.setdefault("mail_factory", build_mailer)
     if "nudge_outbox" not in overrides:
         overrides["nudge_outbox"] = build_outbox_nudge()
+    if "outbound" not in overrides:
+        overrides["outbound"] = build_outbound()
     if "webhook_sender" not in overrides:
         overrides["webhook_sender"] = build_webhook_sender()
     return Context(**overrides)

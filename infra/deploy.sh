@@ -12,7 +12,8 @@
 # Environment: STAGE (dev|prod), STACK (default docpub-$STAGE), BUILD_DIR (build),
 # ARTIFACT_BUCKET (default docpub-artifacts-<account>-<region>), and optional stack
 # parameters DOMAIN_NAME, CERTIFICATE_ARN, HOSTED_ZONE_ID, CONTENT_DOMAIN_NAME,
-# CONTENT_CERTIFICATE_ARN, ALARM_TOPIC_ARN, BASE_URL, MAIL_FROM, MAIL_IDENTITY (SES).
+# CONTENT_CERTIFICATE_ARN, ALARM_TOPIC_ARN, BASE_URL, MAIL_FROM, MAIL_IDENTITY (SES),
+# INDEX_PROJECTION (narrow|all).
 # AWS credentials and region come from the usual AWS CLI configuration.
 set -euo pipefail
 
@@ -68,6 +69,23 @@ params=("Stage=$STAGE")
 [ -n "${MAIL_IDENTITY:-}" ] && params+=("MailIdentity=$MAIL_IDENTITY")
 [ -n "${UPGRADE_URL:-}" ] && params+=("UpgradeUrl=$UPGRADE_URL")
 [ -n "${OPERATOR_EMAILS:-}" ] && params+=("OperatorEmails=$OPERATOR_EMAILS")
+
+# GSI projections (issue 23): DynamoDB cannot change an existing index's projection, so a
+# stack made before the narrow projections keeps ALL (IndexProjection=all) unless told
+# otherwise (INDEX_PROJECTION); a new stack, or one that has the parameter, keeps its value.
+if [ -z "${INDEX_PROJECTION:-}" ]; then
+  status="$("$AWS" cloudformation describe-stacks --stack-name "$STACK" \
+    --query "Stacks[0].StackStatus" --output text 2>/dev/null || true)"
+  if [ -n "$status" ] && [ "$status" != "None" ] && [ "$status" != "REVIEW_IN_PROGRESS" ]; then
+    stored="$("$AWS" cloudformation describe-stacks --stack-name "$STACK" \
+      --query "Stacks[0].Parameters[?ParameterKey=='IndexProjection'].ParameterValue" --output text)"
+    if [ -z "$stored" ] || [ "$stored" = "None" ]; then
+      echo "deploy: $STACK predates narrow index projections: keeping ALL (IndexProjection=all)"
+      INDEX_PROJECTION=all
+    fi
+  fi
+fi
+[ -n "${INDEX_PROJECTION:-}" ] && params+=("IndexProjection=$INDEX_PROJECTION")
 
 deploy() {
   "$AWS" cloudformation deploy --template-file "$BUILD_DIR/packaged.json" --stack-name "$STACK" \

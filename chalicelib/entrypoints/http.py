@@ -218,7 +218,13 @@ MULTIPART_TYPE = "multipart/form-data"
 
 def download_response(download, extra_headers: Optional[dict] = None) -> Response:
     """A file to save (never shown inline): `Content-Disposition: attachment` with the
-    title's slug, sandboxed and unsniffed in case a browser renders it anyway."""
+    title's slug, sandboxed and unsniffed in case a browser renders it anyway; or, for a
+    file too large for a Lambda response, a 302 to where storage serves it (presigned,
+    short-lived, naming the same file: services/downloads.py)."""
+    if download.url is not None:
+        return Response(body="", status_code=302, headers={
+            "Location": download.url, "Cache-Control": "private, no-store", "Referrer-Policy": "no-referrer",
+            **{k: v for k, v in (extra_headers or {}).items() if k.lower() != "content-type"}})
     headers = {"Content-Type": download.content_type,
                "Content-Disposition": f'attachment; filename="{download.filename}"',
                "X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox",

@@ -79,11 +79,13 @@ class DocumentRepository(Protocol):
         allows a read that may lag a just-committed write by a moment (cheaper)."""
 
     def list_page(self, workspace_id: str, limit: int, cursor: Optional[str]) -> tuple[list[Record], Optional[str]]:
-        """Live documents, most recently updated first; the cursor is opaque and bound
-        to the workspace (BadCursor otherwise). None: no more pages."""
+        """Live documents, most recently updated first, as listing records: at least the
+        attributes of LISTING below (DynamoDB reads them from an index that carries no
+        more); `get` the document for anything else. The cursor is opaque and bound to
+        the workspace (BadCursor otherwise). None: no more pages."""
 
     def list_all(self, workspace_id: str) -> list[Record]:
-        """Every live document, most recently updated first."""
+        """Every live document, most recently updated first, as listing records (list_page)."""
 
     def get_idempotency(self, key_id: str, key_digest: str) -> Optional[Record]:
         """{request_hash, response, expires_at} or None."""
@@ -242,6 +244,13 @@ def source_key(workspace_id: str, document_id: str, version_id: str) -> str:
 
 FILE_ROOT = "files/"
 
+# What a document listing record holds (DocumentRepository.list_page/list_all): what the
+# listing's answer (services/documents.summary_model), "find", the most-viewed ranking
+# and the file sweep read. The DynamoDB index behind listings carries exactly these.
+LISTING = ("created_ms", "deleting", "description", "document_id", "latest_version_id", "open_feedback_count",
+           "share_access", "share_enabled", "share_expires_ms", "share_id", "title", "updated_ms",
+           "version_count", "versions_deleted", "workspace_id")
+
 
 def file_prefix(workspace_id: str) -> str:
     return f"{FILE_ROOT}{workspace_id}/"
@@ -278,9 +287,12 @@ class BlobStore(Protocol):
         credentials (a presigned S3 URL), or None when the store has none (the local
         server then receives the bytes itself)."""
 
-    def download_url(self, key: str, content_type: str, expires_seconds: int) -> Optional[str]:
-        """A short-lived URL that serves the object directly (a presigned S3 GET), for
-        objects too large for a Lambda response; None when the store has none."""
+    def download_url(self, key: str, content_type: str, expires_seconds: int,
+                     filename: Optional[str] = None) -> Optional[str]:
+        """A short-lived URL that serves the object directly (a presigned S3 GET), typed
+        `content_type` and, with `filename`, as an attachment of that name; for objects too
+        large for a Lambda response. None when the store has none (the server answers
+        any size itself). No storage call: the object need not exist yet."""
 
     def list_keys(self, prefix: str) -> list[tuple[str, float]]:
         """(key, last-modified epoch seconds) of every object under prefix."""

@@ -203,28 +203,6 @@ def read_source(ctx: Context, doc: dict[str, Any], version: dict[str, Any]) -> t
     return fmt, ctx.blobs.get_html(key)
 
 
-@dataclass(frozen=True)
-class Download:
-    filename: str
-    content_type: str
-    data: bytes
-
-
-def package(ctx: Context, doc: dict[str, Any], version: dict[str, Any]) -> Download:
-    """A version as one file: the page (.html), the Markdown source (.md), or for a
-    bundle a .zip of the index page (index.html or index.md) and the files at their paths."""
-    fmt, source = read_source(ctx, doc, version)
-    name = bundles.slug(doc["title"])
-    files = version.get("files") or []
-    if not files:
-        if fmt == "markdown":
-            return Download(f"{name}.md", "text/markdown; charset=utf-8", source)
-        return Download(f"{name}.html", "text/html; charset=utf-8", source)
-    index_name = "index.md" if fmt == "markdown" else "index.html"
-    contents = [(f["path"], read_file(ctx, doc["workspace_id"], f["sha256"])) for f in files]
-    return Download(f"{name}.zip", "application/zip", bundles.write_zip(index_name, source, contents))
-
-
 def stored_content(ctx: Context, doc: dict[str, Any], version: dict[str, Any]) -> Content:
     """A stored version's content as it is (page, source, files kept), to publish again."""
     fmt, source = read_source(ctx, doc, version)

@@ -11,7 +11,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, overload
+from typing import Any, Callable, Optional, overload
 
 from chalicelib.ports import (
     ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository, Repositories,
@@ -19,6 +19,7 @@ from chalicelib.ports import (
 )
 from chalicelib.ports.cdn import CdnInvalidator, NoCdn, PendingInvalidationRepository
 from chalicelib.ports.mail import Mailer
+from chalicelib.ports.outbound import OutboundHttp
 from chalicelib.ports.people import PeopleRepository
 from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.webhooks import WebhookRepository
@@ -69,6 +70,9 @@ class Context:
     # Webhook targets: the address rules and the one outbound POST (adapters/webhook_sender.py),
     # given by wiring; None in a Context that never sends webhooks.
     webhook_sender: Any = None
+    # Requests to addresses strangers chose (client metadata documents), through the one
+    # fenced outbound client (ports/outbound.py), given by wiring.
+    outbound: Optional[OutboundHttp] = None
     # Backoff between optimistic-concurrency retries; tests may inject a no-op.
     sleep: Callable[[float], None] = time.sleep
 

@@ -8,6 +8,7 @@ stores the version, so an accepted write and its slot are one atomic step.
 from __future__ import annotations
 
 import base64
+import builtins
 import hashlib
 import json
 import logging
@@ -31,11 +32,12 @@ from chalicelib.errors import (
     VersionContentMissing,
 )
 from chalicelib.models import (
-    DocumentDetail, DocumentList, DocumentSummary, EditRequest, FileInfo, EditResponse, EditSummary,
+    DocumentDetail, DocumentList, DocumentListItem, DocumentSummary, EditRequest, FileInfo, EditResponse, EditSummary,
     PublishRequest, PublishResponse, UpdateDocumentRequest, VersionInfo, VersionList,
 )
 from chalicelib.services import access, cdn, cursors, ratelimits
 from chalicelib.services import content as content_files
+from chalicelib.services import downloads
 from chalicelib.services.views import ViewService
 from chalicelib.services.access import (  # noqa: F401  (also imported from here by the dashboard)
     Actor, Who, canonical_document_id, document_not_found, well_formed_id,
@@ -618,7 +620,7 @@ class DocumentService:
                               format=fmt, source=source)  # type: ignore[arg-type]  # html or markdown
 
     @requires("download_document")
-    def download(self, who: Who, document_id: str, version_id: Optional[str] = None) -> "content_files.Download":
+    def download(self, who: Who, document_id: str, version_id: Optional[str] = None) -> "downloads.Download":
         """The owner's download of a version (the latest by default): .html, .md or .zip."""
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
         wanted = version_id or found.document["latest_version_id"]
@@ -626,7 +628,7 @@ class DocumentService:
         if version is None:
             raise NotFound(f"No version {wanted} of document {found.id}.")
         try:
-            return content_files.package(self.ctx, found.document, version)
+            return downloads.package(self.ctx, found.document, version)
         except BlobNotFound:
             raise VersionContentMissing(wanted) from None
 
@@ -652,8 +654,18 @@ class DocumentService:
             items, next_cursor = self.ctx.documents.list_page(actor.workspace_id, limit, raw)
         except BadCursor as exc:
             raise ValidationFailed.field("cursor", cursors.MESSAGE) from exc
-        return DocumentList(documents=[summary_model(i) for i in items],
+        return DocumentList(documents=self._list_items(items),
                             next_cursor=cursors.seal(actor.workspace_id, "documents", next_cursor))
+
+    def _list_items(self, items: Sequence[Record]) -> builtins.list[DocumentListItem]:
+        """Summaries with their views (one counter read per page, not per document)."""
+        totals = self.ctx.views.totals([i["document_id"] for i in items])
+        listed = []
+        for item in items:
+            views_total, last_ms = totals.get(item["document_id"], (0, None))
+            listed.append(DocumentListItem(**summary_model(item).model_dump(), views_total=views_total,
+                                           last_viewed_at=rfc3339(last_ms)))
+        return listed
 
     def summaries(self, who: Who, document_ids: Sequence[str]) -> dict[str, DocumentSummary]:
         """The caller's documents among `document_ids` (at most 100), by id, in one
@@ -684,7 +696,7 @@ class DocumentService:
         ranked.sort(key=lambda r: (r[0], r[1]))
         page = ranked[offset:offset + limit]
         more = offset + limit < len(ranked)
-        return DocumentList(documents=[summary_model(i) for _, _, i in page],
+        return DocumentList(documents=self._list_items([i for _, _, i in page]),
                             next_cursor=cursors.seal(actor.workspace_id, "find",
                                                      _encode_offset(offset + limit) if more else None))
 

@@ -61,7 +61,9 @@ def sweep_orphans(ctx: Context, grace_seconds: int = GRACE_SECONDS) -> Record:
     workspaces = {key.split("/")[1] for key, _ in ctx.blobs.iter_keys(FILE_ROOT) if key.count("/") == 2}
     files_deleted = sum(content.sweep_files(ctx, ws, min(grace_seconds, content.FILE_GRACE_SECONDS))
                         for ws in sorted(workspaces))
+    from chalicelib.services.downloads import sweep_downloads
     from chalicelib.services.uploads import sweep_uploads
 
     return {"checked": checked, "deleted": deleted, "deletes_finished": finished,
-            "files_deleted": files_deleted, "uploads_deleted": sweep_uploads(ctx), "cdn": cdn.retry_pending(ctx)}
+            "files_deleted": files_deleted, "uploads_deleted": sweep_uploads(ctx),
+            "downloads_deleted": sweep_downloads(ctx), "cdn": cdn.retry_pending(ctx)}

@@ -218,6 +218,13 @@ class OAuthService:
     def repo(self) -> OAuthRepository:
         return self.ctx.oauth
 
+    def _fetch_document(self, url: str) -> tuple[Record, int]:
+        from chalicelib.services import cimd
+
+        if self.ctx.outbound is None:
+            raise cimd.MetadataError("this server makes no outbound requests")
+        return cimd.fetch_with_lifetime(self.ctx.outbound, url)
+
     # ---------------------------------------------------------------- limits
 
     def limit(self, kind: str, client_ip: str) -> None:
@@ -304,7 +311,7 @@ class OAuthService:
         if client_ip is not None:
             self.limit("metadata", client_ip)  # a fetch is a request to an address a stranger chose
         try:
-            fetched = (self._fetch_metadata or cimd.fetch_with_lifetime)(client_id)
+            fetched = (self._fetch_metadata or self._fetch_document)(client_id)
             document, lifetime = fetched if isinstance(fetched, tuple) else (fetched, cimd.CACHE_SECONDS)
             client = cimd.client_from_document(client_id, document)
         except cimd.MetadataError as exc:

@@ -31,7 +31,6 @@ UNLOCK_MAX_AGE_SECONDS = 7 * 24 * 3600
 UNLOCK_COOKIE = "dp_unlock"
 # Lambda answers at most 6 MB, binary as base64 (x4/3): larger bundle files are served by
 # storage itself through a short-lived presigned URL (deployed); locally, here.
-INLINE_FILE_BYTES = 4 * 1024 * 1024
 FILE_REDIRECT_SECONDS = 60
 # Workspace-only links (contract 7d): a signed pass naming the member, for one link
 # (Path=/d/<share>), issued by the dashboard to a signed-in member; membership is
@@ -316,14 +315,14 @@ class ShareService:
     def download(self, share_id: str, version_number: Optional[int] = None,
                  unlock_cookie: Optional[str] = None) -> Any:
         """`?download=1`: the version as a file, under the same access rules as viewing."""
-        from chalicelib.services import content
+        from chalicelib.services import downloads
 
         access = self.access(share_id, unlock_cookie, version_number)
         version = {"version_id": access.version_id}
         if access.has_files or version_number is not None or access.doc.get("latest_content"):
             version = self.ctx.documents.get_version(access.doc["document_id"], access.version_number) or version
         try:
-            return content.package(self.ctx, access.doc, version)
+            return downloads.package(self.ctx, access.doc, version)
         except BlobNotFound as exc:
             raise NotFound("No such version.") from exc
 
@@ -366,7 +365,7 @@ class ShareService:
         URL to storage itself (a presigned S3 GET, 60 s), or None (serve it here)."""
         from chalicelib.ports import file_key
 
-        if ref.size_bytes <= INLINE_FILE_BYTES:
+        if ref.size_bytes <= limits.INLINE_RESPONSE_BYTES:
             return None
         return self.ctx.blobs.download_url(file_key(ref.content.doc["workspace_id"], ref.sha256), content_type,
                                            FILE_REDIRECT_SECONDS)

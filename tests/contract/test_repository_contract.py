@@ -442,7 +442,7 @@ def test_racing_writers_on_many_threads_leave_consistent_counts(repos):
     make_workspace(repos, plan="pro")
     for n in range(6):
         create(repos, n)
-    live = repos.documents.list_all(WS)
+    live = [repos.documents.get(d["document_id"]) for d in repos.documents.list_all(WS)]  # whole documents
     jobs = [lambda d=d: repos.documents.begin_delete(d) for d in live[:3]] * 2
     jobs += [lambda n=n: create(repos, 100 + n) for n in range(4)]
     jobs += [lambda n=n: add_key(repos, f"key{n}") for n in range(3)]
@@ -468,6 +468,7 @@ def services(repos):
     return ctx, DocumentService(ctx), credentials_from_key(key.api_key)
 
 
+@pytest.mark.slow  # about a minute on moto: `make test` runs it, `make test-fast` does not
 def test_services_racing_publishes_to_one_document(services):
     from chalicelib.models import PublishRequest
 
@@ -502,6 +503,7 @@ def test_services_refuse_the_sixty_first_write_and_replay_idempotently(services)
     assert len(ctx.documents.list_all(ctx.documents.get(first.response.document_id)["workspace_id"])) == 60
 
 
+@pytest.mark.slow  # about a minute on moto: `make test` runs it, `make test-fast` does not
 def test_services_forty_concurrent_edits_of_one_document(services):
     """The measured failure of the old stack: 40 concurrent edits answered 503 for
     versions that had committed, and their HTML was deleted. Here every edit is

@@ -204,10 +204,11 @@ def test_table_and_bucket_actions_name_exactly_these_resources(resources, functi
     from chalicelib.adapters.aws import blobs
 
     from chalicelib.ports import FILE_ROOT
+    from chalicelib.services.downloads import DOWNLOAD_ROOT
     from chalicelib.services.uploads import UPLOAD_ROOT
 
-    # Versions, bundle files, large uploads: each a prefix of its own.
-    prefixes = {blobs.version_key("w", "d", "v").split("/")[0] + "/", FILE_ROOT, UPLOAD_ROOT}
+    # Versions, bundle files, large uploads, large downloads: each a prefix of its own.
+    prefixes = {blobs.version_key("w", "d", "v").split("/")[0] + "/", FILE_ROOT, UPLOAD_ROOT, DOWNLOAD_ROOT}
     for action, targets in allowed(resources, function_role).items():
         service = action.split(":")[0]
         for target in targets:
@@ -409,8 +410,10 @@ def test_index_queries_cover_the_schema_indexes(resources, function_role):
 def test_table_matches_schema_py(resources):
     from chalicelib.adapters.aws.schema import TTL_ATTRIBUTE, table_definition
 
+    from infra.definitions import resolve
+
     _, table = only(resources, "AWS::DynamoDB::Table")
-    props = table["Properties"]
+    props = resolve(table["Properties"])  # the parameters' defaults: IndexProjection=narrow
     expected = table_definition("ignored")
 
     def normal(definition: dict) -> dict:
@@ -690,12 +693,23 @@ elif args[:2] == ["cloudformation", "package"]:
     Path(target).write_text("{}")
 elif args[:2] == ["cloudformation", "deploy"]:
     overrides = args[args.index("--parameter-overrides") + 1:]
+    data["exists"] = True
     for item in overrides:
         if item.startswith("PublicBaseUrl="):
             data["base"] = item.split("=", 1)[1]
+        if item.startswith("IndexProjection="):
+            data["index_projection"] = item.split("=", 1)[1]
 elif args[:2] == ["cloudformation", "describe-stacks"]:
     query = args[args.index("--query") + 1]
-    if "BaseUrl" in query:
+    if not data.get("exists"):
+        state.write_text(json.dumps(data))
+        print("An error occurred (ValidationError): Stack does not exist", file=sys.stderr)
+        sys.exit(255)
+    if "StackStatus" in query:
+        out = "UPDATE_COMPLETE"
+    elif "IndexProjection" in query:
+        out = data.get("index_projection") or ""
+    elif "BaseUrl" in query:
         out = data["base"] or "https://set-PublicBaseUrl.invalid"
     elif "CloudFrontUrl" in query:
         out = "https://d111.cloudfront.net"
@@ -735,14 +749,32 @@ def test_first_deploy_points_share_links_at_cloudfront_then_keeps_it(tmp_path):
     package = next(c for c in calls if c[:2] == ["cloudformation", "package"])
     assert package[package.index("--s3-bucket") + 1] == "docpub-artifacts-123456789012-eu-west-1"
     # A later deploy keeps the stored base URL: one deploy, no override.
-    state.write_text(json.dumps({"calls": [], "base": "https://d111.cloudfront.net"}))
+    state.write_text(json.dumps({"calls": [], "base": "https://d111.cloudfront.net", "exists": True,
+                                 "index_projection": "narrow"}))
     again = [c for c in run_deploy(tmp_path, state) if c[:2] == ["cloudformation", "deploy"]]
     assert len(again) == 1 and not any(a.startswith("PublicBaseUrl=") for a in again[0])
 
 
+def test_a_stack_made_before_narrow_indexes_keeps_all_projections(tmp_path):
+    """DynamoDB cannot change an index's projection in place: updating an older stack to
+    the narrow default would fail, so deploy.sh keeps ALL for it (and only for it)."""
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps({"calls": [], "base": "https://d111.cloudfront.net", "exists": True}))
+    [deploy] = [c for c in run_deploy(tmp_path, state) if c[:2] == ["cloudformation", "deploy"]]
+    assert "IndexProjection=all" in deploy
+    # Once stored, the stack keeps its value; a new stack gets the template's default (narrow).
+    state.write_text(json.dumps({**json.loads(state.read_text()), "calls": []}))
+    [again] = [c for c in run_deploy(tmp_path, state) if c[:2] == ["cloudformation", "deploy"]]
+    assert not any(a.startswith("IndexProjection=") for a in again)
+    fresh = tmp_path / "fresh.json"
+    first = [c for c in run_deploy(tmp_path, fresh) if c[:2] == ["cloudformation", "deploy"]]
+    assert not any(a.startswith("IndexProjection=") for c in first for a in c)
+
+
 def test_deploy_with_a_custom_domain_deploys_once(tmp_path):
     state = tmp_path / "state.json"
-    state.write_text(json.dumps({"calls": [], "base": "https://docs.example.com"}))
+    state.write_text(json.dumps({"calls": [], "base": "https://docs.example.com", "exists": True,
+                                 "index_projection": "narrow"}))
     calls = run_deploy(tmp_path, state, DOMAIN_NAME="docs.example.com",
                        CERTIFICATE_ARN="arn:aws:acm:us-east-1:123456789012:certificate/abc")
     deploys = [c for c in calls if c[:2] == ["cloudformation", "deploy"]]
@@ -1024,6 +1056,7 @@ def orphan_sweep_calls(aws_storage, clock, monkeypatch):
     ctx.blobs.put_html(f"documents/{ws}/{kept.document_id}/v_orphan.html", b"<p>orphan</p>")
     ctx.blobs.put_file(f"files/{ws}/{'0' * 64}", b"unreferenced")
     ctx.blobs.put_file(f"uploads/{ws}/up_1.bin", b"old upload")
+    ctx.blobs.put_file(f"downloads/{ws}/{'0' * 64}.zip", b"old download")
     ctx.cdn_pending.add("/d/x*", "rotated", ctx.now_ms(), "TooManyInvalidationsInProgress")
     clock.now = __import__("time").time() + GRACE_SECONDS * 2
     with AwsCallRecorder() as recorder:
@@ -1031,6 +1064,7 @@ def orphan_sweep_calls(aws_storage, clock, monkeypatch):
         assert maintenance.handle({"source": "aws.events"}, None)["checked"] >= 1  # the deployed entry point
     assert result["deleted"] == 1 and result["deletes_finished"] == 1, result
     assert result["files_deleted"] == 1 and result["uploads_deleted"] == 1, result
+    assert result["downloads_deleted"] == 1, result
     assert result["cdn"] == {"pending": 0, "invalidated": 1}, result
     cdn_adapter.default_invalidator.cache_clear()
     return recorder.calls
@@ -1164,3 +1198,55 @@ def test_access_logs_of_both_distributions_and_the_bucket_go_to_a_private_log_bu
         if not is_resource_policy:
             assert "AccessLogBucket" not in json.dumps(document), where
     assert template["Outputs"]["AccessLogBucketName"]["Value"] == {"Ref": "AccessLogBucket"}
+
+
+# ------------------------------------------------------------------ index projections (issue 23)
+
+def test_indexes_project_only_what_their_queries_read(template, resources):
+    """GSI1/GSI2 carry the keys and the attributes schema.INDEX_PROJECTIONS names (the
+    document listing, the feedback filters), not whole items (events' payloads, webhook
+    secrets, feedback text, API keys' logs were all copied into both indexes before)."""
+    from chalicelib.adapters.aws.schema import INDEX_PROJECTIONS
+    from infra.definitions import resolve, table_create_params
+
+    _, table = only(resources, "AWS::DynamoDB::Table")
+    narrow = {i["IndexName"]: i["Projection"] for i in resolve(table["Properties"])["GlobalSecondaryIndexes"]}
+    assert narrow == {name: {"ProjectionType": "INCLUDE", "NonKeyAttributes": list(attributes)}
+                      for name, attributes in INDEX_PROJECTIONS.items()}
+    assert sum(len(a) for a in INDEX_PROJECTIONS.values()) <= 100  # DynamoDB's limit per table
+    # A stack made before keeps ALL (a projection cannot change in place); the code works with both.
+    wide = resolve(table["Properties"], {"IndexProjection": "all"})["GlobalSecondaryIndexes"]
+    assert [i["Projection"] for i in wide] == [{"ProjectionType": "ALL"}] * 2
+    assert template["Parameters"]["IndexProjection"]["Default"] == "narrow"
+    # DynamoDB Local gets the deployed shape (tests/engines.py), narrow by default.
+    created = table_create_params("t")["GlobalSecondaryIndexes"]
+    assert {i["IndexName"]: i["Projection"] for i in created} == narrow
+
+
+def index_queries() -> list[tuple[str, int, bool]]:
+    """(file, line, reads only the projection) for every index query in the AWS adapter."""
+    found = []
+    for path in sorted((ROOT / "chalicelib" / "adapters" / "aws").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("query", "query_all")
+                    and any(k.arg == "index" for k in node.keywords)):
+                found.append((path.name, node.lineno, any(k.arg == "projected" for k in node.keywords)))
+    return found
+
+
+def test_every_index_query_reads_the_projection_or_the_items():
+    queries = index_queries()
+    assert len(queries) >= 12, queries  # the scan sees them
+    projected = {(f, ok) for f, _, ok in queries if ok}
+    # The document listing, session and delivery clean-ups, feedback deletion read the index alone.
+    assert {f for f, _ in projected} == {"documents.py", "accounts.py", "people.py", "feedback.py", "webhooks.py"}
+
+
+@pytest.mark.aws
+def test_an_index_query_never_hands_out_an_attribute_the_index_lacks(ctx):
+    from chalicelib.adapters.aws.table import Table
+
+    with pytest.raises(AssertionError, match="does not project"):
+        Table().query("GSI1PK = :pk", {":pk": "x"}, index="GSI1", projected=("key_hash",))
+    assert Table().query("GSI1PK = :pk", {":pk": "x"}, index="GSI1", projected=("title",)) == ([], None)

@@ -39,10 +39,11 @@ def test_the_table(address, public):
 
 
 def test_client_metadata_fetches_use_the_one_check(monkeypatch):
+    from chalicelib.adapters.outbound import PinnedHttp
     from chalicelib.services import cimd
 
     for address in ("64:ff9b::7f00:1", "2002:7f00:1::1", "::7f00:1"):
         monkeypatch.setattr(socket, "getaddrinfo", lambda *a, _x=address, **k: [
             (socket.AF_INET6, socket.SOCK_STREAM, 6, "", (_x, 443, 0, 0))])
         with pytest.raises(cimd.MetadataError, match="non-public"):
-            cimd._vetted_address("client.example", 443)
+            cimd.fetch(PinnedHttp(), "https://client.example/oauth.json")

@@ -367,9 +367,9 @@ def test_mcp_publishes_files_beside_the_page(client, workspace):
 @pytest.mark.aws
 def test_deployed_a_file_too_large_for_lambda_is_served_by_s3_through_a_presigned_url(client, workspace, storage,
                                                                                         monkeypatch):
-    from chalicelib.services import sharing
+    from chalicelib.domain import limits
 
-    monkeypatch.setattr(sharing, "INLINE_FILE_BYTES", 1000)
+    monkeypatch.setattr(limits, "INLINE_RESPONSE_BYTES", 1000)
     _, key = workspace
     result = ok(publish(client, key, files=[{"path": "big.txt", "content": "x" * 2000}, *files()]))
     r = client.http.get(f"/d/{share_of(result)}/v/{result['version_id']}/big.txt", headers=ACCEPT_ALL)

@@ -235,7 +235,7 @@ def test_an_object_whose_cleanup_failed_too_is_swept(client, key, faults, ctx, c
     clock.now = time.time() + 60  # inside the grace period: a write may still be in flight
     assert sweep_orphans(ctx)["deleted"] == 0
     clock.now = time.time() + GRACE_SECONDS + 60
-    assert sweep_orphans(ctx) == {"checked": 2, "deleted": 1, "deletes_finished": 0, "files_deleted": 0, "uploads_deleted": 0,
+    assert sweep_orphans(ctx) == {"checked": 2, "deleted": 1, "deletes_finished": 0, "files_deleted": 0, "uploads_deleted": 0, "downloads_deleted": 0,
                                "cdn": {"pending": 0, "invalidated": 0}}
     assert len(objects()) == 1
     assert html_of(client, key, kept["document_id"]) == HTML

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from chalicelib.adapters import outbound
+from chalicelib.adapters.outbound import PinnedHttp
 from chalicelib.services import cimd
+
+OUTBOUND = PinnedHttp()  # the one fenced outbound client, as wiring builds it
 
 
 @pytest.mark.parametrize("url, why", [
@@ -22,24 +26,26 @@ def test_unacceptable_urls(url, why):
 @pytest.mark.parametrize("address", ["127.0.0.1", "10.0.0.5", "192.168.1.1", "169.254.169.254", "::1",
                                      "fc00::1", "0.0.0.0", "100.64.0.1", "::ffff:127.0.0.1"])
 def test_non_public_addresses_are_never_fetched(monkeypatch, address):
-    monkeypatch.setattr(cimd.socket, "getaddrinfo", lambda *a, **k: [(None, None, None, None, (address, 443))])
+    monkeypatch.setattr(outbound.socket, "getaddrinfo", lambda *a, **k: [(None, None, None, None, (address, 443))])
     with pytest.raises(cimd.MetadataError, match="non-public"):
-        cimd.fetch("https://client.example/oauth.json")
+        cimd.fetch(OUTBOUND, "https://client.example/oauth.json")
 
 
 def test_one_private_address_among_public_ones_is_refused(monkeypatch):
     answers = [(None, None, None, None, ("93.184.216.34", 443)), (None, None, None, None, ("10.1.2.3", 443))]
-    monkeypatch.setattr(cimd.socket, "getaddrinfo", lambda *a, **k: answers)
+    monkeypatch.setattr(outbound.socket, "getaddrinfo", lambda *a, **k: answers)
     with pytest.raises(cimd.MetadataError, match="non-public"):
-        cimd.fetch("https://client.example/oauth.json")
+        cimd.fetch(OUTBOUND, "https://client.example/oauth.json")
 
 
 def test_allowlisted_host_may_be_local(monkeypatch):
     monkeypatch.setenv("DOCPUB_CIMD_ALLOWED_HOSTS", "localhost:8443")
-    monkeypatch.setattr(cimd.socket, "getaddrinfo", lambda *a, **k: [(None, None, None, None, ("127.0.0.1", 8443))])
-    assert cimd._vetted_address("localhost", 8443) == "127.0.0.1"
-    with pytest.raises(cimd.MetadataError):
-        cimd._vetted_address("localhost", 9443)  # the port is part of the allowance
+    monkeypatch.setattr(outbound.socket, "getaddrinfo", lambda *a, **k: [(None, None, None, None, ("127.0.0.1", 8443))])
+    assert cimd.target_of("https://localhost:8443/c.json").exempt
+    target = cimd.target_of("https://localhost:9443/c.json")  # the port is part of the allowance
+    assert not target.exempt
+    with pytest.raises(outbound.OutboundRefused, match="non-public"):
+        OUTBOUND.vet(target)
 
 
 def test_document_must_name_its_own_url():
@@ -93,10 +99,10 @@ def test_oversized_document_is_refused(monkeypatch):
         def close(self):
             pass
 
-    monkeypatch.setattr(cimd, "_vetted_address", lambda host, port: "93.184.216.34")
-    monkeypatch.setattr(cimd, "_PinnedHTTPSConnection", Connection)
+    monkeypatch.setattr(outbound, "resolve_public", lambda host, port: "93.184.216.34")
+    monkeypatch.setattr(outbound, "PinnedHTTPSConnection", Connection)
     with pytest.raises(cimd.MetadataError, match="larger than"):
-        cimd.fetch("https://app.example/client.json")
+        cimd.fetch(OUTBOUND, "https://app.example/client.json")
 
 
 def test_a_trickling_server_cannot_hold_the_fetch_open(monkeypatch):
@@ -107,9 +113,10 @@ def test_a_trickling_server_cannot_hold_the_fetch_open(monkeypatch):
             now[0] += 1.0  # each byte takes a second
             return b" "
 
-    monkeypatch.setattr(cimd.time, "monotonic", lambda: now[0])
-    with pytest.raises(cimd.MetadataError, match="too long"):
-        cimd._read_within(Trickle(), now[0] + cimd.TIMEOUT_SECONDS)
+    monkeypatch.setattr(outbound.time, "monotonic", lambda: now[0])
+    with pytest.raises(outbound.OutboundFailed, match="too long") as failed:
+        outbound.read_within(Trickle(), cimd.MAX_BYTES, now[0] + cimd.TIMEOUT_SECONDS)
+    assert failed.value.timed_out
     assert now[0] <= 1000.0 + cimd.TIMEOUT_SECONDS + 1
 
 
@@ -142,16 +149,16 @@ def test_a_server_trickling_its_headers_cannot_hold_the_fetch_open(monkeypatch):
     threading.Timer(20, stop.set).start()
 
     class Plain(http.client.HTTPConnection):  # the pinned connection, without TLS
-        def __init__(self, host, port, address, context):
-            super().__init__(address, listener.getsockname()[1], timeout=cimd.TIMEOUT_SECONDS)
+        def __init__(self, host, port, address, context, timeout):
+            super().__init__(address, listener.getsockname()[1], timeout=timeout)
 
-    monkeypatch.setattr(cimd, "_vetted_address", lambda host, port: "127.0.0.1")
-    monkeypatch.setattr(cimd, "_PinnedHTTPSConnection", Plain)
+    monkeypatch.setattr(outbound, "resolve_public", lambda host, port: "127.0.0.1")
+    monkeypatch.setattr(outbound, "PinnedHTTPSConnection", Plain)
     monkeypatch.setattr(cimd, "FETCH_SECONDS", 0.5, raising=False)
     started = time.monotonic()
     try:
         with pytest.raises(cimd.MetadataError, match="too long"):
-            cimd.fetch("https://app.example/client.json")
+            cimd.fetch(OUTBOUND, "https://app.example/client.json")
         assert time.monotonic() - started < 3
     finally:
         stop.set()

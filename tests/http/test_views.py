@@ -112,6 +112,25 @@ def test_document_shows_views_total_and_last_viewed_at(api, workspace, clock):
     assert after["last_viewed_at"] == rfc3339(int(clock.now * 1000))
 
 
+def test_list_and_find_items_carry_views(api, workspace, clock):
+    """The contract puts views_total and last_viewed_at on list items too (they were on
+    GET one document only)."""
+    _, key = workspace
+    viewed, quiet = publish(api, key), publish(api, key)
+    beacon(api, viewed["share_id"])
+    clock.advance(30)
+    beacon(api, viewed["share_id"])
+    from chalicelib.services.context import rfc3339
+
+    for query in ("", "?query=Doc"):
+        listed = api.http.get(f"/api/v1/documents{query}", headers={"X-Api-Key": key})
+        assert listed.status_code == 200, listed.body
+        items = {d["document_id"]: d for d in json.loads(listed.body)["documents"]}
+        assert (items[viewed["document_id"]]["views_total"], items[viewed["document_id"]]["last_viewed_at"]) == (
+            2, rfc3339(int(clock.now * 1000)))
+        assert (items[quiet["document_id"]]["views_total"], items[quiet["document_id"]]["last_viewed_at"]) == (0, None)
+
+
 def test_unknown_link_and_cross_site_beacons_count_nothing(api, workspace):
     _, key = workspace
     doc = publish(api, key)

@@ -52,6 +52,22 @@ def test_no_botocore_outside_the_aws_adapter():
 
 
 @pytest.mark.parametrize("layer", ["services", "domain", "ports"])
+def test_inner_layers_open_no_connection(layer):
+    """Network code is an adapter's: the client metadata fetch and webhook deliveries go
+    through the one fenced outbound client (adapters/outbound.py); found in the review,
+    services/cimd.py held its own copy of the pinned HTTPS connection."""
+    banned = ("socket", "ssl", "http.client", "urllib.request", "httpx", "requests")
+    assert _offenders(_sources(CHALICELIB / layer), banned) == []
+
+
+def test_one_pinned_connection():
+    """The DNS-rebinding-safe connection exists once (it existed twice, in
+    adapters/webhook_sender.py and services/cimd.py, each with its own TLS context)."""
+    defining = [_rel(p) for p in _sources(CHALICELIB) if "HTTPSConnection)" in p.read_text()]
+    assert defining == ["chalicelib/adapters/outbound.py"]
+
+
+@pytest.mark.parametrize("layer", ["services", "domain", "ports"])
 def test_inner_layers_never_import_outer_ones(layer):
     banned = ("chalicelib.adapters", "chalicelib.wiring", "chalicelib.entrypoints", "chalice", "botocore",
               "boto3", "sqlite3", "moto", "app")

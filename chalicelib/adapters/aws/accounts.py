@@ -75,7 +75,8 @@ class SessionRepository:
         self.table.delete(session_key(session_hash))
 
     def delete_for_user(self, email_lower: str, keep: Optional[str] = None) -> int:
-        items = self.table.query_all("GSI1PK = :pk", {":pk": user_sessions_index_pk(email_lower)}, index="GSI1")
+        items = self.table.query_all("GSI1PK = :pk", {":pk": user_sessions_index_pk(email_lower)}, index="GSI1",
+                                     projected=())
         kept = {session_key(keep)["PK"]} if keep else set()
         doomed = [{"PK": i["PK"], "SK": i["SK"]} for i in items if i["PK"] not in kept]
         self.table.delete_keys(doomed)

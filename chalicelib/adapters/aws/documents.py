@@ -13,6 +13,7 @@ from typing import Iterable, Optional
 from chalicelib.adapters.aws.events import add_event
 from chalicelib.adapters.aws.rates import add_rate_claim
 from chalicelib.adapters.aws.people import activity_item
+from chalicelib.adapters.aws.schema import DOCUMENT_LISTING
 from chalicelib.adapters.aws.keys import (
     WRITE_SHARDS, api_key_key, document_key, document_pk, documents_index_pk, documents_sort_key,
     idempotency_key, share_key, version_item_key, workspace_key, write_shard_key, write_shard_keys,
@@ -170,12 +171,13 @@ class DocumentRepository:
         if start is not None and start["GSI1PK"]["S"] != documents_index_pk(workspace_id):
             raise BadCursor("cursor belongs to another listing")
         items, last = self.table.query("GSI1PK = :pk", {":pk": documents_index_pk(workspace_id)},
-                                       index="GSI1", limit=limit, start_key=start, forward=False)
+                                       index="GSI1", limit=limit, start_key=start, forward=False,
+                                       projected=DOCUMENT_LISTING)
         return items, encode_cursor(last)
 
     def list_all(self, workspace_id: str) -> list[dict]:
         return self.table.query_all("GSI1PK = :pk", {":pk": documents_index_pk(workspace_id)},
-                                    index="GSI1", forward=False)
+                                    index="GSI1", forward=False, projected=DOCUMENT_LISTING)
 
     def get_idempotency(self, key_id: str, key_digest: str) -> Optional[dict]:
         return self.table.get(idempotency_key(key_id, key_digest))

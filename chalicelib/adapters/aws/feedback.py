@@ -170,7 +170,8 @@ class FeedbackRepository:
             start = last
 
     def delete_for_document(self, document_id: str) -> int:
-        items = self.table.query_all("GSI2PK = :pk", {":pk": feedback_document_pk(document_id)}, index="GSI2")
+        items = self.table.query_all("GSI2PK = :pk", {":pk": feedback_document_pk(document_id)}, index="GSI2",
+                                     projected=("reply_count", "workspace_id"))
         keys = []
         for item in items:  # replies first, the thread's own item last
             if item.get("reply_count"):

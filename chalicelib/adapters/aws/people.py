@@ -127,7 +127,8 @@ class PeopleRepository:
             if exc.failed(owner_index):
                 raise LastOwner(workspace_id) from exc
             return self.remove_member(workspace_id, email)
-        sessions = self.table.query_all("GSI1PK = :pk", {":pk": user_sessions_index_pk(email)}, index="GSI1")
+        sessions = self.table.query_all("GSI1PK = :pk", {":pk": user_sessions_index_pk(email)}, index="GSI1",
+                                        projected=("workspace_id",))
         self.table.delete_keys([{"PK": s["PK"], "SK": s["SK"]} for s in sessions
                                 if s.get("workspace_id") == workspace_id])
         return current

@@ -6,9 +6,23 @@ from __future__ import annotations
 
 from chalicelib import config
 from chalicelib.adapters.aws import clients as aws
+from chalicelib.ports.repositories import LISTING as DOCUMENT_LISTING
 
 KEY_ATTRIBUTES = ["PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK"]
 TTL_ATTRIBUTE = "expires_at"
+
+# What each index carries besides the keys (INCLUDE): no wider than its queries read.
+# A query reads from the index only what is listed here (`Table.query(projected=...)`
+# refuses anything else); every other index query reads the keys and then the items
+# themselves (one BatchGetItem per page, `Table.query` without `projected`).
+#   GSI1: a workspace's document list (the listing and "find" read these from the index,
+#         docs/architecture.md), and the filter of a workspace's feedback list;
+#   GSI2: the filter of a document's feedback list, and what deleting its feedback needs.
+FEEDBACK_FILTER = ("status", "workspace_id")
+INDEX_PROJECTIONS: dict[str, tuple[str, ...]] = {
+    "GSI1": tuple(sorted(set(DOCUMENT_LISTING) | set(FEEDBACK_FILTER))),
+    "GSI2": tuple(sorted(set(FEEDBACK_FILTER) | {"reply_count"})),
+}
 
 
 def table_definition(name: str) -> dict:
@@ -21,7 +35,7 @@ def table_definition(name: str) -> dict:
             {"IndexName": index,
              "KeySchema": [{"AttributeName": f"{index}PK", "KeyType": "HASH"},
                            {"AttributeName": f"{index}SK", "KeyType": "RANGE"}],
-             "Projection": {"ProjectionType": "ALL"}}
+             "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": list(INDEX_PROJECTIONS[index])}}
             for index in ("GSI1", "GSI2")
         ],
     }

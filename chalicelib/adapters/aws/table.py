@@ -282,8 +282,18 @@ class Table:
     def query(self, key_condition: str, values: dict, index: Optional[str] = None,
               limit: Optional[int] = None, start_key: Optional[dict] = None,
               forward: bool = True, names: Optional[dict] = None,
-              filter_expression: Optional[str] = None, consistent: bool = False
-              ) -> tuple[list[dict], Optional[dict]]:
+              filter_expression: Optional[str] = None, consistent: bool = False,
+              projected: Optional[tuple[str, ...]] = None) -> tuple[list[dict], Optional[dict]]:
+        """One page. On an index (whose projection is narrow, schema.INDEX_PROJECTIONS):
+        with `projected`, the items hold their keys and those attributes, read from the
+        index alone; without it, the index gives the keys and the items are read from the
+        table (one consistent BatchGetItem), in index order, leaving out any that is gone
+        or has left this index partition since (the index lags the table)."""
+        if index and projected is not None:
+            from chalicelib.adapters.aws.schema import INDEX_PROJECTIONS
+
+            extra = set(projected) - set(INDEX_PROJECTIONS[index])
+            assert not extra, f"{index} does not project {sorted(extra)}: add them to schema.INDEX_PROJECTIONS"
         params: dict[str, Any] = {
             "TableName": self.name,
             "KeyConditionExpression": key_condition,
@@ -303,7 +313,21 @@ class Table:
         if filter_expression:
             params["FilterExpression"] = filter_expression
         resp = retrying(lambda: aws.dynamodb().query(**params))
-        return [from_item(i) for i in resp.get("Items", [])], resp.get("LastEvaluatedKey")  # type: ignore[misc]
+        items: list[dict] = [from_item(i) for i in resp.get("Items", [])]  # type: ignore[misc]
+        if index and projected is not None:
+            wanted = set(projected) | {"PK", "SK", f"{index}PK", f"{index}SK"}
+            items = [{k: v for k, v in item.items() if k in wanted} for item in items]
+        elif index:
+            items = self._current_items(items, index)
+        return items, resp.get("LastEvaluatedKey")
+
+    def _current_items(self, index_items: list[dict], index: str) -> list[dict]:
+        """The table's items behind an index page (see `query`)."""
+        if not index_items:
+            return []
+        current = self.batch_get([{"PK": i["PK"], "SK": i["SK"]} for i in index_items])
+        return [item for listed, item in zip(index_items, current)
+                if item is not None and item.get(f"{index}PK") == listed.get(f"{index}PK")]
 
     def query_all(self, key_condition: str, values: dict, **kwargs) -> list[dict]:
         items: list[dict] = []
