@@ -1,12 +1,20 @@
-"""The records and exceptions the services exchange with storage.
+"""The records the services exchange with storage.
 
-Records are plain data: how an adapter stores them is its own business. The
-storage errors both adapters raise are in chalicelib/ports/errors.py.
+Records are frozen dataclasses in storage language: what a thing is, never how an
+adapter keeps it (no key scheme, index or engine word; tests/unit/test_layers.py
+checks). An adapter builds them from its rows or items and takes them apart again;
+a service makes a changed copy with `dataclasses.replace`. Times are epoch
+milliseconds (`*_ms`) or seconds (`expires_at`). The storage errors both adapters
+raise are in chalicelib/ports/errors.py.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Optional, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 # The storage errors live in chalicelib/ports/errors.py; re-exported here for older imports.
 from chalicelib.ports.errors import (  # noqa: F401
@@ -17,16 +25,83 @@ from chalicelib.ports.errors import (  # noqa: F401
 
 
 __all__ = [
-    "Record", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota", "QuotaReached", "StorageFull",
+    "Record", "Feedback", "Reply", "Event", "FeedbackStatus", "Author", "from_fields", "fields_of", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota", "QuotaReached", "StorageFull",
     "BadCursor", "BlobNotFound", "Conflict", "DocumentCapReached", "FeedbackGone", "GuardFailed", "InvalidCursor",
     "KeyCapReached", "NotFound", "OutcomeUnknown", "QuotaExceeded", "StaleDocument", "StorageError",
     "StorageUnavailable", "Unavailable", "UserExists", "WriteRefused", "definitely_not_applied",
     "ReplyCapReached", "WebhookCapReached",
 ]
 
-# A stored record as the adapters hand it over (field names in docs/architecture.md);
-# the typed records of the ports replace it aggregate by aggregate.
+# A stored record as the adapters hand it over (field names in docs/architecture.md), for
+# the aggregates not typed yet (workspaces, keys, documents, versions, share links, OAuth).
 Record = dict[str, Any]
+
+R = TypeVar("R", bound="DataclassInstance")
+
+
+def from_fields(cls: type[R], values: Mapping[str, Any]) -> R:
+    """The record `cls` from a row or item: its fields are taken by name, anything else
+    (an adapter's own columns and keys) is left behind; a missing required field is a
+    TypeError, so a record is never half-built."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in values.items() if k in names})
+
+
+def fields_of(record: DataclassInstance) -> dict[str, Any]:
+    """A record's fields by name (a shallow copy: nested JSON stays as it is)."""
+    return {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+
+
+# ------------------------------------------------------------------ feedback and the event log
+
+FeedbackStatus = Literal["open", "resolved"]
+Author = Literal["owner", "viewer"]
+
+@dataclass(frozen=True)
+class Feedback:
+    """A viewer's comment on one version of a document (a thread, with its replies)."""
+    feedback_id: str
+    document_id: str
+    workspace_id: str
+    version_id: str
+    message: str
+    created_ms: int
+    version_number: Optional[int] = None  # the version the viewer was shown
+    name: Optional[str] = None
+    quote: Optional[str] = None
+    anchor: Optional[Mapping[str, Any]] = None  # TextQuoteSelector {quote, prefix?, suffix?}
+    status: FeedbackStatus = "open"
+    resolved_ms: Optional[int] = None
+    reply_count: int = 0
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An answer in a feedback thread, by the document's people or a viewer."""
+    reply_id: str
+    feedback_id: str
+    document_id: str
+    workspace_id: str
+    message: str
+    author: Author
+    created_ms: int
+    name: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Event:
+    """What a change reports, appended in the change's own atomic step: read by waiting
+    feedback lists (`wakes`) and turned into webhook deliveries. `payload` is the
+    webhook's `data`."""
+    event_id: str
+    workspace_id: str
+    type: str
+    created_ms: int
+    document_id: Optional[str] = None
+    feedback_id: Optional[str] = None
+    reply_id: Optional[str] = None
+    wakes: bool = False
+    payload: Mapping[str, Any] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------ records

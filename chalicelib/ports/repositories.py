@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Iterable, Optional, Protocol
 
 from chalicelib.ports.oauth import OAuthRepository
-from chalicelib.ports.records import IdempotencyRecord, Quota, RateClaim, RateSlot, Record
+from chalicelib.ports.records import Event, Feedback, IdempotencyRecord, Quota, RateClaim, RateSlot, Record, Reply
 from chalicelib.ports.views import ViewCounterRepository
 from chalicelib.ports.webhooks import WebhookRepository
 
@@ -92,7 +92,7 @@ class DocumentRepository(Protocol):
 
     def create(self, doc: Record, version: Record, max_documents: int, uncapped_plans: Iterable[str],
                slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
-               activity: Optional[Record] = None, event: Optional[Record] = None) -> None:
+               activity: Optional[Record] = None, event: Optional[Event] = None) -> None:
         """Document + version 1 + share link + guards (+ the activity log's entry and the webhook
         outbox's `event`), atomically, counted in the
         workspace's `document_count` (DocumentCapReached at `max_documents` unless the
@@ -101,7 +101,7 @@ class DocumentRepository(Protocol):
     def append_version(self, doc: Record, version: Record, changes: Record,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
                        quota: Optional[Quota] = None, activity: Optional[Record] = None,
-                       event: Optional[Record] = None) -> None:
+                       event: Optional[Event] = None) -> None:
         """Version N+1 only if the document still has `doc["version_count"]` = N versions
         and is not being deleted (StaleDocument otherwise), with `changes` to its fields
         and the guards (and the quota: QuotaReached), atomically."""
@@ -123,7 +123,7 @@ class DocumentRepository(Protocol):
         exists and the old one is gone. StaleDocument if the document's share id is no
         longer `doc["share_id"]`, or it is gone or being deleted."""
 
-    def begin_delete(self, doc: Record, activity: Optional[Record] = None, event: Optional[Record] = None) -> None:
+    def begin_delete(self, doc: Record, activity: Optional[Record] = None, event: Optional[Event] = None) -> None:
         """Mark `deleting` (hidden from lists and share links), drop the share link and
         free the place in `document_count`, atomically; StaleDocument if already marked."""
 
@@ -133,38 +133,36 @@ class DocumentRepository(Protocol):
 
 
 class FeedbackRepository(Protocol):
-    """Feedback, its replies, and the event log: every change that reports an event
-    (`event`: {event_id, workspace_id, document_id, type, feedback_id?, reply_id?,
-    wakes, payload, created_ms}) appends it in the same atomic step, so a waiting
-    list and the webhook outbox never miss one."""
+    """Feedback, its replies, and the event log: every change that reports an `Event`
+    appends it in the same atomic step, so a waiting list and the webhook outbox never
+    miss one."""
 
-    def get(self, feedback_id: str) -> Optional[Record]: ...
+    def get(self, feedback_id: str) -> Optional[Feedback]: ...
 
-    def get_many(self, feedback_ids: list[str]) -> list[Record]:
-        """The feedback records that exist among `feedback_ids` (any order)."""
+    def get_many(self, feedback_ids: list[str]) -> list[Feedback]:
+        """The feedback that exists among `feedback_ids` (any order)."""
 
-    def create(self, feedback: Record, rate: Optional[RateClaim], event: Optional[Record] = None) -> None:
-        """Store feedback (with its `anchor` dict or None), +1 the document's
-        `open_feedback_count`, set its `feedback_activity_ms`, claim the rate log and
-        append the event, atomically. StaleDocument, GuardFailed("rate")."""
+    def create(self, feedback: Feedback, rate: Optional[RateClaim], event: Optional[Event] = None) -> None:
+        """Store feedback, +1 the document's `open_feedback_count`, set its
+        `feedback_activity_ms`, claim the rate log and append the event, atomically.
+        StaleDocument, GuardFailed("rate")."""
 
-    def add_reply(self, feedback: Record, reply: Record, max_replies: int, reopen: bool,
-                  rate: Optional[RateClaim], event: Optional[Record] = None) -> bool:
-        """Store a reply ({reply_id, feedback_id, document_id, workspace_id, message, name,
-        author, created_ms}), +1 the thread's `reply_count` (ReplyCapReached at
-        `max_replies`), with `reopen` a resolved thread opens again (counted open on its
-        document), the document's `feedback_activity_ms`, the rate claim and the event,
-        atomically. FeedbackGone if the feedback or its document is gone. True if reopened."""
+    def add_reply(self, feedback: Feedback, reply: Reply, max_replies: int, reopen: bool,
+                  rate: Optional[RateClaim], event: Optional[Event] = None) -> bool:
+        """Store a reply, +1 the thread's `reply_count` (ReplyCapReached at `max_replies`),
+        with `reopen` a resolved thread opens again (counted open on its document), the
+        document's `feedback_activity_ms`, the rate claim and the event, atomically.
+        FeedbackGone if the feedback or its document is gone. True if reopened."""
 
-    def replies(self, feedback_ids: list[str]) -> dict[str, list[Record]]:
+    def replies(self, feedback_ids: list[str]) -> dict[str, list[Reply]]:
         """Every reply of each thread, oldest first (an entry for every id asked)."""
 
-    def set_status(self, feedback: Record, resolved: bool, now_ms: int, event: Optional[Record] = None) -> None:
+    def set_status(self, feedback: Feedback, resolved: bool, now_ms: int, event: Optional[Event] = None) -> None:
         """open -> resolved (count - 1) or back (count + 1), only from the expected
         state, with the event; FeedbackGone otherwise."""
 
     def page(self, workspace_id: str, document_id: Optional[str], status: Optional[str], limit: int,
-             cursor: Optional[str]) -> tuple[list[Record], Optional[str]]:
+             cursor: Optional[str]) -> tuple[list[Feedback], Optional[str]]:
         """Newest first, of a workspace (or one document), optionally one status; BadCursor."""
 
     def delete_for_document(self, document_id: str) -> int: ...
@@ -173,7 +171,7 @@ class FeedbackRepository(Protocol):
         """An opaque position in the workspace's event log: everything committed so far is before it."""
 
     def activity_since(self, workspace_id: str, document_id: Optional[str], position: str, now_ms: int,
-                       limit: int) -> tuple[list[Record], str]:
+                       limit: int) -> tuple[list[Event], str]:
         """Waking events (new feedback, viewer replies) after `position`, oldest first, at
         most `limit`, optionally of one document, each exactly once across successive
         calls, and the position after them. One storage read. BadCursor for a position

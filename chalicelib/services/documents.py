@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, Union
 
 from chalicelib import config
-from chalicelib.ports.records import Record
+from chalicelib.ports.records import Event, Record
 from chalicelib.ports import (
     BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateClaim,
     RateSlot,
@@ -401,7 +401,7 @@ class DocumentService:
             if stored:
                 objects.discard()
 
-    def _published(self, doc: Optional[Record], version: Record, changes: Record) -> Record:
+    def _published(self, doc: Optional[Record], version: Record, changes: Record) -> Event:
         """The `document.published` event of a new document or version (written with it)."""
         after = {**(doc or {}), **changes, "version_count": version["number"],
                  "latest_version_id": version["version_id"], "latest_size": version["size_bytes"],
@@ -409,7 +409,7 @@ class DocumentService:
         return self._event("document.published", after, version["created_ms"])
 
     @staticmethod
-    def _event(kind: str, doc: Record, now_ms: int) -> Record:
+    def _event(kind: str, doc: Record, now_ms: int) -> Event:
         from chalicelib.services.events import make_event
 
         return make_event(kind, doc["workspace_id"], doc["document_id"], now_ms,

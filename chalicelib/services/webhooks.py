@@ -36,7 +36,7 @@ from chalicelib.models import (
     WebhookSecretRotated, WebhookTestQueued,
 )
 from chalicelib.ports import WebhookCapReached
-from chalicelib.ports.records import Record
+from chalicelib.ports.records import Event, Record
 from chalicelib.services import access
 from chalicelib.services.access import requires, Who
 from chalicelib.services.context import Context, rfc3339
@@ -171,10 +171,10 @@ class WebhookService:
     # ---------------------------------------------------------------- the worker
 
     @staticmethod
-    def _delivery(event: Record, webhook: Record, now_ms: int) -> Record:
-        return {"delivery_id": delivery_id_for(event["event_id"], webhook["webhook_id"]),
-                "webhook_id": webhook["webhook_id"], "workspace_id": event["workspace_id"],
-                "event_id": event["event_id"], "event_created_ms": event["created_ms"], "event": event["type"],
+    def _delivery(event: Event, webhook: Record, now_ms: int) -> Record:
+        return {"delivery_id": delivery_id_for(event.event_id, webhook["webhook_id"]),
+                "webhook_id": webhook["webhook_id"], "workspace_id": event.workspace_id,
+                "event_id": event.event_id, "event_created_ms": event.created_ms, "event": event.type,
                 "status": "pending", "attempts": 0, "created_ms": now_ms, "next_attempt_ms": now_ms,
                 "updated_ms": now_ms}
 
@@ -183,12 +183,12 @@ class WebhookService:
         events = self.ctx.webhooks.pending_events(limit)
         hooks: dict[str, list[Record]] = {}
         for event in events:
-            workspace_id = event["workspace_id"]
+            workspace_id = event.workspace_id
             if workspace_id not in hooks:
                 hooks[workspace_id] = self.ctx.webhooks.list_for_workspace(workspace_id)
             now_ms = self.ctx.now_ms()
             deliveries = [self._delivery(event, w, now_ms) for w in hooks[workspace_id]
-                          if event["type"] in w["events"]]
+                          if event.type in w["events"]]
             self.ctx.webhooks.dispatch(event, deliveries)
         return len(events)
 
@@ -230,7 +230,7 @@ class WebhookService:
             changes.update(status="delivered", next_attempt_ms=None)
         else:
             delay_ms = int(config.webhook_retry_base_seconds() * 1000 * (2 ** (attempts - 1)))
-            if done_ms + delay_ms - event["created_ms"] <= limits.WEBHOOK_RETRY_SECONDS * 1000:
+            if done_ms + delay_ms - event.created_ms <= limits.WEBHOOK_RETRY_SECONDS * 1000:
                 changes.update(status="pending", next_attempt_ms=done_ms + delay_ms)
             else:
                 changes.update(status="failed", next_attempt_ms=None)
@@ -240,10 +240,10 @@ class WebhookService:
                              "response_status": result.status}))
         return True
 
-    def render(self, event: Record, delivery_id: str, webhook: Record, now_ms: int) -> tuple[str, dict[str, str]]:
+    def render(self, event: Event, delivery_id: str, webhook: Record, now_ms: int) -> tuple[str, dict[str, str]]:
         """The body and the Standard Webhooks headers of one attempt."""
-        body = json.dumps({"type": event["type"], "timestamp": rfc3339(event["created_ms"]),
-                           "data": event.get("payload") or {}}, ensure_ascii=False, separators=(",", ":"))
+        body = json.dumps({"type": event.type, "timestamp": rfc3339(event.created_ms),
+                           "data": dict(event.payload)}, ensure_ascii=False, separators=(",", ":"))
         timestamp = now_ms // 1000
         active = [s["secret"] for s in webhook["secrets"]
                   if s.get("expires_ms") is None or s["expires_ms"] > now_ms]

@@ -12,6 +12,7 @@ from chalicelib.ports import (
     BadCursor, BlobNotFound, DocumentCapReached, FeedbackGone, GuardFailed, IdempotencyRecord, KeyCapReached,
     RateClaim, RateSlot, Repositories, StaleDocument, UserExists, version_key,
 )
+from chalicelib.ports.records import Feedback
 from tests.helpers import FakeClock, run_together
 
 WS = "ws_contract"
@@ -272,9 +273,8 @@ def test_racing_rate_claims_let_exactly_one_through(repos):
 # ------------------------------------------------------------------ feedback
 
 def feedback_item(n, document_id, status="open"):
-    return {"feedback_id": f"fb_{n:08d}", "document_id": document_id, "workspace_id": WS, "version_id": "v_1_1",
-            "version_number": 1, "message": f"m{n}", "name": None, "quote": None, "status": status,
-            "created_ms": 100 + n}
+    return Feedback(feedback_id=f"fb_{n:08d}", document_id=document_id, workspace_id=WS, version_id="v_1_1",
+                    version_number=1, message=f"m{n}", name=None, quote=None, status=status, created_ms=100 + n)
 
 
 def test_feedback_counts_are_exact_under_races(repos):
@@ -289,10 +289,10 @@ def test_feedback_counts_are_exact_under_races(repos):
     assert len(results) == 5 and failures == ["FeedbackGone"] * 10
     assert repos.documents.get(doc["document_id"])["open_feedback_count"] == 7
     resolved = repos.feedback.get("fb_00000000")
-    assert resolved["status"] == "resolved" and resolved["resolved_ms"] == 999
+    assert resolved.status == "resolved" and resolved.resolved_ms == 999
     repos.feedback.set_status(resolved, False, 1000)
     reopened = repos.feedback.get("fb_00000000")
-    assert reopened["status"] == "open" and "resolved_ms" not in reopened
+    assert reopened.status == "open" and reopened.resolved_ms is None
     assert repos.documents.get(doc["document_id"])["open_feedback_count"] == 8
     with pytest.raises(FeedbackGone):
         repos.feedback.set_status(reopened, False, 1001)
@@ -366,12 +366,12 @@ def test_feedback_pages_and_their_cursors(repos):
     seen, cursor = [], None
     while True:
         page, cursor = repos.feedback.page(WS, doc["document_id"], "open", 2, cursor)
-        seen += [f["feedback_id"] for f in page]
+        seen += [f.feedback_id for f in page]
         if cursor is None:
             break
     assert seen == ["fb_00000004", "fb_00000003", "fb_00000002", "fb_00000000"]
     everything, _ = repos.feedback.page(WS, None, None, 50, None)
-    assert [f["feedback_id"] for f in everything][:2] == ["fb_00000009", "fb_00000004"] and len(everything) == 6
+    assert [f.feedback_id for f in everything][:2] == ["fb_00000009", "fb_00000004"] and len(everything) == 6
     _, doc_cursor = repos.feedback.page(WS, doc["document_id"], None, 1, None)
     with pytest.raises(BadCursor):
         repos.feedback.page(WS, None, None, 1, doc_cursor)  # the document listing's cursor

@@ -315,6 +315,7 @@ def test_deleting_a_document_deletes_threads_and_their_events_on_dynamodb(client
 def test_activity_positions_are_exactly_once(storage, ctx, clock):
     """Port contract: every waking event is returned once across successive calls,
     including one committed late (its time taken before a position was handed out)."""
+    from chalicelib.ports.records import Feedback
     from chalicelib.services.events import make_event
 
     ctx.workspaces.create({"id": "ws_a", "name": "A", "plan": "free", "created_ms": 1})
@@ -325,30 +326,29 @@ def test_activity_positions_are_exactly_once(storage, ctx, clock):
                                "blob_key": "documents/ws_a/x/v_1.html"}, 5, ("pro",), None, None)
 
     def post(n, at_ms):
-        item = {"feedback_id": f"fb_{n:012d}", "document_id": doc["document_id"], "workspace_id": "ws_a",
-                "version_id": "v_1", "version_number": 1, "message": f"m{n}", "status": "open",
-                "created_ms": at_ms}
+        item = Feedback(feedback_id=f"fb_{n:012d}", document_id=doc["document_id"], workspace_id="ws_a",
+                        version_id="v_1", version_number=1, message=f"m{n}", status="open", created_ms=at_ms)
         ctx.feedback.create(item, None, make_event("feedback.created", "ws_a", doc["document_id"], at_ms, {},
-                                                   feedback_id=item["feedback_id"], wakes=True))
+                                                   feedback_id=item.feedback_id, wakes=True))
 
     now = ctx.now_ms()
     position = ctx.feedback.activity_head("ws_a", now)
     post(1, now + 1)
     post(2, now + 2)
     events, position = ctx.feedback.activity_since("ws_a", None, position, now + 3, 100)
-    assert [e["feedback_id"] for e in events] == ["fb_000000000001", "fb_000000000002"]
+    assert [e.feedback_id for e in events] == ["fb_000000000001", "fb_000000000002"]
     late_ms = now + 4  # its time is taken now, it commits after the next read
     events, position = ctx.feedback.activity_since("ws_a", None, position, now + 5, 100)
     assert events == []
     post(3, late_ms)
     events, position = ctx.feedback.activity_since("ws_a", doc["document_id"], position, now + 6, 100)
-    assert [e["feedback_id"] for e in events] == ["fb_000000000003"]
+    assert [e.feedback_id for e in events] == ["fb_000000000003"]
     for n in range(4, 9):
         post(n, now + 10 + n)
     got = []
     for _ in range(4):
         events, position = ctx.feedback.activity_since("ws_a", None, position, now + 30, 2)
-        got += [e["feedback_id"] for e in events]
+        got += [e.feedback_id for e in events]
     assert got == [f"fb_{n:012d}" for n in range(4, 9)]
     from chalicelib.ports import BadCursor
 

@@ -117,3 +117,35 @@ def test_every_aws_repository_raises_the_ports_errors_only():
     with pytest.raises(Unavailable) as caught:
         Failing().unreachable()
     assert caught.value.code == "EndpointConnectionError"
+
+
+DYNAMODB_WORDS = ("PK", "SK", "GSI", "s3_key", "ConditionalCheckFailed", "LastEvaluatedKey", "TransactWriteItems")
+
+
+def test_records_and_ports_speak_storage_language():
+    """No DynamoDB word in a port or a record: neither in the source of chalicelib/ports
+    (field names, signatures, docstrings) nor among the fields of a record type."""
+    import dataclasses
+    import re
+
+    import chalicelib.ports.records as records
+
+    pattern = re.compile(r"\b(" + "|".join(DYNAMODB_WORDS) + r")\w*")
+    found = [f"{_rel(p)}:{n}: {m.group(0)}" for p in _sources(CHALICELIB / "ports")
+             for n, line in enumerate(p.read_text().splitlines(), 1) for m in pattern.finditer(line)]
+    assert found == []
+    typed = [v for v in vars(records).values() if isinstance(v, type) and dataclasses.is_dataclass(v)]
+    assert {"Feedback", "Reply", "Event"} <= {t.__name__ for t in typed}
+    fields = [f"{t.__name__}.{f.name}" for t in typed for f in dataclasses.fields(t)
+              if pattern.search(f.name) or f.name.upper() in ("PK", "SK")]
+    assert fields == []
+
+
+def test_typed_records_are_frozen():
+    import dataclasses
+
+    import chalicelib.ports.records as records
+
+    for name in ("Feedback", "Reply", "Event"):
+        cls = getattr(records, name)
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, name

@@ -123,9 +123,11 @@ def test_deleting_a_document_deletes_its_feedback_without_importing_feedback(ctx
 
     assert not hasattr(documents, "DELETE_HOOKS")
     who, document_id = owned
-    item = {"feedback_id": "fb_direct0000", "document_id": document_id, "workspace_id": ctx.documents.get(
-        document_id)["workspace_id"], "version_id": "v_x", "version_number": 1, "message": "m",
-        "name": None, "quote": None, "status": "open", "created_ms": ctx.now_ms()}
+    from chalicelib.ports.records import Feedback
+
+    item = Feedback(feedback_id="fb_direct0000", document_id=document_id, workspace_id=ctx.documents.get(
+        document_id)["workspace_id"], version_id="v_x", version_number=1, message="m", name=None, quote=None,
+        status="open", created_ms=ctx.now_ms())
     ctx.feedback.create(item, None)
     documents.DocumentService(ctx).delete(who, document_id)
     assert ctx.feedback.get("fb_direct0000") is None

@@ -20,7 +20,7 @@ from chalicelib.adapters.aws.keys import (
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
 from chalicelib.adapters.aws.workspaces import with_write_logs
-from chalicelib.ports.records import OutcomeUnknown
+from chalicelib.ports.records import Event, OutcomeUnknown
 from chalicelib.ports.records import (
     BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, StaleDocument,
 )
@@ -186,7 +186,7 @@ class DocumentRepository:
     def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
                slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
                activity: Optional[dict] = None,
-               event: Optional[dict] = None) -> None:
+               event: Optional[Event] = None) -> None:
         """New document + version 1 + share link, atomically, counted against the
         cap unless the workspace's plan (as stored at commit) is uncapped."""
         tx = Transaction()
@@ -236,7 +236,7 @@ class DocumentRepository:
     def append_version(self, doc: dict, version: dict, changes: dict,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
                        quota: Optional[Quota] = None, activity: Optional[dict] = None,
-                       event: Optional[dict] = None) -> None:
+                       event: Optional[Event] = None) -> None:
         """Store version N+1 only if the document still has N versions (optimistic concurrency)."""
         tx = Transaction()
         sets = {"version_count": version["number"], "latest_version_id": version["version_id"],
@@ -375,7 +375,7 @@ class DocumentRepository:
         except ConditionFailed as exc:
             raise StaleDocument(None) from exc
 
-    def begin_delete(self, doc: dict, activity: Optional[dict] = None, event: Optional[dict] = None) -> None:
+    def begin_delete(self, doc: dict, activity: Optional[dict] = None, event: Optional[Event] = None) -> None:
         """Step 1 of delete, atomically: hide the document from lists and share
         links and free its place in the plan count. The item stays, marked
         `deleting`, so a retried DELETE can find it and finish the cleanup."""

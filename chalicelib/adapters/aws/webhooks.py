@@ -16,6 +16,7 @@ from chalicelib.adapters.aws.keys import (
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction
 from chalicelib.adapters.aws.errors import storage_errors
 from chalicelib.ports.errors import WebhookCapReached
+from chalicelib.ports.records import Event
 
 _KEYS = ("PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK")
 
@@ -96,27 +97,27 @@ class WebhookRepository:
             return False
         return True
 
-    def pending_events(self, limit: int) -> list[dict]:
+    def pending_events(self, limit: int) -> list[Event]:
         # The events themselves, read after the index (it may lag): those dispatched since are left out.
         items, _ = self.table.query("GSI1PK = :pk", {":pk": OUTBOX_INDEX_PK}, index="GSI1", limit=limit)
         return [event_record(event) for event in items]
 
-    def get_event(self, workspace_id: str, created_ms: int, event_id: str) -> Optional[dict]:
+    def get_event(self, workspace_id: str, created_ms: int, event_id: str) -> Optional[Event]:
         item = self.table.get(event_key(workspace_id, created_ms, event_id))
         return event_record(item) if item else None
 
-    def dispatch(self, event: dict, deliveries: list[dict]) -> None:
+    def dispatch(self, event: Event, deliveries: list[dict]) -> None:
         tx = Transaction()
         for delivery in deliveries:
             tx.put(_delivery_item(delivery), "attribute_not_exists(PK)")
-        tx.update(event_key(event["workspace_id"], event["created_ms"], event["event_id"]),
+        tx.update(event_key(event.workspace_id, event.created_ms, event.event_id),
                   "REMOVE GSI1PK, GSI1SK", "attribute_exists(GSI1PK)")
         try:
             tx.commit()
         except ConditionFailed:
             return  # another worker dispatched it first
 
-    def add_direct(self, event: dict, delivery: dict) -> None:
+    def add_direct(self, event: Event, delivery: dict) -> None:
         tx = Transaction()
         add_event(tx, event)
         tx.actions[-1]["Put"]["Item"].pop("GSI1PK", None)

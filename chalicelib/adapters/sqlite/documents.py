@@ -17,6 +17,7 @@ from chalicelib.adapters.sqlite.people import insert_activity
 from chalicelib.adapters.sqlite.db import Database, one, row_dict
 from chalicelib.adapters.sqlite.feedback import insert_event
 from chalicelib.adapters.sqlite.rates import try_claim
+from chalicelib.ports.records import Event
 from chalicelib.ports.records import (
     DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, StaleDocument, WriteRefused,
 )
@@ -159,7 +160,7 @@ class DocumentRepository:
     def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
                slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
                activity: Optional[dict] = None,
-               event: Optional[dict] = None) -> None:
+               event: Optional[Event] = None) -> None:
         with self.db.write() as tx:
             check_guards(tx, slot, idem)
             check_quota(tx, quota)
@@ -202,7 +203,7 @@ class DocumentRepository:
     def append_version(self, doc: dict, version: dict, changes: dict,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
                        quota: Optional[Quota] = None, activity: Optional[dict] = None,
-                       event: Optional[dict] = None) -> None:
+                       event: Optional[Event] = None) -> None:
         _check_fields(changes)
         with self.db.write() as tx:
             check_guards(tx, slot, idem)
@@ -273,7 +274,7 @@ class DocumentRepository:
             tx.execute("INSERT INTO share_links (share_id, document_id, workspace_id) VALUES (?, ?, ?)",
                        (new_share_id, doc["document_id"], doc["workspace_id"]))
 
-    def begin_delete(self, doc: dict, activity: Optional[dict] = None, event: Optional[dict] = None) -> None:
+    def begin_delete(self, doc: dict, activity: Optional[dict] = None, event: Optional[Event] = None) -> None:
         def work():
             with self.db.write() as tx:
                 current = _document(tx, doc["document_id"])
