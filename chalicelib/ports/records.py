@@ -25,7 +25,8 @@ from chalicelib.ports.errors import (  # noqa: F401
 
 
 __all__ = [
-    "Record", "Feedback", "Reply", "Event", "FeedbackStatus", "Author", "from_fields", "fields_of", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota", "QuotaReached", "StorageFull",
+    "Record", "Feedback", "Reply", "Event", "FeedbackStatus", "Author", "Webhook", "WebhookSecret",
+    "WebhookDelivery", "DeliveryStatus", "from_fields", "fields_of", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota", "QuotaReached", "StorageFull",
     "BadCursor", "BlobNotFound", "Conflict", "DocumentCapReached", "FeedbackGone", "GuardFailed", "InvalidCursor",
     "KeyCapReached", "NotFound", "OutcomeUnknown", "QuotaExceeded", "StaleDocument", "StorageError",
     "StorageUnavailable", "Unavailable", "UserExists", "WriteRefused", "definitely_not_applied",
@@ -102,6 +103,48 @@ class Event:
     reply_id: Optional[str] = None
     wakes: bool = False
     payload: Mapping[str, Any] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------ webhooks and their deliveries
+
+DeliveryStatus = Literal["pending", "delivered", "failed"]
+
+
+@dataclass(frozen=True)
+class WebhookSecret:
+    """A signing secret; `expires_ms` for the previous one after a rotation (None: current)."""
+    secret: str
+    expires_ms: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Webhook:
+    """A receiver URL subscribed to some event types of a workspace."""
+    webhook_id: str
+    workspace_id: str
+    url: str
+    events: tuple[str, ...]
+    secrets: tuple[WebhookSecret, ...]  # newest first
+    created_ms: int
+
+
+@dataclass(frozen=True)
+class WebhookDelivery:
+    """One event for one webhook: tried until delivered or out of time. `next_attempt_ms`
+    is set while it is pending (a sender's lease moves it on)."""
+    delivery_id: str
+    webhook_id: str
+    workspace_id: str
+    event_id: str
+    event: str  # the event's type
+    status: DeliveryStatus
+    created_ms: int
+    updated_ms: int
+    attempts: int = 0
+    event_created_ms: Optional[int] = None  # None once the event has left the log
+    next_attempt_ms: Optional[int] = None
+    response_status: Optional[int] = None
+    last_error: Optional[str] = None
 
 
 # ------------------------------------------------------------------ records
