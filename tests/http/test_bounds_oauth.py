@@ -119,3 +119,19 @@ def test_the_authorization_page_says_so_when_a_metadata_client_cannot_be_stored(
     assert page.lower().startswith("<!doctype html") and "This app cannot connect" in page
     assert "new app registrations" in page and "temporarily_unavailable" in page
     assert int(r.headers["Retry-After"]) > 0
+
+
+def test_the_consent_page_says_so_too(client, app_clock, monkeypatch):
+    from urllib.parse import urlencode
+
+    from tests.dashboard_client import DashboardClient
+
+    monkeypatch.setattr(limits, "OAUTH_NEW_CLIENTS", limits.Rate(1, 24 * 3600))
+    monkeypatch.setattr(cimd, "fetch_with_lifetime", lambda outbound, url: ({**DOCUMENT, "client_id": url}, 3600))
+    dash = DashboardClient(client)
+    dash.sign_up()
+    assert _register(client, 0).status_code == 201
+    params = {"client_id": CLIENT, "redirect_uri": "https://client.example/cb", "response_type": "code",
+              "code_challenge": "c" * 43, "code_challenge_method": "S256"}
+    page = dash.get("/dashboard/oauth/authorize?" + urlencode(params))
+    assert page.status == 503 and "new app registrations" in page.text
