@@ -218,23 +218,29 @@ class Quota:
       for the workspace's plan as stored at commit;
     - the document may hold one more version only under `version_room_plans`
       (the plans whose versions-per-document cap it is under);
-    - one write is counted in the workspace's write counter for the window
-      `window_scope`, refused once it holds `window_limit` (every key, OAuth grant
-      and dashboard session of the workspace together, revoked keys included)."""
+    - `rate_claim` records the write in one shard of the workspace's sliding write
+      log (every key, OAuth grant and dashboard session of the workspace together,
+      revoked keys included), only if that shard is still at the sequence it was
+      read at (GuardFailed("workspace-rate") otherwise: read again and retry). The
+      decision (room in the log, or 429) was made by the service before.
+    - `new_files` ({sha256: size_bytes}): the distinct bundle files of the version.
+      Each file is counted once per workspace: a file no live version of the
+      workspace refers to yet adds its size to `storage_bytes` (refused past the
+      quota like the rest), one already referred to adds nothing. The store keeps a
+      reference count per (workspace, file), changed in the same atomic step."""
     workspace_id: str
     add_bytes: int
     max_storage_bytes: dict[str, Optional[int]]  # plan -> Optional[int]
     version_room_plans: tuple[str, ...]
-    window_scope: str
-    window_limit: int
-    expires_at: int  # epoch seconds, for the window counter's cleanup
+    rate_claim: Optional[RateClaim] = None
+    files: dict[str, int] = field(default_factory=dict)
 
-    def refusal(self, plan: str, storage_bytes: int) -> Optional[str]:
+    def refusal(self, plan: str, storage_bytes: int, new_file_bytes: int = 0) -> Optional[str]:
         """Which bound a workspace with this plan and usage breaks ("versions",
-        "storage"), or None."""
+        "storage"), or None. `new_file_bytes`: the files the workspace does not hold yet."""
         if plan not in self.version_room_plans:
             return "versions"
         limit = self.max_storage_bytes.get(plan)
-        if limit is not None and storage_bytes + self.add_bytes > limit:
+        if limit is not None and storage_bytes + self.add_bytes + new_file_bytes > limit:
             return "storage"
         return None

@@ -186,6 +186,9 @@ class RateLimitRepository(Protocol):
     def get(self, scope: str) -> Optional[Record]:
         """{hits: [ms...], seq: int, expires_at} or None."""
 
+    def get_many(self, scopes: list[str]) -> list[Optional[Record]]:
+        """`get` of each scope, in order, in one read (the shards of a sharded log)."""
+
     def claim(self, scope: str, expected_seq: int, new_log: list[int], expires_at: int) -> bool:
         """Write the new log only if its seq is still `expected_seq`; False if it moved."""
 
