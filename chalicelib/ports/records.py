@@ -26,7 +26,7 @@ from chalicelib.ports.errors import (  # noqa: F401
 
 __all__ = [
     "Record", "Feedback", "Reply", "Event", "FeedbackStatus", "Author", "Webhook", "WebhookSecret",
-    "WebhookDelivery", "DeliveryStatus", "from_fields", "fields_of", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota", "QuotaReached", "StorageFull",
+    "WebhookDelivery", "DeliveryStatus", "User", "DashboardSession", "from_fields", "fields_of", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota", "QuotaReached", "StorageFull",
     "BadCursor", "BlobNotFound", "Conflict", "DocumentCapReached", "FeedbackGone", "GuardFailed", "InvalidCursor",
     "KeyCapReached", "NotFound", "OutcomeUnknown", "QuotaExceeded", "StaleDocument", "StorageError",
     "StorageUnavailable", "Unavailable", "UserExists", "WriteRefused", "definitely_not_applied",
@@ -103,6 +103,32 @@ class Event:
     reply_id: Optional[str] = None
     wakes: bool = False
     payload: Mapping[str, Any] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------ dashboard people and their sessions
+
+@dataclass(frozen=True)
+class User:
+    """A dashboard account, by its lowercased email; only a password hash is stored."""
+    email: str
+    password_hash: str
+    workspace_id: str  # the default workspace (the first one, or the last one switched to)
+    created_ms: int
+    role: str = "owner"  # from before members and roles (ports/people.py); not read
+    password_changed_ms: Optional[int] = None
+    email_verified_ms: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class DashboardSession:
+    """A signed-in browser, by the SHA-256 of its session id (the id is never stored).
+    `expires_ms` is checked on every read; `expires_at` (epoch seconds) is for cleanup."""
+    session_hash: str
+    email: str
+    workspace_id: str
+    created_ms: int
+    expires_ms: int
+    expires_at: Optional[int] = None
 
 
 # ------------------------------------------------------------------ webhooks and their deliveries
