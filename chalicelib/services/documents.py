@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, Union
 
 from chalicelib import config
-from chalicelib.ports.records import Event, Record
+from chalicelib.ports.records import ActivityEntry, Event, Record
 from chalicelib.ports import (
     BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateClaim,
     RateSlot,
@@ -431,7 +431,7 @@ class DocumentService:
     def _create(self, actor: Actor, document_id: str, share_id: str, request: PublishRequest, title: str,
                 version: Record, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
                 link_changes: Optional[Record] = None, quota: Optional[Quota] = None,
-                logged: Optional[Record] = None) -> None:
+                logged: Optional[ActivityEntry] = None) -> None:
         # The cap is a condition of the transaction (no read of the workspace first):
         # it holds unless the workspace's plan at commit time is uncapped.
         max_documents = limits.FREE_MAX_DOCUMENTS
