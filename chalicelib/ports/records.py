@@ -255,6 +255,16 @@ class RateClaim:
     expires_at: int  # epoch seconds; for cleanup only, never for correctness
 
 
+@dataclass(frozen=True)
+class ClientCap:
+    """The service-wide cap on new OAuth clients (dynamic registrations and fetched
+    client metadata documents): at most `limit` stored in window number `window`,
+    counted in the same atomic step as the client (ClientCapReached past it)."""
+    window: int
+    limit: int
+    expires_at: int  # epoch seconds: the counter's cleanup
+
+
 @dataclass
 class Quota:
     """Workspace-wide bounds of a new version, checked and counted in the same
