@@ -26,6 +26,7 @@ from urllib.parse import parse_qs, unquote
 
 SHARE_PREFIX = "/d/"
 NOT_FOUND = {"error": {"code": "not_found", "message": "No such route."}}
+SET_COOKIE_NAMES = frozenset({"set-cookie"})
 
 
 @functools.lru_cache(maxsize=1)
@@ -99,7 +100,7 @@ def url_response(answer: dict) -> dict:
     for name, many in (answer.get("multiValueHeaders") or {}).items():
         values.setdefault(name, []).extend(many)
     for name, many in values.items():
-        if name.lower() == "set-cookie":
+        if name.lower() in SET_COOKIE_NAMES:  # a header name, not a secret
             cookies.extend(many)
         else:
             headers[name] = ", ".join(many)
