@@ -10,7 +10,7 @@ STACK ?= docpub-$(STAGE)
 BUILD_DIR ?= build
 export PORT
 
-.PHONY: run test test-aws test-fast admin bench bench-aws bench-embedded load openapi package deploy lint-infra clean
+.PHONY: run test test-aws test-fast lint admin bench bench-aws bench-embedded load openapi package deploy lint-infra clean
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +22,9 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt
 run: $(BIN)/.installed
 	$(BIN)/python -m scripts.local_stack --host $(HOST) --port $(PORT)
 
-# The whole suite; then the real-engine tier when Java and npm are here (.ci/run installs them).
-test: $(BIN)/.installed
+# ruff + mypy (pyproject.toml: strict on domain/, services/, ports/), then the whole suite; then the
+# real-engine tier when Java and npm are here (.ci/run installs them).
+test: lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 	@if command -v java >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory test-aws; \
 	else echo "make test: no java/npm here, the real-engine tier (make test-aws) did not run" >&2; fi
@@ -36,14 +37,19 @@ $(ENGINES_DIR)/.installed: scripts/engines.sh
 
 # These e2e tests run on a `make run` stack with DOCPUB_STORAGE=aws on the engines (the
 # `stack` fixture); the 40-edit race runs at the service level in tests/contract (faster).
-ENGINE_E2E := tests/test_e2e_stack.py::test_free_cap_under_concurrent_http_creates \
-	tests/test_links_e2e.py tests/test_oauth_e2e.py::test_official_client_with_dynamic_registration
+ENGINE_E2E := tests/e2e/test_e2e_stack.py::test_free_cap_under_concurrent_http_creates \
+	tests/e2e/test_links_e2e.py tests/browser/test_oauth_e2e.py::test_official_client_with_dynamic_registration
 test-aws: $(BIN)/.installed $(ENGINES_DIR)/.installed
 	DOCPUB_TEST_ENGINES=local DOCPUB_ENGINES_DIR=$(abspath $(ENGINES_DIR)) $(BIN)/python -m pytest -q \
 		-p no:cacheprovider -k "not sqlite" tests/contract tests/engine $(ENGINE_E2E) $(PYTEST_ARGS)
 
+lint: $(BIN)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+# Tests by level (tests/README.md): unit and contract are the fast ones.
 test-fast: $(BIN)/.installed
-	$(BIN)/python -m pytest -q -m "not e2e and not browser" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m "not slow" tests/unit tests/contract $(PYTEST_ARGS)
 
 admin: $(BIN)/.installed
 	@$(BIN)/python -m scripts.admin $(ARGS)

@@ -3,7 +3,7 @@ the app's own cached clients, under moto in-process.
 
     .venv/bin/python -m bench.aws_calls
 
-tests/test_round_trips.py runs the same scenario and asserts the targets.
+tests/http/test_round_trips.py runs the same scenario and asserts the targets.
 Share views are measured only when the app has `/d/` routes.
 """
 from __future__ import annotations
@@ -111,10 +111,11 @@ def main() -> None:
 
         from app import app
         from chalicelib.adapters.aws.schema import ensure_storage
+        from chalicelib import wiring
         from chalicelib.services.workspaces import WorkspaceService
 
         ensure_storage()
-        _, key = WorkspaceService().create_workspace("Bench", "free")
+        _, key = WorkspaceService(wiring.default_context()).create_workspace("Bench", "free")
         with Client(app) as client:
             results = run_operations(client.http, key.api_key, app)
 

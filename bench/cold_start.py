@@ -32,7 +32,7 @@ from bench._common import fake_aws_env, moto_server, ms, print_header, print_tab
 PROJECT = Path(__file__).resolve().parent.parent
 TARGET = 1.2
 
-# Modules that must never load for a REST request (tests/test_cold_start.py).
+# Modules that must never load for a REST request (tests/http/test_cold_start.py).
 HEAVY = ("mcp", "jinja2", "markupsafe", "argon2", "_argon2_cffi_bindings", "starlette", "anyio", "httpx",
          "httpx2", "sse_starlette", "uvicorn", "moto", "itsdangerous")
 
@@ -108,10 +108,11 @@ def main() -> None:
         use_endpoint(endpoint)
         from chalicelib.adapters.aws.schema import ensure_storage
         from chalicelib.services import auth
+        from chalicelib import wiring
         from chalicelib.services.workspaces import WorkspaceService
 
         ensure_storage()
-        ws, key = WorkspaceService().create_workspace("Cold", "free")
+        ws, key = WorkspaceService(wiring.default_context()).create_workspace("Cold", "free")
         event = json.loads(json.dumps(ME_EVENT).replace("KEY", key.api_key))
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env.update({"AWS_ENDPOINT_URL": endpoint, "BENCH_ME_EVENT": json.dumps(event),

@@ -54,12 +54,12 @@ def time_handler(kind: str, repeat: int) -> dict:
     with moto.mock_aws():
         from app import app
         from chalicelib.adapters.aws.schema import ensure_storage
-        from chalicelib.services import registry
+        from chalicelib import wiring
         from chalicelib.services.workspaces import WorkspaceService
 
-        registry.reset()
+        wiring.reset()
         ensure_storage()
-        _, key = WorkspaceService().create_workspace("Bench", "pro")
+        _, key = WorkspaceService(wiring.default_context()).create_workspace("Bench", "pro")
         headers = {"X-Api-Key": key.api_key, "Content-Type": "application/json"}
         html = document(kind)
         edits = edit_batch(html)
@@ -82,7 +82,7 @@ def time_handler(kind: str, repeat: int) -> dict:
             aws.append(log.aws_seconds)
             assert response["statusCode"] == 200, response["body"][:500]
             calls = len(log)
-        registry.reset()
+        wiring.reset()
     return {"kind": kind, "floor": statistics.median(floor), "total": statistics.median(total),
             "aws": statistics.median(aws), "calls": calls}
 

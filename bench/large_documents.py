@@ -62,12 +62,12 @@ fixed: dict[str, float] = {}
 def measure(kind: str, repeat: int) -> list[list]:
     from app import app
     from chalicelib.adapters.aws.schema import ensure_storage
-    from chalicelib.services import registry
+    from chalicelib import wiring
     from chalicelib.services.workspaces import WorkspaceService
 
-    registry.reset()
+    wiring.reset()
     ensure_storage()
-    _, key = WorkspaceService().create_workspace(f"Bench {kind}", "pro")
+    _, key = WorkspaceService(wiring.default_context()).create_workspace(f"Bench {kind}", "pro")
     headers = {"X-Api-Key": key.api_key, "Content-Type": "application/json"}
     html = document(kind)
     size = len(html.encode("utf-8"))
@@ -129,7 +129,7 @@ def measure(kind: str, repeat: int) -> list[list]:
                      f"{ms(t - small)} = {ratio(t - small, floor_cpu)}",
                      mib(floor_mem), mib(m), f"{m / size:.2f}x doc ({ratio(m, floor_mem)} floor)",
                      "met" if m / size <= MEMORY_TARGET else "MISSED"])
-    registry.reset()
+    wiring.reset()
     return rows
 
 

@@ -123,7 +123,7 @@ def main(argv=None) -> int:
 
     from app import app
     from chalicelib import config
-    from chalicelib.services import registry
+    from chalicelib import wiring as registry
 
     poll = config.live_poll_seconds()
     results = {}

@@ -313,7 +313,7 @@ def provision(clients: int) -> None:
     from scripts.admin import use_local_storage
 
     use_local_storage()  # the stack's own database, opened directly (safe while it runs)
-    from chalicelib.services.registry import workspaces
+    from chalicelib.wiring import workspaces
 
     service = workspaces()
     ws, key = service.create_workspace("load test", "pro")

@@ -88,10 +88,11 @@ def main() -> None:
     with moto_server() as endpoint:
         use_endpoint(endpoint)
         from chalicelib.adapters.aws.schema import ensure_storage
+        from chalicelib import wiring
         from chalicelib.services.workspaces import WorkspaceService
 
         ensure_storage()
-        _, key = WorkspaceService().create_workspace("Share bench", "pro")
+        _, key = WorkspaceService(wiring.default_context()).create_workspace("Share bench", "pro")
         headers = {"X-Api-Key": key.api_key, "Content-Type": "application/json"}
         rows = []
         for label, size in SIZES.items():

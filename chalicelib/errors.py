@@ -5,7 +5,7 @@ dashboard, share pages) turn them into their own shape in one place each.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 
 class DocpubError(Exception):
@@ -94,11 +94,11 @@ class ValidationFailed(DocpubError):
         return cls(f"{field}: {message}", {"fields": [{"field": field, "message": message}]})
 
     @classmethod
-    def from_pydantic(cls, problems: list[dict[str, Any]]) -> "ValidationFailed":
+    def from_pydantic(cls, problems: Sequence[Mapping[str, Any]]) -> "ValidationFailed":
         """pydantic's `ValidationError.errors()` said in Docpub's words (`title: must not be blank`).
         The one place where validation wording is decided: REST, MCP and the dashboard use it."""
         fields = [{"field": ".".join(str(p) for p in problem.get("loc", ())) or "body",
-                   "message": plain_message(problem)} for problem in problems] or [
+                   "message": plain_message(dict(problem))} for problem in problems] or [
                   {"field": "body", "message": "is not valid"}]
         first = fields[0]
         return cls(f"{first['field']}: {first['message']}", {"fields": fields})

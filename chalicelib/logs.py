@@ -26,7 +26,7 @@ def configure() -> None:
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False
-    logger._docpub_configured = True
+    setattr(logger, "_docpub_configured", True)
     for name in ("chalicelib",):
         child = logging.getLogger(name)
         child.addHandler(handler)

@@ -6,7 +6,7 @@ or on stored state (size limit, caps, versions) live in the service layer.
 """
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional
 
 from pydantic import (
     AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_serializer,
@@ -51,7 +51,7 @@ NOT_BLANK = Field(json_schema_extra={"pattern": r"\S"})
 Title = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TITLE), NOT_BLANK]
 Description = Annotated[str, StringConstraints(max_length=MAX_DESCRIPTION)]
 Note = Annotated[str, StringConstraints(max_length=MAX_NOTE)]
-def _bounded_text(min_length: int, max_length: Optional[int]):
+def _bounded_text(min_length: int, max_length: Optional[int]) -> Any:
     """A str with length bounds, checked with len() (O(1)) in Python.
 
     StringConstraints would make pydantic-core convert a non-ASCII str to
@@ -68,14 +68,21 @@ def _bounded_text(min_length: int, max_length: Optional[int]):
                                       {"max_length": max_length})
         return value
 
-    bounds = {**({"maxLength": max_length} if max_length is not None else {}),
+    bounds: dict[str, Any] = {**({"maxLength": max_length} if max_length is not None else {}),
               **({"minLength": min_length} if min_length else {})}
     return Annotated[str, Field(json_schema_extra=bounds), AfterValidator(check)]
 
 
 # No length bound here: the one size rule is the service's 4 MiB of UTF-8 (413),
 # and the HTTP layer refuses bodies far over it before parsing.
-Html = _bounded_text(1, None)
+if TYPE_CHECKING:  # a str to the type checker; length-checked with len() at run time
+    Html = str
+    OldString = str
+    NewString = str
+else:
+    Html = _bounded_text(1, None)
+    OldString = _bounded_text(1, None)
+    NewString = _bounded_text(0, None)
 DocumentId = Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"), AfterValidator(str.lower)]
 VersionId = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 
@@ -151,9 +158,9 @@ class PublishRequest(RequestModel):
 
 
 class EditOperation(RequestModel):
-    old_string: Annotated[_bounded_text(1, None), Field(
+    old_string: Annotated[OldString, Field(
         description="Exact text to find (literal, case-sensitive, whitespace counts); not empty.")]
-    new_string: Annotated[_bounded_text(0, None), Field(
+    new_string: Annotated[NewString, Field(
         description="Replacement text (may be empty to delete old_string).")]
     replace_all: bool = Field(False, description="Replace every occurrence; false requires exactly one match.")
 
@@ -168,7 +175,8 @@ class UpdateDocumentRequest(RequestModel):
     # The service wants at least one field given (title/description/share_enabled not null;
     # share_expires_at may be null: that clears it); say so in the schema too.
     model_config = ConfigDict(json_schema_extra={"anyOf": [
-        *({"required": [name], "properties": {name: {"type": "string"}}} for name in ("title", "description")),
+        *({"required": [name], "properties": {name: {"type": "string"}}}  # type: ignore[list-item]
+          for name in ("title", "description")),
         {"required": ["share_enabled"], "properties": {"share_enabled": {"type": "boolean"}}},
         {"required": ["share_expires_at"]},
         {"required": ["share_access"], "properties": {"share_access": {"type": "string"}}}]})
@@ -405,6 +413,12 @@ class VersionInfo(ResponseModel):
         return data
 
 
+class VersionList(ResponseModel):
+    """GET /documents/:id/versions: every version, newest first, a page at a time."""
+    versions: list[VersionInfo]
+    next_cursor: Optional[str] = None
+
+
 class DocumentDetail(DocumentSummary):
     versions: list[VersionInfo] = Field(description="The newest 100 versions at most, oldest first.")
     versions_truncated: bool = Field(False, description="True when older versions exist than those listed "
@@ -440,8 +454,14 @@ class DocumentStats(ResponseModel):
     versions: list[VersionViews] = Field(description="All-time views per version, oldest version first.")
 
 
+class DocumentListItem(DocumentSummary):
+    """A document in a listing: the summary and its views (contract: list items too)."""
+    views_total: int = Field(0, description="Counted views of the share link, all versions, all time.")
+    last_viewed_at: Optional[str] = Field(None, description="When the link was last viewed (RFC 3339), or null.")
+
+
 class DocumentList(ResponseModel):
-    documents: list[DocumentSummary]
+    documents: list[DocumentListItem]
     next_cursor: Optional[str] = None
 
 
@@ -451,12 +471,6 @@ class Reply(ResponseModel):
     name: Optional[str] = None
     author: Literal["owner", "viewer"]
     created_at: str
-
-
-class VersionList(ResponseModel):
-    """GET /api/v1/documents/:id/versions: every version, newest first, a page at a time."""
-    versions: list[VersionInfo]
-    next_cursor: Optional[str] = None
 
 
 class Feedback(ResponseModel):

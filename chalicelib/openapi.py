@@ -1,27 +1,25 @@
-"""OpenAPI 3.1 document of the REST API, generated from the pydantic models.
+"""OpenAPI 3.1 document of the REST API, generated from the operations registry.
 
-`OPERATIONS` is the one declarative table beside app.py's route table: per REST
-operation its request body, query and response models, success status and the
-contract's error statuses. The document is built from it with pydantic's
-`model_json_schema` (refs point at `#/components/schemas`), and only for the
-routes that actually exist in `app.routes`: an operation declared here before
-its route is merged is simply left out, and a route without a declaration makes
-`document()` fail (tests/test_openapi.py keeps both sides and docs/openapi.json
-in step; `make openapi` rewrites the committed copy).
+chalicelib/operations.py declares every REST operation once (models, statuses,
+errors); the routes are made from the same table (entrypoints/rest.py). The
+document is built with pydantic's `model_json_schema` (refs point at
+`#/components/schemas`) for the routes that exist in `app.routes`; a route
+without a declaration makes `document()` fail (tests keep both sides and
+docs/openapi.json in step; `make openapi` rewrites the committed copy).
 """
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from pydantic import BaseModel, TypeAdapter
 
 from chalicelib import models
+from chalicelib.operations import API_PREFIX, OPERATIONS, Operation
 
 REF_TEMPLATE = "#/components/schemas/{model}"
-API_PREFIX = "/api/v1"
 # The only view name routing.add_method_not_allowed gives its 405 fillers.
 FILLER_VIEW = "method_not_allowed"
 
@@ -52,14 +50,8 @@ ERROR_TEXT = {
           "deletes still work)."),
 }
 
-INT_HEADER = {"schema": {"type": "integer"}}
 RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.", "required": True,
-                               **INT_HEADER}}
-RATE_HEADERS = {
-    "X-RateLimit-Limit": {"description": "Accepted writes allowed per window.", **INT_HEADER},
-    "X-RateLimit-Remaining": {"description": "Writes left in the current rolling window.", **INT_HEADER},
-    "X-RateLimit-Reset": {"description": "Seconds until a write slot frees.", **INT_HEADER},
-}
+                               "schema": {"type": "integer"}}}
 ERROR_HEADERS = {
     401: {"WWW-Authenticate": {"description": "`Bearer realm=\"docpub\"`", "required": True,
                                "schema": {"type": "string"}}},
@@ -83,143 +75,7 @@ SECURITY_SCHEMES = {
     "BearerAuth": {"type": "http", "scheme": "bearer",
                    "description": "The same API key as `Authorization: Bearer <key>`."},
 }
-KEY_SECURITY = [{"ApiKeyHeader": []}, {"BearerAuth": []}]
-
-
-def _link(operation_id: str, description: str) -> dict:
-    return {"operationId": operation_id, "description": description,
-            "parameters": {"document_id": "$response.body#/document_id"}}
-
-
-DOCUMENT_LINKS = {
-    "GetDocument": _link("getDocument", "Read the document just written."),
-    "EditDocument": _link("editDocument", "Edit the document just written."),
-    "UpdateDocument": _link("updateDocument", "Change its title or description."),
-    "DeleteDocument": _link("deleteDocument", "Delete it."),
-}
-
-
-@dataclass(frozen=True)
-class Operation:
-    method: str
-    path: str
-    operation_id: str
-    summary: str
-    response: Optional[type[BaseModel]] = None  # None: no body (204) or `response_schema`
-    status: int = 200
-    request: Optional[type[BaseModel]] = None
-    query: Optional[type[BaseModel]] = None
-    errors: tuple[int, ...] = ()
-    auth: bool = True
-    tag: str = "documents"
-    response_schema: Optional[dict] = None
-    response_headers: dict = field(default_factory=dict)
-    header_parameters: tuple[dict, ...] = ()
-    links: dict = field(default_factory=dict)
-    example: Optional[dict] = None  # a valid request body (also used by the authorization matrix)
-    response_content: Optional[dict] = None  # a non-JSON answer: {media type: {"schema": …}}
-    extra_request_content: Optional[dict] = None  # other request media types beside JSON
-
-
-IDEMPOTENCY_KEY = {
-    "name": "Idempotency-Key", "in": "header", "required": False,
-    "description": "A retry with the same key and body within 24 h returns the first answer.",
-    "schema": {"type": "string", "minLength": 1, "maxLength": 255},
-}
-
-OPERATIONS: tuple[Operation, ...] = (
-    Operation("GET", "/api/v1/health", "health",
-              "Can the service reach its storage? 503 with `{\"status\": \"degraded\", \"reason\": "
-              "\"disk_full\"}` when the embedded store's disk is full (writes are refused with 507).",
-              models.Health, auth=False, tag="service"),
-    Operation("GET", "/api/v1/openapi.json", "openapi", "This OpenAPI document.",
-              response_schema={"type": "object"}, auth=False, tag="service"),
-    Operation("GET", "/api/v1/me", "getWorkspace", "The key's workspace, plan and entitlements.",
-              models.MeResponse, tag="workspace"),
-    Operation("POST", "/api/v1/publish", "publish", "Create a document or append a version.",
-              models.PublishResponse, request=models.PublishRequest, errors=(403, 404, 409, 413, 429),
-              response_headers=RATE_HEADERS, header_parameters=(IDEMPOTENCY_KEY,), links=DOCUMENT_LINKS,
-              extra_request_content={"multipart/form-data": {"schema": {
-                  "type": "object", "required": ["file"], "properties": {
-                      "file": {"type": "string", "format": "binary", "description": (
-                          ".html, .htm, .md, .markdown, or a .zip whose root (or single top folder) holds "
-                          "index.html or index.md")},
-                      **{name: {"type": "string"} for name in ("title", "document_id", "note", "description")}}}}},
-              example={"title": "Release notes", "html": "<h1>Release notes</h1><p>Draft</p>",
-                       "note": "first draft"}),
-    Operation("POST", "/api/v1/uploads", "createUpload",
-              "Start a large upload: PUT the file to upload_url, then publish with upload_id.",
-              models.UploadTicket, status=201, request=models.UploadRequest, errors=(413,),
-              example={"filename": "site.zip", "size_bytes": 12582912}),
-    Operation("GET", "/api/v1/documents/{document_id}/download", "downloadDocument",
-              "The latest version (or `version_id`) as a file: .html, .md, or a .zip of a bundle.",
-              query=models.DownloadQuery, errors=(404,), response_content={
-                  media: {"schema": {"type": "string", "format": "binary"}}
-                  for media in ("text/html", "text/markdown", "application/zip")}),
-    Operation("GET", "/api/v1/documents", "listDocuments", "List (or find) the workspace's documents.",
-              models.DocumentList, query=models.ListDocumentsQuery),
-    Operation("GET", "/api/v1/documents/{document_id}", "getDocument", "A document and its versions.",
-              models.DocumentDetail, query=models.GetDocumentQuery, errors=(404,)),
-    Operation("PATCH", "/api/v1/documents/{document_id}", "updateDocument",
-              "Change title and/or description (no new version).",
-              models.DocumentDetail, request=models.UpdateDocumentRequest, errors=(404,),
-              example={"title": "Release notes (final)"}),
-    Operation("DELETE", "/api/v1/documents/{document_id}", "deleteDocument",
-              "Delete a document, its versions, feedback and share link.", status=204, errors=(404,)),
-    Operation("GET", "/api/v1/documents/{document_id}/versions", "listVersions",
-              "Every version of a document, newest first, a page at a time.", models.VersionList,
-              query=models.ListVersionsQuery, errors=(404,)),
-    Operation("DELETE", "/api/v1/documents/{document_id}/versions/{version_id}", "deleteVersion",
-              "Delete one old version and free its storage (the latest: 409 `version_conflict`).",
-              status=204, errors=(404, 409)),
-    Operation("POST", "/api/v1/documents/{document_id}/edit", "editDocument",
-              "Apply a batch of literal edits as one new version.",
-              models.EditResponse, request=models.EditRequest, errors=(403, 404, 409, 413, 429),
-              response_headers=RATE_HEADERS, links=DOCUMENT_LINKS,
-              example={"edits": [{"old_string": "Draft", "new_string": "Final"}], "note": "final"}),
-    # Declared ahead of their routes: documented as soon as the routes exist.
-    Operation("GET", "/api/v1/activity", "listActivity",
-              "Who did what in the workspace (member, API key or connected app), newest first, 90 days.",
-              models.ActivityList, query=models.ActivityQuery, tag="workspace"),
-    Operation("GET", "/api/v1/feedback", "listFeedback",
-              "Viewer feedback, newest first; with `since` and `wait`, waits for new feedback or viewer replies.",
-              models.FeedbackList, query=models.FeedbackListQuery, errors=(404,), tag="feedback"),
-    Operation("POST", "/api/v1/feedback/{feedback_id}/resolve", "resolveFeedback",
-              "Resolve (or reopen) a feedback entry.", models.Feedback,
-              request=models.ResolveFeedbackRequest, errors=(404,), tag="feedback",
-              example={"resolved": True}),
-    Operation("POST", "/api/v1/feedback/{feedback_id}/replies", "replyToFeedback",
-              "Answer a feedback thread as the owner (the viewer sees it on the share page).", models.Reply,
-              status=201, request=models.ReplyRequest, errors=(403, 404), tag="feedback",
-              example={"message": "Fixed in version 3, thanks!"}),
-    Operation("POST", "/api/v1/webhooks", "createWebhook",
-              "Add a webhook (at most 5 per workspace); the answer is the only time the secret is shown.",
-              models.WebhookCreated, status=201, request=models.WebhookCreateRequest, errors=(403,), tag="webhooks",
-              example={"url": "https://hooks.example.com/docpub", "events": ["feedback.created"]}),
-    Operation("GET", "/api/v1/webhooks", "listWebhooks", "The workspace's webhooks (never their secrets).",
-              models.WebhookList, tag="webhooks"),
-    Operation("DELETE", "/api/v1/webhooks/{webhook_id}", "deleteWebhook", "Remove a webhook.", status=204,
-              errors=(404,), tag="webhooks"),
-    Operation("POST", "/api/v1/webhooks/{webhook_id}/test", "testWebhook",
-              "Queue a `webhook.test` delivery.", models.WebhookTestQueued, status=202, errors=(404,),
-              tag="webhooks"),
-    Operation("POST", "/api/v1/webhooks/{webhook_id}/rotate-secret", "rotateWebhookSecret",
-              "A new secret; the previous one also signs for 24 h.", models.WebhookSecretRotated, errors=(404,),
-              tag="webhooks"),
-    Operation("GET", "/api/v1/webhooks/{webhook_id}/deliveries", "listWebhookDeliveries",
-              "The newest 50 deliveries of a webhook.", models.WebhookDeliveryList, errors=(404,), tag="webhooks"),
-    Operation("PUT", "/api/v1/documents/{document_id}/passphrase", "setPassphrase",
-              "Protect the share link with a passphrase (Pro).", status=204,
-              request=models.PassphraseRequest, errors=(403, 404), example={"passphrase": "correct horse"}),
-    Operation("DELETE", "/api/v1/documents/{document_id}/passphrase", "removePassphrase",
-              "Make the share link public again (Pro).", status=204, errors=(403, 404)),
-    Operation("POST", "/api/v1/documents/{document_id}/share/rotate", "rotateShareLink",
-              "Give the document a new share link; the old one answers 404 at once.",
-              models.ShareRotated, errors=(404,)),
-    Operation("GET", "/api/v1/documents/{document_id}/stats", "getDocumentStats",
-              "Views of the share link: all time, per version, per UTC day of the window.",
-              models.DocumentStats, query=models.StatsQuery, errors=(404,)),
-)
+KEY_SECURITY: list[dict[str, list[str]]] = [{"ApiKeyHeader": []}, {"BearerAuth": []}]
 
 
 # OAuth 2.1 for MCP clients (docs/mcp.md): standard OAuth wire formats, with RFC 6749
@@ -336,7 +192,7 @@ def operation_for(method: str, path: str) -> Optional[Operation]:
 
 def model_schema(model: type[BaseModel], mode: str, components: dict) -> dict:
     """The model's JSON schema as a $ref; its definitions go into components."""
-    schema = model.model_json_schema(ref_template=REF_TEMPLATE, mode=mode)
+    schema = model.model_json_schema(ref_template=REF_TEMPLATE, mode=mode)  # type: ignore[arg-type]
     for name, definition in schema.pop("$defs", {}).items():
         components[name] = definition
     components[model.__name__] = schema
@@ -403,7 +259,12 @@ def _operation(op: Operation, path: str, components: dict) -> dict:
         statuses |= {400, 413, 415, 422}  # 413: bodies over the request size limit
     if op.query is not None:
         statuses.add(422)
-    doc["responses"] = {str(op.status): success, **{str(s): _error_response(s) for s in sorted(statuses)}}
+    redirects = {str(status): {"description": text,
+                               "headers": {"Location": {"required": True, "schema": {"type": "string",
+                                                                                      "format": "uri"}}}}
+                 for status, text in sorted(op.redirects.items())}
+    doc["responses"] = {str(op.status): success, **redirects,
+                        **{str(s): _error_response(s) for s in sorted(statuses)}}
     return doc
 
 
@@ -420,7 +281,7 @@ def build(routes: dict) -> dict:
             continue
         paths.setdefault(path, {})[method.lower()] = _operation(op, path, components)
     if missing:
-        raise UndocumentedRoute("no entry in chalicelib/openapi.py OPERATIONS for: " + ", ".join(missing))
+        raise UndocumentedRoute("no entry in chalicelib/operations.py OPERATIONS for: " + ", ".join(missing))
     paths.update(oauth_paths(routes, components))
     return {
         "openapi": "3.1.0",

@@ -1,7 +1,7 @@
 """The deployed stack's own definitions, read from infra/resources.yaml: one
 source of truth for the table that DynamoDB Local gets in `make test-aws` and
 the bench (chalicelib/adapters/aws/schema.py is the copy `make run` uses; a
-test in tests/test_infra.py keeps the two equal)."""
+test in tests/e2e/test_infra.py keeps the two equal)."""
 from __future__ import annotations
 
 import functools

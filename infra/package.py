@@ -2,7 +2,7 @@
 
 Runs `chalice package --merge-template infra/resources.yaml` for the stage and
 writes `<out>/sam.json` (the merged template) and `<out>/deployment.zip`.
-`make package` and tests/test_infra.py both go through here, so the tests check
+`make package` and tests/e2e/test_infra.py both go through here, so the tests check
 exactly what gets deployed. The Lambda runtime in the template is the Python
 that runs this (python3.11 here).
 """

@@ -44,10 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run(args) -> dict:
+    from chalicelib import wiring
     from chalicelib.errors import DocpubError
-    from chalicelib.services.registry import workspaces
 
-    service = workspaces()
+    service = wiring.workspaces()
     try:
         if args.command == "create-workspace":
             ws, key = service.create_workspace(args.name, args.plan)
@@ -66,29 +66,26 @@ def run(args) -> dict:
         if args.command == "sweep-orphans":
             from chalicelib.services.maintenance import sweep_orphans
 
-            return sweep_orphans()
+            return sweep_orphans(wiring.default_context())
         if args.command == "cdn-pending":
             from chalicelib.services import cdn
 
-            return {"pending": cdn.pending()}
+            return {"pending": cdn.pending(wiring.default_context())}
         if args.command == "login-link":
-            from chalicelib.services.registry import accounts
+            from chalicelib.wiring import accounts
 
             if args.workspace_id == "ws_dev":
                 from scripts.local_stack import DEV_OWNER_EMAIL
-                from chalicelib.services.registry import people
+                from chalicelib.wiring import people
 
                 people().ensure_owner_account("ws_dev", DEV_OWNER_EMAIL)
             return {"login_url": accounts().login_link(args.workspace_id)}
         if args.command == "outbox":
-            from chalicelib import config
-            from chalicelib.adapters.mail.outbox import read_outbox
-
-            return {"outbox": config.outbox_dir(), "messages": read_outbox(config.outbox_dir(), args.limit)}
+            return wiring.read_outbox(args.limit)
         if args.command == "cdn-retry":
             from chalicelib.services import cdn
 
-            return cdn.retry_pending()
+            return cdn.retry_pending(wiring.default_context())
     except DocpubError as exc:
         return {"error": exc.body()["error"]}
     raise SystemExit(f"unknown command {args.command}")

@@ -62,15 +62,12 @@ def open_embedded_storage(data_dir: Path) -> dict | None:
     Returns the import's counts, or None when there was nothing to import."""
     if os.environ.get("DOCPUB_STORAGE") != "sqlite":
         return None
-    from chalicelib.adapters.sqlite import open_storage
-    from chalicelib.adapters.sqlite.importer import import_snapshot
+    from chalicelib.wiring import prepare_embedded_storage
 
-    result = import_snapshot(data_dir)
+    result = prepare_embedded_storage(data_dir)
     if result is not None:
         print(f"Imported the old snapshot in {data_dir} into {data_dir / 'docpub.sqlite3'} "
               f"(old files renamed *.imported): {result}", file=sys.stderr, flush=True)
-    db, _blobs = open_storage(data_dir)
-    db.close()
     return result
 
 
@@ -79,15 +76,15 @@ def ensure_emulated_aws_storage() -> None:
     table and bucket if missing. Against real AWS (no endpoint) the stack's
     CloudFormation owns them: never create anything there."""
     if os.environ.get("DOCPUB_STORAGE") == "aws" and os.environ.get("AWS_ENDPOINT_URL"):
-        from chalicelib.adapters.aws.schema import ensure_storage
+        from chalicelib.wiring import ensure_aws_storage
 
-        ensure_storage()
+        ensure_aws_storage()
 
 
 def ensure_dev_workspace(data_dir: Path) -> tuple[str, bool]:
     """The dev workspace's key: DOCPUB_DEV_API_KEY, else the saved one, else a new one."""
     from chalicelib.services import auth
-    from chalicelib.services.registry import workspaces
+    from chalicelib.wiring import workspaces
 
     service = workspaces()
     key_file = data_dir / "dev-api-key"
@@ -112,7 +109,7 @@ def ensure_dev_workspace(data_dir: Path) -> tuple[str, bool]:
 
 def dev_login_link() -> str:
     """The dev workspace has an owner; a new one-time dashboard sign-in link for them."""
-    from chalicelib.services.registry import accounts, people
+    from chalicelib.wiring import accounts, people
 
     people().ensure_owner_account(DEV_WORKSPACE_ID, DEV_OWNER_EMAIL)
     return accounts().login_link(DEV_WORKSPACE_ID)

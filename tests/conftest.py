@@ -97,39 +97,39 @@ def aws(_aws):
     """A fresh, empty account per test: moto (session-wide mock, reset per test),
     or under `make test-aws` a new table and bucket on the real engines."""
     from chalicelib.adapters.aws.schema import ensure_storage
-    from chalicelib.services import registry
+    from chalicelib import wiring
 
     _aws.reset()
-    registry.reset()
+    wiring.reset()
     if not ON_ENGINES:
         ensure_storage()
     yield
-    registry.reset()
+    wiring.reset()
 
 
 @pytest.fixture
 def sqlite_storage(tmp_path, monkeypatch):
     """Services on a fresh SQLite database + blob folder (a temporary folder per test)."""
     from chalicelib.adapters.sqlite import close_shared
-    from chalicelib.services import registry
+    from chalicelib import wiring
 
     monkeypatch.setenv("DOCPUB_STORAGE", "sqlite")
     monkeypatch.setenv("DOCPUB_DATA_DIR", str(tmp_path / "docpub-data"))
-    registry.reset()
+    wiring.reset()
     yield "sqlite"
-    registry.reset()
+    wiring.reset()
     close_shared()
 
 
 @pytest.fixture
 def aws_storage(aws, monkeypatch):
     """Services on DynamoDB + S3 emulated by moto in-process."""
-    from chalicelib.services import registry
+    from chalicelib import wiring
 
     monkeypatch.setenv("DOCPUB_STORAGE", "aws")
-    registry.reset()
+    wiring.reset()
     yield "aws"
-    registry.reset()
+    wiring.reset()
 
 
 @pytest.fixture
@@ -142,7 +142,7 @@ def storage(request):
 @pytest.fixture
 def app_clock(storage, clock):
     """The app's default context (what chalice.test.Client requests use) on the fake clock."""
-    from chalicelib.services.context import default_context
+    from chalicelib.wiring import default_context
 
     default_context().clock = clock
     return clock
@@ -164,9 +164,9 @@ def clock():
 
 @pytest.fixture
 def ctx(storage, clock):
-    from chalicelib.services.context import Context
+    from chalicelib.wiring import new_context
 
-    return Context(clock=clock)
+    return new_context(clock=clock)
 
 
 @pytest.fixture
@@ -186,6 +186,15 @@ def workspace(services):
     """A free workspace and its key."""
     ws, key = services.workspaces.create_workspace("Acme", "free")
     return ws, key.api_key
+
+
+@pytest.fixture
+def key(storage):
+    """A free workspace's API key, on the app's default context."""
+    from chalicelib import wiring
+
+    _, created = wiring.workspaces().create_workspace("Test", "free")
+    return created.api_key
 
 
 @pytest.fixture
@@ -220,12 +229,12 @@ def api(storage, clock, monkeypatch):
     from chalice.test import Client
 
     from app import app
-    from chalicelib.services import registry
-    from chalicelib.services.context import Context
+    from chalicelib import wiring
+    from chalicelib.wiring import new_context
 
-    context = Context(clock=clock)
-    registry.reset()
-    monkeypatch.setattr(registry, "default_context", lambda: context)
+    context = new_context(clock=clock)
+    wiring.reset()
+    monkeypatch.setattr(wiring, "default_context", lambda: context)
     with Client(app) as test_client:
         yield test_client
-    registry.reset()
+    wiring.reset()

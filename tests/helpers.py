@@ -39,6 +39,20 @@ def json_bytes(body) -> bytes:
         return json.dumps(body).encode("ascii")
 
 
+def publish_raw(client, key: str | None, headers: dict | None = None, **body):
+    """POST /api/v1/publish (title "Doc", html "<p>x</p>" unless given): the response."""
+    return post_json(client, "/api/v1/publish", {"title": "Doc", "html": "<p>x</p>", **body}, key, headers)
+
+
+def publish(client, key: str, headers: dict | None = None, **body) -> dict:
+    """Publish (as `publish_raw`), expect 200: the answer's JSON plus its `share_id`."""
+    r = publish_raw(client, key, headers, **body)
+    assert r.status_code == 200, r.body
+    doc = json.loads(r.body)
+    doc["share_id"] = doc["share_url"].rsplit("/", 1)[1]
+    return doc
+
+
 def run_together(targets):
     """Start every callable at the same instant (a barrier); return (results, failures)
     where failures are the exceptions' class names."""

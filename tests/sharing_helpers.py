@@ -6,6 +6,7 @@ import json
 import pytest
 
 from tests.helpers import post_json
+from tests import helpers
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 
@@ -17,14 +18,8 @@ def pro(services):
 
 
 def publish(client, key: str, title: str = "Doc", html: str = "<p>hello</p>", document_id: str | None = None) -> dict:
-    body = {"title": title, "html": html}
-    if document_id:
-        body["document_id"] = document_id
-    r = post_json(client, "/api/v1/publish", body, key)
-    assert r.status_code == 200, r.body
-    doc = json.loads(r.body)
-    doc["share_id"] = doc["share_url"].rsplit("/", 1)[1]
-    return doc
+    """tests.helpers.publish with this module's positional title/html."""
+    return helpers.publish(client, key, title=title, html=html, **({"document_id": document_id} if document_id else {}))
 
 
 def set_passphrase(client, key: str, document_id: str, passphrase: str):

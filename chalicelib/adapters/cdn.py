@@ -6,15 +6,7 @@ from __future__ import annotations
 import functools
 
 from chalicelib import config
-
-
-class NoCdn:
-    """Nothing caches share answers: nothing to invalidate."""
-
-    enabled = False
-
-    def invalidate(self, paths: list[str]) -> None:
-        return None
+from chalicelib.ports.cdn import NoCdn  # the null object lives with its port
 
 
 @functools.lru_cache(maxsize=None)

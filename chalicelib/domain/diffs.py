@@ -19,11 +19,13 @@ from __future__ import annotations
 import bisect
 import difflib
 from dataclasses import dataclass, field
+from typing import Any
 
 MAX_DIFF_LINES = 200_000     # per side; beyond this the page says "too many lines"
 MAX_OUTPUT_LINES = 5_000     # rows shown; the rest is cut (and said so)
 MAX_ROW_CHARS = 2_000        # one very long (minified) line is cut for display
 EXACT_CELLS = 250_000        # a stretch without anchors gets difflib only up to n*m this big
+Opcode = tuple[str, int, int, int, int]  # (tag, i1, i2, j1, j2), as difflib's
 WORK_FACTOR = 16             # lines visited, at most this many times the input's lines
 
 
@@ -73,11 +75,11 @@ def line_diff(old: str, new: str, context: int = 3) -> LineDiff:
     return result
 
 
-def diff_opcodes(a: list[str], b: list[str], notes: LineDiff | None = None) -> list[tuple]:
+def diff_opcodes(a: list[str], b: list[str], notes: LineDiff | None = None) -> list[Opcode]:
     """difflib-style opcodes (tag, i1, i2, j1, j2) turning `a` into `b`."""
     matches: list[tuple[int, int, int]] = []  # (i, j, size), increasing
     _match(a, b, 0, len(a), 0, len(b), matches, notes)
-    opcodes: list[tuple] = []
+    opcodes: list[Opcode] = []
     i = j = 0
     for mi, mj, size in matches + [(len(a), len(b), 0)]:
         tag = ("replace" if i < mi and j < mj else "delete" if i < mi else "insert" if j < mj else None)
@@ -92,10 +94,11 @@ def diff_opcodes(a: list[str], b: list[str], notes: LineDiff | None = None) -> l
     return opcodes or [("equal", 0, 0, 0, 0)]
 
 
-def _match(a, b, alo, ahi, blo, bhi, out, notes) -> None:
+def _match(a: list[str], b: list[str], alo: int, ahi: int, blo: int, bhi: int,
+           out: list[tuple[int, int, int]], notes: LineDiff | None) -> None:
     """Append the matching runs of a[alo:ahi] and b[blo:bhi] to `out`, in order.
     An explicit stack instead of recursion: 100,000 anchors never nest deeply."""
-    work = [("span", alo, ahi, blo, bhi)]
+    work: list[tuple[Any, ...]] = [("span", alo, ahi, blo, bhi)]
     budget = WORK_FACTOR * ((ahi - alo) + (bhi - blo)) + EXACT_CELLS
     while work:
         item = work.pop()
@@ -110,7 +113,7 @@ def _match(a, b, alo, ahi, blo, bhi, out, notes) -> None:
         tail = 0
         while ahi - tail > alo + head and bhi - tail > blo + head and a[ahi - tail - 1] == b[bhi - tail - 1]:
             tail += 1
-        later: list = []
+        later: list[Any] = []
         if head:
             later.append(("match", alo, blo, head))
         ilo, ihi, jlo, jhi = alo + head, ahi - tail, blo + head, bhi - tail
@@ -139,7 +142,8 @@ def _match(a, b, alo, ahi, blo, bhi, out, notes) -> None:
         work.extend(reversed(later))
 
 
-def _unique_common_in_order(a, b, ilo, ihi, jlo, jhi) -> list[tuple[int, int]]:
+def _unique_common_in_order(a: list[str], b: list[str], ilo: int, ihi: int, jlo: int, jhi: int
+                            ) -> list[tuple[int, int]]:
     """Lines occurring exactly once in a[ilo:ihi] and once in b[jlo:jhi], the
     longest subsequence of them in the same order on both sides (patience sorting)."""
     count_a: dict[str, int] = {}
@@ -176,7 +180,7 @@ def _unique_common_in_order(a, b, ilo, ihi, jlo, jhi) -> list[tuple[int, int]]:
     return chain
 
 
-def grouped(opcodes: list[tuple], n: int = 3) -> list[list[tuple]]:
+def grouped(opcodes: list[Opcode], n: int = 3) -> list[list[Opcode]]:
     """Change hunks with `n` lines of context (difflib's get_grouped_opcodes, on our opcodes)."""
     codes = list(opcodes)
     if not codes:

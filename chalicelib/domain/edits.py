@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import time
 from dataclasses import dataclass
-from typing import Iterable, Optional, Protocol
+from typing import Any, Callable, Iterable, Optional, Protocol
 
 from chalicelib.domain.limits import too_large
 from chalicelib.errors import EditAmbiguous, EditNotFound, InvalidJson, NoChange
@@ -37,7 +37,7 @@ class Edit(Protocol):
 
 @dataclass(frozen=True)
 class EditOutcome:
-    html: str  # bytes for apply_edits_utf8
+    html: Any  # str, or bytes for apply_edits_utf8
     edits_applied: int
     replacements: int
 
@@ -69,16 +69,17 @@ def apply_edits_utf8(data: bytes, edits: Iterable[Edit], max_edits_on_bytes: int
     return EditOutcome(_utf8(outcome.html), outcome.edits_applied, outcome.replacements)
 
 
-def _apply(html, edits: Iterable[Edit], utf8: bool, size_bytes: Optional[int] = None) -> EditOutcome:
+def _apply(html: Any, edits: Iterable[Edit], utf8: bool, size_bytes: Optional[int] = None) -> EditOutcome:
     """`size_bytes` is the UTF-8 size of `html` (its length when `utf8`): every
     edit's result size is computed from it before the result is built, so no
     string over the limit is ever made (peak memory stays a few times 4 MiB)."""
     current = html
-    size = len(html) if utf8 else size_bytes
+    size: int = len(html) if utf8 else (size_bytes if size_bytes is not None else len(_utf8(html)))
     replacements = 0
     applied = 0
     for index, edit in enumerate(edits):
-        old, new = edit.old_string, edit.new_string
+        old: Any = edit.old_string
+        new: Any = edit.new_string
         if utf8:
             old, new = _utf8(old), _utf8(new)
             growth = len(new) - len(old)
@@ -87,7 +88,7 @@ def _apply(html, edits: Iterable[Edit], utf8: bool, size_bytes: Optional[int] = 
         result, count = _replace(current, old, new, edit.replace_all,
                                  max_count=(MAX_HTML_BYTES - size) // growth if growth > 0 else None)
         if count == 0:
-            details: dict = {"edit_index": index}
+            details: dict[str, Any] = {"edit_index": index}
             hint = _closest_utf8(current, edit.old_string) if utf8 else closest_match(current, old)
             if hint is not None:
                 details["closest_match"] = hint
@@ -127,7 +128,7 @@ def _closest_utf8(data: bytes, needle: str) -> Optional[str]:
     return closest_match(data.decode("utf-8", "replace"), needle)
 
 
-def _replace(text, old, new, replace_all: bool, max_count: Optional[int] = None):
+def _replace(text: Any, old: Any, new: Any, replace_all: bool, max_count: Optional[int] = None) -> tuple[Any, int]:
     """(text with the replacement made, number of non-overlapping matches).
 
     The result is None when the edit must fail (no match, several without
@@ -162,7 +163,7 @@ def _replace(text, old, new, replace_all: bool, max_count: Optional[int] = None)
 
 
 def closest_match(text: str, needle: str, budget_seconds: float = HINT_BUDGET_SECONDS,
-                  clock=time.monotonic) -> Optional[str]:
+                  clock: Callable[[], float] = time.monotonic) -> Optional[str]:
     """The passage of `text` most like `needle`, to help an agent correct itself;
     None when nothing close enough is found within the work budget.
 

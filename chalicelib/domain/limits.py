@@ -27,6 +27,10 @@ class Rate(NamedTuple):
 
 # Size of one document's HTML (UTF-8 bytes), every plan.
 HTML_BYTES = MAX_HTML_BYTES
+# The largest file a deployed function answers itself: a Lambda response carries at most
+# 6 MB and a binary answer is base64-encoded (4/3 larger). A larger download or bundle
+# file is redirected (302) to a short-lived presigned S3 URL; the embedded store sends any size.
+INLINE_RESPONSE_BYTES = 4 * 1024 * 1024
 # Search-and-replace edits in one edit request.
 EDITS_PER_REQUEST = MAX_EDITS
 # The free plan's caps (Pro has none).

@@ -14,6 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Optional
 
+from chalicelib.ports.records import Record
 from chalicelib.errors import ValidationFailed
 
 MAX_EXPIRY_DAYS = 366
@@ -37,21 +38,21 @@ def parse_expiry(value: Optional[str], now_ms: int) -> Optional[int]:
     return expires_ms
 
 
-def enabled(doc: dict) -> bool:
+def enabled(doc: Record) -> bool:
     return doc.get("share_enabled", True) is not False
 
 
-def expires_ms(doc: dict) -> Optional[int]:
+def expires_ms(doc: Record) -> Optional[int]:
     value = doc.get("share_expires_ms")
     return int(value) if value is not None else None
 
 
-def expired(doc: dict, now_ms: int) -> bool:
+def expired(doc: Record, now_ms: int) -> bool:
     moment = expires_ms(doc)
     return moment is not None and now_ms >= moment
 
 
-def cache_seconds(doc: dict, now_ms: int, ceiling: int = EDGE_TTL_SECONDS) -> int:
+def cache_seconds(doc: Record, now_ms: int, ceiling: int = EDGE_TTL_SECONDS) -> int:
     """How long a cache may keep a public answer of this link: at most `ceiling`,
     and never beyond the expiry (rounded down: a cached copy dies before the link)."""
     moment = expires_ms(doc)
@@ -60,7 +61,7 @@ def cache_seconds(doc: dict, now_ms: int, ceiling: int = EDGE_TTL_SECONDS) -> in
     return max(0, min(ceiling, (moment - now_ms) // 1000))
 
 
-def withdraws(before: dict, changes: dict, now_ms: int) -> bool:
+def withdraws(before: Record, changes: Record, now_ms: int) -> bool:
     """Does changing `before` by `changes` (document item fields) withdraw access that
     a cache may still be serving? Disabling the link does; so does moving its expiry
     earlier to a moment a copy cached before the change could outlive (cached copies
@@ -72,5 +73,5 @@ def withdraws(before: dict, changes: dict, now_ms: int) -> bool:
     new = changes.get("share_expires_ms")
     if new is not None:
         old = expires_ms(before)
-        return (old is None or new < old) and new - now_ms < EDGE_TTL_SECONDS * 1000
+        return bool((old is None or new < old) and new - now_ms < EDGE_TTL_SECONDS * 1000)
     return False

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import secrets
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from chalicelib.errors import RateLimited
 
@@ -44,6 +44,7 @@ class SlotDecision:
 
     def refuse(self, message: str) -> RateLimited:
         """The 429 for a refused decision, with Retry-After and X-RateLimit-*."""
+        assert self.retry_after is not None, "only a refused decision is refused"
         error = RateLimited(self.retry_after, message)
         error.headers.update(self.headers())
         return error
@@ -117,7 +118,7 @@ def shard_capacity(index: int, shards: int, limit: int) -> int:
 
 
 def claim_sharded(logs: Sequence[ShardLog], now_ms: int, limit: int, window_seconds: int,
-                  choose: Callable[[list], ShardClaim] = secrets.choice) -> tuple[SlotDecision, Optional[ShardClaim]]:
+                  choose: Callable[[list[Any]], ShardClaim] = secrets.choice) -> tuple[SlotDecision, Optional[ShardClaim]]:
     """`decide` on the union of the shards' logs, and (if allowed) a shard with room,
     chosen at random among those with room so concurrent writers spread out."""
     window_ms = window_seconds * 1000

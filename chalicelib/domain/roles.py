@@ -10,7 +10,7 @@ a removal takes effect on the next request of every surface.
 
 `OPERATIONS` names every operation any surface can perform and the least role
 it needs; services check it once (services/access.py `authorize`), and
-tests/test_roles.py proves that every REST route, MCP tool and dashboard form is
+tests/http/test_roles.py proves that every REST route, MCP tool and dashboard form is
 one of these operations.
 """
 from __future__ import annotations
@@ -29,6 +29,7 @@ OPERATIONS: dict[str, str] = {
     "restore_version": "editor",
     "delete_version": "editor",
     "get_document": "viewer",
+    "list_versions": "viewer",
     "download_document": "viewer",
     "create_upload": "editor",  # the first step of a large publish
     "list_documents": "viewer",

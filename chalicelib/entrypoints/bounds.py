@@ -98,7 +98,7 @@ def body_too_large(size_bytes: int, cap_bytes: int) -> errors.DocpubError:
 
 
 def _authenticate(kind: str, headers, lookup: bool) -> None:
-    from chalicelib.services import registry
+    from chalicelib import wiring as registry
     from chalicelib.services.auth import credentials_from_headers
 
     if kind == "mcp":

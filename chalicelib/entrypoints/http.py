@@ -218,7 +218,13 @@ MULTIPART_TYPE = "multipart/form-data"
 
 def download_response(download, extra_headers: Optional[dict] = None) -> Response:
     """A file to save (never shown inline): `Content-Disposition: attachment` with the
-    title's slug, sandboxed and unsniffed in case a browser renders it anyway."""
+    title's slug, sandboxed and unsniffed in case a browser renders it anyway; or, for a
+    file too large for a Lambda response, a 302 to where storage serves it (presigned,
+    short-lived, naming the same file: services/downloads.py)."""
+    if download.url is not None:
+        return Response(body="", status_code=302, headers={
+            "Location": download.url, "Cache-Control": "private, no-store", "Referrer-Policy": "no-referrer",
+            **{k: v for k, v in (extra_headers or {}).items() if k.lower() != "content-type"}})
     headers = {"Content-Type": download.content_type,
                "Content-Disposition": f'attachment; filename="{download.filename}"',
                "X-Content-Type-Options": "nosniff", "Content-Security-Policy": "sandbox",
@@ -338,7 +344,7 @@ def json_response(body: BaseModel | dict, status: int = 200, headers: Optional[d
 HTML_TYPE = "text/html; charset=utf-8"
 # Every HTML page the service itself renders (share-link chrome, unlock form,
 # dashboard, error pages). A shared document's own HTML gets a sandboxing CSP
-# on top (docs/contract.md, Share links); tests/test_security.py checks all HTML answers.
+# on top (docs/contract.md, Share links); tests/http/test_security.py checks all HTML answers.
 HTML_SECURITY_HEADERS = {
     "Content-Security-Policy": ("default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
                                 "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
@@ -392,11 +398,6 @@ def _vary(headers: dict) -> str:
 # feedback), share.py `_error_page`, dashboard.py `error_page`, mcp_tools.py
 # `error_result`. Every surface's catch-all calls `as_error`; nothing else maps.
 
-_THROTTLE_CODES = {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
-                   "SlowDown", "ServiceUnavailable", "InternalServerError", "TransactionConflictException",
-                   "TransactionCanceledException", "RequestTimeout", "InternalError"}
-
-
 def as_error(exc: BaseException, app=None) -> errors.DocpubError:
     """`exc` as the contract's error: a DocpubError as it is; storage trouble as a
     503; anything else a 500 with its own request id (logged with the stack)."""
@@ -418,14 +419,6 @@ def _unexpected(app, exc: BaseException) -> errors.DocpubError:
                                           "still work; try again once space has been freed.")
     if isinstance(exc, StorageUnavailable):
         log.warning("storage busy", extra={**context, "error_code": exc.code})
-        return errors.ServiceUnavailable()
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    if isinstance(exc, ClientError) and exc.response.get("Error", {}).get("Code") in _THROTTLE_CODES:
-        log.warning("storage busy", extra={**context, "error_code": exc.response["Error"]["Code"]})
-        return errors.ServiceUnavailable()
-    if isinstance(exc, (BotoCoreError, ClientError)):
-        log.error("storage error", extra={**context, "error": type(exc).__name__})
         return errors.ServiceUnavailable()
     log.error("unexpected error", extra=context, exc_info=(type(exc), exc, exc.__traceback__))
     return errors.InternalError("An unexpected error occurred; it has been logged.", {"request_id": rid})

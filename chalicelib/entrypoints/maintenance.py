@@ -19,10 +19,10 @@ log = logging.getLogger("docpub.maintenance")
 def handle(event, context) -> dict:
     """Lambda handler for the schedule: one sweep; a failure raises (Lambda counts an
     error, MaintenanceErrorsAlarm fires) and the next scheduled run tries again."""
-    from chalicelib import logs
+    from chalicelib import logs, wiring
     from chalicelib.services.maintenance import sweep_orphans
 
     logs.configure()
-    result = sweep_orphans()
+    result = sweep_orphans(wiring.default_context())
     log.info("sweep-orphans finished", extra={"result": json.dumps(result, sort_keys=True)})
     return result

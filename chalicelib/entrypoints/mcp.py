@@ -16,13 +16,14 @@ from __future__ import annotations
 import dataclasses
 
 import json
+from typing import Any
 
 from chalice import Blueprint, Response
 
 from chalicelib import errors
 from chalicelib.entrypoints.routing import method_not_allowed_view
 from chalicelib.entrypoints.http import JSON_TYPE, error_response, handles_errors
-from chalicelib.services import registry
+from chalicelib import wiring
 from chalicelib.services.auth import credentials_from_headers
 
 bp = Blueprint(__name__)
@@ -72,14 +73,14 @@ def caller(headers, lookup: bool = True):
             if not lookup:
                 return None
             try:
-                return registry.oauth().authenticate(value.strip())
+                return wiring.oauth().authenticate(value.strip())
             except oauth.OAuthError as exc:
                 error = errors.Unauthorized(exc.message, headers=dict(exc.headers))
                 error.code = "invalid_token"
                 raise error from None
         credentials = dataclasses.replace(credentials_from_headers(headers), surface="mcp")
         if lookup:
-            registry.workspaces().authenticate(credentials)
+            wiring.workspaces().authenticate(credentials)
         return credentials
     except errors.DocpubError as exc:
         if exc.status == 401:
@@ -109,7 +110,7 @@ def _response(status: int, headers: dict[str, str], body: bytes) -> Response:
         error_class = _STATUS_ERRORS.get(status, errors.InternalError)
         message = body.decode("utf-8", "replace").strip() or f"The MCP endpoint answered HTTP {status}."
         return error_response(error_class(message, status=status))
-    out = {name.title(): value for name, value in headers.items() if name in _PASS_HEADERS}
+    out: dict[str, Any] = {name.title(): value for name, value in headers.items() if name in _PASS_HEADERS}
     if not body:
         return Response(body="", status_code=status, headers=out)
     out["Content-Type"] = JSON_TYPE if headers.get("content-type", "").startswith("application/json") \

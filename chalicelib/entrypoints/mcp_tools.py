@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import inspect
 import json
 import logging
+import re
 import threading
 from typing import Annotated, Any, Callable, Iterator, Literal, Optional, Union
 
@@ -28,7 +30,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
-from chalicelib import errors
+from chalicelib import errors, operations
 from chalicelib.domain import limits
 from chalicelib.entrypoints.http import as_error, validate, validation_error
 from chalicelib.models import (
@@ -39,7 +41,7 @@ from chalicelib.models import (
     UpdateDocumentRequest, VersionId,
 )
 from chalicelib.mcp_instructions import instructions, limit_words
-from chalicelib.services import registry
+from chalicelib import wiring as registry
 from chalicelib.services.auth import Credentials
 from chalicelib.services.documents import document_exclusions
 from chalicelib.services.access import Actor
@@ -48,7 +50,7 @@ from chalicelib.services.oauth import OAuthService, Principal
 log = logging.getLogger("docpub.mcp")
 
 SERVER_NAME = "docpub"
-_who: contextvars.ContextVar[Credentials] = contextvars.ContextVar("docpub_mcp_credentials")
+_who: contextvars.ContextVar[Union[Credentials, Actor]] = contextvars.ContextVar("docpub_mcp_credentials")
 _principal: contextvars.ContextVar[Optional[Principal]] = contextvars.ContextVar("docpub_mcp_principal",
                                                                                 default=None)
 
@@ -126,16 +128,6 @@ PathDocumentId = Annotated[str, StringConstraints(min_length=1)]
 Cursor = Annotated[str, StringConstraints(max_length=2048)]
 Limit = Annotated[int, Field(ge=1, le=100)]
 DOC_ID = "The document's id (a UUID) as returned by publish_document, list_documents or find_document."
-
-
-def _read_only() -> ToolAnnotations:
-    return ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
-                           open_world_hint=False)
-
-
-def _write(idempotent: bool, destructive: bool = False) -> ToolAnnotations:
-    return ToolAnnotations(read_only_hint=False, destructive_hint=destructive, idempotent_hint=idempotent,
-                           open_world_hint=False)
 
 
 # ------------------------------------------------------------------ the tools
@@ -387,80 +379,73 @@ def _given(**values: Any) -> dict:
     return {k: v for k, v in values.items() if v is not None}
 
 
-# name → (function, title, annotations, description); {placeholders} in a description
-# are filled from the limits table (mcp_instructions.limit_words) when a server is built.
+# Tools with a hand-written, typed function (argument descriptions of their own);
+# any other tool of the registry gets one built from its operation's models.
+HANDWRITTEN: dict[str, Callable] = {fn.__name__: fn for fn in (
+    publish_document, edit_document, get_document, update_document, rotate_share_link, set_passphrase,
+    delete_document, list_documents, find_document, get_workspace_info, list_feedback, resolve_feedback,
+    reply_to_feedback, wait_for_feedback, get_document_stats)}
+
+
+def _annotations(tool: operations.Tool) -> ToolAnnotations:
+    return ToolAnnotations(read_only_hint=tool.read_only, destructive_hint=tool.destructive,
+                           idempotent_hint=tool.read_only or tool.idempotent, open_world_hint=False)
+
+
+PATH_DESCRIPTIONS = {"document_id": DOC_ID, "feedback_id": "The feedback_id from list_feedback."}
+
+
+def generated_tool(op: operations.Operation, tool: operations.Tool) -> Callable:
+    """A tool function for `op` whose arguments are its path parameters and the fields
+    of its query and request models (same names, constraints and descriptions as REST),
+    validated into those models and handed to the operation's `call`."""
+    if op.response is None:
+        raise TypeError(f"{op.name}: a generated tool needs a response model")
+    path_names = re.findall(r"\{([^}]+)\}", op.path)
+    parameters = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[
+        str, StringConstraints(min_length=1), Field(description=PATH_DESCRIPTIONS.get(name, name))])
+        for name in path_names]
+    fields: dict[str, list[str]] = {"query": [], "body": []}
+    for where, model in (("query", op.query), ("body", op.request)):
+        for name, info in (model.model_fields.items() if model is not None else ()):
+            annotation = Annotated[(info.annotation, *info.metadata, Field(description=info.description))]  # type: ignore[name-defined]
+            default = inspect.Parameter.empty if info.is_required() else info.get_default()
+            parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
+                                                default=default))
+            fields[where].append(name)
+
+    async def run(**arguments: Any) -> CallToolResult:
+        def action():
+            query = validate(op.query, _given(**{n: arguments.get(n) for n in fields["query"]})) \
+                if op.query is not None else None
+            body = validate(op.request, _given(**{n: arguments.get(n) for n in fields["body"]})) \
+                if op.request is not None else None
+            return op.call(operations.Call(_credentials(), {n: arguments[n] for n in path_names}, body, query))
+
+        try:
+            answer = action()
+        except Exception as exc:  # noqa: BLE001 - mapped by as_error, like every tool
+            return error_result(as_error(exc))
+        if isinstance(answer, operations.Reply):
+            if answer.body is None:
+                raise TypeError(f"{op.name} answered no body")
+            return ok_result(answer.body, answer.exclude)
+        return ok_result(answer)
+
+    run.__name__ = tool.name
+    run.__doc__ = tool.description
+    run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        parameters, return_annotation=Annotated[CallToolResult, op.response])
+    return run
+
+
+# name → (function, title, annotations, description), in the registry's order;
+# {placeholders} in a description are filled from the limits table
+# (mcp_instructions.limit_words) when a server is built.
 TOOLS: dict[str, tuple[Callable, str, ToolAnnotations, str]] = {
-    "publish_document": (publish_document, "Publish a document", _write(idempotent=False), (
-        "Publish HTML as a new document and get its shareable link (share_url), or, with document_id, "
-        "publish it as the next version of an existing document (same link; title and description are "
-        "replaced). Use this to create a document or to replace all of its HTML; to change part of an "
-        "existing document prefer edit_document. Writing prose, notes or a report? Send Markdown with "
-        "format=\"markdown\" (rendered into a typeset page; edits then apply to the Markdown). Images or "
-        "stylesheets the page references by relative path go in `files`. Limits: HTML at most {html_size}, else "
-        "document_too_large; a free workspace holds at most {free_documents} (one more is "
-        "plan_limit_reached; new versions of existing documents still work); publish and edit share a "
-        "write rate limit of {write_rate} (rate_limited, with retry_after_seconds).")),
-    "edit_document": (edit_document, "Edit a document", _write(idempotent=False), (
-        "Change an existing document with exact search-and-replace edits on its latest HTML, creating "
-        "one new version (the share_url is unchanged). Matching is literal and case-sensitive (no regex, "
-        "whitespace counts): copy old_string exactly from get_document(include_html=true). Each "
-        "old_string must match exactly once unless replace_all is true (edit_ambiguous: add surrounding "
-        "text); a missing one is edit_not_found. The batch is atomic: if any edit fails, nothing is "
-        "stored. Limits: {edits}, resulting HTML at most {html_size_short}, {write_rate}.")),
-    "get_document": (get_document, "Read a document", _read_only(), (
-        "Read one document: title, description, share_url, versions (oldest first), open feedback "
-        "count, and with include_html=true the HTML of the latest version (or of version_id). Use it "
-        "before edit_document to see the exact text to replace; for a Markdown document ask "
-        "include_source=true, since edits match its Markdown source.")),
-    "update_document": (update_document, "Rename or redescribe a document", _write(idempotent=True), (
-        "Change a document's title, description and share-link settings without creating a version "
-        "(the HTML is not touched): share_enabled=false withdraws the link (404) until set true again; "
-        "share_expires_at makes it stop working at that moment (410), null or \"never\" removes the "
-        "expiry. Give at least one field. Returns the document as get_document does.")),
-    "rotate_share_link": (rotate_share_link, "Replace the share link", _write(idempotent=False), (
-        "Give a document a new share_url, e.g. when the old link leaked: the old link answers 404 at "
-        "once (and is dropped from the CDN); versions, feedback and settings stay. Returns the new "
-        "share_url; share it with the people who should still have access.")),
-    "set_passphrase": (set_passphrase, "Protect a share link", _write(idempotent=True), (
-        "Pro: protect a document's share link with a passphrase (viewers must enter it), or with "
-        "passphrase=null make it public again. Weak passphrases are refused with the reason "
-        "(validation_error). Returns the document as get_document does (passphrase_protected).")),
-    "delete_document": (delete_document, "Delete a document", _write(idempotent=True, destructive=True), (
-        "Permanently delete a document: all its versions, its feedback and its share link (which then "
-        "answers 404). Cannot be undone. Frees a slot of the free plan's {free_documents}.")),
-    "list_documents": (list_documents, "List documents", _read_only(), (
-        "List the workspace's documents, most recently updated first, a page at a time (limit 1 to "
-        "100, default 20); pass next_cursor back as cursor for the next page. To look for a document "
-        "by name use find_document.")),
-    "find_document": (find_document, "Find documents", _read_only(), (
-        "Find documents whose title or description contains the query (case-insensitive); exact and "
-        "prefix title matches come first. Use it to get the document_id of a document you know by name.")),
-    "get_workspace_info": (get_workspace_info, "Workspace and plan", _read_only(), (
-        "The workspace this API key belongs to: plan (free or pro), document_count and entitlements "
-        "(max_documents, max_html_bytes, write_rate_limit, Pro features). Use it to check limits "
-        "before publishing.")),
-    "list_feedback": (list_feedback, "List viewer feedback", _read_only(), (
-        "List feedback viewers left on shared documents, newest first: open by default, or resolved / "
-        "all; optionally for one document_id. Each item has the message, the quoted passage (if any) "
-        "and the version it was written on. Page with next_cursor.")),
-    "resolve_feedback": (resolve_feedback, "Resolve feedback", _write(idempotent=True), (
-        "Mark a feedback item resolved (or reopen it with resolved=false), e.g. after fixing the "
-        "document with edit_document. Returns the updated feedback item.")),
-    "reply_to_feedback": (reply_to_feedback, "Reply to feedback", _write(idempotent=False), (
-        "Answer a viewer's feedback thread; the reply shows in the thread on the share page (and the "
-        "viewer can answer back). Replying does not resolve the thread: call resolve_feedback for that. "
-        "Returns the Reply.")),
-    "wait_for_feedback": (wait_for_feedback, "Wait for feedback", _read_only(), (
-        "Wait (up to timeout_seconds, at most 25) until a viewer leaves feedback or replies to a thread, "
-        "optionally on one document_id, and return those threads (with anchor: the exact passage commented "
-        "on, and replies). Returns at once if there is already something newer than `since`; an empty "
-        "list when the time ran out. Always pass the returned `since` to the next call so nothing is "
-        "missed or seen twice. Typical loop: publish, wait_for_feedback, edit_document, "
-        "reply_to_feedback, wait again.")),
-    "get_document_stats": (get_document_stats, "View statistics", _read_only(), (
-        "How often a document's share link was viewed (never by whom): views_total (all time), views "
-        "per UTC day over the last `days` days (1 to 90, default 30; oldest first, zeros included) and "
-        "all-time views per version. Bots and prefetches are not counted.")),
+    tool.name: (HANDWRITTEN.get(tool.name) or generated_tool(op, tool), tool.title, _annotations(tool),
+                tool.description)
+    for op, tool in operations.tools()
 }
 
 
@@ -474,7 +459,7 @@ class DocpubMCP(MCPServer):
             return error_result(errors.NotFound(f"There is no tool named {name!r}; the tools are "
                                                 + ", ".join(TOOLS) + "."), hint=False)
         try:
-            OAuthService.require_scope(_principal.get(), name)
+            OAuthService.require_scope(_principal.get(), name, operations.TOOL_SCOPES.get(name))
         except errors.DocpubError as exc:
             return error_result(exc)
         if arguments.get("share_expires_at", NEVER) is None:
@@ -503,8 +488,8 @@ def build_server() -> DocpubMCP:
     server = DocpubMCP(name=SERVER_NAME, title="Docpub", instructions=instructions(), version="1",
                        log_level="WARNING")
     descriptions = tool_descriptions()
-    for name, (fn, title, annotations, _description) in TOOLS.items():
-        server.add_tool(fn, name=name, title=title, description=descriptions[name], annotations=annotations)
+    for name, (fn, title, tool_annotations, _description) in TOOLS.items():
+        server.add_tool(fn, name=name, title=title, description=descriptions[name], annotations=tool_annotations)
     return server
 
 

@@ -19,7 +19,7 @@ from chalice import Blueprint, Response
 
 from chalicelib import config
 from chalicelib.entrypoints.http import JSON_TYPE, as_error, client_ip, form_fields, html_response
-from chalicelib.services import registry
+from chalicelib import wiring
 
 log = logging.getLogger("docpub.oauth")
 
@@ -91,14 +91,14 @@ def register():
     from chalicelib.services.oauth import OAuthError
 
     request = bp.current_request
-    registry.oauth().limit("register", client_ip(request))
+    wiring.oauth().limit("register", client_ip(request))
     if len(request.raw_body or b"") > MAX_REGISTRATION_BYTES:
         raise OAuthError("invalid_client_metadata", f"Client metadata is limited to {MAX_REGISTRATION_BYTES} bytes.")
     try:
         metadata = json.loads(request.raw_body or b"")
     except ValueError:
         raise OAuthError("invalid_client_metadata", "The body is not valid JSON.") from None
-    return _json(registry.oauth().register(metadata), 201)
+    return _json(wiring.oauth().register(metadata), 201)
 
 
 @bp.route("/oauth/authorize", methods=["GET"])
@@ -110,8 +110,8 @@ def authorize():
     query = request.query_params or {}
     params = {name: query.get(name) for name in query}
     try:
-        registry.oauth().limit("authorize", client_ip(request))
-        registry.oauth().check_authorization(params, client_ip(request))
+        wiring.oauth().limit("authorize", client_ip(request))
+        wiring.oauth().check_authorization(params, client_ip(request))
     except RedirectError as exc:
         return redirect_error_page(exc)
     except (NotRedirectable, OAuthError) as exc:
@@ -157,14 +157,14 @@ def _form(request) -> dict:
 @oauth_errors
 def token():
     request = bp.current_request
-    registry.oauth().limit("token", client_ip(request))
-    return _json(registry.oauth().token(_form(request)))
+    wiring.oauth().limit("token", client_ip(request))
+    return _json(wiring.oauth().token(_form(request)))
 
 
 @bp.route("/oauth/revoke", methods=["POST"], content_types=["*/*"])
 @oauth_errors
 def revoke():
     request = bp.current_request
-    registry.oauth().limit("token", client_ip(request))
-    registry.oauth().revoke(_form(request))
+    wiring.oauth().limit("token", client_ip(request))
+    wiring.oauth().revoke(_form(request))
     return _json({})

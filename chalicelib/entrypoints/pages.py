@@ -99,7 +99,7 @@ PATH_VARIABLES = {"document_id": ("DOC", "a `document_id`, from a publish answer
 def sections(found: list[dict]) -> list[dict]:
     by_id = {op["id"]: op for op in found}
     placed: set[str] = set()
-    out = [{"name": name, "intro": intro, "anchor": "section-" + re.sub(r"[^a-z]+", "-", name.lower()),
+    out: list[dict[str, Any]] = [{"name": name, "intro": intro, "anchor": "section-" + re.sub(r"[^a-z]+", "-", name.lower()),
             "operations": [by_id[i] for i in ids if i in by_id]} for name, intro, ids in SECTIONS]
     for section in out:
         placed.update(op["id"] for op in section["operations"])
@@ -127,7 +127,7 @@ def curl_example(method: str, path: str, op: dict, auth: bool, components: dict)
         parts.append('-H "X-Api-Key: $KEY"')
     for p in op.get("parameters", []):
         if p.get("in") == "header" and p.get("required"):
-            parts.append(f"-H '{p['name']}: {_sample(p.get('schema') or {}, p['name'])}'")
+            parts.append(f"-H '{p['name']}: {_sample(p.get('schema') or {}, p['name'], components)}'")
     content = (op.get("requestBody") or {}).get("content") or {}
     if "application/json" in content:
         body = content["application/json"]

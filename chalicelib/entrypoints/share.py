@@ -37,7 +37,7 @@ from chalicelib.entrypoints.http import (
     client_ip as http_client_ip, parse_cookies, refuse_cross_site,
 )
 from chalicelib.models import FeedbackSubmission, RequestModel, ViewerReplyRequest
-from chalicelib.services import registry
+from chalicelib import wiring as registry
 from chalicelib.services.sharing import (
     MEMBER_COOKIE, UNLOCK_COOKIE, Locked, MembersOnly, SharePage, ViewerCookies, WrongPassphrase, share_path,
 )

@@ -24,7 +24,7 @@ LAMBDA_BUDGET_SECONDS = 40
 def run_worker(stop=None, interval: float = WORKER_INTERVAL_SECONDS) -> None:
     """Until `stop` (a threading.Event) is set: run a round, then wait `interval` when idle.
     Errors are logged and the next round tries again (the outbox keeps everything)."""
-    from chalicelib.services import registry
+    from chalicelib import wiring as registry
 
     last_purge = 0.0
     while stop is None or not stop.is_set():
@@ -51,7 +51,7 @@ def handle(event, context) -> dict:
     """Lambda handler for the SQS nudges and the one-minute schedule: rounds until no work
     is left or the time budget is spent. A failure raises (SQS retries the message, then
     moves it to the dead-letter queue)."""
-    from chalicelib.services import registry
+    from chalicelib import wiring as registry
 
     began = time.monotonic()
     service = registry.webhooks()

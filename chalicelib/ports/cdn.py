@@ -3,6 +3,7 @@ remembering the requests it did not accept (services/cdn.py)."""
 from __future__ import annotations
 
 from typing import Protocol
+from chalicelib.ports.records import Record
 
 
 class CdnInvalidator(Protocol):
@@ -14,12 +15,21 @@ class CdnInvalidator(Protocol):
         allowed). Raises on any failure; the caller records it for a retry."""
 
 
+class NoCdn:
+    """Nothing caches share answers (local runs, tests): nothing to invalidate."""
+
+    enabled = False
+
+    def invalidate(self, paths: list[str]) -> None:
+        return None
+
+
 class PendingInvalidationRepository(Protocol):
     def add(self, path: str, reason: str, now_ms: int, error: str) -> None:
         """Record (or, if already pending, count one more failed attempt at) `path`;
         the first `created_ms` is kept."""
 
-    def list(self, limit: int) -> list[dict]:
+    def list(self, limit: int) -> list[Record]:
         """Pending paths, oldest first: {path, reason, created_ms, attempts,
         last_attempt_ms, last_error}."""
 

@@ -16,51 +16,52 @@ Atomic rules the adapters guarantee:
 from __future__ import annotations
 
 from typing import Optional, Protocol
+from chalicelib.ports.records import Record
 
 
 class OAuthRepository(Protocol):
     # clients (dynamic registration, and cached client ID metadata documents)
-    def put_client(self, client: dict) -> None:
+    def put_client(self, client: Record) -> None:
         """Store or replace a client (`client_id`, `expires_ms` or None, metadata)."""
 
-    def get_client(self, client_id: str) -> Optional[dict]: ...
+    def get_client(self, client_id: str) -> Optional[Record]: ...
 
     def keep_client(self, client_id: str) -> None:
         """A grant was completed: the client no longer expires."""
 
     # authorization codes
-    def put_code(self, code: dict) -> None:
+    def put_code(self, code: Record) -> None:
         """`code_hash`, client_id, redirect_uri, code_challenge, resource, scopes,
         workspace_id, user, expires_ms."""
 
-    def consume_code(self, code_hash: str, now_ms: int) -> tuple[Optional[dict], bool]:
+    def consume_code(self, code_hash: str, now_ms: int) -> tuple[Optional[Record], bool]:
         """(the code record, True) if this call consumed it; (record, False) if it was
         already used (record includes `grant_id` when a grant was made from it);
         (None, False) when unknown."""
 
     # grants and tokens
-    def create_grant(self, grant: dict, access: dict, refresh: dict, code_hash: Optional[str]) -> None:
+    def create_grant(self, grant: Record, access: Record, refresh: Record, code_hash: Optional[str]) -> None:
         """Store a grant with its first access and refresh tokens; link the code to it."""
 
-    def get_grant(self, grant_id: str) -> Optional[dict]: ...
+    def get_grant(self, grant_id: str) -> Optional[Record]: ...
 
-    def list_grants(self, workspace_id: str) -> list[dict]:
+    def list_grants(self, workspace_id: str) -> list[Record]:
         """The workspace's grants, newest first (revoked ones included)."""
 
-    def revoke_grant(self, grant_id: str, now_ms: int) -> Optional[dict]:
+    def revoke_grant(self, grant_id: str, now_ms: int) -> Optional[Record]:
         """Mark the grant revoked (idempotent); its tokens stop working at once."""
 
     def touch_grant(self, grant_id: str, now_ms: int) -> None:
         """Record the grant's last use."""
 
-    def get_access(self, token_hash: str) -> tuple[Optional[dict], Optional[dict]]:
+    def get_access(self, token_hash: str) -> tuple[Optional[Record], Optional[Record]]:
         """(access token record, its grant) in one round trip; None where missing."""
 
     def delete_access(self, token_hash: str) -> None: ...
 
-    def get_refresh(self, token_hash: str) -> Optional[dict]: ...
+    def get_refresh(self, token_hash: str) -> Optional[Record]: ...
 
-    def rotate_refresh(self, old_hash: str, now_ms: int, access: dict, refresh: dict) -> bool:
+    def rotate_refresh(self, old_hash: str, now_ms: int, access: Record, refresh: Record) -> bool:
         """Mark the old refresh token used and store the new pair, atomically, only if
         the old one was unused and its grant not revoked. False: it was used already
         (or the grant is revoked) and nothing was stored."""

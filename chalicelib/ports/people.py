@@ -13,7 +13,7 @@ Atomic rules the adapters guarantee:
 """
 from __future__ import annotations
 
-from typing import Optional, Protocol
+from typing import Any, Optional, Protocol
 
 ROLES = ("owner", "editor", "viewer")
 
@@ -40,26 +40,26 @@ class PeopleRepository(Protocol):
     def list_memberships(self, email: str) -> list[dict]:
         """Every workspace the person belongs to (member records), oldest first."""
 
-    def add_member(self, member: dict) -> None:
+    def add_member(self, member: dict[str, Any]) -> None:
         """MemberExists if already a member."""
 
-    def set_role(self, workspace_id: str, email: str, role: str) -> dict:
+    def set_role(self, workspace_id: str, email: str, role: str) -> dict[str, Any]:
         """The member as stored; NotMember, LastOwner."""
 
-    def remove_member(self, workspace_id: str, email: str) -> dict:
+    def remove_member(self, workspace_id: str, email: str) -> dict[str, Any]:
         """Remove the member and end their sessions in that workspace; the removed
         record. NotMember, LastOwner."""
 
     # one-time tokens: {token_hash, kind, email, workspace_id?, role?, created_ms,
     # expires_ms, used_ms?, password_changed_ms?, invited_by?}
-    def put_token(self, token: dict) -> None: ...
+    def put_token(self, token: dict[str, Any]) -> None: ...
 
     def get_token(self, token_hash: str) -> Optional[dict]: ...
 
     def use_token(self, token_hash: str, now_ms: int) -> Optional[dict]:
         """Mark an unused, unexpired token used; the record if this call did, else None."""
 
-    def accept_invite(self, token_hash: str, member: dict, now_ms: int) -> Optional[dict]:
+    def accept_invite(self, token_hash: str, member: dict[str, Any], now_ms: int) -> Optional[dict]:
         """Use the invitation and add `member`, atomically; the invitation if this call
         used it (None: unknown, used or expired; nothing changed). MemberExists: the
         person joined meanwhile (the invitation is left unused)."""
@@ -72,7 +72,7 @@ class PeopleRepository(Protocol):
 
     # activity: {workspace_id, activity_id, created_ms, actor_kind, actor, surface,
     # action, target, detail(dict), expires_at}
-    def add_activity(self, entry: dict) -> None: ...
+    def add_activity(self, entry: dict[str, Any]) -> None: ...
 
     def activity_page(self, workspace_id: str, since_ms: int, limit: int, cursor: Optional[str]
                       ) -> tuple[list[dict], Optional[str]]:

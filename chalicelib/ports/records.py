@@ -1,13 +1,107 @@
-"""The records and exceptions the services exchange with storage.
+"""The records the services exchange with storage.
 
-Adapters (DynamoDB + S3, SQLite + files) raise these; services catch these and
-never a driver's own error. Records are plain data: how an adapter stores them is
-its own business.
+Records are frozen dataclasses in storage language: what a thing is, never how an
+adapter keeps it (no key scheme, index or engine word; tests/unit/test_layers.py
+checks). An adapter builds them from its rows or items and takes them apart again;
+a service makes a changed copy with `dataclasses.replace`. Times are epoch
+milliseconds (`*_ms`) or seconds (`expires_at`). The storage errors both adapters
+raise are in chalicelib/ports/errors.py.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+import dataclasses
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Optional, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+# The storage errors live in chalicelib/ports/errors.py; re-exported here for older imports.
+from chalicelib.ports.errors import (  # noqa: F401
+    BadCursor, BlobNotFound, Conflict, DocumentCapReached, FeedbackGone, GuardFailed, InvalidCursor, KeyCapReached,
+    NotFound, OutcomeUnknown, QuotaExceeded, StaleDocument, StorageError, StorageUnavailable, Unavailable, UserExists,
+    QuotaReached, ReplyCapReached, StorageFull, WebhookCapReached, WriteRefused, definitely_not_applied,
+)
+
+
+__all__ = [
+    "Record", "Feedback", "Reply", "Event", "FeedbackStatus", "Author", "from_fields", "fields_of", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota", "QuotaReached", "StorageFull",
+    "BadCursor", "BlobNotFound", "Conflict", "DocumentCapReached", "FeedbackGone", "GuardFailed", "InvalidCursor",
+    "KeyCapReached", "NotFound", "OutcomeUnknown", "QuotaExceeded", "StaleDocument", "StorageError",
+    "StorageUnavailable", "Unavailable", "UserExists", "WriteRefused", "definitely_not_applied",
+    "ReplyCapReached", "WebhookCapReached",
+]
+
+# A stored record as the adapters hand it over (field names in docs/architecture.md), for
+# the aggregates not typed yet (workspaces, keys, documents, versions, share links, OAuth).
+Record = dict[str, Any]
+
+R = TypeVar("R", bound="DataclassInstance")
+
+
+def from_fields(cls: type[R], values: Mapping[str, Any]) -> R:
+    """The record `cls` from a row or item: its fields are taken by name, anything else
+    (an adapter's own columns and keys) is left behind; a missing required field is a
+    TypeError, so a record is never half-built."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in values.items() if k in names})
+
+
+def fields_of(record: DataclassInstance) -> dict[str, Any]:
+    """A record's fields by name (a shallow copy: nested JSON stays as it is)."""
+    return {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+
+
+# ------------------------------------------------------------------ feedback and the event log
+
+FeedbackStatus = Literal["open", "resolved"]
+Author = Literal["owner", "viewer"]
+
+@dataclass(frozen=True)
+class Feedback:
+    """A viewer's comment on one version of a document (a thread, with its replies)."""
+    feedback_id: str
+    document_id: str
+    workspace_id: str
+    version_id: str
+    message: str
+    created_ms: int
+    version_number: Optional[int] = None  # the version the viewer was shown
+    name: Optional[str] = None
+    quote: Optional[str] = None
+    anchor: Optional[Mapping[str, Any]] = None  # TextQuoteSelector {quote, prefix?, suffix?}
+    status: FeedbackStatus = "open"
+    resolved_ms: Optional[int] = None
+    reply_count: int = 0
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An answer in a feedback thread, by the document's people or a viewer."""
+    reply_id: str
+    feedback_id: str
+    document_id: str
+    workspace_id: str
+    message: str
+    author: Author
+    created_ms: int
+    name: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Event:
+    """What a change reports, appended in the change's own atomic step: read by waiting
+    feedback lists (`wakes`) and turned into webhook deliveries. `payload` is the
+    webhook's `data`."""
+    event_id: str
+    workspace_id: str
+    type: str
+    created_ms: int
+    document_id: Optional[str] = None
+    feedback_id: Optional[str] = None
+    reply_id: Optional[str] = None
+    wakes: bool = False
+    payload: Mapping[str, Any] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------ records
@@ -60,8 +154,8 @@ class Quota:
       and dashboard session of the workspace together, revoked keys included)."""
     workspace_id: str
     add_bytes: int
-    max_storage_bytes: dict  # plan -> Optional[int]
-    version_room_plans: tuple
+    max_storage_bytes: dict[str, Optional[int]]  # plan -> Optional[int]
+    version_room_plans: tuple[str, ...]
     window_scope: str
     window_limit: int
     expires_at: int  # epoch seconds, for the window counter's cleanup
@@ -75,113 +169,3 @@ class Quota:
         if limit is not None and storage_bytes + self.add_bytes > limit:
             return "storage"
         return None
-
-
-# ------------------------------------------------------------------ refusals (nothing was written)
-
-class StaleDocument(Exception):
-    """The document changed (or vanished, or is being deleted) since it was read."""
-
-    def __init__(self, current: Optional[dict] = None):
-        super().__init__("document changed")
-        self.current = current
-
-
-class DocumentCapReached(Exception):
-    """The workspace holds its plan's maximum of documents."""
-
-    def __init__(self, workspace: Optional[dict]):
-        super().__init__("document cap reached")
-        self.workspace = workspace
-
-
-class KeyCapReached(Exception):
-    """The workspace holds its plan's maximum of active API keys."""
-
-    def __init__(self, workspace: Optional[dict]):
-        super().__init__("key cap reached")
-        self.workspace = workspace
-
-
-class QuotaReached(Exception):
-    """A Quota refused the write: `which` is "storage", "versions" or "workspace-rate";
-    `current` the count at that moment (bytes, or writes in the window); `plan` the
-    workspace's plan when known."""
-
-    def __init__(self, which: str, current: int = 0, plan: Optional[str] = None):
-        super().__init__(which)
-        self.which = which
-        self.current = current
-        self.plan = plan
-
-
-class GuardFailed(Exception):
-    """The rate slot ("rate") or the idempotency record ("idem") could not be claimed."""
-
-    def __init__(self, which: str):
-        super().__init__(which)
-        self.which = which
-
-
-class ReplyCapReached(Exception):
-    """The thread holds its maximum of replies."""
-
-    def __init__(self, current: int):
-        super().__init__("reply cap reached")
-        self.current = current
-
-
-class WebhookCapReached(Exception):
-    """The workspace holds its maximum of webhooks."""
-
-    def __init__(self, current: int):
-        super().__init__("webhook cap reached")
-        self.current = current
-
-
-class FeedbackGone(Exception):
-    """The feedback (or its document) no longer exists, or is not in that state."""
-
-
-class UserExists(Exception):
-    """An account with this email already exists."""
-
-
-class BadCursor(ValueError):
-    """A listing cursor that this listing never returned (malformed, or another listing's)."""
-
-
-# ------------------------------------------------------------------ storage trouble (503)
-
-class StorageUnavailable(Exception):
-    """Storage is busy or unreachable; the client should retry (503). `code` names
-    the cause for logs (never anything secret)."""
-
-    def __init__(self, code: str = "unavailable"):
-        super().__init__(code)
-        self.code = code
-
-
-class WriteRefused(StorageUnavailable):
-    """A write failed and is known not to have been applied."""
-
-
-class StorageFull(WriteRefused):
-    """The store's disk is full (embedded store): the write was not applied (507)."""
-
-
-class OutcomeUnknown(StorageUnavailable):
-    """A write failed without saying whether it committed (a timeout can hide a
-    commit): anything it refers to must be kept."""
-
-
-class BlobNotFound(StorageUnavailable):
-    """No blob under that key. For a committed version this is storage trouble (503)
-    unless the caller knows better (a share link's content: 404)."""
-
-
-def definitely_not_applied(exc: BaseException) -> bool:
-    """Whether a failed write is known not to have been applied."""
-    return isinstance(exc, (WriteRefused, StaleDocument, DocumentCapReached, KeyCapReached,
-                            GuardFailed, QuotaReached, FeedbackGone, UserExists, ReplyCapReached,
-                            WebhookCapReached))

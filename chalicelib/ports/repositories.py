@@ -10,117 +10,120 @@ multi-record change is one atomic step: it applies whole or not at all.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Iterable, Optional, Protocol
+from typing import Any, Iterator, Iterable, Optional, Protocol
 
 from chalicelib.ports.oauth import OAuthRepository
-from chalicelib.ports.records import IdempotencyRecord, Quota, RateClaim, RateSlot
+from chalicelib.ports.records import Event, Feedback, IdempotencyRecord, Quota, RateClaim, RateSlot, Record, Reply
 from chalicelib.ports.views import ViewCounterRepository
+from chalicelib.ports.webhooks import WebhookRepository
 
 
 class WorkspaceRepository(Protocol):
-    def get(self, workspace_id: str) -> Optional[dict]:
+    def get(self, workspace_id: str) -> Optional[Record]:
         """The workspace with its `document_count` and `key_count`, or None."""
 
-    def create(self, workspace: dict) -> None:
+    def create(self, workspace: Record) -> None:
         """Store a new workspace (counts start at 0)."""
 
-    def set_plan(self, workspace_id: str, plan: str) -> dict:
+    def set_plan(self, workspace_id: str, plan: str) -> Record:
         """Change the plan; returns the workspace as stored."""
 
-    def set_fields(self, workspace_id: str, fields: dict) -> dict:
+    def set_fields(self, workspace_id: str, fields: Record) -> Record:
         """Set fields (None removes one); returns the workspace as stored."""
 
 
 class ApiKeyRepository(Protocol):
-    def get(self, key_id: str) -> Optional[dict]:
+    def get(self, key_id: str) -> Optional[Record]:
         """The key record (hash, workspace_id, revoked_at, last_used_at, `writes`: every
         accepted write time still kept), or None. Its write log is either one log
         (`writes` + `writes_seq`: RateSlot shard 0) or shards (`write_logs`: a list of
         {"shard", "seq", "log"}, every shard the adapter has, also empty ones)."""
 
-    def create(self, record: dict, max_keys: Optional[int]) -> None:
+    def create(self, record: Record, max_keys: Optional[int]) -> None:
         """Store a key and count it in the workspace's `key_count`, atomically;
         KeyCapReached if `max_keys` active keys exist already."""
 
-    def revoke(self, key_id: str, now_ms: int) -> Optional[dict]:
+    def revoke(self, key_id: str, now_ms: int) -> Optional[Record]:
         """Mark revoked and free its place in the count (once); the record, or None if unknown."""
 
-    def list_for_workspace(self, workspace_id: str) -> list[dict]:
+    def list_for_workspace(self, workspace_id: str) -> list[Record]:
         """Every key of a workspace (revoked too), newest first."""
 
 
 class DocumentRepository(Protocol):
     """Documents, their versions, share links and idempotency records."""
 
-    def get(self, document_id: str) -> Optional[dict]:
+    def get(self, document_id: str) -> Optional[Record]:
         """The document record (a `deleting` one too), or None."""
 
     def get_with_key(self, key_id: str, document_id: Optional[str] = None,
                      idempotency_digest: Optional[str] = None
-                     ) -> tuple[Optional[dict], Optional[dict], Optional[dict]]:
+                     ) -> tuple[Optional[Record], Optional[Record], Optional[Record]]:
         """(key record, document, idempotency record) in one read."""
 
-    def get_many(self, document_ids: Iterable[str]) -> dict[str, dict]:
+    def get_many(self, document_ids: Iterable[str]) -> dict[str, Record]:
         """The document records (`deleting` ones too) among `document_ids`, by id, in
         one read (at most 100 ids: the dashboard asks for one page's documents)."""
 
-    def get_with_versions(self, document_id: str) -> tuple[Optional[dict], list[dict]]:
+    def get_with_versions(self, document_id: str) -> tuple[Optional[Record], list[Record]]:
         """The document and its versions, oldest first."""
 
-    def get_version(self, document_id: str, number: int) -> Optional[dict]: ...
+    def get_version(self, document_id: str, number: int) -> Optional[Record]: ...
 
-    def get_share(self, share_id: str) -> Optional[dict]:
+    def get_share(self, share_id: str) -> Optional[Record]:
         """{share_id, document_id, workspace_id} of a live share link, or None."""
 
     def get_for_share(self, share_id: str, version_number: Optional[int] = None, consistent: bool = True
-                      ) -> tuple[Optional[dict], Optional[dict], Optional[dict], Optional[dict]]:
+                      ) -> tuple[Optional[Record], Optional[Record], Optional[Record], Optional[Record]]:
         """(share link, document, workspace, version N or None). `consistent=False`
         allows a read that may lag a just-committed write by a moment (cheaper)."""
 
-    def list_page(self, workspace_id: str, limit: int, cursor: Optional[str]) -> tuple[list[dict], Optional[str]]:
+    def list_page(self, workspace_id: str, limit: int, cursor: Optional[str]) -> tuple[list[Record], Optional[str]]:
         """Live documents, most recently updated first, as listing records: at least the
         attributes of LISTING below (DynamoDB reads them from an index that carries no
         more); `get` the document for anything else. The cursor is opaque and bound to
         the workspace (BadCursor otherwise). None: no more pages."""
 
-    def list_all(self, workspace_id: str) -> list[dict]:
+    def list_all(self, workspace_id: str) -> list[Record]:
         """Every live document, most recently updated first, as listing records (list_page)."""
 
-    def get_idempotency(self, key_id: str, key_digest: str) -> Optional[dict]:
+    def get_idempotency(self, key_id: str, key_digest: str) -> Optional[Record]:
         """{request_hash, response, expires_at} or None."""
 
-    def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
+    def create(self, doc: Record, version: Record, max_documents: int, uncapped_plans: Iterable[str],
                slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
-               activity: Optional[dict] = None) -> None:
-        """Document + version 1 + share link + guards (+ the activity log's entry), atomically, counted in the
+               activity: Optional[Record] = None, event: Optional[Event] = None) -> None:
+        """Document + version 1 + share link + guards (+ the activity log's entry and the webhook
+        outbox's `event`), atomically, counted in the
         workspace's `document_count` (DocumentCapReached at `max_documents` unless the
         plan, as stored at commit, is uncapped). GuardFailed("rate"|"idem"); QuotaReached."""
 
-    def append_version(self, doc: dict, version: dict, changes: dict,
+    def append_version(self, doc: Record, version: Record, changes: Record,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
-                       quota: Optional[Quota] = None, activity: Optional[dict] = None) -> None:
+                       quota: Optional[Quota] = None, activity: Optional[Record] = None,
+                       event: Optional[Event] = None) -> None:
         """Version N+1 only if the document still has `doc["version_count"]` = N versions
         and is not being deleted (StaleDocument otherwise), with `changes` to its fields
         and the guards (and the quota: QuotaReached), atomically."""
 
-    def delete_version(self, doc: dict, version: dict) -> None:
+    def delete_version(self, doc: Record, version: Record) -> None:
         """Remove one version that is not the latest, atomically with the document's
         `versions_deleted` (+1) and the workspace's usage (its bytes and one version
         less). StaleDocument if the document is gone, being deleted, or the version is
         its latest or no longer there."""
 
-    def update_fields(self, doc: dict, fields: dict, activity: Optional[dict] = None) -> dict:
+    def update_fields(self, doc: Record, fields: Record, activity: Optional[Record] = None) -> Record:
         """Change metadata (no version); StaleDocument if gone or being deleted."""
 
-    def set_passphrase(self, doc: dict, passphrase_hash: Optional[str]) -> dict:
+    def set_passphrase(self, doc: Record, passphrase_hash: Optional[str]) -> Record:
         """Store (None: remove) the passphrase hash and bump `passphrase_epoch`."""
 
-    def rotate_share(self, doc: dict, new_share_id: str) -> None:
+    def rotate_share(self, doc: Record, new_share_id: str) -> None:
         """Atomically: the document's `share_id` becomes `new_share_id`, a share link for it
         exists and the old one is gone. StaleDocument if the document's share id is no
         longer `doc["share_id"]`, or it is gone or being deleted."""
 
-    def begin_delete(self, doc: dict, activity: Optional[dict] = None) -> None:
+    def begin_delete(self, doc: Record, activity: Optional[Record] = None, event: Optional[Event] = None) -> None:
         """Mark `deleting` (hidden from lists and share links), drop the share link and
         free the place in `document_count`, atomically; StaleDocument if already marked."""
 
@@ -130,38 +133,36 @@ class DocumentRepository(Protocol):
 
 
 class FeedbackRepository(Protocol):
-    """Feedback, its replies, and the event log: every change that reports an event
-    (`event`: {event_id, workspace_id, document_id, type, feedback_id?, reply_id?,
-    wakes, payload, created_ms}) appends it in the same atomic step, so a waiting
-    list and the webhook outbox never miss one."""
+    """Feedback, its replies, and the event log: every change that reports an `Event`
+    appends it in the same atomic step, so a waiting list and the webhook outbox never
+    miss one."""
 
-    def get(self, feedback_id: str) -> Optional[dict]: ...
+    def get(self, feedback_id: str) -> Optional[Feedback]: ...
 
-    def get_many(self, feedback_ids: list[str]) -> list[dict]:
-        """The feedback records that exist among `feedback_ids` (any order)."""
+    def get_many(self, feedback_ids: list[str]) -> list[Feedback]:
+        """The feedback that exists among `feedback_ids` (any order)."""
 
-    def create(self, feedback: dict, rate: Optional[RateClaim], event: Optional[dict] = None) -> None:
-        """Store feedback (with its `anchor` dict or None), +1 the document's
-        `open_feedback_count`, set its `feedback_activity_ms`, claim the rate log and
-        append the event, atomically. StaleDocument, GuardFailed("rate")."""
+    def create(self, feedback: Feedback, rate: Optional[RateClaim], event: Optional[Event] = None) -> None:
+        """Store feedback, +1 the document's `open_feedback_count`, set its
+        `feedback_activity_ms`, claim the rate log and append the event, atomically.
+        StaleDocument, GuardFailed("rate")."""
 
-    def add_reply(self, feedback: dict, reply: dict, max_replies: int, reopen: bool,
-                  rate: Optional[RateClaim], event: Optional[dict] = None) -> bool:
-        """Store a reply ({reply_id, feedback_id, document_id, workspace_id, message, name,
-        author, created_ms}), +1 the thread's `reply_count` (ReplyCapReached at
-        `max_replies`), with `reopen` a resolved thread opens again (counted open on its
-        document), the document's `feedback_activity_ms`, the rate claim and the event,
-        atomically. FeedbackGone if the feedback or its document is gone. True if reopened."""
+    def add_reply(self, feedback: Feedback, reply: Reply, max_replies: int, reopen: bool,
+                  rate: Optional[RateClaim], event: Optional[Event] = None) -> bool:
+        """Store a reply, +1 the thread's `reply_count` (ReplyCapReached at `max_replies`),
+        with `reopen` a resolved thread opens again (counted open on its document), the
+        document's `feedback_activity_ms`, the rate claim and the event, atomically.
+        FeedbackGone if the feedback or its document is gone. True if reopened."""
 
-    def replies(self, feedback_ids: list[str]) -> dict[str, list[dict]]:
+    def replies(self, feedback_ids: list[str]) -> dict[str, list[Reply]]:
         """Every reply of each thread, oldest first (an entry for every id asked)."""
 
-    def set_status(self, feedback: dict, resolved: bool, now_ms: int, event: Optional[dict] = None) -> None:
+    def set_status(self, feedback: Feedback, resolved: bool, now_ms: int, event: Optional[Event] = None) -> None:
         """open -> resolved (count - 1) or back (count + 1), only from the expected
         state, with the event; FeedbackGone otherwise."""
 
     def page(self, workspace_id: str, document_id: Optional[str], status: Optional[str], limit: int,
-             cursor: Optional[str]) -> tuple[list[dict], Optional[str]]:
+             cursor: Optional[str]) -> tuple[list[Feedback], Optional[str]]:
         """Newest first, of a workspace (or one document), optionally one status; BadCursor."""
 
     def delete_for_document(self, document_id: str) -> int: ...
@@ -170,7 +171,7 @@ class FeedbackRepository(Protocol):
         """An opaque position in the workspace's event log: everything committed so far is before it."""
 
     def activity_since(self, workspace_id: str, document_id: Optional[str], position: str, now_ms: int,
-                       limit: int) -> tuple[list[dict], str]:
+                       limit: int) -> tuple[list[Event], str]:
         """Waking events (new feedback, viewer replies) after `position`, oldest first, at
         most `limit`, optionally of one document, each exactly once across successive
         calls, and the position after them. One storage read. BadCursor for a position
@@ -180,7 +181,7 @@ class FeedbackRepository(Protocol):
 class RateLimitRepository(Protocol):
     """Sliding logs of standalone limits (per IP, per account, per workspace)."""
 
-    def get(self, scope: str) -> Optional[dict]:
+    def get(self, scope: str) -> Optional[Record]:
         """{hits: [ms...], seq: int, expires_at} or None."""
 
     def claim(self, scope: str, expected_seq: int, new_log: list[int], expires_at: int) -> bool:
@@ -188,9 +189,9 @@ class RateLimitRepository(Protocol):
 
 
 class UserRepository(Protocol):
-    def get(self, email_lower: str) -> Optional[dict]: ...
+    def get(self, email_lower: str) -> Optional[Record]: ...
 
-    def create(self, user: dict) -> None:
+    def create(self, user: Record) -> None:
         """UserExists if the email is taken."""
 
     def delete(self, email_lower: str) -> None: ...
@@ -198,7 +199,7 @@ class UserRepository(Protocol):
     def set_password(self, email_lower: str, expected_hash: str, new_hash: str, now_ms: int) -> bool:
         """Replace the hash only if it is still `expected_hash`."""
 
-    def set_fields(self, email_lower: str, fields: dict) -> bool:
+    def set_fields(self, email_lower: str, fields: dict[str, Any]) -> bool:
         """Set `email_verified_ms` and/or `workspace_id` (default workspace); False if unknown."""
 
 
@@ -206,9 +207,9 @@ class SessionRepository(Protocol):
     """Dashboard sessions by the SHA-256 of the session id. `expires_ms` is checked
     by the service on every read."""
 
-    def get(self, session_hash: str) -> Optional[dict]: ...
+    def get(self, session_hash: str) -> Optional[Record]: ...
 
-    def create(self, session: dict) -> None: ...
+    def create(self, session: Record) -> None: ...
 
     def delete(self, session_hash: str) -> None: ...
 
@@ -281,9 +282,12 @@ class BlobStore(Protocol):
         credentials (a presigned S3 URL), or None when the store has none (the local
         server then receives the bytes itself)."""
 
-    def download_url(self, key: str, content_type: str, expires_seconds: int) -> Optional[str]:
-        """A short-lived URL that serves the object directly (a presigned S3 GET), for
-        objects too large for a Lambda response; None when the store has none."""
+    def download_url(self, key: str, content_type: str, expires_seconds: int,
+                     filename: Optional[str] = None) -> Optional[str]:
+        """A short-lived URL that serves the object directly (a presigned S3 GET), typed
+        `content_type` and, with `filename`, as an attachment of that name; for objects too
+        large for a Lambda response. None when the store has none (the server answers
+        any size itself). No storage call: the object need not exist yet."""
 
     def list_keys(self, prefix: str) -> list[tuple[str, float]]:
         """(key, last-modified epoch seconds) of every object under prefix."""
@@ -318,6 +322,6 @@ class Repositories:
     # Pending CDN invalidations (chalicelib/ports/cdn.py PendingInvalidationRepository).
     cdn_pending: Optional[object] = None
     # Webhooks, the outbox and deliveries (chalicelib/ports/webhooks.py WebhookRepository).
-    webhooks: Optional[object] = None
+    webhooks: Optional[WebhookRepository] = None
     # Members, one-time account tokens, activity (chalicelib/ports/people.py PeopleRepository).
     people: Optional[object] = None

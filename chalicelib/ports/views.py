@@ -8,7 +8,7 @@ days in one read.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Protocol
+from typing import Optional, Protocol, Sequence
 
 
 @dataclass
@@ -32,6 +32,10 @@ class ViewCounterRepository(Protocol):
 
     def counts(self, document_id: str, first_day: str, last_day: str) -> ViewCounts:
         """Totals plus the days from `first_day` to `last_day` inclusive, in one read."""
+
+    def totals(self, document_ids: Sequence[str]) -> dict[str, tuple[int, Optional[int]]]:
+        """(all-time views, last view in ms or None) of each document asked, for a
+        listing: a few reads for a page of documents, not one per document."""
 
     def admit(self, scope: str, window: int, limit: int, expires_at: int) -> bool:
         """Count one hit in the fixed window `window` of `scope`; False (and nothing

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Optional, Protocol
 
+from chalicelib.ports.records import Event
+
 Record = dict[str, Any]
 
 
@@ -34,16 +36,16 @@ class WebhookRepository(Protocol):
     def set_secrets(self, webhook: Record, secrets: list[Record]) -> bool:
         """Replace the secrets only if they are still `webhook["secrets"]`; False otherwise."""
 
-    def pending_events(self, limit: int) -> list[Record]:
+    def pending_events(self, limit: int) -> list[Event]:
         """Events not yet dispatched, oldest first."""
 
-    def get_event(self, workspace_id: str, created_ms: int, event_id: str) -> Optional[Record]: ...
+    def get_event(self, workspace_id: str, created_ms: int, event_id: str) -> Optional[Event]: ...
 
-    def dispatch(self, event: Record, deliveries: list[Record]) -> None:
+    def dispatch(self, event: Event, deliveries: list[Record]) -> None:
         """The deliveries (ids chosen by the caller, deterministic), and the event no
         longer pending, atomically. Repeating it (another worker did it first) is harmless."""
 
-    def add_direct(self, event: Record, delivery: Record) -> None:
+    def add_direct(self, event: Event, delivery: Record) -> None:
         """An event that is not pending (a test ping) with its one delivery, atomically."""
 
     def due(self, now_ms: int, limit: int) -> list[Record]:

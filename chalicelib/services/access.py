@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Any, Callable, Optional, TypeGuard, TypeVar, Union, cast
 
 from chalicelib.domain import roles
 from chalicelib.errors import ForbiddenRole, InvalidApiKey, NotFound
 from chalicelib.services import auth
+from chalicelib.ports.records import Record
 from chalicelib.services.context import Context
 
 
@@ -31,7 +32,7 @@ class Actor:
     `client` an OAuth client's name, `surface` where the request came from
     (api, mcp, dashboard, cli): the activity log says who did what, from where."""
     workspace_id: str
-    key_item: Optional[dict] = None
+    key_item: Optional[Record] = None
     write_limit_scope: Optional[str] = None
     role: str = roles.API_KEY_ROLE
     member: Optional[str] = None
@@ -61,7 +62,10 @@ def authorize(who: Who, operation: str) -> None:
                                   f"{needed}. Ask an owner of the workspace to change your role.")
 
 
-def requires(operation: str):
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def requires(operation: str) -> Callable[[_Method], _Method]:
     """Decorate a service method whose first argument is the caller: the role check
     runs before anything else. `operation` must be in domain/roles.OPERATIONS."""
     import functools
@@ -69,14 +73,14 @@ def requires(operation: str):
     if operation not in roles.OPERATIONS:
         raise KeyError(f"{operation} is not in domain/roles.OPERATIONS")
 
-    def decorate(method):
+    def decorate(method: _Method) -> _Method:
         @functools.wraps(method)
-        def checked(self, who, *args, **kwargs):
+        def checked(self: Any, who: Who, *args: Any, **kwargs: Any) -> Any:
             authorize(who, operation)
             return method(self, who, *args, **kwargs)
 
         checked.operation = operation  # type: ignore[attr-defined]
-        return checked
+        return cast(_Method, checked)
 
     return decorate
 
@@ -89,18 +93,18 @@ def same_workspace(who: Who, workspace_id: str) -> None:
 _DOCUMENT_ID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
 
-def well_formed_id(document_id: Optional[str]) -> bool:
+def well_formed_id(document_id: Optional[str]) -> TypeGuard[str]:
     """Only a UUID can name a document."""
     return isinstance(document_id, str) and _DOCUMENT_ID.match(document_id) is not None
 
 
-def canonical_document_id(document_id):
+def canonical_document_id(document_id: str) -> str:
     """UUIDs are case-insensitive; documents are stored under the lowercase form."""
     return document_id.lower() if well_formed_id(document_id) else document_id
 
 
 def document_not_found(document_id: Optional[str]) -> NotFound:
-    shown = document_id.lower() if well_formed_id(document_id) else "with that id"
+    shown = document_id.lower() if document_id is not None and well_formed_id(document_id) else "with that id"
     return NotFound(f"No document {shown} in this workspace.")
 
 
@@ -114,13 +118,14 @@ def actor(ctx: Context, who: Who) -> Actor:
 
 def reload_key(ctx: Context, current: Actor) -> Actor:
     """Re-read the key item (after its rate slot was taken by a concurrent write)."""
+    assert current.key_item is not None, "only a key's actor has a key to reload"
     key_item = ctx.keys.get(current.key_item["key_id"])
     if key_item is None or key_item.get("revoked_at") is not None:
         raise InvalidApiKey("The API key is not valid or has been revoked.")
     return Actor(current.workspace_id, key_item, surface=current.surface)
 
 
-def visible(doc: Optional[dict], to: Actor, include_deleting: bool = False) -> bool:
+def visible(doc: Optional[Record], to: Actor, include_deleting: bool = False) -> bool:
     """`doc` belongs to the actor's workspace (and, unless asked, is not being deleted)."""
     return (doc is not None and doc.get("workspace_id") == to.workspace_id
             and (include_deleting or not doc.get("deleting")))
@@ -132,14 +137,28 @@ class Found:
     (None only when no id was given) and what was read with it."""
     actor: Actor
     document_id: Optional[str]
-    doc: Optional[dict]
-    versions: list = field(default_factory=list)
-    idempotency: Optional[dict] = None
+    doc: Optional[Record]
+    versions: list[Record] = field(default_factory=list)
+    idempotency: Optional[Record] = None
+
+    @property
+    def id(self) -> str:
+        """The canonical id (find_document was given one, so it names a visible document)."""
+        if self.document_id is None:
+            raise document_not_found(None)
+        return self.document_id
+
+    @property
+    def document(self) -> Record:
+        """The document found (find_document was given an id: it exists and is visible)."""
+        if self.doc is None:
+            raise document_not_found(self.document_id)
+        return self.doc
 
 
 def find_document(ctx: Context, who: Who, document_id: Optional[str], *, include_deleting: bool = False,
                   with_versions: bool = False, idempotency_digest: Optional[str] = None,
-                  seen: Optional[dict] = None) -> Found:
+                  seen: Optional[Record] = None) -> Found:
     """Verify the caller and find `document_id` in its workspace, or raise the one NotFound.
 
     With API-key credentials the key, the document and (`idempotency_digest`) the
@@ -149,7 +168,7 @@ def find_document(ctx: Context, who: Who, document_id: Optional[str], *, include
     the caller is verified (a publish of a new document)."""
     document_id = canonical_document_id(document_id) if document_id else None
     lookup = document_id if well_formed_id(document_id) else None
-    versions: list = []
+    versions: list[Record] = []
     idem = None
     if with_versions:
         acting = actor(ctx, who)
@@ -167,9 +186,9 @@ def find_document(ctx: Context, who: Who, document_id: Optional[str], *, include
     return Found(acting, document_id, doc if document_id else None, versions, idem)
 
 
-def check_still_visible(ctx: Context, to: Actor, document_id: str) -> dict:
+def check_still_visible(ctx: Context, to: Actor, document_id: str) -> Record:
     """Re-read a document after a write lost a race; the same NotFound if it went."""
     doc = ctx.documents.get(document_id)
-    if not visible(doc, to):
+    if doc is None or not visible(doc, to):
         raise document_not_found(document_id)
     return doc

@@ -34,14 +34,13 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional, TYPE_CHECKING
 
 from chalicelib import config
 from chalicelib.domain import limits, strength
 from chalicelib.ports import UserExists
-from chalicelib.ports.people import MemberExists
 from chalicelib.errors import Unauthorized, ValidationFailed
-from chalicelib.services.context import Context, default_context, new_workspace_id
+from chalicelib.services.context import Context, new_workspace_id
 from chalicelib.services import mailing, members, ratelimits
 from chalicelib.services.tokens import (  # noqa: F401 - normalise_email and dashboard_url are used by pages too
     LINK_INVALID, dashboard_url, new_token, normalise_email, token_digest,
@@ -67,6 +66,9 @@ CSRF_SALT = "docpub.dashboard.csrf"
 # How long a path that sends no mail waits when no mail has been timed yet (seconds).
 DEFAULT_MAIL_SECONDS = 0.05
 MAX_PAD_SECONDS = 2.0
+
+if TYPE_CHECKING:
+    from argon2 import PasswordHasher
 
 
 @dataclass(frozen=True)
@@ -98,14 +100,14 @@ def hash_session_id(session_id: str) -> str:
 
 
 @functools.lru_cache(maxsize=8)
-def _hasher(cost: tuple[int, int, int]):
+def _hasher(cost: tuple[int, int, int]) -> PasswordHasher:
     from argon2 import PasswordHasher, Type
 
     time_cost, memory_kib, parallelism = cost
     return PasswordHasher(time_cost=time_cost, memory_cost=memory_kib, parallelism=parallelism, type=Type.ID)
 
 
-def password_hasher():
+def password_hasher() -> PasswordHasher:
     return _hasher(config.argon2_cost())
 
 
@@ -114,7 +116,7 @@ def _dummy_hash(cost: tuple[int, int, int]) -> str:
     return _hasher(cost).hash(secrets.token_urlsafe(16))
 
 
-def check_password(password: Optional[str], field: str = "password", context: tuple = ()) -> None:
+def check_password(password: Optional[str], field: str = "password", context: tuple[Any, ...] = ()) -> None:
     """The account password rule (contract 7d): 8 to 200 characters, not weak."""
     if not MIN_PASSWORD <= len(password or "") <= MAX_PASSWORD:
         raise ValidationFailed.field(field, f"must be {MIN_PASSWORD} to {MAX_PASSWORD} characters")
@@ -133,8 +135,8 @@ def _verify(password_hash: str, password: str) -> bool:
 
 
 class AccountService:
-    def __init__(self, ctx: Optional[Context] = None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
 
     # ---------------------------------------------------------------- sign up / in / out
 
@@ -201,7 +203,7 @@ class AccountService:
         self._mail("verify", email, link=dashboard_url("verify", token=token),
                    hours=limits.VERIFY_LINK_SECONDS // 3600)
 
-    def _token(self, kind: str, digest: str, email: str, seconds: int, now_ms: int, **more) -> dict:
+    def _token(self, kind: str, digest: str, email: str, seconds: int, now_ms: int, **more) -> dict[str, Any]:
         return {"token_hash": digest, "kind": kind, "email": email, "created_ms": now_ms,
                 "expires_ms": now_ms + seconds * 1000, "expires_at": now_ms // 1000 + seconds + 3600, **more}
 
@@ -215,11 +217,11 @@ class AccountService:
             self.ctx.users.set_fields(user["email"], {"email_verified_ms": self.ctx.now_ms()})
         return self._start_in(user)
 
-    def _use(self, token: Optional[str], kind: str) -> dict:
+    def _use(self, token: Optional[str], kind: str) -> dict[str, Any]:
         """Use a one-time token of `kind` (once); the one clear answer for any bad link."""
         if not tokens.well_formed(token):
             raise ValidationFailed(LINK_INVALID)
-        digest = token_digest(token)
+        digest = token_digest(token)  # type: ignore[arg-type]
         record = self.ctx.people.get_token(digest)
         if record is None or record["kind"] != kind:
             raise ValidationFailed(LINK_INVALID)
@@ -348,19 +350,19 @@ class AccountService:
             for kind, key, rate in budgets:
                 ratelimits.record(self.ctx, ratelimits.scope_key(kind, key), rate, limits.REFUSALS[kind])
             raise Unauthorized(BAD_CREDENTIALS)
-        if password_hasher().check_needs_rehash(user["password_hash"]):
-            self.ctx.users.set_password(email, user["password_hash"], password_hasher().hash(password),
+        if password_hasher().check_needs_rehash(user["password_hash"]):  # type: ignore[index]
+            self.ctx.users.set_password(email, user["password_hash"], password_hasher().hash(password),  # type: ignore[index]
                                         self.ctx.now_ms())
-        if not user.get("email_verified_ms"):
+        if not user.get("email_verified_ms"):  # type: ignore[union-attr]
             if self._quietly_within("verify-resend", email, limits.VERIFY_RESEND_PER_ACCOUNT):
                 self._send_verification(email)
             raise Unauthorized(f"Confirm your email address first: we sent a link to {email}. "
                                "Open it to finish signing up.")
         if previous_session_id:
             self.sign_out(previous_session_id)  # rotation: the pre-sign-in id never becomes valid
-        return self._start_in(user)
+        return self._start_in(user)  # type: ignore[arg-type]
 
-    def _start_in(self, user: dict) -> StartedSession:
+    def _start_in(self, user: dict[str, Any]) -> StartedSession:
         """A session in the person's default workspace, or their first one."""
         email = user["email"]
         workspace_id = user.get("workspace_id")

@@ -9,14 +9,14 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from typing import Optional
+from typing import Any, Optional
 
 from chalicelib.domain import limits
 from chalicelib.errors import ValidationFailed
 from chalicelib.models import ActivityList
 from chalicelib.ports import BadCursor
 from chalicelib.services.access import Actor, Who, requires
-from chalicelib.services.context import Context, default_context, rfc3339
+from chalicelib.services.context import Context, rfc3339
 
 log = logging.getLogger("docpub")
 
@@ -40,7 +40,7 @@ def actor_of(who: Who) -> tuple[str, str, str]:
 
 
 def entry(ctx: Context, who: Who, workspace_id: str, action: str, target: Optional[str] = None,
-          detail: Optional[dict] = None) -> dict:
+          detail: Optional[dict] = None) -> dict[str, Any]:
     """The log line for a change, to store with the change itself (publish, edit) or after it."""
     kind, actor, surface = actor_of(who)
     now_ms = ctx.now_ms()
@@ -62,15 +62,15 @@ def record(ctx: Context, who: Who, workspace_id: str, action: str, target: Optio
         log.exception("activity not recorded", extra={"action": action})
 
 
-def entry_view(entry: dict) -> dict:
+def entry_view(entry: dict[str, Any]) -> dict[str, Any]:
     return {"activity_id": entry["activity_id"], "created_at": rfc3339(entry["created_ms"]),
             "actor": {"kind": entry["actor_kind"], "id": entry["actor"]}, "surface": entry["surface"],
             "action": entry["action"], "target": entry.get("target"), "detail": entry.get("detail") or {}}
 
 
 class ActivityService:
-    def __init__(self, ctx: Optional[Context] = None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
 
     @requires("list_activity")
     def list(self, who: Who, limit: int = 20, cursor: Optional[str] = None) -> ActivityList:
@@ -85,5 +85,5 @@ class ActivityService:
             entries, next_cursor = self.ctx.people.activity_page(acting.workspace_id, since, limit, raw)
         except BadCursor as exc:
             raise ValidationFailed.field("cursor", cursors.MESSAGE) from exc
-        return ActivityList(activity=[entry_view(e) for e in entries],
+        return ActivityList(activity=[entry_view(e) for e in entries],  # type: ignore[misc]
                             next_cursor=cursors.seal(acting.workspace_id, "activity", next_cursor))

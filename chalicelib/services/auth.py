@@ -13,6 +13,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
+from chalicelib.ports.records import Record
 from chalicelib.errors import InvalidApiKey, Unauthorized
 
 KEY_PREFIX = "dpk_"
@@ -69,7 +70,7 @@ def credentials_from_key(presented: str) -> Credentials:
     return Credentials(key_id=key_id_for(digest), key_hash=digest)
 
 
-def verify(credentials: Credentials, key_item: Optional[dict]) -> dict:
+def verify(credentials: Credentials, key_item: Optional[Record]) -> Record:
     """The key item if the presented key is genuine and not revoked."""
     if (key_item is None or not hmac.compare_digest(key_item.get("key_hash", ""), credentials.key_hash)
             or key_item.get("revoked_at") is not None):

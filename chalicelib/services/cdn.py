@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import Optional
 
-from chalicelib.services.context import Context, default_context
+from chalicelib.ports.records import Record
+from chalicelib.services.context import Context
 
 log = logging.getLogger("docpub")
 
@@ -57,15 +57,13 @@ def withdraw(ctx: Context, share_id: str, reason: str) -> bool:
         return False
 
 
-def pending(ctx: Optional[Context] = None, limit: int = RETRY_BATCH) -> list[dict]:
+def pending(ctx: Context, limit: int = RETRY_BATCH) -> list[Record]:
     """Invalidations not yet accepted by the CDN, oldest first."""
-    ctx = ctx or default_context()
     return ctx.cdn_pending.list(limit) if ctx.cdn_pending is not None else []
 
 
-def retry_pending(ctx: Optional[Context] = None, limit: int = RETRY_BATCH) -> dict:
+def retry_pending(ctx: Context, limit: int = RETRY_BATCH) -> Record:
     """Send every pending path again, in one invalidation; drop those accepted."""
-    ctx = ctx or default_context()
     items = pending(ctx, limit)
     if not items:
         return {"pending": 0, "invalidated": 0}

@@ -3,15 +3,16 @@
 A client may use an https URL as its `client_id`; Docpub fetches the JSON
 document at that URL to learn the client's name and redirect URIs. The fetch is
 a request to an address chosen by a stranger, so it is fenced (SSRF):
-- https only, default port or an explicit one, no credentials in the URL;
-- the host name is resolved once, every address must be public
+- https only, default port or an explicit one, no credentials in the URL (here);
+- the rest is the one outbound client's (ports/outbound.py, adapters/outbound.py):
+  the host name is resolved once, every address must be public
   (domain/addresses.py: not loopback, private, link-local, multicast, reserved,
-  nor an IPv6 form embedding IPv4: mapped, compatible, NAT64, 6to4, Teredo), and the connection goes to that
-  vetted address (no second lookup a DNS rebinding could change), with TLS
-  verified against the host name;
-- no redirects, 5 s per network wait and 5 s for the whole body, at most 64 KiB,
-  and FETCH_SECONDS for everything (a server trickling its status line or headers
-  a byte at a time cannot hold the request open either);
+  nor an IPv6 form embedding IPv4: mapped, compatible, NAT64, 6to4, Teredo), and the
+  connection goes to that vetted address (no second lookup a DNS rebinding could
+  change), with TLS verified against the host name;
+- no redirects, 5 s per network wait, at most 64 KiB, and FETCH_SECONDS for
+  everything (a server trickling its status line, headers or body a byte at a
+  time cannot hold the request open);
 - the answer is cached (CACHE_SECONDS) by the OAuth service.
 `DOCPUB_CIMD_ALLOWED_HOSTS` (comma-separated `host:port`) exempts named hosts
 from the public-address rule, so tests can serve a document locally;
@@ -19,17 +20,14 @@ from the public-address rule, so tests can serve a document locally;
 """
 from __future__ import annotations
 
-import http.client
 import json
-import socket
-import ssl
-import threading
 import time
 from typing import Optional
 from urllib.parse import urlsplit
 
 from chalicelib import config
-from chalicelib.domain import addresses as addresses_rule
+from chalicelib.ports.outbound import OutboundFailed, OutboundHttp, OutboundRefused, Target
+from chalicelib.ports.records import Record
 from chalicelib.domain.clients import MAX_CLIENT_NAME, MAX_REDIRECT_URIS, valid_redirect_uri
 
 CACHE_SECONDS = 3600  # when the answer says nothing about caching
@@ -66,43 +64,15 @@ def check_url(url: str) -> tuple[str, int, str]:
     return parts.hostname.lower(), port, parts.path + (f"?{parts.query}" if parts.query else "")
 
 
-def _vetted_address(host: str, port: int) -> str:
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError):
-        raise MetadataError(f"the host {host} could not be resolved") from None
-    addresses = [info[4][0] for info in infos]
-    if not addresses:
-        raise MetadataError(f"the host {host} has no address")
-    if f"{host}:{port}" not in _allowed_hosts():
-        for address in addresses:
-            if addresses_rule.refusal(address) is not None:  # the one outbound address check
-                raise MetadataError(f"the host {host} resolves to a non-public address")
-    return addresses[0]
+def target_of(url: str) -> Target:
+    """Where the document is fetched from; exempt from the public-address rule only for
+    a host:port named in DOCPUB_CIMD_ALLOWED_HOSTS."""
+    host, port, path = check_url(url)
+    return Target("https", host, port, path, exempt=f"{host}:{port}" in _allowed_hosts())
 
 
-class _PinnedHTTPSConnection(http.client.HTTPSConnection):
-    """HTTPS to an address fixed in advance, TLS verified against the host name."""
-
-    def __init__(self, host: str, port: int, address: str, context: ssl.SSLContext):
-        super().__init__(host, port, timeout=TIMEOUT_SECONDS, context=context)
-        self._address = address
-
-    def connect(self):
-        sock = socket.create_connection((self._address, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
-
-
-def _tls_context() -> ssl.SSLContext:
-    context = ssl.create_default_context()
-    ca_file = config.cimd_ca_file()
-    if ca_file:
-        context.load_verify_locations(ca_file)
-    return context
-
-
-def fetch(url: str) -> dict:
-    return fetch_with_lifetime(url)[0]
+def fetch(outbound: OutboundHttp, url: str) -> Record:
+    return fetch_with_lifetime(outbound, url)[0]
 
 
 def cache_lifetime(cache_control: Optional[str], expires: Optional[str], now: Optional[float] = None) -> int:
@@ -134,38 +104,26 @@ def cache_lifetime(cache_control: Optional[str], expires: Optional[str], now: Op
     return int(min(MAX_CACHE_SECONDS, max(MIN_CACHE_SECONDS, seconds)))
 
 
-def fetch_with_lifetime(url: str) -> tuple[dict, int]:
-    """(document, seconds to cache it)."""
-    host, port, path = check_url(url)
-    address = _vetted_address(host, port)
-    connection = _PinnedHTTPSConnection(host, port, address, _tls_context())
-    aborted = threading.Event()
-    watchdog = threading.Timer(FETCH_SECONDS, _abort, (connection, aborted))
-    watchdog.daemon = True
-    watchdog.start()
+def fetch_with_lifetime(outbound: OutboundHttp, url: str) -> tuple[Record, int]:
+    """(document, seconds to cache it), fetched through the one outbound client."""
+    target = target_of(url)
     try:
-        connection.request("GET", path, headers={"Accept": "application/json", "User-Agent": "Docpub"})
-        response = connection.getresponse()
-        if response.status != 200:
-            raise MetadataError(f"fetching it answered HTTP {response.status}")
-        header = getattr(response, "getheader", lambda name: None)
-        lifetime = cache_lifetime(header("Cache-Control"), header("Expires"))
-        body = _read_within(response, time.monotonic() + TIMEOUT_SECONDS)
-    except (OSError, http.client.HTTPException, ssl.SSLError, ValueError) as exc:
-        if aborted.is_set():
+        answer = outbound.request("GET", target, headers={"Accept": "application/json", "User-Agent": "Docpub"},
+                                  wait_seconds=TIMEOUT_SECONDS, total_seconds=FETCH_SECONDS, max_bytes=MAX_BYTES,
+                                  ca_file=config.cimd_ca_file() or None)
+    except OutboundRefused as exc:
+        raise MetadataError(str(exc)) from None
+    except OutboundFailed as exc:
+        if exc.timed_out:
             raise MetadataError("fetching it took too long") from None
-        if isinstance(exc, MetadataError):
-            raise
-        raise MetadataError(f"it could not be fetched ({type(exc).__name__})") from None
-    finally:
-        watchdog.cancel()
-        connection.close()
-    if aborted.is_set():  # cut short: what was read is not the document
-        raise MetadataError("fetching it took too long")
-    if len(body) > MAX_BYTES:
+        raise MetadataError(f"it could not be fetched: {exc}") from None
+    if answer.status != 200:
+        raise MetadataError(f"fetching it answered HTTP {answer.status}")
+    if len(answer.body) > MAX_BYTES:
         raise MetadataError(f"the document is larger than {MAX_BYTES} bytes")
+    lifetime = cache_lifetime(answer.headers.get("cache-control"), answer.headers.get("expires"))
     try:
-        document = json.loads(body)
+        document = json.loads(answer.body)
     except ValueError:
         raise MetadataError("the document is not JSON") from None
     if not isinstance(document, dict):
@@ -173,33 +131,7 @@ def fetch_with_lifetime(url: str) -> tuple[dict, int]:
     return document, lifetime
 
 
-def _abort(connection, aborted: threading.Event) -> None:
-    """The whole fetch ran out of time: end the connection under the reading thread."""
-    aborted.set()
-    sock = getattr(connection, "sock", None)
-    if sock is not None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-
-
-def _read_within(response, deadline: float) -> bytes:
-    """At most MAX_BYTES + 1 bytes, and no later than `deadline` (a server that
-    trickles bytes cannot hold the request open beyond the time limit)."""
-    body = b""
-    while len(body) <= MAX_BYTES:
-        if time.monotonic() > deadline:
-            raise MetadataError("fetching it took too long")
-        chunk = response.read1(min(16384, MAX_BYTES + 1 - len(body))) if hasattr(response, "read1") \
-            else response.read(MAX_BYTES + 1 - len(body))
-        if not chunk:
-            break
-        body += chunk
-    return body
-
-
-def client_from_document(client_id: str, document: dict) -> dict:
+def client_from_document(client_id: str, document: Record) -> Record:
     """The client record a metadata document describes (public client)."""
     if document.get("client_id") != client_id:
         raise MetadataError("its client_id does not equal the URL it was fetched from")

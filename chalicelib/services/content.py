@@ -188,7 +188,7 @@ class StoredContent:
             try:
                 self.ctx.blobs.delete(key)
             except Exception:  # noqa: BLE001 - the sweeps remove what this could not
-                log.warning("could not delete unreferenced object", extra={"s3_key": key})
+                log.warning("could not delete unreferenced object", extra={"blob_key": key})
         self.written = []
 
     def keep(self) -> None:
@@ -201,28 +201,6 @@ def read_source(ctx: Context, doc: dict[str, Any], version: dict[str, Any]) -> t
     key = (source_key if fmt == "markdown" else version_key)(doc["workspace_id"], doc["document_id"],
                                                               version["version_id"])
     return fmt, ctx.blobs.get_html(key)
-
-
-@dataclass(frozen=True)
-class Download:
-    filename: str
-    content_type: str
-    data: bytes
-
-
-def package(ctx: Context, doc: dict[str, Any], version: dict[str, Any]) -> Download:
-    """A version as one file: the page (.html), the Markdown source (.md), or for a
-    bundle a .zip of the index page (index.html or index.md) and the files at their paths."""
-    fmt, source = read_source(ctx, doc, version)
-    name = bundles.slug(doc["title"])
-    files = version.get("files") or []
-    if not files:
-        if fmt == "markdown":
-            return Download(f"{name}.md", "text/markdown; charset=utf-8", source)
-        return Download(f"{name}.html", "text/html; charset=utf-8", source)
-    index_name = "index.md" if fmt == "markdown" else "index.html"
-    contents = [(f["path"], read_file(ctx, doc["workspace_id"], f["sha256"])) for f in files]
-    return Download(f"{name}.zip", "application/zip", bundles.write_zip(index_name, source, contents))
 
 
 def stored_content(ctx: Context, doc: dict[str, Any], version: dict[str, Any]) -> Content:

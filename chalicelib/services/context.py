@@ -1,4 +1,7 @@
-"""What a use case needs: repositories (the ports), a clock and id generation (injectable)."""
+"""What a use case needs: repositories (the ports), a clock and id generation (injectable).
+
+The default Context of a running process is built by chalicelib/wiring.py (the
+composition root), never here: services import ports only."""
 from __future__ import annotations
 
 import functools
@@ -8,14 +11,15 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any, Callable, Optional, overload
 
 from chalicelib.ports import (
     ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository, Repositories,
     SessionRepository, StorageHealth, UserRepository, ViewCounterRepository, WorkspaceRepository,
 )
-from chalicelib.ports.cdn import CdnInvalidator, PendingInvalidationRepository
+from chalicelib.ports.cdn import CdnInvalidator, NoCdn, PendingInvalidationRepository
 from chalicelib.ports.mail import Mailer
+from chalicelib.ports.outbound import OutboundHttp
 from chalicelib.ports.people import PeopleRepository
 from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.webhooks import WebhookRepository
@@ -42,50 +46,33 @@ def new_workspace_id() -> str:
     return "ws_" + secrets.token_urlsafe(12)
 
 
-def _configured_repositories() -> Repositories:
-    # The composition root: the one place services reach for an adapter (chosen by config).
-    from chalicelib.adapters import build_repositories
-
-    return build_repositories()
+def _no_nudge() -> None:
+    return None
 
 
-def _configured_cdn() -> CdnInvalidator:
-    from chalicelib.adapters import build_cdn
-
-    return build_cdn()
-
-
-def _configured_mailer() -> Mailer:
-    from chalicelib.adapters import build_mailer
-
-    return build_mailer()
-
-
-def _configured_nudge() -> Callable[[], None]:
-    """Called after a committed event: tells the webhook worker there is work (deployed: SQS)."""
-    from chalicelib.adapters import build_outbox_nudge
-
-    return build_outbox_nudge()
-
-
-def _configured_webhook_sender():
-    from chalicelib.adapters import build_webhook_sender
-
-    return build_webhook_sender()
+def _no_mailer() -> Mailer:
+    raise RuntimeError("this Context has no mailer: build it with chalicelib.wiring.new_context()")
 
 
 @dataclass
 class Context:
-    repos: Repositories = field(default_factory=_configured_repositories)
+    """Built by the composition root (chalicelib/wiring.py), which picks the adapters;
+    services only ever see the ports."""
+    repos: Repositories
     # Edge coherence: the CDN told about withdrawn links (services/cdn.py); not storage.
-    cdn: CdnInvalidator = field(default_factory=_configured_cdn)
+    cdn: CdnInvalidator = field(default_factory=NoCdn)
     clock: Callable[[], float] = time.time
     # Outgoing mail (ports/mail.py), built on first use: DOCPUB_MAIL picks the adapter.
-    mail_factory: Callable[[], Mailer] = _configured_mailer
-    # Tells the webhook worker that the outbox has a new event (services/webhooks.py).
-    nudge_outbox: Callable[[], None] = field(default_factory=_configured_nudge)
-    # Webhook targets: the address rules and the one outbound POST (adapters/webhook_sender.py).
-    webhook_sender: Any = field(default_factory=_configured_webhook_sender)
+    mail_factory: Callable[[], Mailer] = _no_mailer
+    # Tells the webhook worker that the outbox has a new event (services/webhooks.py);
+    # wiring gives the deployed stack's SQS nudge, else nothing (make run's worker polls).
+    nudge_outbox: Callable[[], None] = _no_nudge
+    # Webhook targets: the address rules and the one outbound POST (adapters/webhook_sender.py),
+    # given by wiring; None in a Context that never sends webhooks.
+    webhook_sender: Any = None
+    # Requests to addresses strangers chose (client metadata documents), through the one
+    # fenced outbound client (ports/outbound.py), given by wiring.
+    outbound: Optional[OutboundHttp] = None
     # Backoff between optimistic-concurrency retries; tests may inject a no-op.
     sleep: Callable[[float], None] = time.sleep
 
@@ -135,6 +122,7 @@ class Context:
 
     @property
     def oauth(self) -> OAuthRepository:
+        assert self.repos.oauth is not None, "this storage has no OAuth repository"
         return self.repos.oauth
 
     @property
@@ -143,11 +131,11 @@ class Context:
 
     @property
     def cdn_pending(self) -> PendingInvalidationRepository:
-        return self.repos.cdn_pending
+        return self.repos.cdn_pending  # type: ignore[return-value]  # set by both adapters
 
     @property
     def webhooks(self) -> WebhookRepository:
-        return self.repos.webhooks
+        return self.repos.webhooks  # type: ignore[return-value]  # set by both adapters
 
     @property
     def people(self) -> PeopleRepository:
@@ -158,12 +146,11 @@ class Context:
         return self.repos.views
 
 
+@overload
+def rfc3339(ms: int) -> str: ...
+@overload
+def rfc3339(ms: None) -> None: ...
 def rfc3339(ms: int | None) -> str | None:
     if ms is None:
         return None
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@functools.lru_cache(maxsize=None)
-def default_context() -> Context:
-    return Context()

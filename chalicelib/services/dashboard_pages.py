@@ -12,7 +12,7 @@ The inbox is one feedback query plus one read of the documents it names
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from chalicelib.domain import roles
 from chalicelib.models import DocumentDetail, DocumentList, DocumentStats, DocumentSummary, Feedback, Workspace
@@ -68,7 +68,7 @@ class InboxEntry:
 @dataclass(frozen=True)
 class Inbox:
     entries: list[InboxEntry]
-    documents: list[DocumentSummary]  # for the filter
+    documents: Sequence[DocumentSummary]  # for the filter
     status: str
     document_id: Optional[str]
     next_cursor: Optional[str]

@@ -8,13 +8,15 @@ stores the version, so an accepted write and its slot are one atomic step.
 from __future__ import annotations
 
 import base64
+import builtins
 import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Optional, Sequence, Union
+from typing import Any, Callable, Optional, Sequence, Union
 
 from chalicelib import config
+from chalicelib.ports.records import Event, Record
 from chalicelib.ports import (
     BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot,
     StaleDocument, definitely_not_applied, document_prefix, version_key,
@@ -29,17 +31,18 @@ from chalicelib.errors import (
     VersionContentMissing,
 )
 from chalicelib.models import (
-    DocumentDetail, DocumentList, DocumentSummary, EditRequest, FileInfo, EditResponse, EditSummary,
+    DocumentDetail, DocumentList, DocumentListItem, DocumentSummary, EditRequest, FileInfo, EditResponse, EditSummary,
     PublishRequest, PublishResponse, UpdateDocumentRequest, VersionInfo, VersionList,
 )
 from chalicelib.services import access, cdn, cursors, ratelimits
 from chalicelib.services import content as content_files
+from chalicelib.services import downloads
 from chalicelib.services.views import ViewService
 from chalicelib.services.access import (  # noqa: F401  (also imported from here by the dashboard)
     Actor, Who, canonical_document_id, document_not_found, well_formed_id,
 )
 from chalicelib.services.context import (
-    Context, default_context, new_document_id, new_share_id, new_version_id, rfc3339,
+    Context, new_document_id, new_share_id, new_version_id, rfc3339,
 )
 from chalicelib.services import activity
 from chalicelib.services.access import requires
@@ -64,7 +67,7 @@ def share_url(share_id: str) -> str:
     return f"{config.base_url()}/d/{share_id}"
 
 
-def summary_model(doc: dict) -> DocumentSummary:
+def summary_model(doc: Record) -> DocumentSummary:
     return DocumentSummary(
         document_id=doc["document_id"], title=doc["title"], description=doc.get("description", ""),
         share_url=share_url(doc["share_id"]), created_at=rfc3339(doc["created_ms"]),
@@ -76,18 +79,18 @@ def summary_model(doc: dict) -> DocumentSummary:
     )
 
 
-def live_versions(doc: dict) -> int:
+def live_versions(doc: Record) -> int:
     """How many versions a document holds (numbers stay as they were when old ones are deleted)."""
-    return doc["version_count"] - int(doc.get("versions_deleted") or 0)
+    return int(doc["version_count"]) - int(doc.get("versions_deleted") or 0)
 
 
-def version_model(item: dict) -> VersionInfo:
+def version_model(item: Record) -> VersionInfo:
     return VersionInfo(version_id=item["version_id"], number=item["number"], note=item.get("note"),
                        created_at=rfc3339(item["created_ms"]), size_bytes=item["size_bytes"],
                        files=[FileInfo(**f) for f in item["files"]] if item.get("files") else None)
 
 
-def document_exclusions(include_html: bool, include_source: bool) -> Optional[set]:
+def document_exclusions(include_html: bool, include_source: bool) -> Optional[set[str]]:
     """Fields of DocumentDetail left out of an answer unless asked for."""
     excluded = set() if include_html else {"html"}
     if not include_source:
@@ -96,10 +99,10 @@ def document_exclusions(include_html: bool, include_source: bool) -> Optional[se
 
 
 def _version_record(version_id: str, number: int, note: Optional[str], now_ms: int, object_key: str,
-                    page: bytes, fmt: str, files: Optional[list[dict]]) -> dict:
+                    page: bytes, fmt: str, files: Optional[list[Record]]) -> Record:
     """The stored version: `format` only for Markdown, `files` only for a bundle."""
     version = {"version_id": version_id, "number": number, "note": note, "created_ms": now_ms,
-               "size_bytes": len(page), "s3_key": object_key}
+               "size_bytes": len(page), "blob_key": object_key}
     if fmt != "html":
         version["format"] = fmt
     if files:
@@ -107,7 +110,7 @@ def _version_record(version_id: str, number: int, note: Optional[str], now_ms: i
     return version
 
 
-def _content_kind(version: dict) -> Optional[str]:
+def _content_kind(version: Record) -> Optional[str]:
     """The document's `latest_content`: what its latest version holds besides plain HTML."""
     kind = " ".join(k for k, present in (("markdown", version.get("format") == "markdown"),
                                          ("files", bool(version.get("files")))) if present)
@@ -123,7 +126,7 @@ def _request_hash(request: PublishRequest, data: bytes) -> str:
     return digest.hexdigest()
 
 
-def write_logs(key_item: dict) -> list[ShardLog]:
+def write_logs(key_item: Record) -> list[ShardLog]:
     """The key's write log as the adapter keeps it: shards (`write_logs`, DynamoDB),
     or one log on the key record (`writes` + `writes_seq`, SQLite)."""
     shards = key_item.get("write_logs")
@@ -132,7 +135,7 @@ def write_logs(key_item: dict) -> list[ShardLog]:
     return [ShardLog(0, key_item.get("writes_seq", 0), key_item.get("writes", []))]
 
 
-def _gave_up(doc: Optional[dict], key_busy: bool, doing: str) -> DocpubError:
+def _gave_up(doc: Optional[Record], key_busy: bool, doing: str) -> DocpubError:
     """Every attempt lost a race: say which. Racing writes through one API key
     contend for its write-limit slot (nothing about the document changed), so
     that is a 429 "retry in a second" (a refusal: nothing stored, no slot used),
@@ -145,18 +148,24 @@ def _gave_up(doc: Optional[dict], key_busy: bool, doing: str) -> DocpubError:
 
 
 class DocumentService:
-    def __init__(self, ctx: Optional[Context] = None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
 
     # ---------------------------------------------------------------- loading
 
     def _load(self, who: Who, document_id: Optional[str] = None, idempotency_digest: Optional[str] = None,
-              include_deleting: bool = False, seen: Optional[dict] = None
-              ) -> tuple[Actor, Optional[dict], Optional[dict]]:
+              include_deleting: bool = False, seen: Optional[Record] = None
+              ) -> tuple[Actor, Optional[Record], Optional[Record]]:
         """Verify the caller and read the document (and idempotency record) in one round trip."""
         found = access.find_document(self.ctx, who, document_id, include_deleting=include_deleting,
                                      idempotency_digest=idempotency_digest, seen=seen)
         return found.actor, found.doc, found.idempotency
+
+    def _load_document(self, who: Who, document_id: str, include_deleting: bool = False,
+                       seen: Optional[Record] = None) -> tuple[Actor, Record]:
+        """Verify the caller and read an existing document (the one NotFound otherwise)."""
+        found = access.find_document(self.ctx, who, document_id, include_deleting=include_deleting, seen=seen)
+        return found.actor, found.document
 
     def _slot(self, actor: Actor, now_ms: int) -> tuple[Optional[SlotDecision], Optional[RateSlot]]:
         if actor.key_item is None:
@@ -164,11 +173,11 @@ class DocumentService:
         rate = limits.write_rate()
         decision, claim = claim_sharded(write_logs(actor.key_item), now_ms, rate.limit, rate.window_seconds)
         if claim is None:
-            raise decision.refuse(limits.write_refusal(decision.retry_after))
+            raise decision.refuse(limits.write_refusal(decision.retry_after or 1))
         slot = RateSlot(actor.key_item["key_id"], claim.expected_seq, claim.new_log, now_ms, claim.shard)
         return decision, slot
 
-    def _quota(self, actor: Actor, doc: Optional[dict], add_bytes: int, now_ms: int) -> Quota:
+    def _quota(self, actor: Actor, doc: Optional[Record], add_bytes: int, now_ms: int) -> Quota:
         """The workspace-wide bounds of one more version (claimed in its transaction)."""
         live = 0 if doc is None else live_versions(doc)
         room = tuple(p for p in plans.PLANS
@@ -180,7 +189,7 @@ class DocumentService:
                      ratelimits.scope_key("workspace-writes", actor.workspace_id, str(window)), rate.limit,
                      (window + 1) * rate.window_seconds + ratelimits.EXPIRY_MARGIN_SECONDS)
 
-    def _quota_error(self, exc: QuotaReached, quota: Quota, doc: Optional[dict], now_ms: int) -> DocpubError:
+    def _quota_error(self, exc: QuotaReached, quota: Quota, doc: Optional[Record], now_ms: int) -> DocpubError:
         if exc.which == "workspace-rate":
             rate = limits.workspace_write_rate()
             retry = rate.window_seconds - (now_ms // 1000) % rate.window_seconds
@@ -201,16 +210,16 @@ class DocumentService:
             "Delete old versions or documents, or upgrade.",
             {"entitlement": "max_storage_bytes", "limit": cap, "current": exc.current})
 
-    def rate_limit_headers(self, key_item: Optional[dict]) -> dict[str, str]:
+    def rate_limit_headers(self, key_item: Optional[Record]) -> dict[str, str]:
         """The key's current X-RateLimit-* (no slot claimed)."""
         if key_item is None:
             return {}
         rate = limits.write_rate()
         return current_headers(key_item.get("writes", []), self.ctx.now_ms(), rate.limit, rate.window_seconds)
 
-    def _with_rate_headers(self, write):
+    def _with_rate_headers(self, write: Callable[[Record], WriteResult]) -> WriteResult:
         """Every publish/edit answer carries X-RateLimit-*: refusals and replays too."""
-        seen: dict = {}
+        seen: Record = {}
         try:
             result = write(seen)
         except DocpubError as exc:
@@ -238,15 +247,15 @@ class DocumentService:
                 base_version_id: Optional[str] = None) -> WriteResult:
         """Publish version `number` again as the newest: its page, Markdown source and files."""
         found = access.find_document(self.ctx, access.actor(self.ctx, who), document_id)
-        version = self.ctx.documents.get_version(found.document_id, number)
+        version = self.ctx.documents.get_version(found.id, number)
         if version is None:
-            raise NotFound(f"No version {number} of document {found.document_id}.")
+            raise NotFound(f"No version {number} of document {found.id}.")
         try:
-            content = content_files.stored_content(self.ctx, found.doc, version)
+            content = content_files.stored_content(self.ctx, found.document, version)
         except BlobNotFound:
             raise VersionContentMissing(version["version_id"]) from None
-        request = PublishRequest(title=found.doc["title"], html="(restored)", note=note,
-                                 document_id=found.document_id, base_version_id=base_version_id)
+        request = PublishRequest(title=found.document["title"], html="(restored)", note=note,  # type: ignore[call-arg]
+                                 document_id=found.id, base_version_id=base_version_id)
         return self.publish(found.actor, request, content=content)
 
     def _count_session_write(self, actor: Actor) -> None:
@@ -258,7 +267,7 @@ class DocumentService:
             ratelimits.hit(self.ctx, actor.write_limit_scope or ratelimits.scope_key(kind, actor.workspace_id),
                            limits.write_rate(), limits.REFUSALS[kind])
 
-    def _publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str], seen: dict,
+    def _publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str], seen: Record,
                  upload: Optional[tuple[str, bytes]] = None,
                  prepared: Optional["content_files.Content"] = None) -> WriteResult:
         digest = None
@@ -283,8 +292,8 @@ class DocumentService:
             data = upload[1]
             content = content_files.from_upload(upload[0], upload[1], request.title)
         else:
-            data = encoded_html(request.html)
-            content = content_files.build(request.html, request.format, request.title, request.files)
+            data = encoded_html(request.html or "")
+            content = content_files.build(request.html or "", request.format, request.title, request.files)
         title = content_files.require_title(request.title, content)
         link_changes = self._link_changes(request)
         self._count_session_write(actor)
@@ -311,8 +320,8 @@ class DocumentService:
                 if not stored:
                     objects.put(content)
                     stored = True
-                version = _version_record(version_id, (doc["version_count"] + 1) if doc else 1, request.note,
-                                          now_ms, object_key, content.page, content.format, content.file_infos())
+                version: Record = _version_record(version_id, (doc["version_count"] + 1) if doc else 1, request.note,
+                                                  now_ms, object_key, content.page, content.format, content.file_infos())
                 response = PublishResponse(document_id=document_id, version_id=version_id,
                                            version_number=version["number"], share_url=share_url(share_id))
                 idem_record = self._idem_record(actor, digest, request_hash, response, now_ms)
@@ -334,7 +343,7 @@ class DocumentService:
                 except QuotaReached as exc:
                     raise self._quota_error(exc, quota, doc, now_ms) from exc  # refused: nothing committed
                 except GuardFailed as exc:
-                    if exc.which == "idem":
+                    if exc.which == "idem" and actor.key_item is not None and digest is not None:
                         replay = self._replay(self.ctx.documents.get_idempotency(actor.key_item["key_id"], digest),
                                               request_hash)
                         if replay is not None:
@@ -371,7 +380,7 @@ class DocumentService:
             if stored:
                 objects.discard()
 
-    def _published(self, doc: Optional[dict], version: dict, changes: dict) -> dict:
+    def _published(self, doc: Optional[Record], version: Record, changes: Record) -> Event:
         """The `document.published` event of a new document or version (written with it)."""
         after = {**(doc or {}), **changes, "version_count": version["number"],
                  "latest_version_id": version["version_id"], "latest_size": version["size_bytes"],
@@ -379,17 +388,17 @@ class DocumentService:
         return self._event("document.published", after, version["created_ms"])
 
     @staticmethod
-    def _event(kind: str, doc: dict, now_ms: int) -> dict:
+    def _event(kind: str, doc: Record, now_ms: int) -> Event:
         from chalicelib.services.events import make_event
 
         return make_event(kind, doc["workspace_id"], doc["document_id"], now_ms,
                           summary_model(doc).model_dump(mode="json"))
 
-    def _link_changes(self, request) -> dict:
+    def _link_changes(self, request: Union[PublishRequest, UpdateDocumentRequest]) -> Record:
         """Document item fields for the link settings a publish/PATCH body gives:
         `share_enabled`, and `share_expires_ms` (None: clear it)."""
         given = request.model_fields_set
-        changes: dict = {}
+        changes: Record = {}
         if "share_enabled" in given and request.share_enabled is not None:
             changes["share_enabled"] = request.share_enabled
         if "share_expires_at" in given:
@@ -399,9 +408,9 @@ class DocumentService:
         return changes
 
     def _create(self, actor: Actor, document_id: str, share_id: str, request: PublishRequest, title: str,
-                version: dict, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
-                link_changes: Optional[dict] = None, quota: Optional[Quota] = None,
-                logged: Optional[dict] = None) -> None:
+                version: Record, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
+                link_changes: Optional[Record] = None, quota: Optional[Quota] = None,
+                logged: Optional[Record] = None) -> None:
         # The cap is a condition of the transaction (no read of the workspace first):
         # it holds unless the workspace's plan at commit time is uncapped.
         max_documents = limits.FREE_MAX_DOCUMENTS
@@ -425,13 +434,13 @@ class DocumentService:
 
     def _idem_record(self, actor: Actor, digest: Optional[str], request_hash: Optional[str],
                      response: PublishResponse, now_ms: int) -> Optional[IdempotencyRecord]:
-        if digest is None or actor.key_item is None:
+        if digest is None or actor.key_item is None or request_hash is None:
             return None
         now = now_ms // 1000
         return IdempotencyRecord(actor.key_item["key_id"], digest, request_hash, response.model_dump_json(),
                                  now + IDEMPOTENCY_TTL_SECONDS, now)
 
-    def _replay(self, idem: Optional[dict], request_hash: Optional[str]) -> Optional[WriteResult]:
+    def _replay(self, idem: Optional[Record], request_hash: Optional[str]) -> Optional[WriteResult]:
         if idem is None or idem.get("expires_at", 0) < self.ctx.now_ms() // 1000:
             return None
         if idem["request_hash"] != request_hash:
@@ -444,17 +453,17 @@ class DocumentService:
         try:
             self.ctx.blobs.delete(object_key)
         except Exception:  # the orphan sweep removes what this could not
-            log.warning("could not delete unreferenced object", extra={"s3_key": object_key})
+            log.warning("could not delete unreferenced object", extra={"blob_key": object_key})
 
     @staticmethod
     def _outcome_unknown(object_key: str) -> None:
         """The transaction failed without saying whether it committed (a timeout can
         hide a commit). Deleting the object could leave a committed version without
         its HTML, so it stays: sweep_orphans removes it if no version refers to it."""
-        log.warning("write outcome unknown; object left for the orphan sweep", extra={"s3_key": object_key})
+        log.warning("write outcome unknown; object left for the orphan sweep", extra={"blob_key": object_key})
 
     @staticmethod
-    def _conflict(doc: dict) -> VersionConflict:
+    def _conflict(doc: Record) -> VersionConflict:
         return VersionConflict(
             f"base_version_id is not the latest version; the latest is {doc['latest_version_id']}.",
             {"latest_version_id": doc["latest_version_id"]})
@@ -466,8 +475,8 @@ class DocumentService:
         document_id = canonical_document_id(document_id)
         return self._with_rate_headers(lambda seen: self._edit(who, document_id, request, seen))
 
-    def _edit(self, who: Who, document_id: str, request: EditRequest, seen: dict) -> WriteResult:
-        actor, doc, _ = self._load(who, document_id, seen=seen)
+    def _edit(self, who: Who, document_id: str, request: EditRequest, seen: Record) -> WriteResult:
+        actor, doc = self._load_document(who, document_id, seen=seen)
         self._count_session_write(actor)
         if request.base_version_id and request.base_version_id != doc["latest_version_id"]:
             raise self._conflict(doc)
@@ -531,7 +540,7 @@ class DocumentService:
             return WriteResult(response, decision.headers() if decision else {})
         raise _gave_up(doc, key_busy, "editing")
 
-    def _editable(self, doc: dict) -> tuple[str, Optional[list[dict]], bytes]:
+    def _editable(self, doc: Record) -> tuple[str, Optional[list[Record]], bytes]:
         """(format, files, the bytes edits apply to) of the latest version. A plain HTML
         page (no `latest_content` on the document) needs no read of its version record."""
         if not doc.get("latest_content"):
@@ -547,16 +556,16 @@ class DocumentService:
                 raise VersionContentMissing(version["version_id"]) from None
         return fmt, version.get("files"), self._read_bytes(doc, version["version_id"])
 
-    def _read_html(self, doc: dict, version_id: str) -> str:
+    def _read_html(self, doc: Record, version_id: str) -> str:
         return self._read_bytes(doc, version_id).decode("utf-8")
 
-    def _read_bytes(self, doc: dict, version_id: str) -> bytes:
+    def _read_bytes(self, doc: Record, version_id: str) -> bytes:
         try:
             return self.ctx.blobs.get_html(version_key(doc["workspace_id"], doc["document_id"], version_id))
         except BlobNotFound:
             error = VersionContentMissing(version_id)
             log.error("version content missing", extra={"document_id": doc["document_id"], "version_id": version_id,
-                                                         "request_id": error.details["request_id"]})
+                                                         "request_id": (error.details or {}).get("request_id")})
             raise error from None
 
     # ---------------------------------------------------------------- reads
@@ -565,7 +574,7 @@ class DocumentService:
     def get(self, who: Who, document_id: str, include_html: bool = False,
             version_id: Optional[str] = None, include_source: bool = False) -> DocumentDetail:
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
-        doc, versions, document_id = found.doc, found.versions, found.document_id
+        doc, versions, document_id = found.document, found.versions, found.id
         html = fmt = source = None
         wanted = version_id or doc["latest_version_id"]
         chosen = next((v for v in versions if v["version_id"] == wanted), None)
@@ -586,26 +595,27 @@ class DocumentService:
         return DocumentDetail(**summary_model(doc).model_dump(), versions=[version_model(v) for v in listed],
                               versions_truncated=len(listed) < len(versions),
                               passphrase_protected=bool(doc.get("passphrase_hash")), html=html,
-                              views_total=views_total, last_viewed_at=last_viewed_at, format=fmt, source=source)
+                              views_total=views_total, last_viewed_at=last_viewed_at,
+                              format=fmt, source=source)  # type: ignore[arg-type]  # html or markdown
 
     @requires("download_document")
-    def download(self, who: Who, document_id: str, version_id: Optional[str] = None) -> "content_files.Download":
+    def download(self, who: Who, document_id: str, version_id: Optional[str] = None) -> "downloads.Download":
         """The owner's download of a version (the latest by default): .html, .md or .zip."""
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
-        wanted = version_id or found.doc["latest_version_id"]
+        wanted = version_id or found.document["latest_version_id"]
         version = next((v for v in found.versions if v["version_id"] == wanted), None)
         if version is None:
-            raise NotFound(f"No version {wanted} of document {found.document_id}.")
+            raise NotFound(f"No version {wanted} of document {found.id}.")
         try:
-            return content_files.package(self.ctx, found.doc, version)
+            return downloads.package(self.ctx, found.document, version)
         except BlobNotFound:
             raise VersionContentMissing(wanted) from None
 
     @requires("get_document")
-    def get_html(self, who: Who, document_id: str, version_number: Optional[int] = None) -> tuple[dict, dict, str]:
+    def get_html(self, who: Who, document_id: str, version_number: Optional[int] = None) -> tuple[dict, dict[str, Any], str]:  # type: ignore[type-arg]
         """(document, version, html) of the latest or a numbered version."""
         found = access.find_document(self.ctx, access.actor(self.ctx, who), document_id)
-        doc, document_id = found.doc, found.document_id
+        doc, document_id = found.document, found.id
         number = version_number or doc["version_count"]
         version = self.ctx.documents.get_version(document_id, number)
         if version is None:
@@ -623,8 +633,18 @@ class DocumentService:
             items, next_cursor = self.ctx.documents.list_page(actor.workspace_id, limit, raw)
         except BadCursor as exc:
             raise ValidationFailed.field("cursor", cursors.MESSAGE) from exc
-        return DocumentList(documents=[summary_model(i) for i in items],
+        return DocumentList(documents=self._list_items(items),
                             next_cursor=cursors.seal(actor.workspace_id, "documents", next_cursor))
+
+    def _list_items(self, items: Sequence[Record]) -> builtins.list[DocumentListItem]:
+        """Summaries with their views (one counter read per page, not per document)."""
+        totals = self.ctx.views.totals([i["document_id"] for i in items])
+        listed = []
+        for item in items:
+            views_total, last_ms = totals.get(item["document_id"], (0, None))
+            listed.append(DocumentListItem(**summary_model(item).model_dump(), views_total=views_total,
+                                           last_viewed_at=rfc3339(last_ms)))
+        return listed
 
     def summaries(self, who: Who, document_ids: Sequence[str]) -> dict[str, DocumentSummary]:
         """The caller's documents among `document_ids` (at most 100), by id, in one
@@ -655,7 +675,7 @@ class DocumentService:
         ranked.sort(key=lambda r: (r[0], r[1]))
         page = ranked[offset:offset + limit]
         more = offset + limit < len(ranked)
-        return DocumentList(documents=[summary_model(i) for _, _, i in page],
+        return DocumentList(documents=self._list_items([i for _, _, i in page]),
                             next_cursor=cursors.seal(actor.workspace_id, "find",
                                                      _encode_offset(offset + limit) if more else None))
 
@@ -671,7 +691,7 @@ class DocumentService:
             raise ValidationFailed(
                 "Give title, description, share_enabled, share_expires_at and/or share_access to change.",
                 {"fields": [{"field": "title", "message": "at least one field to change is required"}]})
-        actor, doc, _ = self._load(who, document_id)
+        actor, doc = self._load_document(who, document_id)
         share_fields = set(fields) & {"share_enabled", "share_expires_ms", "share_access"}
         logged = activity.entry(self.ctx, actor, actor.workspace_id,
                                 "share.settings" if share_fields == set(fields) else "document.update",
@@ -688,7 +708,7 @@ class DocumentService:
     @requires("delete_document")
     def delete(self, who: Who, document_id: str) -> None:
         document_id = canonical_document_id(document_id)
-        actor, doc, _ = self._load(who, document_id, include_deleting=True)  # key + document: one round trip
+        actor, doc = self._load_document(who, document_id, include_deleting=True)  # key + document: one round trip
         if not doc.get("deleting"):
             try:
                 self.ctx.documents.begin_delete(doc, activity=activity.entry(
@@ -700,7 +720,7 @@ class DocumentService:
         cdn.withdraw(self.ctx, doc["share_id"], "delete")
         self.finish_delete(doc)
 
-    @requires("get_document")
+    @requires("list_versions")
     def list_versions(self, who: Who, document_id: str, limit: int = 20,
                       cursor: Optional[str] = None) -> VersionList:
         """Every version of a document, newest first, `limit` a page (GET one lists the newest 100)."""
@@ -720,7 +740,7 @@ class DocumentService:
         """Delete one old version (never the latest: 409) and free its storage."""
         document_id = canonical_document_id(document_id)
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
-        doc, versions = found.doc, found.versions
+        doc, versions = found.document, found.versions
         version = next((v for v in versions if v["version_id"] == version_id), None)
         if version is None:
             raise NotFound(f"No version {version_id} of document {document_id}.")
@@ -737,12 +757,12 @@ class DocumentService:
         cdn.withdraw(self.ctx, doc["share_id"], "version deleted")
 
     @staticmethod
-    def _latest_kept(doc: dict) -> VersionConflict:
+    def _latest_kept(doc: Record) -> VersionConflict:
         return VersionConflict(
             "The latest version cannot be deleted: publish a new version first, or delete the document.",
             {"latest_version_id": doc["latest_version_id"]})
 
-    def finish_delete(self, doc: dict) -> None:
+    def finish_delete(self, doc: Record) -> None:
         """Remove everything of a document marked `deleting`; safe to repeat."""
         self.ctx.blobs.delete_prefix(document_prefix(doc["workspace_id"], doc["document_id"]))
         self.ctx.feedback.delete_for_document(doc["document_id"])

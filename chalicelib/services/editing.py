@@ -8,10 +8,11 @@ in-dashboard editing lives here, not in the adapter.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from pydantic import ValidationError
 
+from chalicelib.ports.records import Record
 from chalicelib.domain import plans
 from chalicelib.domain.diffs import LineDiff, line_diff
 from chalicelib.domain import limits
@@ -20,7 +21,7 @@ from chalicelib.errors import FeatureNotInPlan, NoChange, ValidationFailed
 from chalicelib.models import PublishRequest
 from chalicelib.services import access
 from chalicelib.services.access import Who
-from chalicelib.services.context import Context, default_context
+from chalicelib.services.context import Context
 from chalicelib.services.documents import DocumentService, WriteResult
 from chalicelib.services.access import requires
 
@@ -32,13 +33,13 @@ FEATURE_MESSAGES = {
 
 @dataclass(frozen=True)
 class VersionPair:
-    document: dict
-    old: dict
-    new: dict
+    document: Record
+    old: Record
+    new: Record
     diff: LineDiff
 
 
-def publish_request(**fields) -> PublishRequest:
+def publish_request(**fields: Any) -> PublishRequest:
     """A PublishRequest from adapter fields, with the contract's validation error."""
     try:
         return PublishRequest.model_validate({k: v for k, v in fields.items() if v is not None})
@@ -55,8 +56,8 @@ def require_feature(ctx: Context, workspace_id: str, feature: str) -> None:
 
 
 class EditingService:
-    def __init__(self, ctx: Optional[Context] = None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
         self.documents = DocumentService(self.ctx)
 
     @requires("publish_document")
@@ -73,7 +74,7 @@ class EditingService:
                 title = self.documents.get(who, document_id).title
             return self.documents.publish(who, publish_request(
                 title=title, note=note or None, document_id=document_id,
-                description=description if description else None), upload=(filename, data))
+                description=description if description else None), upload=(filename or "", data))
         if filename and not name.endswith((".html", ".htm")):
             raise ValidationFailed.field("file", "must be .html, .htm, .md, .markdown or .zip")
         if len(data) > limits.HTML_BYTES:
@@ -109,11 +110,11 @@ class EditingService:
         """Publish an older version's HTML again, as the newest version."""
         actor = access.actor(self.ctx, who)
         found = access.find_document(self.ctx, actor, document_id)
-        if number == found.doc["version_count"]:
+        if number == found.document["version_count"]:
             raise NoChange(f"Version {number} is already the latest version.")
         # As it was: its page, its Markdown source and its files.
-        return self.documents.restore(actor, found.document_id, number, f"Restored version {number}",
-                                      base_version_id=found.doc["latest_version_id"])
+        return self.documents.restore(actor, found.id, number, f"Restored version {number}",
+                                      base_version_id=found.document["latest_version_id"])
 
     @requires("diff_versions")
     def compare(self, who: Who, document_id: str, old_number: int, new_number: int) -> VersionPair:

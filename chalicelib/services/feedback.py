@@ -15,22 +15,25 @@ after replying would otherwise be woken by itself).
 """
 from __future__ import annotations
 
+import builtins
 import json
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional, Sequence
 
+from chalicelib.ports import records
+from chalicelib.ports.records import Record
 from chalicelib.domain import limits
 from chalicelib.errors import NotFound, PlanLimitReached, ValidationFailed
 from chalicelib.models import (
     Anchor, Feedback, FeedbackCreated, FeedbackList, FeedbackSubmission, Reply, ReplyRequest, ViewerReplyRequest,
 )
-from chalicelib.ports import BadCursor, FeedbackGone, GuardFailed, ReplyCapReached, StaleDocument
+from chalicelib.ports import BadCursor, FeedbackGone, GuardFailed, RateClaim, ReplyCapReached, StaleDocument
 from chalicelib.services import access, cursors, ratelimits
 from chalicelib.services.access import Who
 from chalicelib.services.events import make_event
-from chalicelib.services.context import Context, default_context, new_feedback_id, rfc3339
+from chalicelib.services.context import Context, new_feedback_id, rfc3339
 from chalicelib.services.sharing import ShareService
 from chalicelib.services.access import requires
 
@@ -48,21 +51,21 @@ def new_reply_id() -> str:
     return "rp_" + secrets.token_urlsafe(12)
 
 
-def reply_model(item: dict) -> Reply:
-    return Reply(reply_id=item["reply_id"], message=item["message"], name=item.get("name"),
-                 author=item["author"], created_at=rfc3339(item["created_ms"]))
+def reply_model(item: records.Reply) -> Reply:
+    return Reply(reply_id=item.reply_id, message=item.message, name=item.name,
+                 author=item.author, created_at=rfc3339(item.created_ms))
 
 
-def feedback_model(item: dict, replies: Optional[list[dict]] = None) -> Feedback:
-    anchor = item.get("anchor")
-    return Feedback(feedback_id=item["feedback_id"], document_id=item["document_id"],
-                    version_id=item["version_id"], message=item["message"], name=item.get("name"),
-                    quote=item.get("quote"), anchor=Anchor(**anchor) if anchor else None, status=item["status"],
-                    created_at=rfc3339(item["created_ms"]), resolved_at=rfc3339(item.get("resolved_ms")),
+def feedback_model(item: records.Feedback, replies: Optional[Sequence[records.Reply]] = None) -> Feedback:
+    anchor = item.anchor
+    return Feedback(feedback_id=item.feedback_id, document_id=item.document_id,
+                    version_id=item.version_id, message=item.message, name=item.name,
+                    quote=item.quote, anchor=Anchor(**anchor) if anchor else None, status=item.status,
+                    created_at=rfc3339(item.created_ms), resolved_at=rfc3339(item.resolved_ms),
                     replies=[reply_model(r) for r in replies or []])
 
 
-def event_payload(feedback: Feedback, reply: Optional[Reply] = None) -> dict:
+def event_payload(feedback: Feedback, reply: Optional[Reply] = None) -> dict[str, Any]:
     """A webhook's `data`: the Feedback (newest replies only, bounded in size), plus `reply`."""
     data = feedback.model_dump(mode="json")
     data["replies"] = data["replies"][-PAYLOAD_REPLIES:]
@@ -89,8 +92,8 @@ class InboxPage:
 
 
 class FeedbackService:
-    def __init__(self, ctx: Optional[Context] = None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
         self.sharing = ShareService(self.ctx)
 
     # ---------------------------------------------------------------- viewers
@@ -110,12 +113,11 @@ class FeedbackService:
             claim = ratelimits.next_claim(self.ctx, ratelimits.viewer_scope("feedback", doc["document_id"], client_ip),
                                           limits.viewer_rate(), what)
             now_ms = self.ctx.now_ms()
-            item = {"feedback_id": feedback_id, "document_id": doc["document_id"],
-                    "workspace_id": doc["workspace_id"], "version_id": access.version_id,
-                    "version_number": access.version_number, "message": submission.message,
-                    "name": submission.name or None,
-                    "quote": submission.quote or (anchor["quote"] if anchor else None),
-                    "anchor": anchor, "status": "open", "created_ms": now_ms}
+            item = records.Feedback(
+                feedback_id=feedback_id, document_id=doc["document_id"], workspace_id=doc["workspace_id"],
+                version_id=access.version_id, version_number=access.version_number, message=submission.message,
+                name=submission.name or None, quote=submission.quote or (anchor["quote"] if anchor else None),
+                anchor=anchor, status="open", created_ms=now_ms)
             event = make_event("feedback.created", doc["workspace_id"], doc["document_id"], now_ms,
                                event_payload(feedback_model(item)), feedback_id=feedback_id, wakes=True)
             try:
@@ -140,7 +142,7 @@ class FeedbackService:
                            request.message, request.name or None, "viewer",
                            lambda: ratelimits.next_claim(self.ctx, scope, limits.viewer_rate(), what), what)
 
-    def threads(self, share_id: str, unlock_cookie: Optional[str]) -> tuple[dict, list[Feedback]]:
+    def threads(self, share_id: str, unlock_cookie: Optional[str]) -> tuple[Record, builtins.list[Feedback]]:
         """(the link's document, its open threads with replies, newest first) for the share page."""
         found = self.sharing.access(share_id, unlock_cookie)
         doc = found.doc
@@ -194,11 +196,11 @@ class FeedbackService:
         found = access.find_document(self.ctx, who, document_id)
         items, next_cursor = self._page(found.actor, found.document_id, status, limit, cursor)
         models = self._with_replies(items)
-        return InboxPage(items=[InboxItem(feedback=m, version_number=i.get("version_number"))
+        return InboxPage(items=[InboxItem(feedback=m, version_number=i.version_number)
                                 for m, i in zip(models, items)], next_cursor=next_cursor)
 
-    def _page(self, actor, document_id: str | None, status: str, limit: int,
-              cursor: str | None) -> tuple[Sequence[dict[str, Any]], str | None]:
+    def _page(self, actor: access.Actor, document_id: str | None, status: str, limit: int,
+              cursor: str | None) -> tuple[Sequence[records.Feedback], str | None]:
         if not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
             raise ValidationFailed.field("limit", f"must be 1 to {MAX_LIMIT}")
         listing = f"feedback#{document_id or ''}"
@@ -214,20 +216,20 @@ class FeedbackService:
     def resolve(self, who: Who, feedback_id: str, resolved: bool = True) -> Feedback:
         """Mark resolved (or, with resolved=False, open again); repeating is harmless."""
         actor = access.actor(self.ctx, who)
-        wanted = "resolved" if resolved else "open"
+        wanted: records.FeedbackStatus = "resolved" if resolved else "open"
         for _attempt in range(RESOLVE_ATTEMPTS):
             item = self._thread_of(actor.workspace_id, feedback_id)
-            if item["status"] == wanted:
+            if item.status == wanted:
                 return self._with_replies([item])[0]
             now_ms = self.ctx.now_ms()
-            after = {**item, "status": wanted, "resolved_ms": now_ms if resolved else None}
+            after = replace(item, status=wanted, resolved_ms=now_ms if resolved else None)
             model = self._with_replies([after])[0]
-            event = make_event("feedback.resolved", item["workspace_id"], item["document_id"], now_ms,
+            event = make_event("feedback.resolved", item.workspace_id, item.document_id, now_ms,
                                event_payload(model), feedback_id=feedback_id) if resolved else None
             try:
                 self.ctx.feedback.set_status(item, resolved, now_ms, event)
             except FeedbackGone:
-                doc = self.ctx.documents.get(item["document_id"])
+                doc = self.ctx.documents.get(item.document_id)
                 if doc is None or doc.get("deleting"):
                     raise NotFound(f"No feedback {feedback_id} in this workspace.") from None
                 continue  # changed concurrently: look again
@@ -238,31 +240,32 @@ class FeedbackService:
 
     # ---------------------------------------------------------------- internals
 
-    def _thread_of(self, workspace_id: str, feedback_id: str, document_id: Optional[str] = None) -> dict:
+    def _thread_of(self, workspace_id: str, feedback_id: str, document_id: Optional[str] = None) -> records.Feedback:
         # Ids we never issue are 404 without a lookup (DynamoDB refuses keys over 2 KB).
         item = self.ctx.feedback.get(feedback_id) if _FEEDBACK_ID.fullmatch(feedback_id or "") else None
-        if (item is None or item.get("workspace_id") != workspace_id
-                or (document_id is not None and item.get("document_id") != document_id)):
+        if (item is None or item.workspace_id != workspace_id
+                or (document_id is not None and item.document_id != document_id)):
             raise NotFound("No such feedback" + (" on this document." if document_id else " in this workspace."))
         return item
 
-    def _reply(self, read_thread: Callable[[], dict], message: str, name: Optional[str], author: str,
-               claim: Callable, what: str) -> Reply:
+    def _reply(self, read_thread: Callable[[], records.Feedback], message: str, name: Optional[str],
+               author: records.Author,
+               claim: Callable[[], Optional[RateClaim]], what: str) -> Reply:
         for attempt in range(ratelimits.CLAIM_ATTEMPTS):
             self.ctx.backoff(attempt)
             thread = read_thread()
             rate = claim()
             now_ms = self.ctx.now_ms()
-            reply = {"reply_id": new_reply_id(), "feedback_id": thread["feedback_id"],
-                     "document_id": thread["document_id"], "workspace_id": thread["workspace_id"],
-                     "message": message, "name": name, "author": author, "created_ms": now_ms}
+            reply = records.Reply(reply_id=new_reply_id(), feedback_id=thread.feedback_id,
+                                  document_id=thread.document_id, workspace_id=thread.workspace_id,
+                                  message=message, name=name, author=author, created_ms=now_ms)
             reopen = author == "viewer"
-            after = {**thread, **({"status": "open", "resolved_ms": None} if reopen else {})}
-            replies = self.ctx.feedback.replies([thread["feedback_id"]])[thread["feedback_id"]] + [reply]
+            after = replace(thread, status="open", resolved_ms=None) if reopen else thread
+            replies = self.ctx.feedback.replies([thread.feedback_id])[thread.feedback_id] + [reply]
             model = reply_model(reply)
-            event = make_event("feedback.replied", thread["workspace_id"], thread["document_id"], now_ms,
+            event = make_event("feedback.replied", thread.workspace_id, thread.document_id, now_ms,
                                event_payload(feedback_model(after, replies), model),
-                               feedback_id=thread["feedback_id"], reply_id=reply["reply_id"],
+                               feedback_id=thread.feedback_id, reply_id=reply.reply_id,
                                wakes=author == "viewer")
             try:
                 self.ctx.feedback.add_reply(thread, reply, limits.REPLIES_PER_THREAD, reopen, rate, event)
@@ -279,10 +282,10 @@ class FeedbackService:
             return model
         raise ratelimits.contended(what or "The thread is busy")
 
-    def _with_replies(self, items: list[dict]) -> list[Feedback]:
-        with_replies = [i["feedback_id"] for i in items if i.get("reply_count")]
+    def _with_replies(self, items: Sequence[records.Feedback]) -> builtins.list[Feedback]:
+        with_replies = [i.feedback_id for i in items if i.reply_count]
         replies = self.ctx.feedback.replies(with_replies) if with_replies else {}
-        return [feedback_model(i, replies.get(i["feedback_id"])) for i in items]
+        return [feedback_model(i, replies.get(i.feedback_id)) for i in items]
 
     def _unseal_since(self, workspace_id: str, listing: str, since: str) -> str:
         try:
@@ -310,9 +313,9 @@ class FeedbackService:
             self.ctx.sleep(min(limits.WAIT_READ_INTERVAL_SECONDS, left))
         ids: list[str] = []
         for event in reversed(events):  # newest activity first, each thread once
-            if event.get("feedback_id") and event["feedback_id"] not in ids:
-                ids.append(event["feedback_id"])
-        by_id = {i["feedback_id"]: i for i in self.ctx.feedback.get_many(ids)}
+            if event.feedback_id and event.feedback_id not in ids:
+                ids.append(event.feedback_id)
+        by_id = {i.feedback_id: i for i in self.ctx.feedback.get_many(ids)}
         items = [by_id[i] for i in ids if i in by_id]
         return FeedbackList(feedback=self._with_replies(items), next_cursor=None,
                             since=cursors.seal(workspace_id, listing, position))

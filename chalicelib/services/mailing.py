@@ -6,9 +6,10 @@ half-done: the token it carries is useless without the message)."""
 from __future__ import annotations
 
 import logging
-from typing import Optional
+from typing import Any, Optional
 
 from chalicelib import rendering
+from chalicelib.ports.records import Record
 from chalicelib.errors import ServiceUnavailable
 from chalicelib.ports.mail import MailUndeliverable, OutgoingMail
 from chalicelib.services.context import Context
@@ -24,7 +25,7 @@ SUBJECTS = {
 }
 
 
-def render(kind: str, to: str, branding: Optional[dict] = None, **values) -> OutgoingMail:
+def render(kind: str, to: str, branding: Optional[Record] = None, **values: Any) -> OutgoingMail:
     values = {"email": to, "brand_name": None, "brand_tagline": None, **(branding or {}), **values}
     subject = SUBJECTS[kind].format(**values)
     values["subject"] = subject
@@ -32,7 +33,7 @@ def render(kind: str, to: str, branding: Optional[dict] = None, **values) -> Out
                         html=rendering.page(f"mail/{kind}.html", **values), kind=kind)
 
 
-def branding_of(workspace: Optional[dict]) -> dict:
+def branding_of(workspace: Optional[Record]) -> Record:
     """A Pro workspace's own name and tagline on its messages (as on its share pages)."""
     if workspace and workspace.get("plan") == "pro" and workspace.get("brand_name"):
         return {"brand_name": workspace["brand_name"], "brand_tagline": workspace.get("brand_tagline")}

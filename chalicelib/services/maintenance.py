@@ -19,15 +19,15 @@ from __future__ import annotations
 from typing import Optional
 
 from chalicelib.ports import FILE_ROOT
-from chalicelib.services.context import Context, default_context
+from chalicelib.ports.records import Record
+from chalicelib.services.context import Context
 
 GRACE_SECONDS = 3600
 
 
-def sweep_orphans(ctx: Optional[Context] = None, grace_seconds: int = GRACE_SECONDS) -> dict:
+def sweep_orphans(ctx: Context, grace_seconds: int = GRACE_SECONDS) -> Record:
     from chalicelib.services.documents import DocumentService
 
-    ctx = ctx or default_context()
     now = ctx.clock()
     # Streamed: the listing comes a page at a time and only the current document's
     # versions are kept (a document's objects are listed one after another), so
@@ -61,7 +61,9 @@ def sweep_orphans(ctx: Optional[Context] = None, grace_seconds: int = GRACE_SECO
     workspaces = {key.split("/")[1] for key, _ in ctx.blobs.iter_keys(FILE_ROOT) if key.count("/") == 2}
     files_deleted = sum(content.sweep_files(ctx, ws, min(grace_seconds, content.FILE_GRACE_SECONDS))
                         for ws in sorted(workspaces))
+    from chalicelib.services.downloads import sweep_downloads
     from chalicelib.services.uploads import sweep_uploads
 
     return {"checked": checked, "deleted": deleted, "deletes_finished": finished,
-            "files_deleted": files_deleted, "uploads_deleted": sweep_uploads(ctx), "cdn": cdn.retry_pending(ctx)}
+            "files_deleted": files_deleted, "uploads_deleted": sweep_uploads(ctx),
+            "downloads_deleted": sweep_downloads(ctx), "cdn": cdn.retry_pending(ctx)}

@@ -25,16 +25,18 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 from urllib.parse import urlencode, urlsplit
 
+from chalicelib.ports.oauth import OAuthRepository
+from chalicelib.ports.records import Record
 from chalicelib import config, models
 from chalicelib.domain import limits, roles
 from chalicelib.domain.clients import MAX_CLIENT_NAME, MAX_PARAM, MAX_REDIRECT_URIS, valid_redirect_uri
 from chalicelib.errors import DocpubError, RateLimited
 from chalicelib.services import access, activity, members, ratelimits
 from chalicelib.services.access import Actor
-from chalicelib.services.context import Context, default_context, rfc3339
+from chalicelib.services.context import Context, rfc3339
 
 SCOPES = ("docs:read", "docs:write", "feedback")
 SCOPE_DESCRIPTIONS = {
@@ -42,15 +44,7 @@ SCOPE_DESCRIPTIONS = {
     "docs:write": "Publish, edit, rename and delete documents",
     "feedback": "Read viewer feedback, wait for it, reply to it and mark it resolved",
 }
-# Which scope each MCP tool needs.
-TOOL_SCOPES = {
-    "publish_document": "docs:write", "edit_document": "docs:write", "update_document": "docs:write",
-    "delete_document": "docs:write", "rotate_share_link": "docs:write", "set_passphrase": "docs:write",
-    "get_document": "docs:read", "list_documents": "docs:read", "find_document": "docs:read",
-    "get_workspace_info": "docs:read", "get_document_stats": "docs:read",
-    "list_feedback": "feedback", "resolve_feedback": "feedback", "reply_to_feedback": "feedback",
-    "wait_for_feedback": "feedback",
-}
+# Which scope each MCP tool needs is declared with its operation (chalicelib/operations.py TOOL_SCOPES).
 
 ACCESS_TOKEN_PREFIX = "dpa_"
 REFRESH_TOKEN_PREFIX = "dpr_"
@@ -68,13 +62,13 @@ LIMIT_ERRORS = {"register": "temporarily_unavailable", "authorize": "temporarily
 class OAuthError(DocpubError):
     """An RFC 6749 error: `{"error": …, "error_description": …}` on the OAuth endpoints."""
 
-    def __init__(self, error: str, description: str, status: int = 400, headers: Optional[dict] = None):
+    def __init__(self, error: str, description: str, status: int = 400, headers: Optional[Record] = None):
         super().__init__(description, headers=headers)
         self.error = error
         self.code = error
         self.status = status
 
-    def body(self) -> dict:
+    def body(self) -> Record:
         return {"error": self.error, "error_description": self.message}
 
 
@@ -107,7 +101,7 @@ class Principal:
 @dataclass(frozen=True)
 class AuthorizationRequest:
     """A validated authorization request, ready for the consent page."""
-    client: dict
+    client: Record
     redirect_uri: str
     state: Optional[str]
     code_challenge: str
@@ -120,9 +114,9 @@ class AuthorizationRequest:
 
     @property
     def client_name(self) -> str:
-        return self.client.get("client_name") or self.client["client_id"]
+        return str(self.client.get("client_name") or self.client["client_id"])
 
-    def params(self) -> dict:
+    def params(self) -> Record:
         """The request's parameters, as the consent form posts them back."""
         return {"client_id": self.client["client_id"], "redirect_uri": self.redirect_uri,
                 "response_type": "code", "code_challenge": self.code_challenge,
@@ -216,13 +210,20 @@ def ip_scope(kind: str, client_ip: str) -> str:
 
 
 class OAuthService:
-    def __init__(self, ctx: Optional[Context] = None, fetch_metadata=None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context, fetch_metadata: Optional[Callable[[str], Record]] = None):
+        self.ctx = ctx
         self._fetch_metadata = fetch_metadata  # tests may inject the CIMD fetcher
 
     @property
-    def repo(self):
+    def repo(self) -> OAuthRepository:
         return self.ctx.oauth
+
+    def _fetch_document(self, url: str) -> tuple[Record, int]:
+        from chalicelib.services import cimd
+
+        if self.ctx.outbound is None:
+            raise cimd.MetadataError("this server makes no outbound requests")
+        return cimd.fetch_with_lifetime(self.ctx.outbound, url)
 
     # ---------------------------------------------------------------- limits
 
@@ -282,11 +283,11 @@ class OAuthService:
         self.repo.put_client(client)
         # The server assigns a public client: no secret, whatever was asked (RFC 7591 3.2.1).
         return models.ClientRegistration(
-            client_id=client["client_id"], client_id_issued_at=now_ms // 1000,
-            redirect_uris=client["redirect_uris"], client_name=name, grant_types=client["grant_types"],
+            client_id=str(client["client_id"]), client_id_issued_at=now_ms // 1000,
+            redirect_uris=list(uris), client_name=name, grant_types=["authorization_code", "refresh_token"],
             response_types=["code"], token_endpoint_auth_method="none", scope=" ".join(scopes))
 
-    def client(self, client_id: Optional[str], client_ip: Optional[str] = None) -> Optional[dict]:
+    def client(self, client_id: Optional[str], client_ip: Optional[str] = None) -> Optional[Record]:
         """A usable client: registered and not expired, or a client ID metadata document
         (fetched when not cached: counted against `client_ip`'s fetch limit)."""
         if not client_id or len(client_id) > MAX_PARAM:
@@ -300,7 +301,7 @@ class OAuthService:
             return None
         return client
 
-    def _metadata_client(self, client_id: str, client_ip: Optional[str] = None) -> Optional[dict]:
+    def _metadata_client(self, client_id: str, client_ip: Optional[str] = None) -> Optional[Record]:
         from chalicelib.services import cimd
 
         now_ms = self.ctx.now_ms()
@@ -310,7 +311,7 @@ class OAuthService:
         if client_ip is not None:
             self.limit("metadata", client_ip)  # a fetch is a request to an address a stranger chose
         try:
-            fetched = (self._fetch_metadata or cimd.fetch_with_lifetime)(client_id)
+            fetched = (self._fetch_metadata or self._fetch_document)(client_id)
             document, lifetime = fetched if isinstance(fetched, tuple) else (fetched, cimd.CACHE_SECONDS)
             client = cimd.client_from_document(client_id, document)
         except cimd.MetadataError as exc:
@@ -322,7 +323,7 @@ class OAuthService:
 
     # ---------------------------------------------------------------- authorization
 
-    def check_authorization(self, params: dict, client_ip: Optional[str] = None) -> AuthorizationRequest:
+    def check_authorization(self, params: Record, client_ip: Optional[str] = None) -> AuthorizationRequest:
         """Validate an authorization request. NotRedirectable when the client or the
         redirect URI is wrong (shown to the person); RedirectError otherwise (sent
         back to the client's redirect URI with `state`)."""
@@ -340,6 +341,8 @@ class OAuthService:
             raise NotRedirectable("invalid_request", "redirect_uri does not exactly match a redirect URI "
                                   "registered for this application.")
         state = params.get("state")
+
+        assert isinstance(redirect_uri, str)  # it is one of the client's
 
         def refuse(error: str, description: str) -> RedirectError:
             return RedirectError(error, description, redirect_uri, state)
@@ -386,7 +389,7 @@ class OAuthService:
 
     # ---------------------------------------------------------------- token endpoint
 
-    def token(self, form: dict) -> models.TokenResponse:
+    def token(self, form: Record) -> models.TokenResponse:
         grant_type = form.get("grant_type")
         client_id = form.get("client_id")
         if not client_id:
@@ -404,7 +407,7 @@ class OAuthService:
             raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token.")
         return handlers[grant_type](client, form)
 
-    def _exchange_code(self, client: dict, form: dict) -> models.TokenResponse:
+    def _exchange_code(self, client: Record, form: Record) -> models.TokenResponse:
         code, verifier = form.get("code"), form.get("code_verifier")
         if not code:
             raise OAuthError("invalid_request", "code is required.")
@@ -439,7 +442,7 @@ class OAuthService:
                         {"client": grant["client_name"], "scopes": " ".join(grant["scopes"])})
         return answer
 
-    def _refresh(self, client: dict, form: dict) -> models.TokenResponse:
+    def _refresh(self, client: Record, form: Record) -> models.TokenResponse:
         presented = form.get("refresh_token")
         if not presented:
             raise OAuthError("invalid_request", "refresh_token is required.")
@@ -469,7 +472,7 @@ class OAuthService:
                              "is revoked for safety. Connect again.")
         return answer
 
-    def _mint(self, grant: dict, now_ms: int) -> tuple[dict, dict, models.TokenResponse]:
+    def _mint(self, grant: Record, now_ms: int) -> tuple[Record, Record, models.TokenResponse]:
         access_token = ACCESS_TOKEN_PREFIX + secrets.token_urlsafe(32)
         refresh_token = REFRESH_TOKEN_PREFIX + secrets.token_urlsafe(32)
         access = {"token_hash": digest(access_token), "grant_id": grant["grant_id"],
@@ -485,7 +488,7 @@ class OAuthService:
 
     # ---------------------------------------------------------------- revocation (RFC 7009)
 
-    def revoke(self, form: dict) -> None:
+    def revoke(self, form: Record) -> None:
         """Always succeeds for the caller (RFC 7009 2.2); a refresh token ends its grant."""
         token = form.get("token")
         if not token:
@@ -533,11 +536,12 @@ class OAuthService:
                          grant.get("client_name") or grant["client_id"])
 
     @staticmethod
-    def require_scope(principal: Optional[Principal], tool: str) -> None:
-        """A token acts within its scopes only (API keys have every scope)."""
+    def require_scope(principal: Optional[Principal], tool: str, needed: Optional[str]) -> None:
+        """A token acts within its scopes only (API keys have every scope). `needed`: the
+        scope the tool's operation declares; None (undeclared) fails closed: docs:write."""
         if principal is None:
             return
-        needed = TOOL_SCOPES.get(tool, "docs:write")  # a tool missing from the table: fail closed
+        needed = needed or "docs:write"
         if needed not in principal.scopes:
             raise InsufficientScope(
                 f"{tool} needs the {needed} scope; this connection was granted "
@@ -546,7 +550,7 @@ class OAuthService:
 
     # ---------------------------------------------------------------- dashboard: connected apps
 
-    def connected_apps(self, workspace_id: str, by=None) -> list[dict]:
+    def connected_apps(self, workspace_id: str, by=None) -> list[Record]:
         if by is not None:
             access.authorize(by, "list_apps")
         return [{"grant_id": g["grant_id"], "client_name": g.get("client_name") or g["client_id"],

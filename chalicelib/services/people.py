@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from chalicelib.domain import limits, roles
 from chalicelib.errors import NotFound, ValidationFailed
@@ -20,7 +20,7 @@ from chalicelib.services import activity, mailing, members, ratelimits, tokens
 from chalicelib.services.tokens import LINK_INVALID, dashboard_url, new_token, normalise_email, token_digest
 from chalicelib.services import access
 from chalicelib.services.access import Actor, Who, requires, same_workspace
-from chalicelib.services.context import Context, default_context, rfc3339
+from chalicelib.services.context import Context, rfc3339
 
 MAX_EMAIL = 254
 _EMAIL_SHAPE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$")
@@ -44,17 +44,17 @@ def _workspace_of(who: Who) -> str:
 
 
 class PeopleService:
-    def __init__(self, ctx: Optional[Context] = None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
 
     # ---------------------------------------------------------------- reading
 
     @requires("list_members")
     def list_members(self, who: Who) -> list[dict]:
         workspace_id = _workspace_of(who)
-        members.role_in(self.ctx, workspace_id, who.member)  # a legacy workspace gets its owner record
+        members.role_in(self.ctx, workspace_id, who.member)  # type: ignore[union-attr]  # a legacy workspace gets its owner record
         return [{"email": m["email"], "role": m["role"], "joined_at": rfc3339(m["created_ms"]),
-                 "you": m["email"] == who.member} for m in self.ctx.people.list_members(workspace_id)]
+                 "you": m["email"] == who.member} for m in self.ctx.people.list_members(workspace_id)]  # type: ignore[union-attr]
 
     @requires("list_members")
     def list_invites(self, who: Who) -> list[dict]:
@@ -76,15 +76,15 @@ class PeopleService:
     # ---------------------------------------------------------------- inviting
 
     @requires("invite_member")
-    def invite(self, who: Who, email: str, role: str) -> dict:
+    def invite(self, who: Who, email: str, role: str) -> dict[str, Any]:
         workspace_id = _workspace_of(who)
         email = normalise_email(email)
         if len(email) > MAX_EMAIL or not _EMAIL_SHAPE.match(email):
             raise ValidationFailed.field("email", "must be a valid email address")
         if role not in roles.ROLES:
             raise ValidationFailed.field("role", "must be owner, editor or viewer")
-        inviter = self.ctx.users.get(who.member) if who.member else None
-        if who.member and (inviter is None or not inviter.get("email_verified_ms")):
+        inviter = self.ctx.users.get(who.member) if who.member else None  # type: ignore[union-attr]
+        if who.member and (inviter is None or not inviter.get("email_verified_ms")):  # type: ignore[union-attr]
             raise ValidationFailed("Confirm your own email address before inviting others.")
         if self.ctx.people.get_member(workspace_id, email) is not None:
             raise ValidationFailed.field("email", "is already a member of this workspace")
@@ -98,12 +98,12 @@ class PeopleService:
         now_ms = self.ctx.now_ms()
         seconds = limits.INVITE_LINK_SECONDS
         self.ctx.people.put_token({"token_hash": digest, "kind": "invite", "email": email,
-                                   "workspace_id": workspace_id, "role": role, "invited_by": who.member,
+                                   "workspace_id": workspace_id, "role": role, "invited_by": who.member,  # type: ignore[union-attr]
                                    "created_ms": now_ms, "expires_ms": now_ms + seconds * 1000,
                                    "expires_at": now_ms // 1000 + seconds + 3600})
         mailing.send(self.ctx, mailing.render(
             "invite", email, mailing.branding_of(workspace), link=dashboard_url("join", token=token),
-            inviter=who.member or "The workspace's operator", workspace_name=workspace["name"], role=role,
+            inviter=who.member or "The workspace's operator", workspace_name=workspace["name"], role=role,  # type: ignore[union-attr]
             role_article=roles.ARTICLES[role], days=seconds // 86400))
         activity.record(self.ctx, who, workspace_id, "member.invite", email, {"role": role})
         return {"email": email, "role": role, "expires_at": rfc3339(now_ms + seconds * 1000)}
@@ -137,7 +137,7 @@ class PeopleService:
         member = {"workspace_id": invitation.workspace_id, "email": email, "role": invitation.role,
                   "created_ms": self.ctx.now_ms(), "added_by": invitation.invited_by}
         try:
-            used = self.ctx.people.accept_invite(token_digest(token), member, self.ctx.now_ms())
+            used = self.ctx.people.accept_invite(token_digest(token), member, self.ctx.now_ms())  # type: ignore[arg-type]
         except MemberExists:
             raise ValidationFailed("You are already a member of this workspace.") from None
         if used is None:
@@ -149,7 +149,7 @@ class PeopleService:
     # ---------------------------------------------------------------- roles and removal
 
     @requires("set_member_role")
-    def set_role(self, who: Who, email: str, role: str) -> dict:
+    def set_role(self, who: Who, email: str, role: str) -> dict[str, Any]:
         workspace_id = _workspace_of(who)
         if role not in roles.ROLES:
             raise ValidationFailed.field("role", "must be owner, editor or viewer")
@@ -162,11 +162,11 @@ class PeopleService:
         activity.record(self.ctx, who, workspace_id, "member.role", member["email"], {"role": role})
         return {"email": member["email"], "role": member["role"]}
 
-    def remove(self, who: Who, email: str) -> dict:
+    def remove(self, who: Who, email: str) -> dict[str, Any]:
         """An owner removes a member, or a member leaves (removes themself)."""
         workspace_id = _workspace_of(who)
         email = (email or "").strip().lower()
-        if email != who.member:
+        if email != who.member:  # type: ignore[union-attr]
             access.authorize(who, "remove_member")
         try:
             removed = self.ctx.people.remove_member(workspace_id, email)

@@ -42,6 +42,7 @@ def next_claim(ctx: Context, scope: str, rate: tuple[int, int], what: str) -> Ra
     item = ctx.rates.get(scope) or {}
     decision = decide(item.get("hits", []), now_ms, limit, window)
     if not decision.allowed:
+        assert decision.retry_after is not None
         raise RateLimited(decision.retry_after,
                           f"{what}; try again in {limits.human_wait(decision.retry_after)}.")
     return RateClaim(scope, item.get("seq", 0), decision.new_log,

@@ -13,24 +13,24 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
+from chalicelib.ports.records import Record
 from chalicelib import config
 from chalicelib.domain import limits, links, plans, strength
 from chalicelib.errors import FeatureNotInPlan, Gone, NotFound, RateLimited, Unauthorized, ValidationFailed
 from chalicelib.models import ShareRotated
 from chalicelib.ports import BlobNotFound, StaleDocument, version_key
 from chalicelib.services import access, cdn, ratelimits
-from chalicelib.services.context import Context, default_context, new_share_id
+from chalicelib.services.context import Context, new_share_id
 from chalicelib.services import activity
-from chalicelib.services.access import requires
+from chalicelib.services.access import Who, requires
 
 MIN_PASSPHRASE, MAX_PASSPHRASE = limits.PASSPHRASE_CHARS
 UNLOCK_MAX_AGE_SECONDS = 7 * 24 * 3600
 UNLOCK_COOKIE = "dp_unlock"
 # Lambda answers at most 6 MB, binary as base64 (x4/3): larger bundle files are served by
 # storage itself through a short-lived presigned URL (deployed); locally, here.
-INLINE_FILE_BYTES = 4 * 1024 * 1024
 FILE_REDIRECT_SECONDS = 60
 # Workspace-only links (contract 7d): a signed pass naming the member, for one link
 # (Path=/d/<share>), issued by the dashboard to a signed-in member; membership is
@@ -41,6 +41,10 @@ MEMBER_PASS_SECONDS = 12 * 3600
 ROTATE_ATTEMPTS = 5  # each lost race means another rotation committed; give up (429) after this many
 _SHARE_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 _VERSION_ID = re.compile(r"^v_[A-Za-z0-9_-]{1,60}$")
+
+if TYPE_CHECKING:
+    from argon2 import PasswordHasher
+    from itsdangerous import URLSafeSerializer
 
 
 class Locked(Unauthorized):
@@ -66,7 +70,7 @@ class ViewerCookies:
         return value if isinstance(value, ViewerCookies) else ViewerCookies(unlock=value)
 
 
-def members_only(doc: dict) -> bool:
+def members_only(doc: dict[str, Any]) -> bool:
     return doc.get("share_access") == "workspace"
 
 
@@ -91,8 +95,8 @@ class Branding:
 class Access:
     """A viewer's verified access to one version of a shared document."""
     share_id: str
-    doc: dict
-    workspace: dict
+    doc: Record
+    workspace: Record
     version_id: str
     version_number: int
     cache_seconds: int = links.EDGE_TTL_SECONDS
@@ -141,7 +145,7 @@ class LivePage:
 @dataclass(frozen=True)
 class ContentRef:
     """A version's immutable content, verified readable by this viewer."""
-    doc: dict
+    doc: Record
     version_id: str
     protected: bool
     cache_seconds: int = links.EDGE_TTL_SECONDS
@@ -173,7 +177,7 @@ def refuse_weak_passphrase(passphrase: str) -> None:
         raise ValidationFailed.field("passphrase", f"is too easy to guess: {reason}")
 
 
-def failure_scope(doc: dict) -> str:
+def failure_scope(doc: dict[str, Any]) -> str:
     """The document's failed-unlock budget. Keyed by the passphrase's epoch and the
     share identifier as well, so setting a new passphrase or rotating the link
     starts a fresh budget (a stranger's guessing cannot outlast either)."""
@@ -197,7 +201,7 @@ def share_path(share_id: str) -> str:
     return f"/d/{share_id}"
 
 
-def _hasher():
+def _hasher() -> PasswordHasher:
     from argon2 import PasswordHasher  # lazy: only passphrase code paths pay for it
 
     return PasswordHasher()  # argon2id, RFC 9106 low-memory profile (t=3, m=64 MiB, p=4)
@@ -211,27 +215,27 @@ CONTENT_SALT = "docpub-share-content"
 CONTENT_TOKEN_SECONDS = 300
 
 
-def _serializer(salt: str = UNLOCK_SALT):
+def _serializer(salt: str = UNLOCK_SALT) -> URLSafeSerializer:
     from itsdangerous import URLSafeSerializer
 
     return URLSafeSerializer(config.secret_key(), salt=salt)
 
 
 class ShareService:
-    def __init__(self, ctx: Optional[Context] = None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
 
     # ---------------------------------------------------------------- resolve
 
-    def lookup(self, share_id: str, version_number: Optional[int] = None, consistent: bool = True) -> tuple:
+    def lookup(self, share_id: str, version_number: Optional[int] = None, consistent: bool = True) -> tuple[Any, ...]:
         """What storage says about a link (share, document, workspace, version N);
         `access(..., looked_up=...)` judges it. The view beacon caches this briefly."""
         if not share_id or not _SHARE_ID.match(share_id):
             raise NotFound("No such link.")
         return self.ctx.documents.get_for_share(share_id, version_number, consistent=consistent)
 
-    def _resolve(self, share_id: str, version_number: Optional[int] = None, looked_up: Optional[tuple] = None
-                 ) -> tuple[dict, dict, Optional[dict]]:
+    def _resolve(self, share_id: str, version_number: Optional[int] = None, looked_up: Optional[tuple[Any, ...]] = None
+                 ) -> tuple[dict, dict[str, Any], Optional[dict]]:
         share, doc, workspace, version = looked_up or self.lookup(share_id, version_number)
         if (share is None or doc is None or doc.get("deleting") or doc.get("share_id") != share_id
                 or not links.enabled(doc)):
@@ -240,12 +244,12 @@ class ShareService:
             raise Gone("This link has expired.")
         return doc, workspace or {}, version
 
-    def cache_seconds(self, doc: dict) -> int:
+    def cache_seconds(self, doc: Record) -> int:
         """How long a shared cache may keep a public answer of this link (<= 60 s, never past expiry)."""
         return links.cache_seconds(doc, self.ctx.now_ms())
 
     def access(self, share_id: str, unlock_cookie: "Union[str, ViewerCookies, None]" = None,
-               version_number: Optional[int] = None, looked_up: Optional[tuple] = None) -> Access:
+               version_number: Optional[int] = None, looked_up: Optional[tuple[Any, ...]] = None) -> Access:
         """Resolve a link to a version the viewer may see. Raises NotFound (unknown,
         deleted, no such version), MembersOnly (a workspace link, not a member's pass)
         or Locked (protected and not unlocked). A member needs no passphrase. `looked_up`:
@@ -309,16 +313,16 @@ class ShareService:
         return key, data, self.cache_seconds(doc)
 
     def download(self, share_id: str, version_number: Optional[int] = None,
-                 unlock_cookie: Optional[str] = None):
+                 unlock_cookie: Optional[str] = None) -> Any:
         """`?download=1`: the version as a file, under the same access rules as viewing."""
-        from chalicelib.services import content
+        from chalicelib.services import downloads
 
         access = self.access(share_id, unlock_cookie, version_number)
         version = {"version_id": access.version_id}
         if access.has_files or version_number is not None or access.doc.get("latest_content"):
             version = self.ctx.documents.get_version(access.doc["document_id"], access.version_number) or version
         try:
-            return content.package(self.ctx, access.doc, version)
+            return downloads.package(self.ctx, access.doc, version)
         except BlobNotFound as exc:
             raise NotFound("No such version.") from exc
 
@@ -361,7 +365,7 @@ class ShareService:
         URL to storage itself (a presigned S3 GET, 60 s), or None (serve it here)."""
         from chalicelib.ports import file_key
 
-        if ref.size_bytes <= INLINE_FILE_BYTES:
+        if ref.size_bytes <= limits.INLINE_RESPONSE_BYTES:
             return None
         return self.ctx.blobs.download_url(file_key(ref.content.doc["workspace_id"], ref.sha256), content_type,
                                            FILE_REDIRECT_SECONDS)
@@ -383,7 +387,7 @@ class ShareService:
 
     # ---------------------------------------------------------------- unlock
 
-    def cookie_unlocks(self, doc: dict, cookie: Optional[str]) -> bool:
+    def cookie_unlocks(self, doc: Record, cookie: Optional[str]) -> bool:
         return self._grant_valid(doc, cookie, UNLOCK_SALT, UNLOCK_MAX_AGE_SECONDS)
 
     # ---------------------------------------------------------------- member passes
@@ -401,7 +405,7 @@ class ShareService:
                                                 "t": self.ctx.now_ms() // 1000})
         return value, MEMBER_PASS_SECONDS, share_path(share_id)
 
-    def member_pass_valid(self, doc: dict, value: Optional[str]) -> bool:
+    def member_pass_valid(self, doc: Record, value: Optional[str]) -> bool:
         if not value or len(value) > 1000:
             return False
         from itsdangerous import BadSignature
@@ -418,7 +422,7 @@ class ShareService:
             return False
         return members.role_in(self.ctx, doc["workspace_id"], data.get("m")) is not None
 
-    def _grant(self, doc: dict, salt: str, version_id: Optional[str] = None) -> str:
+    def _grant(self, doc: Record, salt: str, version_id: Optional[str] = None) -> str:
         """A signed grant for this document and passphrase epoch, issued now (and
         for one version only, when `version_id` is given). The salt is its purpose."""
         grant = {"d": doc["document_id"], "e": doc.get("passphrase_epoch", 0), "t": self.ctx.now_ms() // 1000}
@@ -426,7 +430,7 @@ class ShareService:
             grant["v"] = version_id
         return _serializer(salt).dumps(grant)
 
-    def _grant_valid(self, doc: dict, value: Optional[str], salt: str, max_age: int,
+    def _grant_valid(self, doc: Record, value: Optional[str], salt: str, max_age: int,
                      version_id: Optional[str] = None) -> bool:
         if not value:
             return False
@@ -472,7 +476,7 @@ class ShareService:
         return FailedUnlocks(count=len(times), last_ms=times[-1] if times else None, window_seconds=window,
                              budget=budget)
 
-    def _cookie(self, doc: dict) -> Unlocked:
+    def _cookie(self, doc: Record) -> Unlocked:
         value = self._grant(doc, UNLOCK_SALT)
         return Unlocked(UNLOCK_COOKIE, value, UNLOCK_MAX_AGE_SECONDS, share_path(doc["share_id"]))
 
@@ -483,7 +487,7 @@ class ShareService:
         if not passphrase or len(passphrase) > MAX_PASSPHRASE:
             return False
         try:
-            return _hasher().verify(passphrase_hash, passphrase)
+            return bool(_hasher().verify(passphrase_hash, passphrase))
         except (VerificationError, InvalidHashError):
             return False
 
@@ -528,13 +532,13 @@ class ShareService:
         item goes in the same transaction that adds the new one) and the CDN is asked
         to drop it. Feedback, versions and settings stay with the document."""
         found = access.find_document(self.ctx, who, document_id)  # key + document: one round trip
-        doc = found.doc
+        doc = found.document
         for _attempt in range(ROTATE_ATTEMPTS):
             new_id = new_share_id()
             try:
                 self.ctx.documents.rotate_share(doc, new_id)
             except StaleDocument:
-                doc = access.check_still_visible(self.ctx, found.actor, found.document_id)  # rotated meanwhile
+                doc = access.check_still_visible(self.ctx, found.actor, found.id)  # rotated meanwhile
                 continue
             cdn.withdraw(self.ctx, doc["share_id"], "rotate")
             activity.record(self.ctx, found.actor, doc["workspace_id"], "share.rotate", doc["document_id"],
@@ -542,9 +546,9 @@ class ShareService:
             return ShareRotated(share_url=config.base_url() + share_path(new_id))
         raise RateLimited(1, "The link is being rotated by another request; retry in 1 s.")
 
-    def _owned(self, who, document_id: str, allow_free: bool) -> dict:
+    def _owned(self, who: Who, document_id: str, allow_free: bool) -> Record:
         found = access.find_document(self.ctx, access.actor(self.ctx, who), document_id)
-        doc, actor = found.doc, found.actor
+        doc, actor = found.document, found.actor
         workspace = self.ctx.workspaces.get(actor.workspace_id) or {}
         if not plans.entitlements(workspace.get("plan", "free")).passphrase_links and not (
                 allow_free and doc.get("passphrase_hash")):

@@ -45,7 +45,7 @@ def peek(ctx: Context, token: Optional[str], kind: str) -> Optional[dict]:
     """A usable (unused, unexpired) token of `kind`, without using it (forms show it first)."""
     if not well_formed(token):
         return None
-    record = ctx.people.get_token(token_digest(token))
+    record = ctx.people.get_token(token_digest(token))  # type: ignore[arg-type]
     if (record is None or record["kind"] != kind or record.get("used_ms") is not None
             or record["expires_ms"] <= ctx.now_ms()):
         return None

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any
 
 from chalicelib import config
 from chalicelib.domain import bundles, limits
@@ -26,7 +26,7 @@ from chalicelib.models import UploadTicket as Ticket
 from chalicelib.ports import BlobNotFound
 from chalicelib.services import access, ratelimits
 from chalicelib.services.content import MARKDOWN_UPLOADS, HTML_UPLOADS, UPLOAD_TYPES, ZIP_UPLOADS
-from chalicelib.services.context import Context, default_context, rfc3339
+from chalicelib.services.context import Context, rfc3339
 from chalicelib.services.access import requires
 
 if TYPE_CHECKING:
@@ -69,8 +69,8 @@ def check_declared(filename: str, size_bytes: int) -> None:
 
 
 class UploadService:
-    def __init__(self, ctx: Optional[Context] = None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
 
     @requires("create_upload")
     def create(self, who: Who, filename: str, size_bytes: int) -> Ticket:

@@ -30,7 +30,7 @@ import hmac
 import secrets
 import threading
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from chalicelib import config
 from chalicelib.domain import views as rules
@@ -38,7 +38,7 @@ from chalicelib.errors import RateLimited
 from chalicelib.models import DayViews, DocumentStats, VersionViews
 from chalicelib.ports.views import ViewCounts
 from chalicelib.services import access
-from chalicelib.services.context import Context, default_context, rfc3339
+from chalicelib.services.context import Context, rfc3339
 from chalicelib.services.sharing import ShareService
 from chalicelib.services.access import requires
 
@@ -72,7 +72,7 @@ class ViewBuffer:
         self._pending: dict[tuple[str, str, str], list[int]] = {}
         self._last_flush_ms: Optional[int] = None
 
-    def add(self, key: tuple[str, str, str], now_ms: int, flush_ms: int) -> list[tuple[tuple, int, int]]:
+    def add(self, key: tuple[str, str, str], now_ms: int, flush_ms: int) -> list[tuple[tuple[Any, ...], int, int]]:
         """Count one view; returns what is due to be written now: [(key, count, last_ms)]."""
         with self._lock:
             entry = self._pending.setdefault(key, [0, now_ms])
@@ -88,7 +88,7 @@ class ViewBuffer:
             self._last_flush_ms = now_ms
         return [(k, count, last) for k, (count, last) in due.items()]
 
-    def put_back(self, items: list[tuple[tuple, int, int]]) -> None:
+    def put_back(self, items: list[tuple[tuple[Any, ...], int, int]]) -> None:
         """Views whose write failed: written with the next flush instead."""
         with self._lock:
             for key, count, last in items:
@@ -110,12 +110,12 @@ class LinkCache:
         self._lock = threading.Lock()
         self._entries: dict[tuple, tuple[int, tuple]] = {}
 
-    def get(self, key: tuple, now_ms: int) -> Optional[tuple]:
+    def get(self, key: tuple[Any, ...], now_ms: int) -> Optional[tuple[Any, ...]]:
         with self._lock:
             found = self._entries.get(key)
         return found[1] if found and found[0] > now_ms else None
 
-    def put(self, key: tuple, value: tuple, until_ms: int) -> None:
+    def put(self, key: tuple[Any, ...], value: tuple[Any, ...], until_ms: int) -> None:
         with self._lock:
             if len(self._entries) >= self.MAX_ENTRIES:
                 self._entries.clear()
@@ -128,10 +128,10 @@ def address_scope(document_id: str, client_ip: str) -> str:
 
 
 class ViewService:
-    def __init__(self, ctx: Optional[Context] = None, shard: Optional[Callable[[], int]] = None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context, shard: Optional[Callable[[], int]] = None):
+        self.ctx = ctx
         self.shard = shard or (lambda: secrets.randbelow(rules.SHARDS))
-        # Per process (registry.views() keeps one ViewService per process).
+        # Per process (wiring.views() keeps one ViewService per process).
         self.buffer = ViewBuffer()
         self.links = LinkCache()
 
@@ -189,7 +189,7 @@ class ViewService:
     def stats(self, who, document_id: str, days: int = rules.DEFAULT_STATS_DAYS) -> DocumentStats:
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
         versions = sorted(found.versions, key=lambda v: v["number"])
-        return self.stats_for(found.document_id, [v["version_id"] for v in versions], days)
+        return self.stats_for(found.id, [v["version_id"] for v in versions], days)
 
     def stats_for(self, document_id: str, version_ids: list[str], days: int) -> DocumentStats:
         """Stats of a document the caller was already allowed to read."""

@@ -36,9 +36,10 @@ from chalicelib.models import (
     WebhookSecretRotated, WebhookTestQueued,
 )
 from chalicelib.ports import WebhookCapReached
+from chalicelib.ports.records import Event, Record
 from chalicelib.services import access
 from chalicelib.services.access import requires, Who
-from chalicelib.services.context import Context, default_context, rfc3339
+from chalicelib.services.context import Context, rfc3339
 
 log = logging.getLogger("docpub.webhooks")
 
@@ -87,12 +88,12 @@ def signature(secret: str, msg_id: str, timestamp: int, body: str) -> str:
 
 
 class WebhookService:
-    def __init__(self, ctx: Optional[Context] = None, send: Optional[Callable] = None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context, send: Optional[Callable[..., Any]] = None):
+        self.ctx = ctx
         self._send = send
 
     @property
-    def send(self) -> Callable:
+    def send(self) -> Callable[..., Any]:
         return self._send or self.ctx.webhook_sender.send
 
     # ---------------------------------------------------------------- owners
@@ -159,7 +160,7 @@ class WebhookService:
         return WebhookDeliveryList(deliveries=[delivery_model(d) for d in self.ctx.webhooks.deliveries(
             item["webhook_id"], limits.WEBHOOK_DELIVERIES_SHOWN)])
 
-    def _owned(self, who: Who, webhook_id: str) -> dict:
+    def _owned(self, who: Who, webhook_id: str) -> Record:
         actor = access.actor(self.ctx, who)
         item = self.ctx.webhooks.get(webhook_id) if isinstance(webhook_id, str) and webhook_id.startswith(
             "wh_") and len(webhook_id) < 100 else None
@@ -170,24 +171,24 @@ class WebhookService:
     # ---------------------------------------------------------------- the worker
 
     @staticmethod
-    def _delivery(event: dict, webhook: dict, now_ms: int) -> dict:
-        return {"delivery_id": delivery_id_for(event["event_id"], webhook["webhook_id"]),
-                "webhook_id": webhook["webhook_id"], "workspace_id": event["workspace_id"],
-                "event_id": event["event_id"], "event_created_ms": event["created_ms"], "event": event["type"],
+    def _delivery(event: Event, webhook: Record, now_ms: int) -> Record:
+        return {"delivery_id": delivery_id_for(event.event_id, webhook["webhook_id"]),
+                "webhook_id": webhook["webhook_id"], "workspace_id": event.workspace_id,
+                "event_id": event.event_id, "event_created_ms": event.created_ms, "event": event.type,
                 "status": "pending", "attempts": 0, "created_ms": now_ms, "next_attempt_ms": now_ms,
                 "updated_ms": now_ms}
 
     def dispatch_pending(self, limit: int = 100) -> int:
         """Turn pending events into deliveries (one per subscribed webhook); how many events."""
         events = self.ctx.webhooks.pending_events(limit)
-        hooks: dict[str, list[dict]] = {}
+        hooks: dict[str, list[Record]] = {}
         for event in events:
-            workspace_id = event["workspace_id"]
+            workspace_id = event.workspace_id
             if workspace_id not in hooks:
                 hooks[workspace_id] = self.ctx.webhooks.list_for_workspace(workspace_id)
             now_ms = self.ctx.now_ms()
             deliveries = [self._delivery(event, w, now_ms) for w in hooks[workspace_id]
-                          if event["type"] in w["events"]]
+                          if event.type in w["events"]]
             self.ctx.webhooks.dispatch(event, deliveries)
         return len(events)
 
@@ -202,7 +203,7 @@ class WebhookService:
     def run_once(self) -> tuple[int, int]:
         return self.dispatch_pending(), self.deliver_due()
 
-    def attempt(self, delivery: dict) -> bool:
+    def attempt(self, delivery: Record) -> bool:
         """One try of one delivery, if this sender wins its lease. True if it was tried."""
         now_ms = self.ctx.now_ms()
         if delivery.get("status") != "pending" or (delivery.get("next_attempt_ms") or 0) > now_ms:
@@ -229,7 +230,7 @@ class WebhookService:
             changes.update(status="delivered", next_attempt_ms=None)
         else:
             delay_ms = int(config.webhook_retry_base_seconds() * 1000 * (2 ** (attempts - 1)))
-            if done_ms + delay_ms - event["created_ms"] <= limits.WEBHOOK_RETRY_SECONDS * 1000:
+            if done_ms + delay_ms - event.created_ms <= limits.WEBHOOK_RETRY_SECONDS * 1000:
                 changes.update(status="pending", next_attempt_ms=done_ms + delay_ms)
             else:
                 changes.update(status="failed", next_attempt_ms=None)
@@ -239,10 +240,10 @@ class WebhookService:
                              "response_status": result.status}))
         return True
 
-    def render(self, event: dict, delivery_id: str, webhook: dict, now_ms: int) -> tuple[str, dict]:
+    def render(self, event: Event, delivery_id: str, webhook: Record, now_ms: int) -> tuple[str, dict[str, str]]:
         """The body and the Standard Webhooks headers of one attempt."""
-        body = json.dumps({"type": event["type"], "timestamp": rfc3339(event["created_ms"]),
-                           "data": event.get("payload") or {}}, ensure_ascii=False, separators=(",", ":"))
+        body = json.dumps({"type": event.type, "timestamp": rfc3339(event.created_ms),
+                           "data": dict(event.payload)}, ensure_ascii=False, separators=(",", ":"))
         timestamp = now_ms // 1000
         active = [s["secret"] for s in webhook["secrets"]
                   if s.get("expires_ms") is None or s["expires_ms"] > now_ms]

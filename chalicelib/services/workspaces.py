@@ -5,12 +5,13 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from chalicelib.ports.records import Record
 from chalicelib.ports import KeyCapReached
 from chalicelib.domain import limits, plans
 from chalicelib.errors import FeatureNotInPlan, NotFound, PlanLimitReached, ValidationFailed
 from chalicelib.models import MeResponse, Usage, Workspace
 from chalicelib.services import auth, ratelimits
-from chalicelib.services.context import Context, default_context, new_workspace_id, rfc3339
+from chalicelib.services.context import Context, new_workspace_id, rfc3339
 from chalicelib.services import access, activity
 from chalicelib.services.access import Who, requires
 
@@ -44,13 +45,13 @@ def upgrade_path(workspace_id: str, email: Optional[str]) -> UpgradePath:
 
     link = config.upgrade_url()
     operators = config.operator_emails()
-    is_operator = bool(email) and ("*" in operators or email.strip().lower() in operators)
+    is_operator = bool(email) and ("*" in operators or email.strip().lower() in operators)  # type: ignore[union-attr]
     where = "--aws " if config.storage() == "aws" else ""
     return UpgradePath(url=link.replace("{workspace_id}", quote(workspace_id, safe="")) if link else None,
                        command=f'make -s admin ARGS="{where}set-plan {workspace_id} pro"' if is_operator else None)
 
 
-def workspace_model(item: dict) -> Workspace:
+def workspace_model(item: Record) -> Workspace:
     return Workspace(
         id=item["id"], name=item["name"], brand_name=item.get("brand_name"),
         brand_tagline=item.get("brand_tagline"), plan=item["plan"],
@@ -61,17 +62,17 @@ def workspace_model(item: dict) -> Workspace:
     )
 
 
-def key_summary(item: dict) -> dict:
+def key_summary(item: Record) -> Record:
     return {"key_id": item["key_id"], "name": item.get("name", ""), "prefix": item.get("prefix", ""),
             "created_at": rfc3339(item.get("created_ms")), "last_used_at": rfc3339(item.get("last_used_at")),
             "revoked": item.get("revoked_at") is not None}
 
 
 class WorkspaceService:
-    def __init__(self, ctx: Optional[Context] = None):
-        self.ctx = ctx or default_context()
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
 
-    def authenticate(self, credentials: auth.Credentials) -> dict:
+    def authenticate(self, credentials: auth.Credentials) -> Record:
         """The verified key item for presented credentials (one GetItem)."""
         return auth.verify(credentials, self.ctx.keys.get(credentials.key_id))
 
@@ -149,11 +150,11 @@ class WorkspaceService:
         activity.record(self.ctx, who, workspace_id, "key.create", credentials.key_id, {"name": name})
         return CreatedKey(credentials.key_id, secret, workspace_id, name)
 
-    def revoke_key(self, key_id: str, workspace_id: Optional[str] = None, by: Optional[Who] = None) -> dict:
+    def revoke_key(self, key_id: str, workspace_id: Optional[str] = None, by: Optional[Who] = None) -> Record:
         # Ids we never issue are 404 without a lookup (DynamoDB refuses keys over 2 KB).
         if by is not None:
             workspace_id = by.workspace_id if isinstance(by, access.Actor) else workspace_id
-            self._as(by, "revoke_key", workspace_id)  # the role first: a viewer learns nothing of keys
+            self._as(by, "revoke_key", workspace_id)  # type: ignore[arg-type]  # the role first: a viewer learns nothing of keys
         item = self.ctx.keys.get(key_id) if re.fullmatch(r"key_[0-9a-f]{20}", key_id or "") else None
         if item is None or (workspace_id is not None and item["workspace_id"] != workspace_id):
             raise NotFound("No such API key.")
@@ -162,7 +163,7 @@ class WorkspaceService:
         activity.record(self.ctx, who, item["workspace_id"], "key.revoke", key_id, {"name": item.get("name")})
         return revoked
 
-    def list_keys(self, workspace_id: str, by: Optional[Who] = None) -> list[dict]:
+    def list_keys(self, workspace_id: str, by: Optional[Who] = None) -> list[Record]:
         self._as(by, "list_keys", workspace_id)
         return [key_summary(i) for i in self.ctx.keys.list_for_workspace(workspace_id)]
 

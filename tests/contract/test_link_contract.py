@@ -24,7 +24,7 @@ def test_link_settings_round_trip(repos):
     assert stored["share_enabled"] is True and stored.get("share_expires_ms") is None
     # A new version can carry link settings too.
     version = {"version_id": "v_1_2", "number": 2, "note": None, "created_ms": 5000, "size_bytes": 3,
-               "s3_key": "documents/x/y/v_1_2.html"}
+               "blob_key": "documents/x/y/v_1_2.html"}
     repos.documents.append_version(stored, version, {"title": "T2", "share_expires_ms": 1_900_000_000_000}, None, None)
     _, found, _, _ = repos.documents.get_for_share(doc["share_id"])
     assert found["share_expires_ms"] == 1_900_000_000_000 and found["title"] == "T2"

@@ -16,7 +16,7 @@ WS = "ws_people"
 def repos(request, tmp_path) -> Repositories:
     if request.param == "aws":
         request.getfixturevalue("aws")
-        from chalicelib.adapters import build_repositories
+        from chalicelib.wiring import build_repositories
 
         return build_repositories("aws")
     from chalicelib.adapters.sqlite import repositories

@@ -12,6 +12,7 @@ from chalicelib.ports import (
     BadCursor, BlobNotFound, DocumentCapReached, FeedbackGone, GuardFailed, IdempotencyRecord, KeyCapReached,
     RateClaim, RateSlot, Repositories, StaleDocument, UserExists, version_key,
 )
+from chalicelib.ports.records import Feedback
 from tests.helpers import FakeClock, run_together
 
 WS = "ws_contract"
@@ -21,7 +22,7 @@ WS = "ws_contract"
 def repos(request, tmp_path) -> Repositories:
     if request.param == "aws":
         request.getfixturevalue("aws")  # moto reset + table and bucket
-        from chalicelib.adapters import build_repositories
+        from chalicelib.wiring import build_repositories
 
         return build_repositories("aws")
     from chalicelib.adapters.sqlite import repositories
@@ -40,7 +41,7 @@ def new_doc(n: int, workspace_id=WS, updated_ms=None):
            "share_id": f"share{n:06d}{workspace_id}", "created_ms": ms, "updated_ms": ms, "version_count": 1,
            "latest_version_id": f"v_{n}_1", "latest_size": 10, "open_feedback_count": 0}
     version = {"version_id": f"v_{n}_1", "number": 1, "note": None, "created_ms": ms, "size_bytes": 10,
-               "s3_key": version_key(workspace_id, document_id, f"v_{n}_1")}
+               "blob_key": version_key(workspace_id, document_id, f"v_{n}_1")}
     return doc, version
 
 
@@ -108,7 +109,7 @@ def test_twenty_racing_publishes_make_gapless_versions_none_lost(repos):
             current = repos.documents.get(doc["document_id"])
             number = current["version_count"] + 1
             version = {"version_id": f"v_race_{i}", "number": number, "note": f"n{i}", "created_ms": 2000 + i,
-                       "size_bytes": i, "s3_key": version_key(WS, doc["document_id"], f"v_race_{i}")}
+                       "size_bytes": i, "blob_key": version_key(WS, doc["document_id"], f"v_race_{i}")}
             try:
                 repos.documents.append_version(current, version, {"title": f"T{i}"}, None, None)
                 return number
@@ -122,13 +123,13 @@ def test_twenty_racing_publishes_make_gapless_versions_none_lost(repos):
     assert {v["version_id"] for v in versions} == {"v_1_1"} | {f"v_race_{i}" for i in range(20)}
     assert stored["version_count"] == 21 and stored["latest_version_id"] == versions[-1]["version_id"]
     assert repos.documents.get_version(doc["document_id"], 21)["version_id"] == versions[-1]["version_id"]
-    assert versions[-1]["s3_key"].endswith(versions[-1]["version_id"] + ".html")
+    assert versions[-1]["blob_key"].endswith(versions[-1]["version_id"] + ".html")
 
 
 def test_a_version_for_a_stale_or_deleting_document_is_refused(repos):
     make_workspace(repos)
     doc = create(repos, 1)
-    version = {"version_id": "v2", "number": 2, "created_ms": 5, "size_bytes": 1, "s3_key": "documents/x"}
+    version = {"version_id": "v2", "number": 2, "created_ms": 5, "size_bytes": 1, "blob_key": "documents/x"}
     repos.documents.append_version(doc, version, {}, None, None)
     with pytest.raises(StaleDocument) as stale:
         repos.documents.append_version(doc, dict(version, version_id="v2b"), {}, None, None)
@@ -197,7 +198,7 @@ def test_the_sixty_first_write_in_sixty_seconds_is_refused(repos):
             break
         current = repos.documents.get(doc["document_id"])
         repos.documents.append_version(current, {"version_id": f"v{i}", "number": current["version_count"] + 1,
-                                                 "created_ms": 10_000 + i, "size_bytes": 1, "s3_key": "k"},
+                                                 "created_ms": 10_000 + i, "size_bytes": 1, "blob_key": "k"},
                                        {}, slot, None)
         accepted += 1
     assert accepted == 60
@@ -272,9 +273,8 @@ def test_racing_rate_claims_let_exactly_one_through(repos):
 # ------------------------------------------------------------------ feedback
 
 def feedback_item(n, document_id, status="open"):
-    return {"feedback_id": f"fb_{n:08d}", "document_id": document_id, "workspace_id": WS, "version_id": "v_1_1",
-            "version_number": 1, "message": f"m{n}", "name": None, "quote": None, "status": status,
-            "created_ms": 100 + n}
+    return Feedback(feedback_id=f"fb_{n:08d}", document_id=document_id, workspace_id=WS, version_id="v_1_1",
+                    version_number=1, message=f"m{n}", name=None, quote=None, status=status, created_ms=100 + n)
 
 
 def test_feedback_counts_are_exact_under_races(repos):
@@ -289,10 +289,10 @@ def test_feedback_counts_are_exact_under_races(repos):
     assert len(results) == 5 and failures == ["FeedbackGone"] * 10
     assert repos.documents.get(doc["document_id"])["open_feedback_count"] == 7
     resolved = repos.feedback.get("fb_00000000")
-    assert resolved["status"] == "resolved" and resolved["resolved_ms"] == 999
+    assert resolved.status == "resolved" and resolved.resolved_ms == 999
     repos.feedback.set_status(resolved, False, 1000)
     reopened = repos.feedback.get("fb_00000000")
-    assert reopened["status"] == "open" and "resolved_ms" not in reopened
+    assert reopened.status == "open" and reopened.resolved_ms is None
     assert repos.documents.get(doc["document_id"])["open_feedback_count"] == 8
     with pytest.raises(FeedbackGone):
         repos.feedback.set_status(reopened, False, 1001)
@@ -366,12 +366,12 @@ def test_feedback_pages_and_their_cursors(repos):
     seen, cursor = [], None
     while True:
         page, cursor = repos.feedback.page(WS, doc["document_id"], "open", 2, cursor)
-        seen += [f["feedback_id"] for f in page]
+        seen += [f.feedback_id for f in page]
         if cursor is None:
             break
     assert seen == ["fb_00000004", "fb_00000003", "fb_00000002", "fb_00000000"]
     everything, _ = repos.feedback.page(WS, None, None, 50, None)
-    assert [f["feedback_id"] for f in everything][:2] == ["fb_00000009", "fb_00000004"] and len(everything) == 6
+    assert [f.feedback_id for f in everything][:2] == ["fb_00000009", "fb_00000004"] and len(everything) == 6
     _, doc_cursor = repos.feedback.page(WS, doc["document_id"], None, 1, None)
     with pytest.raises(BadCursor):
         repos.feedback.page(WS, None, None, 1, doc_cursor)  # the document listing's cursor
@@ -468,6 +468,7 @@ def services(repos):
     return ctx, DocumentService(ctx), credentials_from_key(key.api_key)
 
 
+@pytest.mark.slow  # about a minute on moto: `make test` runs it, `make test-fast` does not
 def test_services_racing_publishes_to_one_document(services):
     from chalicelib.models import PublishRequest
 
@@ -480,7 +481,7 @@ def test_services_racing_publishes_to_one_document(services):
     assert failures == [] and sorted(results) == list(range(2, 22))
     doc, versions = ctx.documents.get_with_versions(first.document_id)
     assert [v["number"] for v in versions] == list(range(1, 22))
-    bodies = {ctx.blobs.get_html(v["s3_key"]) for v in versions}
+    bodies = {ctx.blobs.get_html(v["blob_key"]) for v in versions}
     assert bodies == {f"<p>{i}</p>".encode() for i in range(21)}  # every version's HTML is there
     assert len(ctx.blobs.list_keys("documents/")) == 21  # and nothing else
 
@@ -502,6 +503,7 @@ def test_services_refuse_the_sixty_first_write_and_replay_idempotently(services)
     assert len(ctx.documents.list_all(ctx.documents.get(first.response.document_id)["workspace_id"])) == 60
 
 
+@pytest.mark.slow  # about a minute on moto: `make test` runs it, `make test-fast` does not
 def test_services_forty_concurrent_edits_of_one_document(services):
     """The measured failure of the old stack: 40 concurrent edits answered 503 for
     versions that had committed, and their HTML was deleted. Here every edit is
@@ -527,6 +529,6 @@ def test_services_forty_concurrent_edits_of_one_document(services):
     assert len(acknowledged) >= 20 and len(set(acknowledged)) == len(acknowledged)
     doc, versions = ctx.documents.get_with_versions(first.document_id)
     assert [v["number"] for v in versions] == list(range(1, len(acknowledged) + 2))
-    latest = ctx.blobs.get_html(versions[-1]["s3_key"]).decode()
-    assert all(ctx.blobs.get_html(v["s3_key"]) for v in versions)  # every version's HTML is there
+    latest = ctx.blobs.get_html(versions[-1]["blob_key"]).decode()
+    assert all(ctx.blobs.get_html(v["blob_key"]) for v in versions)  # every version's HTML is there
     assert sum(f"<p>e{i}</p>" in latest for i in range(40)) == len(acknowledged)  # no edit lost

@@ -25,6 +25,17 @@ def test_counts_per_day_version_and_total(repos):  # noqa: F811
     assert (empty.total, empty.days, empty.versions, empty.last_viewed_ms) == (0, {}, {}, None)
 
 
+def test_totals_of_a_page_of_documents(repos):  # noqa: F811
+    """A listing's views (contract: list items carry views_total and last_viewed_at)."""
+    views = repos.views
+    never = "00000000-0000-4000-8000-000000000009"
+    views.add_view(DOC, "v_a", "2026-11-20", 1_000, 0)
+    views.add_view(DOC, "v_b", "2026-11-21", 5_000, 7, count=3)
+    views.add_view(OTHER, "v_x", "2026-11-22", 9_000, 15)
+    assert views.totals([DOC, never, OTHER]) == {DOC: (4, 5_000), never: (0, None), OTHER: (1, 9_000)}
+    assert views.totals([]) == {}
+
+
 def test_fifty_concurrent_views_are_counted_exactly(repos):  # noqa: F811
     results, failures = run_together([
         (lambda i=i: repos.views.add_view(DOC, "v_a", "2026-11-22", 1_000 + i, i % 16)) for i in range(50)])

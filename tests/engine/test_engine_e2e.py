@@ -78,3 +78,30 @@ def test_racing_edits_of_one_document_over_http(stack):
         detail = http.get(url, params={"include_html": "true"}).json()
     assert sorted(v["number"] for v in detail["versions"]) == list(range(1, 14))
     assert all(f"<i>e{i}</i>" in detail["html"] for i in range(12))
+
+
+def test_a_large_bundle_download_redirects_to_s3rver_which_serves_the_zip(stack):
+    """A download over what a Lambda response carries: 302 to a presigned GET, then the
+    bytes from the S3 engine itself, named and typed by the signed response overrides."""
+    import io
+    import os
+    import zipfile
+
+    key = stack.admin("create-workspace", "--name", "Big downloads", "--plan", "pro")["api_key"]
+    data = os.urandom(5 * 1024 * 1024 + 7)
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("index.html", "<title>Big Site</title><p>big")
+        out.writestr("data/big.bin", data)
+    with stack.client(key) as http:
+        doc = http.post("/api/v1/publish", files={"file": ("site.zip", archive.getvalue(), "application/zip")})
+        assert doc.status_code == 200, doc.text
+        r = http.get(f"/api/v1/documents/{doc.json()['document_id']}/download", follow_redirects=False)
+    assert r.status_code == 302, r.text[:300]
+    location = r.headers["location"]
+    assert location.startswith(os.environ["AWS_ENDPOINT_URL_S3"]) and "X-Amz-Signature=" in location
+    got = httpx.get(location, timeout=60)  # no credentials: the URL is the credential
+    assert got.status_code == 200
+    assert got.headers["content-type"] == "application/zip"
+    assert got.headers["content-disposition"] == 'attachment; filename="big-site.zip"'
+    assert zipfile.ZipFile(io.BytesIO(got.content)).read("data/big.bin") == data

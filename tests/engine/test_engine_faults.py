@@ -19,7 +19,7 @@ from chalicelib.adapters.aws import table as table_module
 from chalicelib.models import EditOperation, EditRequest, PublishRequest
 from chalicelib.ports import StorageUnavailable
 from chalicelib.services.auth import credentials_from_key
-from chalicelib.services.context import Context
+from chalicelib.wiring import new_context
 from chalicelib.services.documents import DocumentService
 from chalicelib.services.workspaces import WorkspaceService
 from tests.faults import Faults
@@ -50,7 +50,7 @@ def faults():
 
 @pytest.fixture
 def setup(storage, clock, pauses):
-    ctx = Context(clock=clock, sleep=lambda _s: None)
+    ctx = new_context(clock=clock, sleep=lambda _s: None)
     _, key = WorkspaceService(ctx).create_workspace("Engine", "pro")
     who = credentials_from_key(key.api_key)
     documents = DocumentService(ctx)
@@ -173,7 +173,7 @@ def test_forty_concurrent_edits_through_one_key_under_its_limit_get_no_429(stora
     from chalicelib.entrypoints.http import as_error
     from tests.helpers import run_together
 
-    ctx = Context(clock=clock)
+    ctx = new_context(clock=clock)
     _, key = WorkspaceService(ctx).create_workspace("Hot", "pro")
     who = credentials_from_key(key.api_key)
     documents = DocumentService(ctx)

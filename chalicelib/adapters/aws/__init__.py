@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from chalicelib import config
 from chalicelib.adapters.aws import clients as aws
+from chalicelib.adapters.aws.errors import storage_errors
 
 
+@storage_errors
 class AwsHealth:
     def check(self) -> None:
         aws.dynamodb().describe_table(TableName=config.table_name())

@@ -7,8 +7,10 @@ from typing import Optional
 from chalicelib.adapters.aws.keys import session_key, user_key, user_sessions_index_pk
 from chalicelib.adapters.aws.table import ConditionFailed, Table
 from chalicelib.ports.records import UserExists
+from chalicelib.adapters.aws.errors import storage_errors
 
 
+@storage_errors
 class UserRepository:
     """Dashboard people. One item per email (lowercased); only a password hash is stored."""
 
@@ -52,6 +54,7 @@ class UserRepository:
         return True
 
 
+@storage_errors
 class SessionRepository:
     """Dashboard sessions, keyed by the SHA-256 of the session id (the id itself is never stored).
     `expires_ms` is checked on every read; `expires_at` (TTL) is only for cleanup."""

@@ -11,12 +11,14 @@ from chalicelib import config
 from chalicelib.adapters.aws import clients as aws
 from chalicelib.ports.records import BlobNotFound
 from chalicelib.ports.repositories import document_prefix, version_key  # noqa: F401 (the key layout)
+from chalicelib.adapters.aws.errors import storage_errors
 
 
 def crc32_b64(data: bytes) -> str:
     return base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode("ascii")
 
 
+@storage_errors
 class BlobStore:
     def __init__(self, bucket: str | None = None):
         self._bucket = bucket
@@ -45,11 +47,14 @@ class BlobStore:
             "put_object", Params={"Bucket": self.bucket, "Key": key, "ContentLength": size_bytes},
             ExpiresIn=expires_seconds, HttpMethod="PUT")
 
-    def download_url(self, key: str, content_type: str, expires_seconds: int) -> str:
-        return aws.s3_presigner().generate_presigned_url(
-            "get_object", Params={"Bucket": self.bucket, "Key": key, "ResponseContentType": content_type,
-                                  "ResponseCacheControl": "private, max-age=60"},
-            ExpiresIn=expires_seconds)
+    def download_url(self, key: str, content_type: str, expires_seconds: int,
+                     filename: str | None = None) -> str:
+        """Presigned GET; S3 answers with the type (and the attachment's name) signed in it."""
+        params = {"Bucket": self.bucket, "Key": key, "ResponseContentType": content_type,
+                  "ResponseCacheControl": "private, max-age=60"}
+        if filename is not None:
+            params["ResponseContentDisposition"] = f'attachment; filename="{filename}"'
+        return aws.s3_presigner().generate_presigned_url("get_object", Params=params, ExpiresIn=expires_seconds)
 
     def touch(self, key: str) -> bool:
         """A server-side copy onto itself: S3 sets LastModified, no bytes pass through Lambda."""

@@ -18,8 +18,10 @@ from typing import Optional
 from chalicelib.adapters.aws import clients as aws
 from chalicelib.adapters.aws.keys import PENDING_INDEX_PK, pending_key
 from chalicelib.adapters.aws.table import Table
+from chalicelib.adapters.aws.errors import storage_errors
 
 
+@storage_errors
 class CloudFrontInvalidator:
     enabled = True
 
@@ -41,6 +43,7 @@ class CloudFrontInvalidator:
                                "CallerReference": f"docpub-{uuid.uuid4().hex}"})
 
 
+@storage_errors
 class PendingInvalidationRepository:
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()

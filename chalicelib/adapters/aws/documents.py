@@ -19,10 +19,11 @@ from chalicelib.adapters.aws.keys import (
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
 from chalicelib.adapters.aws.workspaces import with_write_logs
-from chalicelib.ports.records import OutcomeUnknown
+from chalicelib.ports.records import Event, OutcomeUnknown
 from chalicelib.ports.records import (
     BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, StaleDocument,
 )
+from chalicelib.adapters.aws.errors import storage_errors
 
 # The condition of every change to a document: it exists in this workspace and is not being deleted.
 LIVE_DOCUMENT = "attribute_exists(PK) AND workspace_id = :ws AND attribute_not_exists(deleting)"
@@ -103,6 +104,24 @@ def _add_window(tx: Transaction, quota: Quota) -> int:
 
 
 
+def version_item(version: dict) -> dict:
+    """A version record as its item: the blob's key is stored as `s3_key` (the item's
+    name for it since the first release; old items keep working)."""
+    item = {k: v for k, v in version.items() if k != "blob_key"}
+    item["s3_key"] = version["blob_key"]
+    return item
+
+
+def version_record(item: Optional[dict]) -> Optional[dict]:
+    """A version item as the port's record (`blob_key`, no `s3_key`)."""
+    if item is None:
+        return None
+    record = {k: v for k, v in item.items() if k != "s3_key"}
+    record["blob_key"] = item.get("s3_key")
+    return record
+
+
+@storage_errors
 class DocumentRepository:
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()
@@ -139,11 +158,11 @@ class DocumentRepository:
         """Document and all its versions (oldest first) in one query of its partition."""
         items = self.table.query_all("PK = :pk", {":pk": document_pk(document_id)}, consistent=True)
         doc = next((i for i in items if i["SK"] == "META"), None)
-        versions = [i for i in items if i["SK"].startswith("V#")]
-        return doc, versions
+        versions = [version_record(i) for i in items if i["SK"].startswith("V#")]
+        return doc, [v for v in versions if v is not None]
 
     def get_version(self, document_id: str, number: int) -> Optional[dict]:
-        return self.table.get(version_item_key(document_id, number))
+        return version_record(self.table.get(version_item_key(document_id, number)))
 
     def get_share(self, share_id: str) -> Optional[dict]:
         return self.table.get(share_key(share_id))
@@ -168,7 +187,7 @@ class DocumentRepository:
     def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
                slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
                activity: Optional[dict] = None,
-               event: Optional[dict] = None) -> None:
+               event: Optional[Event] = None) -> None:
         """New document + version 1 + share link, atomically, counted against the
         cap unless the workspace's plan (as stored at commit) is uncapped."""
         tx = Transaction()
@@ -195,7 +214,7 @@ class DocumentRepository:
                 "GSI1PK": documents_index_pk(doc["workspace_id"]),
                 "GSI1SK": documents_sort_key(doc["updated_ms"], doc["document_id"])},
                "attribute_not_exists(PK)")
-        tx.put({**version_item_key(doc["document_id"], version["number"]), **version},
+        tx.put({**version_item_key(doc["document_id"], version["number"]), **version_item(version)},
                "attribute_not_exists(PK)")
         tx.put({**share_key(doc["share_id"]), "document_id": doc["document_id"],
                 "workspace_id": doc["workspace_id"]}, "attribute_not_exists(PK)")
@@ -219,7 +238,7 @@ class DocumentRepository:
     def append_version(self, doc: dict, version: dict, changes: dict,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
                        quota: Optional[Quota] = None, activity: Optional[dict] = None,
-                       event: Optional[dict] = None) -> None:
+                       event: Optional[Event] = None) -> None:
         """Store version N+1 only if the document still has N versions (optimistic concurrency)."""
         tx = Transaction()
         sets = {"version_count": version["number"], "latest_version_id": version["version_id"],
@@ -237,7 +256,7 @@ class DocumentRepository:
             LIVE_DOCUMENT + " AND version_count = :prev",
             names=names, values=values, return_old=True,
         )
-        tx.put({**version_item_key(doc["document_id"], version["number"]), **version},
+        tx.put({**version_item_key(doc["document_id"], version["number"]), **version_item(version)},
                "attribute_not_exists(PK)")
         if activity is not None:
             tx.put(activity_item(activity), "attribute_not_exists(PK)")
@@ -305,7 +324,7 @@ class DocumentRepository:
                 raise StaleDocument(None) from exc
             return {**doc, **fields}
         try:
-            return self.table.update(
+            return self.table.update(  # type: ignore[return-value]
                 document_key(doc["document_id"]),
                 "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(fields))),
                 LIVE_DOCUMENT,
@@ -336,7 +355,7 @@ class DocumentRepository:
         if passphrase_hash is not None:
             values[":h"] = passphrase_hash
         try:
-            return self.table.update(
+            return self.table.update(  # type: ignore[return-value]
                 document_key(doc["document_id"]), update,
                 LIVE_DOCUMENT,
                 values=values)
@@ -358,7 +377,7 @@ class DocumentRepository:
         except ConditionFailed as exc:
             raise StaleDocument(None) from exc
 
-    def begin_delete(self, doc: dict, activity: Optional[dict] = None, event: Optional[dict] = None) -> None:
+    def begin_delete(self, doc: dict, activity: Optional[dict] = None, event: Optional[Event] = None) -> None:
         """Step 1 of delete, atomically: hide the document from lists and share
         links and free its place in the plan count. The item stays, marked
         `deleting`, so a retried DELETE can find it and finish the cleanup."""

@@ -16,7 +16,11 @@ from chalicelib.adapters.aws.keys import (
 )
 from chalicelib.adapters.aws.rates import add_rate_claim
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
-from chalicelib.ports.records import BadCursor, FeedbackGone, GuardFailed, RateClaim, ReplyCapReached, StaleDocument
+from chalicelib.ports.records import (
+    BadCursor, Event, Feedback, FeedbackGone, GuardFailed, RateClaim, Reply, ReplyCapReached, StaleDocument,
+    fields_of, from_fields,
+)
+from chalicelib.adapters.aws.errors import storage_errors
 
 # An event's time is taken before its transaction commits; one that commits at most
 # this late is still found by a waiting list (positions remember what they returned since).
@@ -24,6 +28,7 @@ COMMIT_SKEW_MS = 20_000
 MAX_SEEN = 64
 
 
+@storage_errors
 class FeedbackRepository:
     """Viewer feedback. Item `FB#<id>`; GSI1 lists a workspace's feedback and GSI2
     a document's, newest first. The document's `open_feedback_count` changes in the
@@ -32,26 +37,30 @@ class FeedbackRepository:
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()
 
-    def get(self, feedback_id: str) -> Optional[dict]:
-        return self.table.get(feedback_key(feedback_id))
+    def get(self, feedback_id: str) -> Optional[Feedback]:
+        item = self.table.get(feedback_key(feedback_id))
+        return _feedback(item) if item is not None else None
 
-    def get_many(self, feedback_ids: list[str]) -> list[dict]:
-        return [item for item in self.table.batch_get([feedback_key(f) for f in feedback_ids]) if item] \
+    def get_many(self, feedback_ids: list[str]) -> list[Feedback]:
+        return [_feedback(item) for item in self.table.batch_get([feedback_key(f) for f in feedback_ids]) if item] \
             if feedback_ids else []
 
-    def create(self, feedback: dict, rate: Optional[RateClaim], event: Optional[dict] = None) -> None:
+    def create(self, feedback: Feedback, rate: Optional[RateClaim], event: Optional[Event] = None) -> None:
         """Store feedback, count it as open on its document and claim the
         submitter's rate slot, atomically. Raises StaleDocument if the document
         is gone or being deleted, GuardFailed("rate") if the log moved."""
         tx = Transaction()
-        sort_key = feedback_sort_key(feedback["created_ms"], feedback["feedback_id"])
-        tx.put({**feedback_key(feedback["feedback_id"]), **feedback,
-                "GSI1PK": feedback_workspace_pk(feedback["workspace_id"]), "GSI1SK": sort_key,
-                "GSI2PK": feedback_document_pk(feedback["document_id"]), "GSI2SK": sort_key},
+        sort_key = feedback_sort_key(feedback.created_ms, feedback.feedback_id)
+        fields = fields_of(feedback)
+        fields["anchor"] = dict(feedback.anchor) if feedback.anchor else None
+        fields.pop("reply_count")  # counted by add_reply (absent: none)
+        tx.put({**feedback_key(feedback.feedback_id), **fields,
+                "GSI1PK": feedback_workspace_pk(feedback.workspace_id), "GSI1SK": sort_key,
+                "GSI2PK": feedback_document_pk(feedback.document_id), "GSI2SK": sort_key},
                "attribute_not_exists(PK)")
         doc_index = tx.update(
-            document_key(feedback["document_id"]), "ADD open_feedback_count :one SET feedback_activity_ms = :now",
-            LIVE_DOCUMENT, values={":one": 1, ":ws": feedback["workspace_id"], ":now": feedback["created_ms"]})
+            document_key(feedback.document_id), "ADD open_feedback_count :one SET feedback_activity_ms = :now",
+            LIVE_DOCUMENT, values={":one": 1, ":ws": feedback.workspace_id, ":now": feedback.created_ms})
         rate_index = add_rate_claim(tx, rate) if rate is not None else None
         add_event(tx, event)
         try:
@@ -63,28 +72,28 @@ class FeedbackRepository:
                 raise StaleDocument(None) from exc
             raise
 
-    def add_reply(self, feedback: dict, reply: dict, max_replies: int, reopen: bool,
-                  rate: Optional[RateClaim], event: Optional[dict] = None) -> bool:
+    def add_reply(self, feedback: Feedback, reply: Reply, max_replies: int, reopen: bool,
+                  rate: Optional[RateClaim], event: Optional[Event] = None) -> bool:
         """The reply, the thread's `reply_count` (capped), a reopen from `resolved`
         when asked and the thread is resolved as read, the document's activity time
         and count, the rate claim and the event: one transaction. A thread whose
         state changed meanwhile is GuardFailed("state") (the service reads again)."""
         tx = Transaction()
-        tx.put({**reply_key(feedback["feedback_id"], reply["created_ms"], reply["reply_id"]), **reply},
+        tx.put({**reply_key(feedback.feedback_id, reply.created_ms, reply.reply_id), **fields_of(reply)},
                "attribute_not_exists(PK)")
-        reopened = bool(reopen and feedback.get("status") == "resolved")
+        reopened = bool(reopen and feedback.status == "resolved")
         update = "ADD reply_count :one" + (" SET #s = :open REMOVE resolved_ms" if reopened else "")
-        values = {":one": 1, ":max": max_replies, ":state": feedback.get("status", "open")}
+        values = {":one": 1, ":max": max_replies, ":state": feedback.status}
         if reopened:
             values[":open"] = "open"
-        fb_index = tx.update(feedback_key(feedback["feedback_id"]), update,
+        fb_index = tx.update(feedback_key(feedback.feedback_id), update,
                              "attribute_exists(PK) AND #s = :state AND "
                              "(attribute_not_exists(reply_count) OR reply_count < :max)",
                              names={"#s": "status"}, values=values, return_old=True)
-        doc_index = tx.update(document_key(feedback["document_id"]),
+        doc_index = tx.update(document_key(feedback.document_id),
                               "SET feedback_activity_ms = :now ADD open_feedback_count :add",
                               "attribute_exists(PK) AND attribute_not_exists(deleting)",
-                              values={":now": reply["created_ms"], ":add": 1 if reopened else 0})
+                              values={":now": reply.created_ms, ":add": 1 if reopened else 0})
         rate_index = add_rate_claim(tx, rate) if rate is not None else None
         add_event(tx, event)
         try:
@@ -104,31 +113,31 @@ class FeedbackRepository:
             raise
         return reopened
 
-    def replies(self, feedback_ids: list[str]) -> dict[str, list[dict]]:
-        out: dict[str, list[dict]] = {}
+    def replies(self, feedback_ids: list[str]) -> dict[str, list[Reply]]:
+        out: dict[str, list[Reply]] = {}
         for feedback_id in feedback_ids:
             items = self.table.query_all("PK = :pk AND begins_with(SK, :r)",
                                          {":pk": f"FB#{feedback_id}", ":r": "R#"}, consistent=True)
-            out[feedback_id] = [{k: v for k, v in i.items() if k not in ("PK", "SK")} for i in items]
+            out[feedback_id] = [from_fields(Reply, i) for i in items]
         return out
 
-    def set_status(self, feedback: dict, resolved: bool, now_ms: int, event: Optional[dict] = None) -> None:
+    def set_status(self, feedback: Feedback, resolved: bool, now_ms: int, event: Optional[Event] = None) -> None:
         """open -> resolved (count - 1) or resolved -> open (count + 1), only from
         the expected state. Raises FeedbackGone if the state or document changed."""
         tx = Transaction()
         if resolved:
-            tx.update(feedback_key(feedback["feedback_id"]), "SET #s = :new, resolved_ms = :now",
+            tx.update(feedback_key(feedback.feedback_id), "SET #s = :new, resolved_ms = :now",
                       "attribute_exists(PK) AND #s = :old", names={"#s": "status"},
                       values={":new": "resolved", ":old": "open", ":now": now_ms})
-            tx.update(document_key(feedback["document_id"]),
+            tx.update(document_key(feedback.document_id),
                       "ADD open_feedback_count :minus SET feedback_activity_ms = :now",
                       "attribute_exists(PK) AND attribute_not_exists(deleting) AND open_feedback_count > :zero",
                       values={":minus": -1, ":zero": 0, ":now": now_ms})
         else:
-            tx.update(feedback_key(feedback["feedback_id"]), "SET #s = :new REMOVE resolved_ms",
+            tx.update(feedback_key(feedback.feedback_id), "SET #s = :new REMOVE resolved_ms",
                       "attribute_exists(PK) AND #s = :old", names={"#s": "status"},
                       values={":new": "open", ":old": "resolved"})
-            tx.update(document_key(feedback["document_id"]),
+            tx.update(document_key(feedback.document_id),
                       "ADD open_feedback_count :one SET feedback_activity_ms = :now",
                       "attribute_exists(PK) AND attribute_not_exists(deleting)", values={":one": 1, ":now": now_ms})
         add_event(tx, event)
@@ -138,7 +147,7 @@ class FeedbackRepository:
             raise FeedbackGone() from exc
 
     def page(self, workspace_id: str, document_id: Optional[str], status: Optional[str], limit: int,
-             cursor: Optional[str]) -> tuple[list[dict], Optional[str]]:
+             cursor: Optional[str]) -> tuple[list[Feedback], Optional[str]]:
         """One page, newest first, of a workspace's (or one of its documents')
         feedback, optionally only one status. Reads on until the page is full."""
         index, pk_name, sk_name, pk = (
@@ -162,9 +171,10 @@ class FeedbackRepository:
                 found.append(item)
                 if len(found) == limit:
                     more = item is not items[-1] or last is not None
-                    return found, encode_cursor(_index_key(item, pk_name, sk_name)) if more else None
+                    return ([_feedback(f) for f in found],
+                            encode_cursor(_index_key(item, pk_name, sk_name)) if more else None)
             if not last:
-                return found, None
+                return [_feedback(f) for f in found], None
             start = last
 
     def delete_for_document(self, document_id: str) -> int:
@@ -192,7 +202,7 @@ class FeedbackRepository:
         return _position(floor, [_short(e["event_id"]) for e in recent])
 
     def activity_since(self, workspace_id: str, document_id: Optional[str], position: str, now_ms: int,
-                       limit: int) -> tuple[list[dict], str]:
+                       limit: int) -> tuple[list[Event], str]:
         """Events after the position's floor time that it has not returned yet; the
         new floor trails the clock by COMMIT_SKEW_MS (an event committed late is still
         found) and the position remembers what it returned above the floor."""
@@ -219,6 +229,10 @@ class FeedbackRepository:
             values[":doc"] = document_id
         return self.table.query_all("PK = :pk AND SK >= :lo", values, filter_expression=" AND ".join(filters),
                                     consistent=True)
+
+
+def _feedback(item: dict) -> Feedback:
+    return from_fields(Feedback, item)
 
 
 def _index_key(item: dict, pk_name: str, sk_name: str) -> dict:

@@ -21,6 +21,7 @@ from chalicelib.adapters.aws.keys import (
     access_key, client_key, code_key, grant_key, grants_index_pk, refresh_key,
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, to_item
+from chalicelib.adapters.aws.errors import storage_errors
 
 EXPIRY_GRACE_SECONDS = 3600
 
@@ -36,6 +37,7 @@ def _strip(item: Optional[dict]) -> Optional[dict]:
     return {k: v for k, v in item.items() if k not in ("PK", "SK", "GSI1PK", "GSI1SK", "expires_at")}
 
 
+@storage_errors
 class OAuthRepository:
     """chalicelib.ports.oauth.OAuthRepository on the single table."""
 
@@ -86,8 +88,9 @@ class OAuthRepository:
         return _strip(self.table.get(grant_key(grant_id)))
 
     def list_grants(self, workspace_id: str) -> list[dict]:
-        return [_strip(i) for i in self.table.query_all("GSI1PK = :pk", {":pk": grants_index_pk(workspace_id)},
-                                                        index="GSI1", forward=False)]
+        items = self.table.query_all("GSI1PK = :pk", {":pk": grants_index_pk(workspace_id)}, index="GSI1",
+                                     forward=False)
+        return [grant for i in items if (grant := _strip(i)) is not None]
 
     def revoke_grant(self, grant_id: str, now_ms: int) -> Optional[dict]:
         try:

@@ -24,6 +24,7 @@ from chalicelib.adapters.aws.table import (
 )
 from chalicelib.ports.people import LastOwner, MemberExists, NotMember
 from chalicelib.ports.records import BadCursor
+from chalicelib.adapters.aws.errors import storage_errors
 
 MEMBER_FIELDS = ("workspace_id", "email", "role", "created_ms", "added_by")
 INTERNAL = ("PK", "SK", "GSI1PK", "GSI1SK")
@@ -48,6 +49,7 @@ def activity_item(entry: dict) -> dict:
             **entry}
 
 
+@storage_errors
 class PeopleRepository:
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()
@@ -60,11 +62,11 @@ class PeopleRepository:
     def list_members(self, workspace_id: str) -> list[dict]:
         items = self.table.query_all("PK = :pk AND begins_with(SK, :m)",
                                      {":pk": workspace_key(workspace_id)["PK"], ":m": "MEMBER#"}, consistent=True)
-        return sorted((_strip(i) for i in items), key=lambda m: (m["created_ms"], m["email"]))
+        return sorted((_strip(i) for i in items), key=lambda m: (m["created_ms"], m["email"]))  # type: ignore[misc]
 
     def list_memberships(self, email: str) -> list[dict]:
         items = self.table.query_all("GSI1PK = :pk", {":pk": memberships_index_pk(email)}, index="GSI1")
-        return [_strip(i) for i in items]
+        return [_strip(i) for i in items]  # type: ignore[misc]
 
     def add_member(self, member: dict) -> None:
         tx = Transaction()
@@ -171,7 +173,7 @@ class PeopleRepository:
     def list_invites(self, workspace_id: str, now_ms: int) -> list[dict]:
         items = self.table.query_all("GSI1PK = :pk", {":pk": invites_index_pk(workspace_id)}, index="GSI1",
                                      forward=False)
-        return [_strip(i, keep_expiry=True) for i in items
+        return [_strip(i, keep_expiry=True) for i in items  # type: ignore[misc]
                 if i.get("used_ms") is None and i["expires_ms"] > now_ms]
 
     def revoke_invites(self, workspace_id: str, email: str, now_ms: int) -> int:
@@ -201,4 +203,4 @@ class PeopleRepository:
                                        limit=1, start_key=last, forward=False)
             if not more:
                 last = None
-        return [_strip(i) for i in items], encode_cursor(last)
+        return [_strip(i) for i in items], encode_cursor(last)  # type: ignore[misc]

@@ -7,6 +7,7 @@ from typing import Optional
 from chalicelib.adapters.aws.keys import rate_key
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction
 from chalicelib.ports.records import RateClaim
+from chalicelib.adapters.aws.errors import storage_errors
 
 
 def _claim_update(claim: RateClaim) -> tuple[str, str, dict]:
@@ -23,6 +24,7 @@ def add_rate_claim(tx: Transaction, claim: RateClaim) -> int:
     return tx.update(rate_key(claim.scope), update, condition, values=values)
 
 
+@storage_errors
 class RateLimitRepository:
     """Sliding logs for per-IP limits (unlock attempts, feedback posts) and others."""
 

@@ -21,7 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from chalicelib import config
 from chalicelib.adapters.aws import clients as aws
-from chalicelib.ports.records import BadCursor, OutcomeUnknown, StorageUnavailable, WriteRefused
+from chalicelib.ports.records import BadCursor, OutcomeUnknown, Record, StorageUnavailable, WriteRefused
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -270,7 +270,8 @@ class Table:
             resp = retrying(lambda: aws.dynamodb().batch_get_item(RequestItems=request))
             for raw in resp.get("Responses", {}).get(self.name, []):
                 item = from_item(raw)
-                found[(item["PK"], item["SK"])] = item
+                if item is not None:
+                    found[(item["PK"], item["SK"])] = item
             request = resp.get("UnprocessedKeys") or {}
             if not request:
                 return
@@ -312,7 +313,7 @@ class Table:
         if filter_expression:
             params["FilterExpression"] = filter_expression
         resp = retrying(lambda: aws.dynamodb().query(**params))
-        items = [from_item(i) for i in resp.get("Items", [])]
+        items: list[dict] = [from_item(i) for i in resp.get("Items", [])]  # type: ignore[misc]
         if index and projected is not None:
             wanted = set(projected) | {"PK", "SK", f"{index}PK", f"{index}SK"}
             items = [{k: v for k, v in item.items() if k in wanted} for item in items]
@@ -347,8 +348,8 @@ class Table:
             raise
 
     def update(self, key: dict, update: str, condition: Optional[str] = None,
-               names: Optional[dict] = None, values: Optional[dict] = None,
-               returned: str = "ALL_NEW") -> Optional[dict]:
+               names: Optional[Record] = None, values: Optional[Record] = None,
+               returned: str = "ALL_NEW") -> Optional[Record]:
         params = with_expressions({"TableName": self.name, "Key": to_item(key), "UpdateExpression": update,
                                    "ReturnValues": returned}, condition, names, values)
         try:
@@ -357,7 +358,7 @@ class Table:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
                 raise ConditionFailed(["ConditionalCheckFailed"], [None]) from exc
             raise
-        return from_item(resp.get("Attributes"))
+        return from_item(resp.get("Attributes")) or {}  # ALL_NEW: the item as stored
 
     def delete(self, key: dict) -> None:
         retrying(lambda: aws.dynamodb().delete_item(TableName=self.name, Key=to_item(key)))

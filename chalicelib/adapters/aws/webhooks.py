@@ -14,7 +14,9 @@ from chalicelib.adapters.aws.keys import (
     workspace_key,
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction
-from chalicelib.ports.records import WebhookCapReached
+from chalicelib.adapters.aws.errors import storage_errors
+from chalicelib.ports.errors import WebhookCapReached
+from chalicelib.ports.records import Event
 
 _KEYS = ("PK", "SK", "GSI1PK", "GSI1SK", "GSI2PK", "GSI2SK")
 
@@ -23,9 +25,7 @@ def _sk(ms: int, ident: str) -> str:
     return f"{ms:015d}#{ident}"
 
 
-def _plain(item: Optional[dict]) -> Optional[dict]:
-    if item is None:
-        return None
+def _plain(item: dict) -> dict:
     out = {k: v for k, v in item.items() if k not in _KEYS}
     if "secrets_json" in out:
         out["secrets"] = json.loads(out.pop("secrets_json"))
@@ -42,6 +42,7 @@ def _delivery_item(delivery: dict) -> dict:
     return item
 
 
+@storage_errors
 class WebhookRepository:
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()
@@ -65,7 +66,8 @@ class WebhookRepository:
             raise
 
     def get(self, webhook_id: str) -> Optional[dict]:
-        return _plain(self.table.get(webhook_key(webhook_id)))
+        item = self.table.get(webhook_key(webhook_id))
+        return _plain(item) if item is not None else None
 
     def list_for_workspace(self, workspace_id: str) -> list[dict]:
         return [_plain(i) for i in self.table.query_all("GSI1PK = :pk", {":pk": webhooks_index_pk(workspace_id)},
@@ -95,27 +97,27 @@ class WebhookRepository:
             return False
         return True
 
-    def pending_events(self, limit: int) -> list[dict]:
+    def pending_events(self, limit: int) -> list[Event]:
         # The events themselves, read after the index (it may lag): those dispatched since are left out.
         items, _ = self.table.query("GSI1PK = :pk", {":pk": OUTBOX_INDEX_PK}, index="GSI1", limit=limit)
         return [event_record(event) for event in items]
 
-    def get_event(self, workspace_id: str, created_ms: int, event_id: str) -> Optional[dict]:
+    def get_event(self, workspace_id: str, created_ms: int, event_id: str) -> Optional[Event]:
         item = self.table.get(event_key(workspace_id, created_ms, event_id))
         return event_record(item) if item else None
 
-    def dispatch(self, event: dict, deliveries: list[dict]) -> None:
+    def dispatch(self, event: Event, deliveries: list[dict]) -> None:
         tx = Transaction()
         for delivery in deliveries:
             tx.put(_delivery_item(delivery), "attribute_not_exists(PK)")
-        tx.update(event_key(event["workspace_id"], event["created_ms"], event["event_id"]),
+        tx.update(event_key(event.workspace_id, event.created_ms, event.event_id),
                   "REMOVE GSI1PK, GSI1SK", "attribute_exists(GSI1PK)")
         try:
             tx.commit()
         except ConditionFailed:
             return  # another worker dispatched it first
 
-    def add_direct(self, event: dict, delivery: dict) -> None:
+    def add_direct(self, event: Event, delivery: dict) -> None:
         tx = Transaction()
         add_event(tx, event)
         tx.actions[-1]["Put"]["Item"].pop("GSI1PK", None)
@@ -130,7 +132,8 @@ class WebhookRepository:
         return [_plain(i) for i in items]
 
     def get_delivery(self, delivery_id: str) -> Optional[dict]:
-        return _plain(self.table.get(delivery_key(delivery_id)))
+        item = self.table.get(delivery_key(delivery_id))
+        return _plain(item) if item is not None else None
 
     def claim(self, delivery: dict, until_ms: int) -> bool:
         try:

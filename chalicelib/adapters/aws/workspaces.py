@@ -8,9 +8,11 @@ from chalicelib.adapters.aws.keys import (
     WRITE_SHARDS, api_key_key, keys_index_pk, write_shard_key, write_shard_keys, workspace_key,
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction
-from chalicelib.ports.records import KeyCapReached
+from chalicelib.ports.records import KeyCapReached, Record
+from chalicelib.adapters.aws.errors import storage_errors
 
 
+@storage_errors
 class WorkspaceRepository:
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()
@@ -37,11 +39,11 @@ class WorkspaceRepository:
         expression = " ".join(part for part in (
             ("SET " + ", ".join(sets)) if sets else "",
             ("REMOVE " + ", ".join(removes)) if removes else "") if part)
-        return self.table.update(workspace_key(workspace_id), expression, "attribute_exists(PK)",
+        return self.table.update(workspace_key(workspace_id), expression, "attribute_exists(PK)",  # type: ignore[return-value]
                                  names=names, values=values or None)
 
 
-def with_write_logs(key_item: Optional[dict], shards: list[Optional[dict]]) -> Optional[dict]:
+def with_write_logs(key_item: Optional[Record], shards: list[Optional[Record]]) -> Optional[Record]:
     """The key record as the port gives it: the key item plus its write-log shards
     (`write_logs`, every shard, also those never written), `writes` (all their
     entries) and `last_used_at` (the latest of the shards')."""
@@ -62,6 +64,7 @@ def with_write_logs(key_item: Optional[dict], shards: list[Optional[dict]]) -> O
     return record
 
 
+@storage_errors
 class ApiKeyRepository:
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()
@@ -116,4 +119,4 @@ class ApiKeyRepository:
         keys = self.table.query_all("GSI1PK = :pk", {":pk": keys_index_pk(workspace_id)},
                                     index="GSI1", forward=False)
         shards = self.table.batch_get([k for key in keys for k in write_shard_keys(key["key_id"])])
-        return [with_write_logs(key, shards[n * WRITE_SHARDS:(n + 1) * WRITE_SHARDS]) for n, key in enumerate(keys)]
+        return [with_write_logs(key, shards[n * WRITE_SHARDS:(n + 1) * WRITE_SHARDS]) for n, key in enumerate(keys)]  # type: ignore[misc]

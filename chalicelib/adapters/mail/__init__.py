@@ -53,7 +53,7 @@ def build_mailer(setting: str | None = None):
 
         return SmtpMailer(setting, sender)
     if setting == "ses":
-        from chalicelib.adapters.mail.ses import SesMailer
+        from chalicelib.adapters.aws.mail import SesMailer
 
         return SesMailer(sender)
     raise ValueError("DOCPUB_MAIL must be 'outbox', an smtp:// or smtps:// URL, or 'ses'")

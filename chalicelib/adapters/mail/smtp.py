@@ -45,6 +45,7 @@ class SmtpMailer:
     def send(self, message: OutgoingMail) -> None:
         built = rfc5322(message, self.sender)
         try:
+            connection: smtplib.SMTP
             if self.implicit_tls:
                 connection = smtplib.SMTP_SSL(self.host, self.port, timeout=TIMEOUT_SECONDS, context=self._tls())
             else:

@@ -58,7 +58,7 @@ class SessionRepository:
     def create(self, session: dict) -> None:
         with self.db.write() as tx:
             if one(tx, "SELECT 1 AS x FROM sessions WHERE session_hash = ?", (session["session_hash"],)):
-                raise WriteRefused("ConditionalCheckFailed")
+                raise WriteRefused("exists")
             if one(tx, "SELECT 1 AS x FROM users WHERE email = ?", (session["email"],)) is None:
                 raise WriteRefused("NoSuchUser")
             tx.execute(f"INSERT INTO sessions ({', '.join(SESSION_COLUMNS)}) "

@@ -81,7 +81,8 @@ class FileBlobStore:
     def upload_url(self, key: str, size_bytes: int, expires_seconds: int) -> None:
         return None  # the local server's own upload route receives the bytes
 
-    def download_url(self, key: str, content_type: str, expires_seconds: int) -> None:
+    def download_url(self, key: str, content_type: str, expires_seconds: int,
+                     filename: Optional[str] = None) -> None:
         return None  # the local server answers any size itself
 
     def touch(self, key: str) -> bool:

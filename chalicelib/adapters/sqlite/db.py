@@ -457,26 +457,10 @@ class Database:
     @contextlib.contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
         """One atomic write: BEGIN IMMEDIATE (the write lock, waiting up to the busy
-        timeout), the body, COMMIT. Any exception in the body rolls back."""
-        conn = self.connection()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise _refused(exc) from exc
-        try:
+        timeout), the body, COMMIT. Any exception in the body rolls back. Then, now and
+        then, the sweep of expired rows."""
+        with self.write_only() as conn:
             yield conn
-        except BaseException as exc:
-            _rollback(conn)
-            if isinstance(exc, sqlite3.Error):
-                raise _refused(exc) from exc
-            raise
-        try:
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            _rollback(conn)
-            if _code(exc) == "SQLITE_FULL" and not conn.in_transaction:
-                raise StorageFull(_code(exc)) from exc  # rolled back: nothing was applied
-            raise OutcomeUnknown(_code(exc)) from exc
         self._maybe_sweep()
 
     def _maybe_sweep(self) -> None:
@@ -522,6 +506,8 @@ class Database:
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             _rollback(conn)
+            if _code(exc) == "SQLITE_FULL" and not conn.in_transaction:
+                raise StorageFull(_code(exc)) from exc  # rolled back: nothing was applied
             raise OutcomeUnknown(_code(exc)) from exc
 
     def deleting(self, work):
@@ -556,7 +542,7 @@ class Database:
 
     def all(self, sql: str, params: tuple = ()) -> list[dict]:
         try:
-            return [row_dict(r) for r in self.connection().execute(sql, params).fetchall()]
+            return [d for r in self.connection().execute(sql, params).fetchall() if (d := row_dict(r)) is not None]
         except sqlite3.Error as exc:
             raise StorageUnavailable(_code(exc)) from exc
 

@@ -16,12 +16,13 @@ from chalicelib.adapters.sqlite import cursors
 from chalicelib.adapters.sqlite.people import insert_activity
 from chalicelib.adapters.sqlite.db import Database, one, row_dict
 from chalicelib.adapters.sqlite.feedback import insert_event
+from chalicelib.ports.records import Event
 from chalicelib.ports.records import (
     DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, StaleDocument, WriteRefused,
 )
 
 DOCUMENT_FIELDS = ("title", "description", "share_enabled", "share_expires_ms", "latest_content", "share_access")
-VERSION_COLUMNS = "version_id, number, note, created_ms, size_bytes, blob_key AS s3_key, format, files"
+VERSION_COLUMNS = "version_id, number, note, created_ms, size_bytes, blob_key, format, files"
 LIVE = "document_id = ? AND workspace_id = ? AND deleting = 0"
 MAX_GET_MANY = 100
 
@@ -107,9 +108,9 @@ class DocumentRepository:
     def get_with_versions(self, document_id: str) -> tuple[Optional[dict], list[dict]]:
         with self.db.snapshot() as conn:
             doc = _document(conn, document_id)
-            versions = [row_dict(r) for r in conn.execute(
+            versions = [v for r in conn.execute(
                 f"SELECT {VERSION_COLUMNS} FROM versions WHERE document_id = ? ORDER BY number",
-                (document_id,)).fetchall()]
+                (document_id,)).fetchall() if (v := row_dict(r)) is not None]
         return doc, versions
 
     def get_version(self, document_id: str, number: int) -> Optional[dict]:
@@ -157,7 +158,7 @@ class DocumentRepository:
     def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
                slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
                activity: Optional[dict] = None,
-               event: Optional[dict] = None) -> None:
+               event: Optional[Event] = None) -> None:
         with self.db.write() as tx:
             check_guards(tx, slot, idem)
             check_quota(tx, quota)
@@ -167,7 +168,7 @@ class DocumentRepository:
                 raise DocumentCapReached(workspace)
             if (_document(tx, doc["document_id"]) is not None
                     or one(tx, "SELECT 1 AS x FROM share_links WHERE share_id = ?", (doc["share_id"],))):
-                raise WriteRefused("ConditionalCheckFailed")
+                raise WriteRefused("exists")
             tx.execute("UPDATE workspaces SET document_count = document_count + 1 WHERE id = ?",
                        (doc["workspace_id"],))
             tx.execute("INSERT INTO documents (document_id, workspace_id, title, description, share_id, created_ms, "
@@ -194,13 +195,13 @@ class DocumentRepository:
         tx.execute("INSERT INTO versions (document_id, number, version_id, note, created_ms, size_bytes, blob_key, "
                    "format, files) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                    (document_id, version["number"], version["version_id"], version.get("note"),
-                    version["created_ms"], version["size_bytes"], version["s3_key"], version.get("format"),
+                    version["created_ms"], version["size_bytes"], version["blob_key"], version.get("format"),
                     json.dumps(files, separators=(",", ":")) if files else None))
 
     def append_version(self, doc: dict, version: dict, changes: dict,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
                        quota: Optional[Quota] = None, activity: Optional[dict] = None,
-                       event: Optional[dict] = None) -> None:
+                       event: Optional[Event] = None) -> None:
         _check_fields(changes)
         with self.db.write() as tx:
             check_guards(tx, slot, idem)
@@ -250,7 +251,7 @@ class DocumentRepository:
                 raise StaleDocument(None)
             if activity is not None:
                 insert_activity(tx, activity)
-            return _document(tx, doc["document_id"])
+            return _document(tx, doc["document_id"])  # type: ignore[return-value]
 
     def set_passphrase(self, doc: dict, passphrase_hash: Optional[str]) -> dict:
         with self.db.write() as tx:
@@ -259,7 +260,7 @@ class DocumentRepository:
                 (passphrase_hash, doc["document_id"], doc["workspace_id"])).rowcount
             if not changed:
                 raise StaleDocument(None)
-            return _document(tx, doc["document_id"])
+            return _document(tx, doc["document_id"]) or {}  # it was just updated
 
     def rotate_share(self, doc: dict, new_share_id: str) -> None:
         with self.db.write() as tx:
@@ -271,7 +272,7 @@ class DocumentRepository:
             tx.execute("INSERT INTO share_links (share_id, document_id, workspace_id) VALUES (?, ?, ?)",
                        (new_share_id, doc["document_id"], doc["workspace_id"]))
 
-    def begin_delete(self, doc: dict, activity: Optional[dict] = None, event: Optional[dict] = None) -> None:
+    def begin_delete(self, doc: dict, activity: Optional[dict] = None, event: Optional[Event] = None) -> None:
         def work():
             with self.db.write() as tx:
                 current = _document(tx, doc["document_id"])

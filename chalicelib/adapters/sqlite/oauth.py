@@ -86,9 +86,9 @@ class OAuthRepository:
         return _record(self.db.one("SELECT * FROM oauth_grants WHERE grant_id = ?", (grant_id,)))
 
     def list_grants(self, workspace_id: str) -> list[dict]:
-        return [_record(r) for r in self.db.all(
-            "SELECT * FROM oauth_grants WHERE workspace_id = ? ORDER BY created_ms DESC, grant_id DESC",
-            (workspace_id,))]
+        rows = self.db.all("SELECT * FROM oauth_grants WHERE workspace_id = ? ORDER BY created_ms DESC, grant_id DESC",
+                           (workspace_id,))
+        return [grant for r in rows if (grant := _record(r)) is not None]
 
     def revoke_grant(self, grant_id: str, now_ms: int) -> Optional[dict]:
         with self.db.write() as tx:

@@ -17,7 +17,7 @@ ACTIVITY_COLUMNS = ("workspace_id", "created_ms", "activity_id", "actor_kind", "
 
 
 def _owners(tx, workspace_id: str) -> int:
-    return one(tx, "SELECT COUNT(*) AS n FROM members WHERE workspace_id = ? AND role = 'owner'",
+    return one(tx, "SELECT COUNT(*) AS n FROM members WHERE workspace_id = ? AND role = 'owner'",  # type: ignore[index]
                (workspace_id,))["n"]
 
 

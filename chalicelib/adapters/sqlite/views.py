@@ -8,6 +8,8 @@ The per-address cap is a fixed-window counter row per scope and window; a claim
 also drops the scope's older windows."""
 from __future__ import annotations
 
+from typing import Optional, Sequence
+
 from chalicelib.adapters.sqlite.db import Database, one
 from chalicelib.ports.views import ViewCounts
 
@@ -37,6 +39,18 @@ class ViewCounterRepository:
         result.total = sum(result.versions.values())
         result.last_viewed_ms = max((row["last_ms"] for row in versions), default=None)
         return result
+
+    def totals(self, document_ids: Sequence[str]) -> dict[str, tuple[int, Optional[int]]]:
+        found: dict[str, tuple[int, Optional[int]]] = {}
+        ids = list(dict.fromkeys(document_ids))
+        with self.db.snapshot() as conn:
+            for start in range(0, len(ids), 500):  # SQLite's bound on parameters
+                chunk = ids[start:start + 500]
+                rows = conn.execute(
+                    "SELECT document_id, SUM(views) AS views, MAX(last_ms) AS last_ms FROM view_versions "
+                    f"WHERE document_id IN ({', '.join('?' * len(chunk))}) GROUP BY document_id", chunk).fetchall()
+                found.update({row["document_id"]: (int(row["views"] or 0), row["last_ms"]) for row in rows})
+        return {document_id: found.get(document_id, (0, None)) for document_id in ids}
 
     def admit(self, scope: str, window: int, limit: int, expires_at: int) -> bool:
         with self.db.write() as tx:

@@ -5,8 +5,8 @@ import json
 from typing import Optional
 
 from chalicelib.adapters.sqlite.db import Database, one
-from chalicelib.adapters.sqlite.feedback import insert_event
-from chalicelib.ports.records import WebhookCapReached
+from chalicelib.adapters.sqlite.feedback import event_from_row, insert_event
+from chalicelib.ports.records import Event, WebhookCapReached
 
 DELIVERY_COLUMNS = ("delivery_id", "webhook_id", "workspace_id", "event_id", "event", "status", "attempts",
                     "response_status", "last_error", "created_ms", "next_attempt_ms", "updated_ms")
@@ -18,9 +18,7 @@ def _insert_delivery(tx, delivery: dict) -> None:
                tuple(delivery.get(c) for c in DELIVERY_COLUMNS))
 
 
-def _delivery(row: Optional[dict]) -> Optional[dict]:
-    if row is None:
-        return None
+def _delivery(row: dict) -> dict:
     return {**row, "attempts": row.get("attempts", 0)}
 
 
@@ -31,8 +29,9 @@ class WebhookRepository:
     def create(self, webhook: dict, max_webhooks: int) -> None:
         with self.db.write() as tx:
             count = one(tx, "SELECT COUNT(*) AS n FROM webhooks WHERE workspace_id = ?", (webhook["workspace_id"],))
-            if count["n"] >= max_webhooks:
-                raise WebhookCapReached(count["n"])
+            held = count["n"] if count else 0
+            if held >= max_webhooks:
+                raise WebhookCapReached(held)
             tx.execute("INSERT INTO webhooks (webhook_id, workspace_id, url, events, secrets, created_ms) "
                        "VALUES (?, ?, ?, ?, ?, ?)",
                        (webhook["webhook_id"], webhook["workspace_id"], webhook["url"], json.dumps(webhook["events"]),
@@ -54,24 +53,26 @@ class WebhookRepository:
             return tx.execute("UPDATE webhooks SET secrets = ? WHERE webhook_id = ? AND secrets = ?",
                               (json.dumps(secrets), webhook["webhook_id"], json.dumps(webhook["secrets"]))).rowcount > 0
 
-    def pending_events(self, limit: int) -> list[dict]:
-        return self.db.all("SELECT * FROM events WHERE pending = 1 ORDER BY seq LIMIT ?", (limit,))
+    def pending_events(self, limit: int) -> list[Event]:
+        return [event_from_row(r) for r in
+                self.db.all("SELECT * FROM events WHERE pending = 1 ORDER BY seq LIMIT ?", (limit,))]
 
-    def get_event(self, workspace_id: str, created_ms: int, event_id: str) -> Optional[dict]:
-        return self.db.one("SELECT * FROM events WHERE event_id = ? AND workspace_id = ?", (event_id, workspace_id))
+    def get_event(self, workspace_id: str, created_ms: int, event_id: str) -> Optional[Event]:
+        row = self.db.one("SELECT * FROM events WHERE event_id = ? AND workspace_id = ?", (event_id, workspace_id))
+        return event_from_row(row) if row is not None else None
 
-    def dispatch(self, event: dict, deliveries: list[dict]) -> None:
+    def dispatch(self, event: Event, deliveries: list[dict]) -> None:
         with self.db.write() as tx:
-            if not one(tx, "SELECT 1 AS x FROM events WHERE event_id = ? AND pending = 1", (event["event_id"],)):
+            if not one(tx, "SELECT 1 AS x FROM events WHERE event_id = ? AND pending = 1", (event.event_id,)):
                 return  # dispatched already
             for delivery in deliveries:
                 _insert_delivery(tx, delivery)
-            tx.execute("UPDATE events SET pending = 0 WHERE event_id = ?", (event["event_id"],))
+            tx.execute("UPDATE events SET pending = 0 WHERE event_id = ?", (event.event_id,))
 
-    def add_direct(self, event: dict, delivery: dict) -> None:
+    def add_direct(self, event: Event, delivery: dict) -> None:
         with self.db.write() as tx:
             insert_event(tx, event)
-            tx.execute("UPDATE events SET pending = 0 WHERE event_id = ?", (event["event_id"],))
+            tx.execute("UPDATE events SET pending = 0 WHERE event_id = ?", (event.event_id,))
             _insert_delivery(tx, delivery)
 
     def due(self, now_ms: int, limit: int) -> list[dict]:
@@ -80,7 +81,8 @@ class WebhookRepository:
             "ORDER BY next_attempt_ms LIMIT ?", (now_ms, limit))]
 
     def get_delivery(self, delivery_id: str) -> Optional[dict]:
-        return _delivery(self.db.one("SELECT * FROM webhook_deliveries WHERE delivery_id = ?", (delivery_id,)))
+        row = self.db.one("SELECT * FROM webhook_deliveries WHERE delivery_id = ?", (delivery_id,))
+        return _delivery(row) if row is not None else None
 
     def claim(self, delivery: dict, until_ms: int) -> bool:
         with self.db.write() as tx:

@@ -20,7 +20,7 @@ class WorkspaceRepository:
     def create(self, workspace: dict) -> None:
         with self.db.write() as tx:
             if one(tx, "SELECT 1 AS x FROM workspaces WHERE id = ?", (workspace["id"],)):
-                raise WriteRefused("ConditionalCheckFailed")
+                raise WriteRefused("exists")
             tx.execute("INSERT INTO workspaces (id, name, plan, created_ms, brand_name, brand_tagline) "
                        "VALUES (?, ?, ?, ?, ?, ?)",
                        (workspace["id"], workspace["name"], workspace["plan"], workspace["created_ms"],
@@ -38,8 +38,8 @@ class WorkspaceRepository:
             changed = tx.execute(f"UPDATE workspaces SET {assignments} WHERE id = ?",  # noqa: S608 - names checked
                                  (*fields.values(), workspace_id)).rowcount
             if not changed:
-                raise WriteRefused("ConditionalCheckFailed")
-            return one(tx, "SELECT * FROM workspaces WHERE id = ?", (workspace_id,))
+                raise WriteRefused("missing")
+            return one(tx, "SELECT * FROM workspaces WHERE id = ?", (workspace_id,)) or {}  # it was just updated
 
 
 class ApiKeyRepository:
@@ -55,7 +55,7 @@ class ApiKeyRepository:
             if workspace is None or (max_keys is not None and workspace["key_count"] >= max_keys):
                 raise KeyCapReached(workspace)
             if one(tx, "SELECT 1 AS x FROM api_keys WHERE key_id = ?", (record["key_id"],)):
-                raise WriteRefused("ConditionalCheckFailed")
+                raise WriteRefused("exists")
             tx.execute("UPDATE workspaces SET key_count = key_count + 1 WHERE id = ?", (record["workspace_id"],))
             tx.execute("INSERT INTO api_keys (key_id, workspace_id, key_hash, name, prefix, created_ms) "
                        "VALUES (?, ?, ?, ?, ?, ?)",

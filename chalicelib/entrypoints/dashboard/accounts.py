@@ -5,7 +5,7 @@ from chalicelib import config, errors
 from chalicelib.entrypoints.dashboard.web import (
     ANON_COOKIE, DEVICE_COOKIE, SESSION_COOKIE, Page, redirect, render, route, safe_next, url,
 )
-from chalicelib.services import registry
+from chalicelib import wiring as registry
 
 
 @route("/", signed_in=False)

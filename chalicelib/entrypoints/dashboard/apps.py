@@ -6,7 +6,7 @@ from urllib.parse import urlparse
 from chalicelib import errors
 from chalicelib.domain import roles
 from chalicelib.entrypoints.dashboard.web import SECURITY_HEADERS, Page, error_page, redirect, render, route, url
-from chalicelib.services import registry
+from chalicelib import wiring as registry
 
 
 def _authorization(page: Page, params: dict):

@@ -12,7 +12,7 @@ from typing import Optional
 
 from chalicelib import errors
 from chalicelib.entrypoints.dashboard.web import Page, redirect, render, route, url
-from chalicelib.services import registry
+from chalicelib import wiring as registry
 
 
 def pages():

@@ -4,7 +4,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from chalicelib.entrypoints.dashboard.web import Page, current_path, redirect, render, route, safe_next, url
-from chalicelib.services import registry
+from chalicelib import wiring as registry
 
 
 @route("/feedback")

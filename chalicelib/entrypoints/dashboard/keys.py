@@ -5,7 +5,7 @@ from chalice import Response
 
 from chalicelib import errors
 from chalicelib.entrypoints.dashboard.web import Page, redirect, render, route, url
-from chalicelib.services import registry
+from chalicelib import wiring as registry
 
 
 @route("/keys")

@@ -9,7 +9,7 @@ from chalicelib import errors
 from chalicelib.domain import roles
 from chalicelib.entrypoints.dashboard.accounts import start_session
 from chalicelib.entrypoints.dashboard.web import Page, redirect, render, route, url
-from chalicelib.services import registry
+from chalicelib import wiring as registry
 
 
 def accounts():

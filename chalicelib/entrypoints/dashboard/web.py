@@ -19,7 +19,7 @@ from chalicelib.domain import limits, roles
 from chalicelib.entrypoints.dashboard import forms
 from chalicelib.entrypoints.http import as_error, client_ip, compress, parse_cookies
 from chalicelib.models import MAX_HTML_BYTES
-from chalicelib.services import registry
+from chalicelib import wiring as registry
 
 log = logging.getLogger("docpub")
 

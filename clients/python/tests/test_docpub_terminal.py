@@ -1,7 +1,6 @@
 """Progress bar on a terminal only, and the feedback commands (skipped until the server has them)."""
 from __future__ import annotations
 
-import json
 import os
 import pty
 import subprocess

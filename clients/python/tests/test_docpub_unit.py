@@ -107,3 +107,25 @@ def test_repr_never_shows_the_key():
     client = Client("http://127.0.0.1:9", "dpk_secret_secret_secret_secret_secret")
     assert "dpk_secret" not in repr(client)
     client.close()
+
+
+def test_download_follows_a_redirect_to_storage_without_the_api_key():
+    """Deployed, a download too large for a Lambda response is a 302 to a presigned S3 URL."""
+    import httpx
+
+    from docpub.client import Client
+
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if request.url.host == "api.test":
+            return httpx.Response(302, headers={"Location": "https://bucket.s3.test/downloads/x.zip?X-Amz-Signature=s"})
+        return httpx.Response(200, content=b"PK\x03\x04zip",
+                              headers={"Content-Type": "application/zip",
+                                       "Content-Disposition": 'attachment; filename="big-site.zip"'})
+
+    with Client("https://api.test", "dp_live_key", transport=httpx.MockTransport(handler)) as client:
+        assert client.download("doc") == ("big-site.zip", b"PK\x03\x04zip")
+    assert [r.url.host for r in seen] == ["api.test", "bucket.s3.test"]
+    assert "X-Api-Key" in seen[0].headers and "X-Api-Key" not in seen[1].headers

@@ -240,6 +240,10 @@ class Client:
         params = {"version_id": version_id} if version_id else None
         response, _ = self._request("GET", f"/api/v1/documents/{_segment(document_id)}/download", params=params,
                                     headers={"Accept": "*/*"})
+        if response.status_code in (302, 303) and response.headers.get("Location"):
+            # Deployed, a file too large for a Lambda response: storage serves it from a
+            # short-lived presigned URL. The URL is the credential: no API key goes to it.
+            response = self._http.get(response.headers["Location"], headers={"Accept": "*/*"})
         if response.status_code != 200:
             self._result(response)
         match = re.search(r'filename="([^"]+)"', response.headers.get("Content-Disposition", ""))

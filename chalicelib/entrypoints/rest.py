@@ -1,0 +1,65 @@
+"""REST v1: one Chalice view per entry of chalicelib/operations.py, all alike.
+
+A view parses the input with the operation's models (the key judged first: a
+missing or unknown key is 401 whatever the input), runs the operation's `call`
+(one service function) and shapes its answer; failures go through the one error
+mapping (entrypoints/http.handles_errors → as_error).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from chalice import Response
+from pydantic import BaseModel
+
+from chalicelib import wiring
+from chalicelib.entrypoints.http import empty_response, handles_errors, json_response, parse_body, parse_query
+from chalicelib.errors import DocpubError
+from chalicelib.operations import OPERATIONS, Call, Operation, Reply
+from chalicelib.services.auth import credentials_from_headers
+
+
+def register(app: Any, operations: tuple[Operation, ...] = OPERATIONS) -> None:
+    """Add a route for every operation to `app` (a Chalice app)."""
+    api = handles_errors(app)
+    for op in operations:
+        app.route(op.path, methods=[op.method], name=op.name, content_types=list(op.content_types))(
+            api(_view(app, op)))
+
+
+def _view(app: Any, op: Operation) -> Callable[..., Any]:
+    def view(**path: str) -> Any:
+        request = app.current_request
+        credentials = credentials_from_headers(request.headers) if op.auth else None
+        body = query = None
+        try:
+            if op.request is not None:
+                body = (op.request() if op.body_optional and not request.raw_body
+                        else (op.parse or parse_body)(request, op.request))
+            if op.query is not None:
+                query = parse_query(request, op.query)
+        except DocpubError as exc:
+            if credentials is not None:  # the key is judged first; only looked up here, when the input is invalid
+                key_item = wiring.workspaces().authenticate(credentials)
+                if op.write:  # every publish/edit answer carries the rate-limit headers
+                    exc.headers.update(wiring.documents().rate_limit_headers(key_item))
+            raise
+        answer = op.call(Call(credentials, path, body, query, request.headers, app.routes))
+        return respond(op, answer)
+
+    view.__name__ = op.name
+    return view
+
+
+def respond(op: Operation, answer: Any) -> Any:
+    if answer is None or op.status == 204:
+        return empty_response(op.status)
+    if isinstance(answer, Reply):
+        if answer.body is None:
+            return empty_response(op.status, dict(answer.headers))
+        return json_response(answer.body, op.status, dict(answer.headers), answer.exclude)
+    if isinstance(answer, (BaseModel, dict)):
+        return json_response(answer, op.status)
+    if isinstance(answer, Response):  # a file (download) or another answer made by the call
+        return answer
+    raise TypeError(f"{op.name} answered {type(answer).__name__}")

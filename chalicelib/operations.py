@@ -1,0 +1,451 @@
+"""Every operation of the public API, declared once.
+
+One `Operation` per operation: its name, method and path, request / query /
+response models, success status, the contract's error statuses, the OAuth scope
+it needs, its MCP tool(s) (name, title, description, hints) and `call`, the one
+service function it runs. Everything else is generated from this table:
+
+- the Chalice routes (chalicelib/entrypoints/rest.py registers one view each);
+- the OpenAPI document (chalicelib/openapi.py);
+- the MCP tool list (chalicelib/entrypoints/mcp_tools.py: a tool with a
+  hand-written typed function keeps it, any other tool's arguments are built
+  from the operation's path parameters and models);
+- the OAuth scope table (`TOOL_SCOPES`, what an access token needs per tool).
+
+Adding an operation = one entry here + one service function (docs/architecture.md
+walks through `listVersions`). `call` receives a `Call` (credentials, path
+parameters, the validated body / query, headers) and returns a response model
+(or a plain JSON object), a `Reply` (model + headers / excluded fields), or None
+for "no body".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional, Union
+
+from pydantic import BaseModel
+
+from chalicelib import models, wiring
+
+API_PREFIX = "/api/v1"
+
+# OAuth scopes (services/oauth.py SCOPES): what an access token must hold to run an operation's tools.
+READ, WRITE, FEEDBACK = "docs:read", "docs:write", "feedback"
+
+
+@dataclass(frozen=True)
+class Tool:
+    """An MCP tool of an operation. `description` may hold {placeholders} filled from
+    the limits table when a server is built (mcp_instructions.limit_words)."""
+    name: str
+    title: str
+    description: str
+    read_only: bool = False
+    idempotent: bool = False
+    destructive: bool = False
+
+
+@dataclass(frozen=True)
+class Call:
+    """What an operation's `call` gets: the same on REST and MCP."""
+    credentials: Any  # services.auth.Credentials, or an OAuth principal's Actor (MCP)
+    path: Mapping[str, str] = field(default_factory=dict)
+    body: Any = None  # the validated request model, or None
+    query: Any = None  # the validated query model, or None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    routes: Mapping[str, Any] = field(default_factory=dict)  # the app's route table (openapi only)
+
+
+@dataclass(frozen=True)
+class Reply:
+    body: Optional[BaseModel]
+    headers: Mapping[str, str] = field(default_factory=dict)
+    exclude: Optional[set[str]] = None
+
+
+Answer = Union[BaseModel, dict, Reply, None]
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str  # also the Chalice view name
+    method: str
+    path: str
+    operation_id: str
+    summary: str
+    call: Callable[[Call], Answer]
+    response: Optional[type[BaseModel]] = None  # None: no body (204) or `response_schema`
+    status: int = 200
+    request: Optional[type[BaseModel]] = None
+    query: Optional[type[BaseModel]] = None
+    errors: tuple[int, ...] = ()
+    auth: bool = True  # an API key is required
+    scope: Optional[str] = None  # the OAuth scope its tools need
+    tools: tuple[Tool, ...] = ()
+    write: bool = False  # a write under the rate limit: every answer carries X-RateLimit-*
+    body_optional: bool = False  # no body means the request model's defaults
+    tag: str = "documents"
+    response_schema: Optional[dict] = None
+    response_headers: dict = field(default_factory=dict)
+    header_parameters: tuple[dict, ...] = ()
+    links: dict = field(default_factory=dict)
+    example: Optional[dict] = None  # a valid request body (also used by the authorization matrix)
+    response_content: Optional[dict] = None  # a non-JSON answer: {media type: {"schema": …}}
+    redirects: dict = field(default_factory=dict)  # {status: when}: an answer that is a `Location` elsewhere
+    extra_request_content: Optional[dict] = None  # other request media types beside JSON
+    content_types: tuple[str, ...] = ("application/json",)  # what the route accepts
+    parse: Optional[Callable[[Any, type[BaseModel]], Any]] = None  # the body's parser (default: JSON)
+
+
+# ------------------------------------------------------------------ OpenAPI decorations
+
+INT_HEADER = {"schema": {"type": "integer"}}
+RATE_HEADERS = {
+    "X-RateLimit-Limit": {"description": "Accepted writes allowed per window.", **INT_HEADER},
+    "X-RateLimit-Remaining": {"description": "Writes left in the current rolling window.", **INT_HEADER},
+    "X-RateLimit-Reset": {"description": "Seconds until a write slot frees.", **INT_HEADER},
+}
+IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key", "in": "header", "required": False,
+    "description": "A retry with the same key and body within 24 h returns the first answer.",
+    "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+}
+
+
+def _link(operation_id: str, description: str) -> dict:
+    return {"operationId": operation_id, "description": description,
+            "parameters": {"document_id": "$response.body#/document_id"}}
+
+
+DOCUMENT_LINKS = {
+    "GetDocument": _link("getDocument", "Read the document just written."),
+    "EditDocument": _link("editDocument", "Edit the document just written."),
+    "UpdateDocument": _link("updateDocument", "Change its title or description."),
+    "DeleteDocument": _link("deleteDocument", "Delete it."),
+}
+
+
+# ------------------------------------------------------------------ calls
+
+MULTIPART_TYPE = "multipart/form-data"
+MARKUP_FILE = ".html, .htm, .md, .markdown, or a .zip whose root (or single top folder) holds index.html or index.md"
+
+
+def _parse_publish(request: Any, model: type[BaseModel]) -> tuple[BaseModel, Any]:
+    """(PublishRequest, upload or None): JSON, or multipart/form-data with a `file`
+    part (.html/.htm/.md/.markdown/.zip) and text fields named like the JSON ones."""
+    from chalicelib.entrypoints.http import is_multipart, parse_body, parse_multipart, validate
+    from chalicelib.errors import ValidationFailed
+
+    if not is_multipart(request):
+        return parse_body(request, model), None
+    fields, upload = parse_multipart(request)
+    if upload is None:
+        if "upload_id" in fields:
+            return validate(model, fields), None
+        if "html" not in fields:
+            raise ValidationFailed.field("file", "is required: send the document as a `file` part "
+                                                 "(.html, .htm, .md, .markdown or .zip)")
+        return validate(model, fields), None
+    if "html" in fields:
+        raise ValidationFailed.field("html", "give either a `file` part or an `html` field, not both")
+    if "format" in fields:
+        raise ValidationFailed.field("format", "comes from the file's name (.md/.markdown is Markdown)")
+    return validate(model, {**fields, "html": "(file)"}), upload
+
+
+def _publish(c: Call) -> Reply:
+    request, upload = c.body
+    result = wiring.documents().publish(c.credentials, request, c.headers.get("idempotency-key"), upload=upload)
+    return Reply(result.response, result.headers)
+
+
+def _download(c: Call) -> Any:
+    from chalicelib.entrypoints.http import download_response
+
+    return download_response(wiring.documents().download(c.credentials, c.path["document_id"], c.query.version_id))
+
+
+def _edit(c: Call) -> Reply:
+    result = wiring.documents().edit(c.credentials, c.path["document_id"], c.body)
+    return Reply(result.response, result.headers)
+
+
+def _get(c: Call) -> Reply:
+    from chalicelib.services.documents import document_exclusions
+
+    document = wiring.documents().get(c.credentials, c.path["document_id"], c.query.include_html,
+                                      c.query.version_id, c.query.include_source)
+    return Reply(document, exclude=document_exclusions(c.query.include_html, c.query.include_source))
+
+
+def _update(c: Call) -> Reply:
+    from chalicelib.services.documents import document_exclusions
+
+    return Reply(wiring.documents().update(c.credentials, c.path["document_id"], c.body),
+                 exclude=document_exclusions(False, False))
+
+
+def _health(c: Call) -> Any:
+    from chalicelib.entrypoints.http import json_response
+    from chalicelib.ports import StorageFull
+    from chalicelib.services.health import check_storage
+
+    try:
+        check_storage(wiring.default_context())
+    except StorageFull:  # readable, but the disk is full: writes answer 507
+        return json_response({"status": "degraded", "reason": "disk_full",
+                              "message": "The disk is full: writes are refused (507); reads and deletes work."},
+                             status=503, headers={"Retry-After": "60"})
+    return models.Health(status="ok")
+
+
+def _openapi(c: Call) -> dict:
+    from chalicelib import openapi  # built on first request only
+
+    return openapi.document(dict(c.routes))
+
+
+# ------------------------------------------------------------------ the table
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation(
+        "publish", "POST", "/api/v1/publish", "publish", "Create a document or append a version.",
+        _publish, models.PublishResponse, request=models.PublishRequest, errors=(403, 404, 409, 413, 429),
+        scope=WRITE, write=True, response_headers=RATE_HEADERS, header_parameters=(IDEMPOTENCY_KEY,),
+        links=DOCUMENT_LINKS, content_types=("application/json", MULTIPART_TYPE), parse=_parse_publish,
+        extra_request_content={MULTIPART_TYPE: {"schema": {
+            "type": "object", "required": ["file"], "properties": {
+                "file": {"type": "string", "format": "binary", "description": MARKUP_FILE},
+                **{name: {"type": "string"} for name in ("title", "document_id", "note", "description")}}}}},
+        example={"title": "Release notes", "html": "<h1>Release notes</h1><p>Draft</p>", "note": "first draft"},
+        tools=(Tool("publish_document", "Publish a document", (
+            (
+                 "Publish HTML as a new document and get its shareable link (share_url), or, with document_id, "
+                 "publish it as the next version of an existing document (same link; title and description are "
+                 "replaced). Use this to create a document or to replace all of its HTML; to change part of an "
+                 "existing document prefer edit_document. Writing prose, notes or a report? Send Markdown with "
+                 "format=\"markdown\" (rendered into a typeset page; edits then apply to the Markdown). Images or "
+                 "stylesheets the page references by relative path go in `files`. Limits: HTML at most "
+                 "{html_size}, else document_too_large; a free workspace holds at most {free_documents} (one more "
+                 "is plan_limit_reached; new versions of existing documents still work); publish and edit share a "
+                 "write rate limit of {write_rate} (rate_limited, with retry_after_seconds)."))),)),
+    Operation(
+        "edit_document", "POST", "/api/v1/documents/{document_id}/edit", "editDocument",
+        "Apply a batch of literal edits as one new version.",
+        _edit, models.EditResponse, request=models.EditRequest, errors=(403, 404, 409, 413, 429),
+        scope=WRITE, write=True, response_headers=RATE_HEADERS, links=DOCUMENT_LINKS,
+        example={"edits": [{"old_string": "Draft", "new_string": "Final"}], "note": "final"},
+        tools=(Tool("edit_document", "Edit a document", (
+            "Change an existing document with exact search-and-replace edits on its latest HTML, creating "
+            "one new version (the share_url is unchanged). Matching is literal and case-sensitive (no regex, "
+            "whitespace counts): copy old_string exactly from get_document(include_html=true). Each "
+            "old_string must match exactly once unless replace_all is true (edit_ambiguous: add surrounding "
+            "text); a missing one is edit_not_found. The batch is atomic: if any edit fails, nothing is "
+            "stored. Limits: {edits}, resulting HTML at most {html_size_short}, {write_rate}.")),)),
+    Operation(
+        "get_document", "GET", "/api/v1/documents/{document_id}", "getDocument", "A document and its versions.",
+        _get, models.DocumentDetail, query=models.GetDocumentQuery, errors=(404,), scope=READ,
+        tools=(Tool("get_document", "Read a document", (
+            (
+                 "Read one document: title, description, share_url, versions (oldest first), open feedback count, "
+                 "and with include_html=true the HTML of the latest version (or of version_id). Use it before "
+                 "edit_document to see the exact text to replace; for a Markdown document ask "
+                 "include_source=true, since edits match its Markdown source.")), read_only=True),)),
+    Operation(
+        "update_document", "PATCH", "/api/v1/documents/{document_id}", "updateDocument",
+        "Change title and/or description (no new version).",
+        _update,
+        models.DocumentDetail, request=models.UpdateDocumentRequest, errors=(404,), scope=WRITE,
+        example={"title": "Release notes (final)"},
+        tools=(Tool("update_document", "Rename or redescribe a document", (
+            "Change a document's title, description and share-link settings without creating a version "
+            "(the HTML is not touched): share_enabled=false withdraws the link (404) until set true again; "
+            "share_expires_at makes it stop working at that moment (410), null or \"never\" removes the "
+            "expiry. Give at least one field. Returns the document as get_document does."), idempotent=True),)),
+    Operation(
+        "rotate_share_link", "POST", "/api/v1/documents/{document_id}/share/rotate", "rotateShareLink",
+        "Give the document a new share link; the old one answers 404 at once.",
+        lambda c: wiring.sharing().rotate(c.credentials, c.path["document_id"]),
+        models.ShareRotated, errors=(404,), scope=WRITE,
+        tools=(Tool("rotate_share_link", "Replace the share link", (
+            "Give a document a new share_url, e.g. when the old link leaked: the old link answers 404 at "
+            "once (and is dropped from the CDN); versions, feedback and settings stay. Returns the new "
+            "share_url; share it with the people who should still have access.")),)),
+    Operation(
+        "set_passphrase", "PUT", "/api/v1/documents/{document_id}/passphrase", "setPassphrase",
+        "Protect the share link with a passphrase (Pro).",
+        lambda c: wiring.sharing().set_passphrase(c.credentials, c.path["document_id"], c.body.passphrase),
+        status=204, request=models.PassphraseRequest, errors=(403, 404), scope=WRITE,
+        example={"passphrase": "correct horse"},
+        tools=(Tool("set_passphrase", "Protect a share link", (
+            "Pro: protect a document's share link with a passphrase (viewers must enter it), or with "
+            "passphrase=null make it public again. Weak passphrases are refused with the reason "
+            "(validation_error). Returns the document as get_document does (passphrase_protected)."),
+            idempotent=True),)),
+    Operation(
+        "delete_document", "DELETE", "/api/v1/documents/{document_id}", "deleteDocument",
+        "Delete a document, its versions, feedback and share link.",
+        lambda c: wiring.documents().delete(c.credentials, c.path["document_id"]),
+        status=204, errors=(404,), scope=WRITE,
+        tools=(Tool("delete_document", "Delete a document", (
+            "Permanently delete a document: all its versions, its feedback and its share link (which then "
+            "answers 404). Cannot be undone. Frees a slot of the free plan's {free_documents}."),
+            idempotent=True, destructive=True),)),
+    Operation(
+        "list_documents", "GET", "/api/v1/documents", "listDocuments", "List (or find) the workspace's documents.",
+        lambda c: wiring.documents().list(c.credentials, c.query.limit, c.query.cursor, c.query.query),
+        models.DocumentList, query=models.ListDocumentsQuery, scope=READ,
+        tools=(Tool("list_documents", "List documents", (
+            "List the workspace's documents, most recently updated first, a page at a time (limit 1 to "
+            "100, default 20); pass next_cursor back as cursor for the next page. To look for a document "
+            "by name use find_document."), read_only=True),
+            Tool("find_document", "Find documents", (
+                "Find documents whose title or description contains the query (case-insensitive); exact and "
+                "prefix title matches come first. Use it to get the document_id of a document you know by "
+                "name."), read_only=True))),
+    Operation(
+        "me", "GET", "/api/v1/me", "getWorkspace", "The key's workspace, plan and entitlements.",
+        lambda c: wiring.workspaces().me(c.credentials), models.MeResponse, scope=READ, tag="workspace",
+        tools=(Tool("get_workspace_info", "Workspace and plan", (
+            "The workspace this API key belongs to: plan (free or pro), document_count and entitlements "
+            "(max_documents, max_html_bytes, write_rate_limit, Pro features). Use it to check limits "
+            "before publishing."), read_only=True),)),
+    Operation(
+        "list_feedback", "GET", "/api/v1/feedback", "listFeedback",
+        "Viewer feedback, newest first; with `since` and `wait`, waits for new feedback or viewer replies.",
+        lambda c: wiring.feedback().list(c.credentials, c.query.document_id, c.query.status, c.query.limit,
+                                         c.query.cursor, c.query.since, c.query.wait),
+        models.FeedbackList, query=models.FeedbackListQuery, errors=(404,), scope=FEEDBACK, tag="feedback",
+        tools=(Tool("list_feedback", "List viewer feedback", (
+            "List feedback viewers left on shared documents, newest first: open by default, or resolved / "
+            "all; optionally for one document_id. Each item has the message, the quoted passage (if any) "
+            "and the version it was written on. Page with next_cursor."), read_only=True),
+            Tool("wait_for_feedback", "Wait for feedback", (
+                "Wait (up to timeout_seconds, at most 25) until a viewer leaves feedback or replies to a thread, "
+                "optionally on one document_id, and return those threads (with anchor: the exact passage "
+                "commented on, and replies). Returns at once if there is already something newer than `since`; "
+                "an empty list when the time ran out. Always pass the returned `since` to the next call so "
+                "nothing is missed or seen twice. Typical loop: publish, wait_for_feedback, edit_document, "
+                "reply_to_feedback, wait again."), read_only=True))),
+    Operation(
+        "resolve_feedback", "POST", "/api/v1/feedback/{feedback_id}/resolve", "resolveFeedback",
+        "Resolve (or reopen) a feedback entry.",
+        lambda c: wiring.feedback().resolve(c.credentials, c.path["feedback_id"], c.body.resolved),
+        models.Feedback, request=models.ResolveFeedbackRequest, body_optional=True, errors=(404,),
+        scope=FEEDBACK, tag="feedback", example={"resolved": True},
+        tools=(Tool("resolve_feedback", "Resolve feedback", (
+            "Mark a feedback item resolved (or reopen it with resolved=false), e.g. after fixing the "
+            "document with edit_document. Returns the updated feedback item."), idempotent=True),)),
+    Operation(
+        "reply_to_feedback", "POST", "/api/v1/feedback/{feedback_id}/replies", "replyToFeedback",
+        "Answer a feedback thread as the owner (the viewer sees it on the share page).",
+        lambda c: wiring.feedback().reply(c.credentials, c.path["feedback_id"], c.body.message),
+        models.Reply, status=201, request=models.ReplyRequest, errors=(403, 404), scope=FEEDBACK,
+        tag="feedback", example={"message": "Fixed in version 3, thanks!"},
+        tools=(Tool("reply_to_feedback", "Reply to feedback", (
+            "Answer a viewer's feedback thread; the reply shows in the thread on the share page (and the "
+            "viewer can answer back). Replying does not resolve the thread: call resolve_feedback for that. "
+            "Returns the Reply.")),)),
+    # Webhooks: REST only (a workspace's integrations, set up by people, not agents).
+    Operation(
+        "create_webhook", "POST", "/api/v1/webhooks", "createWebhook",
+        "Add a webhook (at most 5 per workspace); the answer is the only time the secret is shown.",
+        lambda c: wiring.webhooks().create(c.credentials, c.body),
+        models.WebhookCreated, status=201, request=models.WebhookCreateRequest, errors=(403,), scope=WRITE,
+        tag="webhooks", example={"url": "https://hooks.example.com/docpub", "events": ["feedback.created"]}),
+    Operation(
+        "list_webhooks", "GET", "/api/v1/webhooks", "listWebhooks", "The workspace's webhooks (never their secrets).",
+        lambda c: wiring.webhooks().list(c.credentials), models.WebhookList, scope=READ, tag="webhooks"),
+    Operation(
+        "delete_webhook", "DELETE", "/api/v1/webhooks/{webhook_id}", "deleteWebhook", "Remove a webhook.",
+        lambda c: wiring.webhooks().delete(c.credentials, c.path["webhook_id"]),
+        status=204, errors=(404,), scope=WRITE, tag="webhooks"),
+    Operation(
+        "test_webhook", "POST", "/api/v1/webhooks/{webhook_id}/test", "testWebhook",
+        "Queue a `webhook.test` delivery.",
+        lambda c: wiring.webhooks().test(c.credentials, c.path["webhook_id"]),
+        models.WebhookTestQueued, status=202, errors=(404,), scope=WRITE, tag="webhooks"),
+    Operation(
+        "rotate_webhook_secret", "POST", "/api/v1/webhooks/{webhook_id}/rotate-secret", "rotateWebhookSecret",
+        "A new secret; the previous one also signs for 24 h.",
+        lambda c: wiring.webhooks().rotate_secret(c.credentials, c.path["webhook_id"]),
+        models.WebhookSecretRotated, errors=(404,), scope=WRITE, tag="webhooks"),
+    Operation(
+        "webhook_deliveries", "GET", "/api/v1/webhooks/{webhook_id}/deliveries", "listWebhookDeliveries",
+        "The newest 50 deliveries of a webhook.",
+        lambda c: wiring.webhooks().deliveries(c.credentials, c.path["webhook_id"]),
+        models.WebhookDeliveryList, errors=(404,), scope=READ, tag="webhooks"),
+    Operation(
+        "document_stats", "GET", "/api/v1/documents/{document_id}/stats", "getDocumentStats",
+        "Views of the share link: all time, per version, per UTC day of the window.",
+        lambda c: wiring.views().stats(c.credentials, c.path["document_id"], c.query.days),
+        models.DocumentStats, query=models.StatsQuery, errors=(404,), scope=READ,
+        tools=(Tool("get_document_stats", "View statistics", (
+            "How often a document's share link was viewed (never by whom): views_total (all time), views "
+            "per UTC day over the last `days` days (1 to 90, default 30; oldest first, zeros included) and "
+            "all-time views per version. Bots and prefetches are not counted."), read_only=True),)),
+    Operation(
+        "list_versions", "GET", "/api/v1/documents/{document_id}/versions", "listVersions",
+        "Every version of a document, newest first, a page at a time.",
+        lambda c: wiring.documents().list_versions(c.credentials, c.path["document_id"], c.query.limit,
+                                                   c.query.cursor),
+        models.VersionList, query=models.ListVersionsQuery, errors=(404,), scope=READ,
+        tools=(Tool("list_versions", "List versions", (
+            "List a document's versions (version_id, number, note, created_at, size_bytes), newest first, "
+            "a page at a time; pass next_cursor back as cursor for the next page. get_document with "
+            "version_id reads one version's HTML."), read_only=True),)),
+    # REST only (MCP: set_passphrase with passphrase=null; uploads and downloads are files).
+    Operation(
+        "delete_version", "DELETE", "/api/v1/documents/{document_id}/versions/{version_id}", "deleteVersion",
+        "Delete one old version and free its storage (the latest: 409 `version_conflict`).",
+        lambda c: wiring.documents().delete_version(c.credentials, c.path["document_id"], c.path["version_id"]),
+        status=204, errors=(404, 409), scope=WRITE),
+    Operation(
+        "list_activity", "GET", "/api/v1/activity", "listActivity",
+        "Who did what in the workspace (member, API key or connected app), newest first, 90 days.",
+        lambda c: wiring.activity().list(c.credentials, c.query.limit, c.query.cursor),
+        models.ActivityList, query=models.ActivityQuery, scope=READ, tag="workspace"),
+    Operation(
+        "create_upload", "POST", "/api/v1/uploads", "createUpload",
+        "Start a large upload: PUT the file to upload_url, then publish with upload_id.",
+        lambda c: wiring.uploads().create(c.credentials, c.body.filename, c.body.size_bytes),
+        models.UploadTicket, status=201, request=models.UploadRequest, errors=(413,), scope=WRITE,
+        example={"filename": "site.zip", "size_bytes": 12582912}),
+    Operation(
+        "download_document", "GET", "/api/v1/documents/{document_id}/download", "downloadDocument",
+        "The latest version (or `version_id`) as a file: .html, .md, or a .zip of a bundle.",
+        _download, query=models.DownloadQuery, errors=(404,), scope=READ, response_content={
+            media: {"schema": {"type": "string", "format": "binary"}}
+            for media in ("text/html", "text/markdown", "application/zip")},
+        redirects={302: "Deployed (AWS store), a file over 4 MiB (what a Lambda response can carry): "
+                        "`Location` is a presigned S3 URL valid for 60 s that answers the same file "
+                        "(the same Content-Type and `Content-Disposition: attachment; filename=…`) "
+                        "without credentials. The embedded store always answers 200."}),
+    Operation(
+        "clear_passphrase", "DELETE", "/api/v1/documents/{document_id}/passphrase", "removePassphrase",
+        "Make the share link public again (Pro).",
+        lambda c: wiring.sharing().clear_passphrase(c.credentials, c.path["document_id"]),
+        status=204, errors=(403, 404), scope=WRITE),
+    Operation(
+        "health", "GET", "/api/v1/health", "health",
+        "Can the service reach its storage? 503 with `{\"status\": \"degraded\", \"reason\": "
+        "\"disk_full\"}` when the embedded store's disk is full (writes are refused with 507).",
+        _health, models.Health, auth=False, tag="service"),
+    Operation(
+        "openapi_document", "GET", "/api/v1/openapi.json", "openapi", "This OpenAPI document.",
+        _openapi, response_schema={"type": "object"}, auth=False, tag="service"),
+)
+
+
+def tools() -> list[tuple[Operation, Tool]]:
+    """Every MCP tool with its operation, in the order tools/list shows them."""
+    return [(op, tool) for op in OPERATIONS for tool in op.tools]
+
+
+# Which OAuth scope each MCP tool needs (a tool missing here is refused: services/oauth.py).
+TOOL_SCOPES: dict[str, str] = {tool.name: op.scope or WRITE for op, tool in tools()}
+
+
+def by_name(name: str) -> Operation:
+    return next(op for op in OPERATIONS if op.name == name)

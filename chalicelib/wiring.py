@@ -1,0 +1,248 @@
+"""The composition root: the only module outside chalicelib/adapters/ that imports
+an adapter (tests/unit/test_layers.py checks it).
+
+It picks the storage adapter from configuration (`DOCPUB_STORAGE` = sqlite | aws),
+the CDN invalidator, builds the process's default `Context`, and hands out one
+cached instance of each service. Entrypoints (app.py, the blueprints, MCP tools,
+scripts/) ask it for services; services receive their Context and see ports only.
+"""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Optional
+
+from chalicelib import config
+from chalicelib.ports import Repositories
+from chalicelib.ports.cdn import CdnInvalidator
+from chalicelib.ports.mail import Mailer
+from chalicelib.ports.outbound import OutboundHttp
+from chalicelib.services.context import Context
+
+if TYPE_CHECKING:
+    from chalicelib.services.activity import ActivityService
+    from chalicelib.services.people import PeopleService
+    from chalicelib.services.accounts import AccountService
+    from chalicelib.services.dashboard_pages import DashboardPages
+    from chalicelib.services.documents import DocumentService
+    from chalicelib.services.editing import EditingService
+    from chalicelib.services.feedback import FeedbackService
+    from chalicelib.services.oauth import OAuthService
+    from chalicelib.services.sharing import ShareService
+    from chalicelib.services.uploads import UploadService
+    from chalicelib.services.views import ViewService
+    from chalicelib.services.webhooks import WebhookService
+    from chalicelib.services.workspaces import WorkspaceService
+
+
+# ------------------------------------------------------------------ adapters
+
+def build_repositories(kind: Optional[str] = None) -> Repositories:
+    """A `Repositories` bundle for `kind` (default: config.storage())."""
+    kind = kind or config.storage()
+    if kind == "aws":
+        from chalicelib.adapters.aws import repositories
+
+        return repositories()
+    if kind == "sqlite":
+        from chalicelib.adapters.sqlite import repositories as sqlite_repositories
+
+        return sqlite_repositories(config.data_dir())
+    raise ValueError(f"DOCPUB_STORAGE must be 'sqlite' or 'aws', not {kind!r}")
+
+
+def build_cdn() -> CdnInvalidator:
+    """CloudFront when a distribution is configured, else nothing (adapters/cdn.py)."""
+    from chalicelib.adapters.cdn import default_invalidator
+
+    return default_invalidator()
+
+
+def build_mailer() -> Mailer:
+    """The configured Mailer (DOCPUB_MAIL: outbox, smtp(s)://, ses; adapters/mail)."""
+    from chalicelib.adapters.mail import build_mailer as configured
+
+    return configured()
+
+
+def build_outbound() -> OutboundHttp:
+    """The one fenced client for requests to addresses strangers chose (adapters/outbound.py)."""
+    from chalicelib.adapters.outbound import PinnedHttp
+
+    return PinnedHttp()
+
+
+def build_webhook_sender() -> Any:
+    """The outbound side of webhooks (adapters/webhook_sender.py): `send`, `check_target`,
+    `TargetRefused`."""
+    from chalicelib.adapters import webhook_sender
+
+    return webhook_sender
+
+
+def build_outbox_nudge() -> Callable[[], None]:
+    """Called after a committed event: deployed (a queue configured), an SQS message that wakes
+    the webhook worker; else nothing (the `make run` worker polls the outbox every second)."""
+    if not config.webhook_queue_url():
+        return lambda: None
+    from chalicelib.adapters.aws.outbox import nudge
+
+    return nudge
+
+
+def read_outbox(limit: int) -> dict:
+    """The latest messages of the outbox folder (`make admin ARGS=outbox`)."""
+    from chalicelib.adapters.mail.outbox import read_outbox as read
+
+    return {"outbox": config.outbox_dir(), "messages": read(config.outbox_dir(), limit)}
+
+
+def new_context(**overrides: Any) -> Context:
+    """A Context on the configured adapters; `overrides` replace fields (clock, sleep, repos, cdn, mail_factory)."""
+    if "repos" not in overrides:
+        overrides["repos"] = build_repositories()
+    if "cdn" not in overrides:
+        overrides["cdn"] = build_cdn()
+    overrides.setdefault("mail_factory", build_mailer)
+    if "nudge_outbox" not in overrides:
+        overrides["nudge_outbox"] = build_outbox_nudge()
+    if "outbound" not in overrides:
+        overrides["outbound"] = build_outbound()
+    if "webhook_sender" not in overrides:
+        overrides["webhook_sender"] = build_webhook_sender()
+    return Context(**overrides)
+
+
+@functools.lru_cache(maxsize=None)
+def _process_context() -> Context:
+    return new_context()
+
+
+def default_context() -> Context:
+    """The process's Context (what every request is served with; tests may swap it)."""
+    return _process_context()
+
+
+# ------------------------------------------------------------------ operator steps (scripts/)
+
+def prepare_embedded_storage(data_dir: Path) -> Optional[dict]:
+    """Create or migrate the SQLite database (importing an old snapshot folder once);
+    the import's counts, or None when there was nothing to import."""
+    from chalicelib.adapters.sqlite import open_storage
+    from chalicelib.adapters.sqlite.importer import import_snapshot
+
+    result = import_snapshot(data_dir)
+    db, _blobs = open_storage(data_dir)
+    db.close()
+    return result
+
+
+def ensure_aws_storage() -> None:
+    """Create the DynamoDB table and S3 bucket if missing (emulators and tests only)."""
+    from chalicelib.adapters.aws.schema import ensure_storage
+
+    ensure_storage()
+
+
+# ------------------------------------------------------------------ services (one per process)
+
+@functools.lru_cache(maxsize=None)
+def documents() -> DocumentService:
+    from chalicelib.services.documents import DocumentService
+
+    return DocumentService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
+def workspaces() -> WorkspaceService:
+    from chalicelib.services.workspaces import WorkspaceService
+
+    return WorkspaceService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
+def sharing() -> ShareService:
+    from chalicelib.services.sharing import ShareService
+
+    return ShareService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
+def feedback() -> FeedbackService:
+    from chalicelib.services.feedback import FeedbackService
+
+    return FeedbackService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
+def webhooks() -> WebhookService:
+    from chalicelib.services.webhooks import WebhookService
+
+    return WebhookService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
+def accounts() -> AccountService:
+    from chalicelib.services.accounts import AccountService
+
+    return AccountService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
+def editing() -> EditingService:
+    from chalicelib.services.editing import EditingService
+
+    return EditingService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
+def views() -> ViewService:
+    from chalicelib.services.views import ViewService
+
+    return ViewService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
+def oauth() -> OAuthService:
+    from chalicelib.services.oauth import OAuthService
+
+    return OAuthService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
+def uploads() -> UploadService:
+    from chalicelib.services.uploads import UploadService
+
+    return UploadService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
+def people() -> PeopleService:
+    from chalicelib.services.people import PeopleService
+
+    return PeopleService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
+def activity() -> ActivityService:
+    from chalicelib.services.activity import ActivityService
+
+    return ActivityService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
+def dashboard_pages() -> DashboardPages:
+    from chalicelib.services.dashboard_pages import DashboardPages
+
+    return DashboardPages(documents(), workspaces(), feedback(), sharing(), views(), editing())
+
+
+_SERVICES = (documents, workspaces, sharing, feedback, webhooks, accounts, editing, views, oauth, uploads, people, activity,
+             dashboard_pages)
+
+
+def reset() -> None:
+    """Forget the cached Context and services (tests that swap storage or the clock)."""
+    for accessor in _SERVICES:
+        accessor.cache_clear()
+    _process_context.cache_clear()

@@ -1,0 +1,148 @@
+"""The review loop end to end, as the issue asks: an agent (the official MCP client)
+publishes and waits; a viewer in Chromium comments on a sentence; the agent's wait
+returns that comment with its anchor; the agent edits the sentence and replies; the
+viewer, on the page still open, sees the reply and the notice of the new version, and
+shows it with one click (where the comment is then "on an earlier version")."""
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+
+import pytest
+
+from tests.chromium import browser  # noqa: F401  (a fixture)
+from tests.stack import LocalStack
+
+pytestmark = [pytest.mark.e2e, pytest.mark.browser]
+
+SENTENCE = "We will ship the new pricing page in March."
+HTML = f"<h1>Launch plan</h1><p id=intro>Short intro.</p><p id=plan>{SENTENCE} Then we rest.</p>"
+
+
+@pytest.fixture(scope="module")
+def live_stack(tmp_path_factory):
+    stack = LocalStack(tmp_path_factory.mktemp("review") / "data",
+                       env={"DOCPUB_LIVE_POLL_SECONDS": "2"}).start()
+    yield stack
+    stack.stop()
+
+
+class Agent(threading.Thread):
+    """The agent: one MCP session of the official client, running its script on its own
+    event loop; it hands results to the test (which drives Chromium) through a queue."""
+
+    def __init__(self, stack, key):
+        super().__init__(daemon=True)
+        self.stack, self.key = stack, key
+        self.out: queue.Queue = queue.Queue()
+        self.viewer_done = threading.Event()
+        self.start()
+
+    def get(self, timeout=60):
+        item = self.out.get(timeout=timeout)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def run(self):
+        try:
+            asyncio.run(self.script())
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            self.out.put(exc)
+
+    async def script(self):
+        import httpx2
+        from mcp.client import Client
+        from mcp.client.streamable_http import streamable_http_client
+
+        async with httpx2.AsyncClient(headers={"X-Api-Key": self.key}, timeout=60) as http:
+            async with Client(streamable_http_client(self.stack.base_url + "/mcp", http_client=http),
+                              cache=None) as client:
+                async def call(name, arguments):
+                    result = await client.call_tool(name, arguments)
+                    assert not result.is_error, result.content[0].text
+                    return result.structured_content
+
+                published = await call("publish_document", {"title": "Launch plan", "html": HTML})
+                since = (await call("wait_for_feedback", {"document_id": published["document_id"],
+                                                          "timeout_seconds": 0}))["since"]
+                self.out.put(published)
+                woke = await call("wait_for_feedback", {"document_id": published["document_id"], "since": since,
+                                                        "timeout_seconds": 25})
+                self.out.put(woke)
+                [item] = woke["feedback"]
+                await call("edit_document", {"document_id": published["document_id"], "edits": [
+                    {"old_string": "in March.", "new_string": "in February."}]})
+                self.out.put(await call("reply_to_feedback", {"feedback_id": item["feedback_id"],
+                                                              "message": "Done: moved to February."}))
+                await asyncio.to_thread(self.viewer_done.wait, 120)
+                self.out.put(await call("list_feedback", {"document_id": published["document_id"]}))
+
+
+def test_agent_waits_viewer_comments_agent_edits_and_replies_viewer_sees_it(live_stack, browser):  # noqa: F811
+    key = live_stack.admin("create-workspace", "--name", "Review", "--plan", "free")["api_key"]
+    agent = Agent(live_stack, key)
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    try:
+        published = agent.get()
+        share_url = published["share_url"]
+
+        # The viewer (on a phone-sized screen) selects the sentence and comments on it.
+        page.goto(share_url)
+        frame = page.frame_locator("#doc")
+        frame.locator("#plan").wait_for()
+        frame.locator("#plan").evaluate("""(el, sentence) => {
+            const text = el.firstChild, at = text.data.indexOf(sentence), range = document.createRange();
+            range.setStart(text, at); range.setEnd(text, at + sentence.length);
+            const s = getSelection(); s.removeAllRanges(); s.addRange(range);
+        }""", SENTENCE)
+        page.locator("#fb-open", has_text="Feedback on selection").wait_for()
+        page.click("#fb-open")
+        assert page.input_value("#fb-quote") == SENTENCE
+        page.fill("#fb-message", "March is too late, can we do February?")
+        page.fill("#fb-name", "Kim")
+        page.click("#fb-form button[type=submit]")
+        page.locator("#fb-status", has_text="Thank you").wait_for()
+
+        # The agent's wait returns that comment, with its anchor.
+        woke = agent.get(timeout=30)
+        [item] = woke["feedback"]
+        assert item["message"] == "March is too late, can we do February?" and item["name"] == "Kim"
+        assert item["anchor"]["quote"] == SENTENCE
+        assert item["anchor"]["prefix"].endswith("Short intro.") and item["anchor"]["suffix"] == " Then we rest."
+
+        # The open page highlights the passage in the document and lists the thread.
+        frame.locator("mark[data-docpub-id]").first.wait_for()
+        assert "".join(frame.locator("mark[data-docpub-id]").all_text_contents()) == SENTENCE
+
+        # The agent edits the sentence and replies.
+        reply = agent.get()
+        assert reply["author"] == "owner"
+
+        # The open page learns both within the live interval (no reload): the reply in the
+        # thread and the notice of a newer version; one click shows it.
+        page.click("#rv-toggle")  # the viewer opens the comments
+        thread = page.locator(f"#t-{item['feedback_id']}")
+        thread.locator(".replies", has_text="Done: moved to February.").wait_for()
+        notice = page.locator("#rv-live")
+        notice.filter(has_text="newer version (2)").wait_for()
+        page.click("#rv-live-show")
+        page.locator(".meta", has_text="Version 2 of 2").wait_for()
+        page.frame_locator("#doc").locator("#plan", has_text="in February.").wait_for()
+        page.click("#rv-toggle")
+        card = page.locator(f"#t-{item['feedback_id']}")
+        card.locator(".earlier", has_text="On an earlier version").wait_for()
+        assert "Done: moved to February." in card.text_content()
+        # The viewer answers back in the thread.
+        card.locator("textarea").fill("Thanks!")
+        card.locator("button", has_text="Reply").click()
+        page.locator(f"#t-{item['feedback_id']} .replies", has_text="Thanks!").wait_for()
+        agent.viewer_done.set()
+        thread_now = agent.get()["feedback"][0]
+        assert [r["author"] for r in thread_now["replies"]] == ["owner", "viewer"]
+    finally:
+        agent.viewer_done.set()
+        context.close()

@@ -1,0 +1,70 @@
+"""The ports speak typed records: both adapters hand back exactly the record types
+of chalicelib/ports/records.py (not dicts, not subclasses), equal field by field to
+what was stored, whatever their own rows and items hold besides."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from chalicelib.ports.records import Event, Feedback, Reply
+from tests.contract.test_repository_contract import WS, create, make_workspace, repos  # noqa: F401
+
+ANCHOR = {"quote": "the results", "prefix": "see ", "suffix": " below"}
+
+
+def exactly(cls, value):
+    assert type(value) is cls, f"{type(value).__name__} is not {cls.__name__}"
+    return value
+
+
+def test_feedback_replies_and_events_come_back_as_records(repos):
+    make_workspace(repos)
+    doc = create(repos, 1)
+    feedback = Feedback(feedback_id="fb_typed0001", document_id=doc["document_id"], workspace_id=WS,
+                        version_id="v_1_1", version_number=1, message="Typed", name="Ann", quote="the results",
+                        anchor=ANCHOR, status="open", created_ms=100)
+    event = Event(event_id="ev_typed0001", workspace_id=WS, type="feedback.created", created_ms=100,
+                  document_id=doc["document_id"], feedback_id=feedback.feedback_id, wakes=True,
+                  payload={"feedback_id": feedback.feedback_id, "nested": {"n": 1}})
+    position = repos.feedback.activity_head(WS, 50)
+    repos.feedback.create(feedback, None, event)
+
+    stored = exactly(Feedback, repos.feedback.get(feedback.feedback_id))
+    assert stored == feedback
+    assert [exactly(Feedback, f) for f in repos.feedback.get_many([feedback.feedback_id, "fb_missing00"])] \
+        == [feedback]
+    page, _ = repos.feedback.page(WS, doc["document_id"], None, 10, None)
+    assert [exactly(Feedback, f) for f in page] == [feedback]
+
+    events, _ = repos.feedback.activity_since(WS, None, position, 101, 10)
+    assert [exactly(Event, e) for e in events] == [event]
+
+    reply = Reply(reply_id="rp_typed0001", feedback_id=feedback.feedback_id, document_id=doc["document_id"],
+                  workspace_id=WS, message="Thanks", author="owner", created_ms=200)
+    assert repos.feedback.add_reply(stored, reply, 200, False, None) is False
+    replies = repos.feedback.replies([feedback.feedback_id, "fb_none00000"])
+    assert [exactly(Reply, r) for r in replies[feedback.feedback_id]] == [reply]
+    assert replies["fb_none00000"] == []
+    assert repos.feedback.get(feedback.feedback_id) == dataclasses.replace(feedback, reply_count=1)
+
+    repos.feedback.set_status(repos.feedback.get(feedback.feedback_id), True, 300)
+    assert repos.feedback.get(feedback.feedback_id) == dataclasses.replace(
+        feedback, reply_count=1, status="resolved", resolved_ms=300)
+
+
+def test_the_outbox_hands_back_events(repos):
+    if repos.webhooks is None:
+        pytest.skip("no webhook repository")
+    make_workspace(repos)
+    doc = create(repos, 1)
+    event = Event(event_id="ev_outbox0001", workspace_id=WS, type="document.published", created_ms=500,
+                  document_id=doc["document_id"], payload={"title": "Doc 1"})
+    feedback = Feedback(feedback_id="fb_outbox001", document_id=doc["document_id"], workspace_id=WS,
+                        version_id="v_1_1", message="m", created_ms=500)
+    repos.feedback.create(feedback, None, event)
+    pending = repos.webhooks.pending_events(10)
+    assert [exactly(Event, e) for e in pending if e.event_id == event.event_id] == [event]
+    assert exactly(Event, repos.webhooks.get_event(WS, 500, event.event_id)) == event
+    repos.webhooks.dispatch(event, [])
+    assert event.event_id not in [e.event_id for e in repos.webhooks.pending_events(10)]

@@ -1,0 +1,132 @@
+"""The README's shell examples run as written (issue 17: docs that run).
+
+Every ```sh / ```bash block of README.md runs, in order, in ONE bash session (so
+variables set by one block are seen by the next, as in a reader's terminal),
+against a fresh local stack. The only substitution is the port: the blocks use
+`${PORT:-8000}` and `${DOCPUB_DATA_DIR:-.local}`, and the session sets PORT and
+DOCPUB_DATA_DIR to the stack's. A block is skipped only when its first line is
+the visible marker `# [not run by the README test: <reason>]` (deployment needs
+AWS, benchmarks take minutes, …). Each block must succeed: no command may fail,
+and no answer may be an error body.
+
+The session runs in a scratch folder that links the checkout's files (so files
+the examples write, like report.html, stay out of the checkout), with `pip`
+installing into a throwaway virtualenv.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from tests.stack import LocalStack
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+README = PROJECT_DIR / "README.md"
+BLOCK = re.compile(r"^```(?:sh|bash|shell)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
+SKIP = re.compile(r"\A# \[not run by the README test: [^\]]+\]")
+FAILED = "readme-runner: command failed"
+
+
+def shell_blocks(text: str) -> list[tuple[int, str]]:
+    """(line number, code) of every shell block, in order."""
+    return [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in BLOCK.finditer(text)]
+
+
+def test_the_readme_has_runnable_blocks_and_skips_only_with_the_marker():
+    blocks = shell_blocks(README.read_text(encoding="utf-8"))
+    assert len(blocks) >= 10
+    runnable = [code for _, code in blocks if not SKIP.match(code)]
+    assert len(runnable) >= len(blocks) // 2
+    for line, code in blocks:
+        if code.lstrip().startswith("#") and "not run" in code.splitlines()[0]:
+            assert SKIP.match(code), f"README.md:{line}: malformed skip marker"
+
+
+def test_no_block_hard_codes_the_port_or_the_data_folder():
+    for line, code in shell_blocks(README.read_text(encoding="utf-8")):
+        bare = code.replace("${PORT:-8000}", "").replace("${DOCPUB_DATA_DIR:-.local}", "")
+        assert "8000" not in bare, f"README.md:{line}: use ${{PORT:-8000}}"
+        assert ".local/" not in bare, f"README.md:{line}: use ${{DOCPUB_DATA_DIR:-.local}}/"
+
+
+def _scratch_checkout(tmp_path: Path) -> Path:
+    """A folder that looks like the checkout: links to its files, and a .venv that `make`
+    considers installed (so `make -s admin` never reinstalls anything)."""
+    work = tmp_path / "checkout"
+    work.mkdir()
+    for entry in PROJECT_DIR.iterdir():
+        if entry.name not in (".venv", ".local", ".git", "build", ".pytest_cache"):
+            (work / entry.name).symlink_to(entry)
+    bin_dir = work / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    real_bin = Path(sys.executable).parent
+    for tool in real_bin.iterdir():
+        if tool.name not in ("python", "python3", "python3.11") and not tool.name.startswith("."):
+            (bin_dir / tool.name).symlink_to(tool)
+    for name in ("python", "python3"):
+        wrapper = bin_dir / name
+        wrapper.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} \"$@\"\n")
+        wrapper.chmod(0o755)
+    (bin_dir / ".installed").touch()
+    return work
+
+
+def _throwaway_pip(tmp_path: Path) -> Path:
+    """A bin folder whose `pip` installs into a fresh virtualenv (dependencies shared with
+    this one through a .pth file), and where that virtualenv's commands are found."""
+    venv = tmp_path / "reader-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    Path(purelib, "shared-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    pip = venv / "bin" / "pip"
+    pip.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -m pip --python {shlex.quote(str(python))} "
+                   "\"$@\"\n")
+    pip.chmod(0o755)
+    return venv / "bin"
+
+
+@pytest.mark.e2e
+def test_every_readme_shell_block_runs_in_order_against_a_fresh_stack(tmp_path):
+    blocks = shell_blocks(README.read_text(encoding="utf-8"))
+    stack = LocalStack(tmp_path / "data").start()
+    try:
+        work = _scratch_checkout(tmp_path)
+        reader_bin = _throwaway_pip(tmp_path)
+        home = tmp_path / "home"
+        home.mkdir()
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("DOCPUB_", "AWS_", "PYTHON", "VIRTUAL_ENV")) and not k.lower().endswith("_proxy")}
+        env.update({"PORT": str(stack.port), "DOCPUB_DATA_DIR": str(stack.data_dir), "HOME": str(home),
+                    "XDG_CONFIG_HOME": str(home / "config"), "PATH": f"{reader_bin}:{env.get('PATH', '')}",
+                    "BROWSER": "true", "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+        # a plain interactive-like bash (no pipefail: `… | head` is fine), every failed command reported
+        driver = [f"trap 'echo \"{FAILED} (status $?): $BASH_COMMAND\" >&2' ERR"]
+        ran = []
+        for index, (line, code) in enumerate(blocks):
+            if SKIP.match(code):
+                continue
+            path = tmp_path / f"block-{index}.sh"
+            path.write_text(code)
+            driver.append(f"source {shlex.quote(str(path))} > {path}.out 2> {path}.err < /dev/null")
+            ran.append((index, line, path))
+        result = subprocess.run(["bash", "-c", "\n".join(driver)], cwd=work, env=env, capture_output=True,
+                                text=True, timeout=900)
+        assert result.returncode == 0 or ran, result.stderr
+        for index, line, path in ran:
+            out = Path(f"{path}.out").read_text() if Path(f"{path}.out").exists() else ""
+            err = Path(f"{path}.err").read_text() if Path(f"{path}.err").exists() else ""
+            where = f"README.md:{line} (block {index})\n--- block\n{path.read_text()}\n--- stdout\n{out[-3000:]}\n--- stderr\n{err[-3000:]}"
+            assert FAILED not in err, where
+            assert '"error":{"code"' not in out.replace(" ", ""), where  # an error answer
+            assert "Traceback" not in err and "docpub: error" not in err, where
+    finally:
+        stack.stop()

@@ -1,0 +1,151 @@
+"""The layers, checked on the source: entrypoints → services → domain, services
+use storage through the ports only, and chalicelib/wiring.py is the one
+composition root (the only module outside the adapters that imports one)."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHALICELIB = ROOT / "chalicelib"
+
+
+def _sources(*roots: Path) -> list[Path]:
+    found: list[Path] = []
+    for root in roots:
+        found.extend([root] if root.is_file() else sorted(root.rglob("*.py")))
+    return found
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module `path` imports, at any depth (function-level too)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def _offenders(paths: list[Path], banned: tuple[str, ...], allowed=lambda rel: False) -> list[str]:
+    return [f"{_rel(p)} imports {name}" for p in paths if not allowed(_rel(p))
+            for name in sorted(_imports(p)) if any(name == b or name.startswith(b + ".") for b in banned)]
+
+
+def test_only_the_composition_root_imports_an_adapter():
+    code = _sources(CHALICELIB, ROOT / "app.py", ROOT / "scripts")
+    assert _offenders(code, ("chalicelib.adapters",),
+                      lambda rel: rel == "chalicelib/wiring.py" or rel.startswith("chalicelib/adapters/")) == []
+
+
+def test_no_botocore_outside_the_aws_adapter():
+    code = _sources(CHALICELIB, ROOT / "app.py")
+    assert _offenders(code, ("botocore", "boto3"), lambda rel: rel.startswith("chalicelib/adapters/aws/")) == []
+
+
+@pytest.mark.parametrize("layer", ["services", "domain", "ports"])
+def test_inner_layers_open_no_connection(layer):
+    """Network code is an adapter's: the client metadata fetch and webhook deliveries go
+    through the one fenced outbound client (adapters/outbound.py); found in the review,
+    services/cimd.py held its own copy of the pinned HTTPS connection."""
+    banned = ("socket", "ssl", "http.client", "urllib.request", "httpx", "requests")
+    assert _offenders(_sources(CHALICELIB / layer), banned) == []
+
+
+def test_one_pinned_connection():
+    """The DNS-rebinding-safe connection exists once (it existed twice, in
+    adapters/webhook_sender.py and services/cimd.py, each with its own TLS context)."""
+    defining = [_rel(p) for p in _sources(CHALICELIB) if "HTTPSConnection)" in p.read_text()]
+    assert defining == ["chalicelib/adapters/outbound.py"]
+
+
+@pytest.mark.parametrize("layer", ["services", "domain", "ports"])
+def test_inner_layers_never_import_outer_ones(layer):
+    banned = ("chalicelib.adapters", "chalicelib.wiring", "chalicelib.entrypoints", "chalice", "botocore",
+              "boto3", "sqlite3", "moto", "app")
+    assert _offenders(_sources(CHALICELIB / layer), banned) == []
+
+
+def test_domain_and_ports_stand_alone():
+    """domain/ is pure rules; ports/ is the storage vocabulary: neither knows the services."""
+    for layer in ("domain", "ports"):
+        assert _offenders(_sources(CHALICELIB / layer), ("chalicelib.services",)) == []
+
+
+def test_the_embedded_adapter_speaks_no_dynamodb():
+    for path in _sources(CHALICELIB / "adapters" / "sqlite"):
+        text = path.read_text()
+        assert "ConditionalCheckFailed" not in text, _rel(path)
+        # (the importer reads the old DynamoDB snapshot format, whose items say s3_key)
+        assert "s3_key" not in text or path.name == "importer.py", _rel(path)
+
+
+def test_every_aws_repository_raises_the_ports_errors_only():
+    """Each public method of every object the AWS bundle hands out is guarded: a
+    botocore error nothing handled leaves the adapter as the port's Unavailable."""
+    from botocore.exceptions import ClientError, EndpointConnectionError
+
+    from chalicelib.adapters.aws import repositories
+    from chalicelib.adapters.aws.cdn import CloudFrontInvalidator
+    from chalicelib.adapters.aws.errors import GUARDED, storage_errors
+    from chalicelib.ports.errors import Unavailable
+
+    bundle = repositories()
+    parts = [getattr(bundle, name) for name in vars(bundle) if not isinstance(getattr(bundle, name), (str, type(None)))]
+    for part in [*parts, CloudFrontInvalidator("E1")]:
+        assert getattr(type(part), GUARDED, False), f"{type(part).__name__} is not @storage_errors"
+
+    @storage_errors
+    class Failing:
+        def throttled(self):
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "slow"}}, "Query")
+
+        def unreachable(self):
+            raise EndpointConnectionError(endpoint_url="http://127.0.0.1:9")
+
+    with pytest.raises(Unavailable) as caught:
+        Failing().throttled()
+    assert caught.value.code == "ThrottlingException"
+    with pytest.raises(Unavailable) as caught:
+        Failing().unreachable()
+    assert caught.value.code == "EndpointConnectionError"
+
+
+DYNAMODB_WORDS = ("PK", "SK", "GSI", "s3_key", "ConditionalCheckFailed", "LastEvaluatedKey", "TransactWriteItems")
+
+
+def test_records_and_ports_speak_storage_language():
+    """No DynamoDB word in a port or a record: neither in the source of chalicelib/ports
+    (field names, signatures, docstrings) nor among the fields of a record type."""
+    import dataclasses
+    import re
+
+    import chalicelib.ports.records as records
+
+    pattern = re.compile(r"\b(" + "|".join(DYNAMODB_WORDS) + r")\w*")
+    found = [f"{_rel(p)}:{n}: {m.group(0)}" for p in _sources(CHALICELIB / "ports")
+             for n, line in enumerate(p.read_text().splitlines(), 1) for m in pattern.finditer(line)]
+    assert found == []
+    typed = [v for v in vars(records).values() if isinstance(v, type) and dataclasses.is_dataclass(v)]
+    assert {"Feedback", "Reply", "Event"} <= {t.__name__ for t in typed}
+    fields = [f"{t.__name__}.{f.name}" for t in typed for f in dataclasses.fields(t)
+              if pattern.search(f.name) or f.name.upper() in ("PK", "SK")]
+    assert fields == []
+
+
+def test_typed_records_are_frozen():
+    import dataclasses
+
+    import chalicelib.ports.records as records
+
+    for name in ("Feedback", "Reply", "Event"):
+        cls = getattr(records, name)
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, name
