@@ -32,7 +32,7 @@ DynamoDB call, in-region latency: DynamoDB Local on a loaded 2-core machine is
 far slower, its time is printed but not priced), DynamoDB on-demand $0.625 per
 million write units and $0.125 per million read units. A function URL has no
 price of its own (Lambda's request and duration prices only). docs/scaling.md
-takes its table from this run; tests/test_docs_numbers.py recomputes the prices.
+takes its table from this run; tests/unit/test_docs_numbers.py recomputes the prices.
 """
 from __future__ import annotations
 
@@ -178,10 +178,10 @@ def function_url(share_id: str, document_id: str, beacons: int = 50, rounds: int
     door. `beacons` real beacons go through edge.handle and the app (DynamoDB Local), each
     from its own address; then the translation alone (request in, answer out) is timed."""
     from chalicelib.entrypoints import edge
-    from chalicelib.services.context import Context
+    from chalicelib.wiring import new_context
 
     os.environ["DOCPUB_VIEW_FLUSH_SECONDS"] = os.environ["DOCPUB_SHARE_CACHE_SECONDS"] = "0"  # counted at once
-    views = Context().views
+    views = new_context().views
     ua = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36"
 
     def event(n: int) -> dict:
@@ -212,7 +212,7 @@ def function_url(share_id: str, document_id: str, beacons: int = 50, rounds: int
 def run(name: str, flush: str, cache: str, args, meter: Meter, current: dict) -> list:
     from chalicelib.models import PublishRequest
     from chalicelib.services.auth import credentials_from_key
-    from chalicelib.services.context import Context
+    from chalicelib.wiring import new_context
     from chalicelib.services.documents import DocumentService
     from chalicelib.services.views import ViewService
     from chalicelib.services.workspaces import WorkspaceService
@@ -220,7 +220,7 @@ def run(name: str, flush: str, cache: str, args, meter: Meter, current: dict) ->
 
     os.environ["DOCPUB_VIEW_FLUSH_SECONDS"], os.environ["DOCPUB_SHARE_CACHE_SECONDS"] = flush, cache
     clock = FakeClock()
-    setup = Context(clock=clock)
+    setup = new_context(clock=clock)
     _, key = WorkspaceService(setup).create_workspace("Viral", "pro")
     who = credentials_from_key(key.api_key)
     documents = DocumentService(setup)
@@ -231,7 +231,7 @@ def run(name: str, flush: str, cache: str, args, meter: Meter, current: dict) ->
 
     # Each instance: its own context (clock) and view service (buffer, link cache), as in Lambda.
     clocks = [FakeClock(clock.now) for _ in range(args.instances)]
-    instances = [ViewService(Context(clock=c)) for c in clocks]
+    instances = [ViewService(new_context(clock=c)) for c in clocks]
     current["t"] = clock.now
     ua = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Safari/537.36"
     lock = threading.Lock()

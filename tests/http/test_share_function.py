@@ -10,7 +10,7 @@ import json
 import pytest
 
 from chalicelib.entrypoints import edge
-from tests.helpers import auth, post_json
+from tests.helpers import auth
 from tests.sharing_helpers import publish, set_passphrase
 
 CHROME = ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
