@@ -77,6 +77,13 @@ class DocumentCapReached(QuotaExceeded):
         super().__init__(workspace, "document cap reached")
 
 
+class ClientCapReached(QuotaExceeded):
+    """The service stores its maximum of new OAuth clients for this window."""
+
+    def __init__(self) -> None:
+        super().__init__(None, "client cap reached")
+
+
 class KeyCapReached(QuotaExceeded):
     """The workspace holds its plan's maximum of active API keys."""
 

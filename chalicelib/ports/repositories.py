@@ -10,10 +10,12 @@ multi-record change is one atomic step: it applies whole or not at all.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Iterable, Optional, Protocol
+from typing import Iterator, Iterable, Optional, Protocol, TypedDict
 
 from chalicelib.ports.oauth import OAuthRepository
-from chalicelib.ports.records import Event, Feedback, IdempotencyRecord, Quota, RateClaim, RateSlot, Record, Reply
+from chalicelib.ports.records import (
+    DashboardSession, Event, Feedback, IdempotencyRecord, Quota, RateClaim, RateSlot, Record, Reply, User,
+)
 from chalicelib.ports.views import ViewCounterRepository
 from chalicelib.ports.webhooks import WebhookRepository
 
@@ -184,14 +186,17 @@ class RateLimitRepository(Protocol):
     def get(self, scope: str) -> Optional[Record]:
         """{hits: [ms...], seq: int, expires_at} or None."""
 
+    def get_many(self, scopes: list[str]) -> list[Optional[Record]]:
+        """`get` of each scope, in order, in one read (the shards of a sharded log)."""
+
     def claim(self, scope: str, expected_seq: int, new_log: list[int], expires_at: int) -> bool:
         """Write the new log only if its seq is still `expected_seq`; False if it moved."""
 
 
 class UserRepository(Protocol):
-    def get(self, email_lower: str) -> Optional[Record]: ...
+    def get(self, email_lower: str) -> Optional[User]: ...
 
-    def create(self, user: Record) -> None:
+    def create(self, user: User) -> None:
         """UserExists if the email is taken."""
 
     def delete(self, email_lower: str) -> None: ...
@@ -199,17 +204,23 @@ class UserRepository(Protocol):
     def set_password(self, email_lower: str, expected_hash: str, new_hash: str, now_ms: int) -> bool:
         """Replace the hash only if it is still `expected_hash`."""
 
-    def set_fields(self, email_lower: str, fields: dict[str, Any]) -> bool:
+    def set_fields(self, email_lower: str, fields: UserFields) -> bool:
         """Set `email_verified_ms` and/or `workspace_id` (default workspace); False if unknown."""
+
+
+class UserFields(TypedDict, total=False):
+    """What `UserRepository.set_fields` may change."""
+    email_verified_ms: int
+    workspace_id: str
 
 
 class SessionRepository(Protocol):
     """Dashboard sessions by the SHA-256 of the session id. `expires_ms` is checked
     by the service on every read."""
 
-    def get(self, session_hash: str) -> Optional[Record]: ...
+    def get(self, session_hash: str) -> Optional[DashboardSession]: ...
 
-    def create(self, session: Record) -> None: ...
+    def create(self, session: DashboardSession) -> None: ...
 
     def delete(self, session_hash: str) -> None: ...
 

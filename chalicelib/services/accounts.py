@@ -39,6 +39,7 @@ from typing import Any, Optional, TYPE_CHECKING
 from chalicelib import config
 from chalicelib.domain import limits, strength
 from chalicelib.ports import UserExists
+from chalicelib.ports.records import DashboardSession, User
 from chalicelib.errors import Unauthorized, ValidationFailed
 from chalicelib.services.context import Context, new_workspace_id
 from chalicelib.services import mailing, members, ratelimits
@@ -181,9 +182,8 @@ class AccountService:
                         own_workspace: bool = True) -> None:
         now_ms = self.ctx.now_ms()
         workspace_id = workspace_id or new_workspace_id()
-        user = {"email": email, "password_hash": password_hash, "workspace_id": workspace_id,
-                "role": "owner", "created_ms": now_ms, "password_changed_ms": now_ms,
-                "email_verified_ms": verified_ms}
+        user = User(email=email, password_hash=password_hash, workspace_id=workspace_id, role="owner",
+                    created_ms=now_ms, password_changed_ms=now_ms, email_verified_ms=verified_ms)
         self.ctx.users.create(user)  # claims the email first: a taken email creates nothing
         if not own_workspace:
             return
@@ -213,8 +213,8 @@ class AccountService:
         user = self.ctx.users.get(record["email"])
         if user is None:
             raise ValidationFailed(LINK_INVALID)
-        if not user.get("email_verified_ms"):
-            self.ctx.users.set_fields(user["email"], {"email_verified_ms": self.ctx.now_ms()})
+        if not user.email_verified_ms:
+            self.ctx.users.set_fields(user.email, {"email_verified_ms": self.ctx.now_ms()})
         return self._start_in(user)
 
     def _use(self, token: Optional[str], kind: str) -> dict[str, Any]:
@@ -249,7 +249,7 @@ class AccountService:
         token, digest = new_token()
         now_ms = self.ctx.now_ms()
         self.ctx.people.put_token(self._token("reset", digest, email, limits.RESET_LINK_SECONDS, now_ms,
-                                              password_changed_ms=user.get("password_changed_ms") or 0))
+                                              password_changed_ms=user.password_changed_ms or 0))
         self._mail("reset", email, link=dashboard_url("reset", token=token),
                    minutes=limits.RESET_LINK_SECONDS // 60)
         return email
@@ -262,18 +262,18 @@ class AccountService:
             raise ValidationFailed(LINK_INVALID)
         check_password(new_password, "new_password", (record["email"],))
         user = self.ctx.users.get(record["email"])
-        changed_at = (user or {}).get("password_changed_ms") or 0
+        changed_at = (user.password_changed_ms if user else None) or 0
         link_made_for = record.get("password_changed_ms", 0)  # the change the link was made after
         if user is None or changed_at != link_made_for:
             raise ValidationFailed(LINK_INVALID)
         self._use(token, "reset")
         now_ms = self.ctx.now_ms()
-        if not self.ctx.users.set_password(user["email"], user["password_hash"],
+        if not self.ctx.users.set_password(user.email, user.password_hash,
                                            password_hasher().hash(new_password), now_ms):
             raise ValidationFailed(LINK_INVALID)
-        if not user.get("email_verified_ms"):
-            self.ctx.users.set_fields(user["email"], {"email_verified_ms": now_ms})
-        self.ctx.sessions.delete_for_user(user["email"])
+        if not user.email_verified_ms:
+            self.ctx.users.set_fields(user.email, {"email_verified_ms": now_ms})
+        self.ctx.sessions.delete_for_user(user.email)
         return self._start_in(user)
 
     # ---------------------------------------------------------------- sign-in links (operator)
@@ -297,11 +297,11 @@ class AccountService:
     def use_login_link(self, token: Optional[str]) -> StartedSession:
         record = self._use(token, "login")
         user = self.ctx.users.get(record["email"])
-        if user is None or members.role_in(self.ctx, record["workspace_id"], user["email"]) is None:
+        if user is None or members.role_in(self.ctx, record["workspace_id"], user.email) is None:
             raise ValidationFailed(LINK_INVALID)
-        if not user.get("email_verified_ms"):
-            self.ctx.users.set_fields(user["email"], {"email_verified_ms": self.ctx.now_ms()})
-        return self._start(user["email"], record["workspace_id"])
+        if not user.email_verified_ms:
+            self.ctx.users.set_fields(user.email, {"email_verified_ms": self.ctx.now_ms()})
+        return self._start(user.email, record["workspace_id"])
 
     # ---------------------------------------------------------------- invitations
 
@@ -345,27 +345,28 @@ class AccountService:
             _verify(_dummy_hash(config.argon2_cost()), password)  # same work as a real check
             ok = False
         else:
-            ok = _verify(user["password_hash"], password)
+            ok = _verify(user.password_hash, password)
         if not ok:
             for kind, key, rate in budgets:
                 ratelimits.record(self.ctx, ratelimits.scope_key(kind, key), rate, limits.REFUSALS[kind])
             raise Unauthorized(BAD_CREDENTIALS)
-        if password_hasher().check_needs_rehash(user["password_hash"]):  # type: ignore[index]
-            self.ctx.users.set_password(email, user["password_hash"], password_hasher().hash(password),  # type: ignore[index]
+        assert user is not None  # a missing account never verifies
+        if password_hasher().check_needs_rehash(user.password_hash):
+            self.ctx.users.set_password(email, user.password_hash, password_hasher().hash(password),
                                         self.ctx.now_ms())
-        if not user.get("email_verified_ms"):  # type: ignore[union-attr]
+        if not user.email_verified_ms:
             if self._quietly_within("verify-resend", email, limits.VERIFY_RESEND_PER_ACCOUNT):
                 self._send_verification(email)
             raise Unauthorized(f"Confirm your email address first: we sent a link to {email}. "
                                "Open it to finish signing up.")
         if previous_session_id:
             self.sign_out(previous_session_id)  # rotation: the pre-sign-in id never becomes valid
-        return self._start_in(user)  # type: ignore[arg-type]
+        return self._start_in(user)
 
-    def _start_in(self, user: dict[str, Any]) -> StartedSession:
+    def _start_in(self, user: User) -> StartedSession:
         """A session in the person's default workspace, or their first one."""
-        email = user["email"]
-        workspace_id = user.get("workspace_id")
+        email = user.email
+        workspace_id: Optional[str] = user.workspace_id
         if not workspace_id or members.role_in(self.ctx, workspace_id, email) is None:
             memberships = members.workspaces_of(self.ctx, email)
             if not memberships:
@@ -428,14 +429,14 @@ class AccountService:
         item = self.ctx.sessions.get(digest)
         if item is None:
             return None
-        if item["expires_ms"] <= self.ctx.now_ms():
+        if item.expires_ms <= self.ctx.now_ms():
             self.ctx.sessions.delete(digest)
             return None
-        role = members.role_in(self.ctx, item["workspace_id"], item["email"])
+        role = members.role_in(self.ctx, item.workspace_id, item.email)
         if role is None:  # removed from the workspace: this session ended with the membership
             self.ctx.sessions.delete(digest)
             return None
-        return Session(digest, item["email"], item["workspace_id"], item["created_ms"], item["expires_ms"], role)
+        return Session(digest, item.email, item.workspace_id, item.created_ms, item.expires_ms, role)
 
     def change_password(self, session_id: str, current_password: str, new_password: str,
                         client_ip: str) -> StartedSession:
@@ -445,11 +446,11 @@ class AccountService:
         self._hit("signin-account", _scope_digest(session.email), SIGN_IN_PER_ACCOUNT,
                   refusal="password-change")
         user = self.ctx.users.get(session.email)
-        if user is None or not _verify(user["password_hash"], (current_password or "")[:MAX_PASSWORD]):
+        if user is None or not _verify(user.password_hash, (current_password or "")[:MAX_PASSWORD]):
             raise ValidationFailed("The current password is incorrect.",
                                    {"fields": [{"field": "current_password", "message": "is incorrect"}]})
         check_password(new_password, "new_password", (session.email,))
-        if not self.ctx.users.set_password(session.email, user["password_hash"],
+        if not self.ctx.users.set_password(session.email, user.password_hash,
                                            password_hasher().hash(new_password), self.ctx.now_ms()):
             raise ValidationFailed("The password was changed at the same time; sign in again.")
         # Every session of this person ends (a thief's too); this browser gets a fresh one.
@@ -462,10 +463,10 @@ class AccountService:
         lifetime = config.dashboard_session_seconds()
         role = members.role_in(self.ctx, workspace_id, email) or "viewer"
         session = Session(hash_session_id(session_id), email, workspace_id, now_ms, now_ms + lifetime * 1000, role)
-        self.ctx.sessions.create({"session_hash": session.session_hash, "email": email,
-                                  "workspace_id": workspace_id, "created_ms": now_ms,
-                                  "expires_ms": session.expires_ms,
-                                  "expires_at": now_ms // 1000 + lifetime + 3600})
+        self.ctx.sessions.create(DashboardSession(session_hash=session.session_hash, email=email,
+                                                  workspace_id=workspace_id, created_ms=now_ms,
+                                                  expires_ms=session.expires_ms,
+                                                  expires_at=now_ms // 1000 + lifetime + 3600))
         return StartedSession(session_id, session, self.device_token(email))
 
     # ---------------------------------------------------------------- CSRF

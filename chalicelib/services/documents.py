@@ -18,7 +18,8 @@ from typing import Any, Callable, Optional, Sequence, Union
 from chalicelib import config
 from chalicelib.ports.records import Event, Record
 from chalicelib.ports import (
-    BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot,
+    BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateClaim,
+    RateSlot,
     StaleDocument, definitely_not_applied, document_prefix, version_key,
 )
 from chalicelib.domain import limits, links, plans
@@ -126,6 +127,15 @@ def _request_hash(request: PublishRequest, data: bytes) -> str:
     return digest.hexdigest()
 
 
+# The workspace's write log is kept in this many shards (both stores alike).
+WORKSPACE_WRITE_SHARDS = 8
+
+
+def workspace_write_scopes(workspace_id: str) -> list[str]:
+    """The rate-log scopes of the workspace's write log shards."""
+    return [ratelimits.scope_key("workspace-writes", workspace_id, str(i)) for i in range(WORKSPACE_WRITE_SHARDS)]
+
+
 def write_logs(key_item: Record) -> list[ShardLog]:
     """The key's write log as the adapter keeps it: shards (`write_logs`, DynamoDB),
     or one log on the key record (`writes` + `writes_seq`, SQLite)."""
@@ -177,23 +187,34 @@ class DocumentService:
         slot = RateSlot(actor.key_item["key_id"], claim.expected_seq, claim.new_log, now_ms, claim.shard)
         return decision, slot
 
-    def _quota(self, actor: Actor, doc: Optional[Record], add_bytes: int, now_ms: int) -> Quota:
+    def _quota(self, actor: Actor, doc: Optional[Record], add_bytes: int, now_ms: int,
+               files: Optional[dict[str, int]] = None) -> Quota:
         """The workspace-wide bounds of one more version (claimed in its transaction)."""
         live = 0 if doc is None else live_versions(doc)
         room = tuple(p for p in plans.PLANS
                      if (cap := plans.entitlements(p).max_versions_per_document) is None or live < cap)
         storage = {p: plans.entitlements(p).max_storage_bytes for p in plans.PLANS}
+        return Quota(actor.workspace_id, add_bytes, storage, room, self._workspace_slot(actor.workspace_id, now_ms),
+                     files=dict(files or {}))
+
+    def _workspace_slot(self, workspace_id: str, now_ms: int) -> RateClaim:
+        """A slot in the workspace's sliding write log (contract 4: at most N writes in ANY
+        rolling window, all keys, grants and sessions together), or 429. The log is kept in
+        WORKSPACE_WRITE_SHARDS shards (domain/ratelimit.claim_sharded, like an API key's on
+        DynamoDB): concurrent writers of one workspace claim different items; the claim is
+        written in the version's transaction, conditional on the shard's sequence."""
         rate = limits.workspace_write_rate()
-        window = now_ms // 1000 // rate.window_seconds
-        return Quota(actor.workspace_id, add_bytes, storage, room,
-                     ratelimits.scope_key("workspace-writes", actor.workspace_id, str(window)), rate.limit,
-                     (window + 1) * rate.window_seconds + ratelimits.EXPIRY_MARGIN_SECONDS)
+        scopes = workspace_write_scopes(workspace_id)
+        found = self.ctx.rates.get_many(scopes)
+        logs = [ShardLog(i, int((item or {}).get("seq", 0)), [int(t) for t in (item or {}).get("hits", [])])
+                for i, item in enumerate(found)]
+        decision, claim = claim_sharded(logs, now_ms, rate.limit, rate.window_seconds)
+        if claim is None:
+            raise decision.refuse(limits.workspace_write_refusal(decision.retry_after or 1))
+        return RateClaim(scopes[claim.shard], claim.expected_seq, claim.new_log,
+                         now_ms // 1000 + rate.window_seconds + ratelimits.EXPIRY_MARGIN_SECONDS)
 
     def _quota_error(self, exc: QuotaReached, quota: Quota, doc: Optional[Record], now_ms: int) -> DocpubError:
-        if exc.which == "workspace-rate":
-            rate = limits.workspace_write_rate()
-            retry = rate.window_seconds - (now_ms // 1000) % rate.window_seconds
-            return RateLimited(retry, limits.workspace_write_refusal(retry))
         plan = exc.plan or "free"
         entitlements = plans.entitlements(plan)
         if exc.which == "versions":
@@ -317,6 +338,7 @@ class DocumentService:
                 self.ctx.backoff(attempt)
                 now_ms = self.ctx.now_ms()
                 decision, slot = self._slot(actor, now_ms)
+                quota = self._quota(actor, doc, len(content.page), now_ms)  # 429 before anything is stored
                 if not stored:
                     objects.put(content)
                     stored = True
@@ -325,7 +347,6 @@ class DocumentService:
                 response = PublishResponse(document_id=document_id, version_id=version_id,
                                            version_number=version["number"], share_url=share_url(share_id))
                 idem_record = self._idem_record(actor, digest, request_hash, response, now_ms)
-                quota = self._quota(actor, doc, version["size_bytes"], now_ms)
                 # The activity log's line is stored in the same atomic step as the version.
                 logged = activity.entry(self.ctx, actor, actor.workspace_id, "document.publish", document_id,
                                         {"title": title, "version": version["number"]})
@@ -500,10 +521,10 @@ class DocumentService:
             object_key = version_key(actor.workspace_id, document_id, version_id)
             version = _version_record(version_id, doc["version_count"] + 1, request.note, now_ms, object_key,
                                       content.page, fmt, files)
+            quota = self._quota(actor, doc, version["size_bytes"], now_ms)  # 429 before anything is stored
             objects = content_files.StoredContent(self.ctx, actor.workspace_id, document_id, version_id)
             objects.put(content)
             objects.touch_files(files or [])  # an edit keeps the version's files
-            quota = self._quota(actor, doc, version["size_bytes"], now_ms)
             try:
                 logged = activity.entry(self.ctx, actor, actor.workspace_id, "document.edit", document_id,
                                         {"title": doc.get("title"), "version": version["number"]})

@@ -21,12 +21,12 @@ def role_in(ctx: Context, workspace_id: str, email: Optional[str]) -> Optional[s
     if member is not None:
         return member["role"]
     user = ctx.users.get(email)
-    if (user is None or user.get("workspace_id") != workspace_id or ctx.people.list_members(workspace_id)
+    if (user is None or user.workspace_id != workspace_id or ctx.people.list_members(workspace_id)
             or ctx.workspaces.get(workspace_id) is None):
         return None
     try:
         ctx.people.add_member({"workspace_id": workspace_id, "email": email, "role": "owner",
-                               "created_ms": user.get("created_ms") or ctx.now_ms()})
+                               "created_ms": user.created_ms or ctx.now_ms()})
     except MemberExists:
         pass
     member = ctx.people.get_member(workspace_id, email)
@@ -38,6 +38,6 @@ def workspaces_of(ctx: Context, email: str) -> list[dict]:
     memberships = ctx.people.list_memberships(email)
     if not memberships:
         user = ctx.users.get(email)
-        if user and user.get("workspace_id") and role_in(ctx, user["workspace_id"], email):
+        if user and user.workspace_id and role_in(ctx, user.workspace_id, email):
             memberships = ctx.people.list_memberships(email)
     return memberships

@@ -84,7 +84,7 @@ class PeopleService:
         if role not in roles.ROLES:
             raise ValidationFailed.field("role", "must be owner, editor or viewer")
         inviter = self.ctx.users.get(who.member) if who.member else None  # type: ignore[union-attr]
-        if who.member and (inviter is None or not inviter.get("email_verified_ms")):  # type: ignore[union-attr]
+        if who.member and (inviter is None or not inviter.email_verified_ms):  # type: ignore[union-attr]
             raise ValidationFailed("Confirm your own email address before inviting others.")
         if self.ctx.people.get_member(workspace_id, email) is not None:
             raise ValidationFailed.field("email", "is already a member of this workspace")
@@ -187,6 +187,7 @@ class PeopleService:
         import secrets
 
         from chalicelib.ports import UserExists
+        from chalicelib.ports.records import User
         from argon2 import PasswordHasher
 
         same_workspace(Actor(workspace_id, role="owner", surface="cli"), workspace_id)
@@ -194,9 +195,9 @@ class PeopleService:
             now_ms = self.ctx.now_ms()
             try:
                 unknowable = PasswordHasher().hash(secrets.token_urlsafe(32))  # signs in by link only
-                self.ctx.users.create({"email": email, "password_hash": unknowable,
-                                       "workspace_id": workspace_id, "role": "owner", "created_ms": now_ms,
-                                       "password_changed_ms": now_ms, "email_verified_ms": now_ms})
+                self.ctx.users.create(User(email=email, password_hash=unknowable, workspace_id=workspace_id,
+                                           role="owner", created_ms=now_ms, password_changed_ms=now_ms,
+                                           email_verified_ms=now_ms))
             except UserExists:
                 pass
         if self.ctx.people.get_member(workspace_id, email) is None:

@@ -7,6 +7,7 @@ import pytest
 
 from chalicelib.ports import BadCursor, Repositories
 from chalicelib.ports.people import LastOwner, MemberExists, NotMember
+from chalicelib.ports.records import DashboardSession, User
 from tests.helpers import run_together
 
 WS = "ws_people"
@@ -25,8 +26,8 @@ def repos(request, tmp_path) -> Repositories:
 
 
 def person(repos, email, workspace_id=WS):
-    repos.users.create({"email": email, "password_hash": "x", "workspace_id": workspace_id, "role": "owner",
-                        "created_ms": 1, "password_changed_ms": 1})
+    repos.users.create(User(email=email, password_hash="x", workspace_id=workspace_id, role="owner",
+                            created_ms=1, password_changed_ms=1))
 
 
 def setup(repos, *people, workspace_id=WS):
@@ -78,8 +79,8 @@ def test_removal_ends_that_persons_sessions_in_that_workspace_only(repos):
     repos.workspaces.create({"id": "ws_two", "name": "Two", "plan": "free", "created_ms": 1})
     repos.people.add_member({"workspace_id": "ws_two", "email": "b@x.io", "role": "owner", "created_ms": 50})
     for digest, ws in (("s1", WS), ("s2", "ws_two")):
-        repos.sessions.create({"session_hash": digest, "email": "b@x.io", "workspace_id": ws, "created_ms": 1,
-                               "expires_ms": 10**13, "expires_at": 10**10})
+        repos.sessions.create(DashboardSession(session_hash=digest, email="b@x.io", workspace_id=ws, created_ms=1,
+                                               expires_ms=10**13, expires_at=10**10))
     assert repos.people.remove_member(WS, "b@x.io")["role"] == "editor"
     assert repos.sessions.get("s1") is None and repos.sessions.get("s2") is not None
     assert repos.people.get_member(WS, "b@x.io") is None
@@ -151,12 +152,15 @@ def test_activity_pages_newest_first_within_the_window(repos):
 def test_sessions_switch_workspace_and_end_all_but_one(repos):
     setup(repos, ("a@x.io", "owner"))
     for digest in ("s1", "s2", "s3"):
-        repos.sessions.create({"session_hash": digest, "email": "a@x.io", "workspace_id": WS, "created_ms": 1,
-                               "expires_ms": 10**13, "expires_at": 10**10})
+        repos.sessions.create(DashboardSession(session_hash=digest, email="a@x.io", workspace_id=WS, created_ms=1,
+                                               expires_ms=10**13, expires_at=10**10))
+    assert repos.sessions.get("s2") == DashboardSession("s2", "a@x.io", WS, 1, 10**13, 10**10)
+    assert type(repos.sessions.get("s2")) is DashboardSession
     assert repos.sessions.set_workspace("s1", "ws_two")
-    assert repos.sessions.get("s1")["workspace_id"] == "ws_two"
+    assert repos.sessions.get("s1").workspace_id == "ws_two"
     assert repos.sessions.delete_for_user("a@x.io", keep="s1") == 2
     assert repos.sessions.get("s1") and not repos.sessions.get("s2")
     assert repos.users.set_fields("a@x.io", {"email_verified_ms": 77})
-    assert repos.users.get("a@x.io")["email_verified_ms"] == 77
+    assert repos.users.get("a@x.io") == User("a@x.io", "x", WS, 1, "owner", 1, email_verified_ms=77)
+    assert type(repos.users.get("a@x.io")) is User
     assert not repos.users.set_fields("nobody@x.io", {"email_verified_ms": 77})

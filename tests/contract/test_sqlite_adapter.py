@@ -325,8 +325,10 @@ def test_the_old_snapshot_format_is_imported_once_and_kept(aws_storage, data_dir
 
     documents.delete(credentials_from_key(key.api_key), gone.document_id)
     FeedbackService(ctx).submit(doc.share_url.rsplit("/", 1)[1], FeedbackSubmission(message="nice"), "1.2.3.4", None)
-    ctx.users.create({"email": "o@example.com", "password_hash": "$argon2id$x", "workspace_id": key.workspace_id,
-                      "role": "owner", "created_ms": 1, "password_changed_ms": 1})
+    from chalicelib.ports.records import User
+
+    ctx.users.create(User(email="o@example.com", password_hash="$argon2id$x", workspace_id=key.workspace_id,
+                          role="owner", created_ms=1, password_changed_ms=1))
     session = AccountService(ctx)._start("o@example.com", key.workspace_id)
     # The old format: every item as DynamoDB JSON, every object as a file.
     items = aws.dynamodb().scan(TableName=config.table_name())["Items"]

@@ -11,11 +11,12 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 from chalicelib.adapters.aws.events import add_event
+from chalicelib.adapters.aws.rates import add_rate_claim
 from chalicelib.adapters.aws.people import activity_item
 from chalicelib.adapters.aws.schema import DOCUMENT_LISTING
 from chalicelib.adapters.aws.keys import (
     WRITE_SHARDS, api_key_key, document_key, document_pk, documents_index_pk, documents_sort_key,
-    idempotency_key, rate_key, share_key, version_item_key, workspace_key, write_shard_key, write_shard_keys,
+    idempotency_key, share_key, version_item_key, workspace_key, write_shard_key, write_shard_keys,
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
 from chalicelib.adapters.aws.workspaces import with_write_logs
@@ -62,8 +63,6 @@ def _raise_guard(exc: ConditionFailed, guards: dict, quota: Optional[Quota] = No
     for which, index in guards.items():
         if exc.failed(index):
             old = (exc.old_items[index] if index < len(exc.old_items) else None) or {}
-            if which == "workspace-rate":
-                raise QuotaReached(which, int(old.get("hits", 0))) from exc
             if which == "usage" and quota is not None:
                 plan, used = old.get("plan", ""), int(old.get("storage_bytes", 0))
                 raise QuotaReached(quota.refusal(plan, used) or "storage", used, plan) from exc
@@ -96,11 +95,11 @@ def _usage_update(quota: Quota) -> tuple[str, str, dict, dict]:
     return "ADD storage_bytes :qb, version_total :qone", condition, {"#qplan": "plan"}, values
 
 
-def _add_window(tx: Transaction, quota: Quota) -> int:
-    """The workspace's write counter for this window: +1 while under the limit."""
-    return tx.update(rate_key(quota.window_scope), "ADD hits :one SET expires_at = :exp",
-                     "attribute_not_exists(hits) OR hits < :limit",
-                     values={":one": 1, ":exp": quota.expires_at, ":limit": quota.window_limit}, return_old=True)
+def _add_window(tx: Transaction, quota: Quota, guards: dict) -> None:
+    """The write's slot in one shard of the workspace's sliding write log (its
+    `seq` unchanged since it was read: GuardFailed("workspace-rate") otherwise)."""
+    if quota.rate_claim is not None:
+        guards["workspace-rate"] = add_rate_claim(tx, quota.rate_claim)
 
 
 
@@ -209,7 +208,6 @@ class DocumentRepository:
             workspace_key(doc["workspace_id"]), update, condition,
             names=names or None, values=values, return_old=True,
         )
-        window_index = _add_window(tx, quota) if quota is not None else None
         tx.put({**document_key(doc["document_id"]), **doc, **counted,
                 "GSI1PK": documents_index_pk(doc["workspace_id"]),
                 "GSI1SK": documents_sort_key(doc["updated_ms"], doc["document_id"])},
@@ -222,8 +220,8 @@ class DocumentRepository:
             tx.put(activity_item(activity), "attribute_not_exists(PK)")
         add_event(tx, event)
         guards = Guards.add(tx, slot, idem)
-        if window_index is not None:
-            guards["workspace-rate"] = window_index
+        if quota is not None:
+            _add_window(tx, quota, guards)
         refused = self._commit_version(tx, doc["document_id"], version, guards, quota)
         if refused is not None:
             if refused.failed(ws_index):
@@ -266,7 +264,7 @@ class DocumentRepository:
             add, room, quota_names, quota_values = _usage_update(quota)
             guards["usage"] = tx.update(workspace_key(doc["workspace_id"]), add, f"attribute_exists(PK) AND {room}",
                                         names=quota_names, values=quota_values, return_old=True)
-            guards["workspace-rate"] = _add_window(tx, quota)
+            _add_window(tx, quota, guards)
         refused = self._commit_version(tx, doc["document_id"], version, guards, quota)
         if refused is not None:
             if refused.failed(doc_index) or refused.failed(doc_index + 1):

@@ -16,6 +16,7 @@ from chalicelib.adapters.sqlite import cursors
 from chalicelib.adapters.sqlite.people import insert_activity
 from chalicelib.adapters.sqlite.db import Database, one, row_dict
 from chalicelib.adapters.sqlite.feedback import insert_event
+from chalicelib.adapters.sqlite.rates import try_claim
 from chalicelib.ports.records import Event
 from chalicelib.ports.records import (
     DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, StaleDocument, WriteRefused,
@@ -59,9 +60,11 @@ def check_quota(tx: sqlite3.Connection, quota: Optional[Quota]) -> None:
         refused = quota.refusal(row["plan"], row["storage_bytes"])
         if refused is not None:
             raise QuotaReached(refused, row["storage_bytes"], row["plan"])
-    window = one(tx, "SELECT admitted FROM view_limits WHERE scope = ? AND window_no = 0", (quota.window_scope,))
-    if window is not None and window["admitted"] >= quota.window_limit:
-        raise QuotaReached("workspace-rate", window["admitted"])
+    claim = quota.rate_claim
+    if claim is not None:
+        log = one(tx, "SELECT seq FROM rate_logs WHERE scope = ?", (claim.scope,))
+        if (log["seq"] if log else 0) != claim.expected_seq:
+            raise GuardFailed("workspace-rate")  # another write took a slot since the log was read
 
 
 def claim_quota(tx: sqlite3.Connection, quota: Optional[Quota]) -> None:
@@ -69,9 +72,8 @@ def claim_quota(tx: sqlite3.Connection, quota: Optional[Quota]) -> None:
         return
     tx.execute("UPDATE workspaces SET storage_bytes = storage_bytes + ?, version_total = version_total + 1 "
                "WHERE id = ?", (quota.add_bytes, quota.workspace_id))
-    tx.execute("INSERT INTO view_limits (scope, window_no, admitted, expires_at) VALUES (?, 0, 1, ?) "
-               "ON CONFLICT (scope, window_no) DO UPDATE SET admitted = admitted + 1",
-               (quota.window_scope, quota.expires_at))
+    if quota.rate_claim is not None and not try_claim(tx, quota.rate_claim):
+        raise GuardFailed("workspace-rate")  # checked above under the same write lock: never here
 
 
 def _document(tx: sqlite3.Connection, document_id: str) -> Optional[dict]:
