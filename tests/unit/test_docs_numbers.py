@@ -95,3 +95,16 @@ def test_every_mention_of_the_share_reservation_gives_the_stacks_value():
             mentions += 1
             assert int(match.group(1)) == reserved, (path.name, match.group(0))
     assert mentions >= 3
+
+
+def test_the_readme_quotes_the_costs_deploy_md_computes():
+    """README's one-line cost summary had drifted ($7.50 per million views against
+    deploy.md's $13, before the share function made it $8.60)."""
+    deploy = " ".join((ROOT / "docs" / "deploy.md").read_text().split())
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    views = re.search(r"\| \*\*Total\*\* \| \*\*≈ \$([\d.]+)\*\* \| \*\*≈ \$[\d.]+\*\* \|", deploy).group(1)
+    fixed = re.search(r"plus the fixed ~\$([\d.]+)", deploy).group(1)
+    header, rows = _viral_table()
+    beacon = rows[PRICE_ROW][header.index("aggregated, function URL (deployed)")]
+    assert f"${views} per million share views (the view beacon, measured: ${beacon} of it)" in readme
+    assert f"plus ~${fixed}/month fixed" in readme
