@@ -46,6 +46,7 @@ from chalicelib.services.context import (
     Context, new_document_id, new_share_id, new_version_id, rfc3339,
 )
 from chalicelib.services import activity
+from chalicelib.services.workspaces import upgrade_offer
 from chalicelib.services.access import requires
 
 log = logging.getLogger(__name__)
@@ -217,19 +218,20 @@ class DocumentService:
     def _quota_error(self, exc: QuotaReached, quota: Quota, doc: Optional[Record], now_ms: int) -> DocpubError:
         plan = exc.plan or "free"
         entitlements = plans.entitlements(plan)
+        upgrade, extra = upgrade_offer(quota.workspace_id) if plan != "pro" else ("", {})
         if exc.which == "versions":
             cap = entitlements.max_versions_per_document
             return PlanLimitReached(
                 f"A document on the {plan} plan keeps at most {cap:,} versions; delete old versions "
-                "(DELETE /api/v1/documents/:id/versions/:version_id) or upgrade.",
+                f"(DELETE /api/v1/documents/:id/versions/:version_id){' or ' + upgrade if upgrade else ''}.",
                 {"entitlement": "max_versions_per_document", "limit": cap,
-                 "current": live_versions(doc) if doc else 0})
+                 "current": live_versions(doc) if doc else 0, **extra})
         cap = entitlements.max_storage_bytes
         return PlanLimitReached(
             f"The {plan} plan stores at most {limits.bytes_text(cap)}; this workspace holds "
             f"{limits.bytes_text(exc.current)} and this version adds {limits.bytes_text(quota.add_bytes)}. "
-            "Delete old versions or documents, or upgrade.",
-            {"entitlement": "max_storage_bytes", "limit": cap, "current": exc.current})
+            f"Delete old versions or documents{', or ' + upgrade if upgrade else ''}.",
+            {"entitlement": "max_storage_bytes", "limit": cap, "current": exc.current, **extra})
 
     def rate_limit_headers(self, key_item: Optional[Record]) -> dict[str, str]:
         """The key's current X-RateLimit-* (no slot claimed)."""
@@ -448,10 +450,11 @@ class DocumentService:
                                       event=self._published(None, version, doc))
         except DocumentCapReached as exc:
             current = (exc.workspace or {}).get("document_count", max_documents)
+            upgrade, extra = upgrade_offer(actor.workspace_id)
             raise PlanLimitReached(
                 f"The free plan holds at most {max_documents} documents; delete one, publish a new "
-                "version of an existing document, or upgrade to Pro.",
-                {"limit": max_documents, "current": current}) from exc
+                f"version of an existing document, or {upgrade}.",
+                {"limit": max_documents, "current": current, **extra}) from exc
 
     def _idem_record(self, actor: Actor, digest: Optional[str], request_hash: Optional[str],
                      response: PublishResponse, now_ms: int) -> Optional[IdempotencyRecord]:
