@@ -26,7 +26,8 @@ from chalicelib.ports.errors import (  # noqa: F401
 
 __all__ = [
     "Record", "Feedback", "Reply", "Event", "FeedbackStatus", "Author", "Webhook", "WebhookSecret",
-    "WebhookDelivery", "DeliveryStatus", "User", "DashboardSession", "from_fields", "fields_of", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota", "QuotaReached", "StorageFull",
+    "WebhookDelivery", "DeliveryStatus", "User", "DashboardSession", "Member",
+    "AccountToken", "ActivityEntry", "from_fields", "fields_of", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota", "QuotaReached", "StorageFull",
     "BadCursor", "BlobNotFound", "Conflict", "DocumentCapReached", "FeedbackGone", "GuardFailed", "InvalidCursor",
     "KeyCapReached", "NotFound", "OutcomeUnknown", "QuotaExceeded", "StaleDocument", "StorageError",
     "StorageUnavailable", "Unavailable", "UserExists", "WriteRefused", "definitely_not_applied",
@@ -129,6 +130,51 @@ class DashboardSession:
     created_ms: int
     expires_ms: int
     expires_at: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Member:
+    """A person's place in a workspace (ports/people.py): owner, editor or viewer."""
+    workspace_id: str
+    email: str
+    role: str
+    created_ms: int
+    added_by: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class AccountToken:
+    """A one-time link's token, by its SHA-256 (the token itself is never stored): email
+    verification, password reset (made after the change at `password_changed_ms`), an
+    invitation (to `workspace_id` as `role`, by `invited_by`) or a sign-in link. Used once
+    (`used_ms`); `expires_ms` is checked on every read, `expires_at` is for cleanup."""
+    token_hash: str
+    kind: str  # verify | reset | invite | login
+    email: str
+    created_ms: int
+    expires_ms: int
+    expires_at: int
+    workspace_id: Optional[str] = None
+    role: Optional[str] = None
+    used_ms: Optional[int] = None
+    password_changed_ms: Optional[int] = None
+    invited_by: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class ActivityEntry:
+    """A line of a workspace's activity log: who (`actor_kind`, `actor`) did what
+    (`action` on `target`) from which surface; kept 90 days (`expires_at`)."""
+    workspace_id: str
+    activity_id: str
+    created_ms: int
+    actor_kind: str
+    actor: str
+    surface: str
+    action: str
+    expires_at: int
+    target: Optional[str] = None
+    detail: Mapping[str, Any] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------ webhooks and their deliveries

@@ -14,7 +14,7 @@ from typing import Iterator, Iterable, Optional, Protocol, TypedDict
 
 from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.records import (
-    DashboardSession, Event, Feedback, IdempotencyRecord, Quota, RateClaim, RateSlot, Record, Reply, User,
+    ActivityEntry, DashboardSession, Event, Feedback, IdempotencyRecord, Quota, RateClaim, RateSlot, Record, Reply, User,
 )
 from chalicelib.ports.views import ViewCounterRepository
 from chalicelib.ports.webhooks import WebhookRepository
@@ -94,7 +94,7 @@ class DocumentRepository(Protocol):
 
     def create(self, doc: Record, version: Record, max_documents: int, uncapped_plans: Iterable[str],
                slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
-               activity: Optional[Record] = None, event: Optional[Event] = None) -> None:
+               activity: Optional[ActivityEntry] = None, event: Optional[Event] = None) -> None:
         """Document + version 1 + share link + guards (+ the activity log's entry and the webhook
         outbox's `event`), atomically, counted in the
         workspace's `document_count` (DocumentCapReached at `max_documents` unless the
@@ -102,7 +102,7 @@ class DocumentRepository(Protocol):
 
     def append_version(self, doc: Record, version: Record, changes: Record,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
-                       quota: Optional[Quota] = None, activity: Optional[Record] = None,
+                       quota: Optional[Quota] = None, activity: Optional[ActivityEntry] = None,
                        event: Optional[Event] = None) -> None:
         """Version N+1 only if the document still has `doc["version_count"]` = N versions
         and is not being deleted (StaleDocument otherwise), with `changes` to its fields
@@ -114,7 +114,7 @@ class DocumentRepository(Protocol):
         less). StaleDocument if the document is gone, being deleted, or the version is
         its latest or no longer there."""
 
-    def update_fields(self, doc: Record, fields: Record, activity: Optional[Record] = None) -> Record:
+    def update_fields(self, doc: Record, fields: Record, activity: Optional[ActivityEntry] = None) -> Record:
         """Change metadata (no version); StaleDocument if gone or being deleted."""
 
     def set_passphrase(self, doc: Record, passphrase_hash: Optional[str]) -> Record:
@@ -125,7 +125,7 @@ class DocumentRepository(Protocol):
         exists and the old one is gone. StaleDocument if the document's share id is no
         longer `doc["share_id"]`, or it is gone or being deleted."""
 
-    def begin_delete(self, doc: Record, activity: Optional[Record] = None, event: Optional[Event] = None) -> None:
+    def begin_delete(self, doc: Record, activity: Optional[ActivityEntry] = None, event: Optional[Event] = None) -> None:
         """Mark `deleting` (hidden from lists and share links), drop the share link and
         free the place in `document_count`, atomically; StaleDocument if already marked."""
 

@@ -39,7 +39,7 @@ from typing import Any, Optional, TYPE_CHECKING
 from chalicelib import config
 from chalicelib.domain import limits, strength
 from chalicelib.ports import UserExists
-from chalicelib.ports.records import DashboardSession, User
+from chalicelib.ports.records import AccountToken, DashboardSession, Member, User
 from chalicelib.errors import Unauthorized, ValidationFailed
 from chalicelib.services.context import Context, new_workspace_id
 from chalicelib.services import mailing, members, ratelimits
@@ -70,6 +70,7 @@ MAX_PAD_SECONDS = 2.0
 
 if TYPE_CHECKING:
     from argon2 import PasswordHasher
+    from chalicelib.services.access import Actor
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class Session:
     role: str = "owner"
 
     @property
-    def actor(self):
+    def actor(self) -> "Actor":
         from chalicelib.services.access import Actor
 
         return Actor(self.workspace_id, role=self.role, member=self.email, surface="dashboard",
@@ -190,8 +191,8 @@ class AccountService:
         try:
             WorkspaceService(self.ctx).create_workspace(workspace_name, "free", workspace_id=workspace_id,
                                                         with_key=False)
-            self.ctx.people.add_member({"workspace_id": workspace_id, "email": email, "role": "owner",
-                                        "created_ms": now_ms})
+            self.ctx.people.add_member(Member(workspace_id=workspace_id, email=email, role="owner",
+                                              created_ms=now_ms))
         except BaseException:
             self.ctx.users.delete(email)
             raise
@@ -203,34 +204,36 @@ class AccountService:
         self._mail("verify", email, link=dashboard_url("verify", token=token),
                    hours=limits.VERIFY_LINK_SECONDS // 3600)
 
-    def _token(self, kind: str, digest: str, email: str, seconds: int, now_ms: int, **more) -> dict[str, Any]:
-        return {"token_hash": digest, "kind": kind, "email": email, "created_ms": now_ms,
-                "expires_ms": now_ms + seconds * 1000, "expires_at": now_ms // 1000 + seconds + 3600, **more}
+    def _token(self, kind: str, digest: str, email: str, seconds: int, now_ms: int,
+               password_changed_ms: Optional[int] = None, workspace_id: Optional[str] = None) -> AccountToken:
+        return AccountToken(token_hash=digest, kind=kind, email=email, created_ms=now_ms,
+                            expires_ms=now_ms + seconds * 1000, expires_at=now_ms // 1000 + seconds + 3600,
+                            password_changed_ms=password_changed_ms, workspace_id=workspace_id)
 
     def verify_email(self, token: Optional[str]) -> StartedSession:
         """The confirmation link: the email is confirmed and the browser signed in."""
         record = self._use(token, "verify")
-        user = self.ctx.users.get(record["email"])
+        user = self.ctx.users.get(record.email)
         if user is None:
             raise ValidationFailed(LINK_INVALID)
         if not user.email_verified_ms:
             self.ctx.users.set_fields(user.email, {"email_verified_ms": self.ctx.now_ms()})
         return self._start_in(user)
 
-    def _use(self, token: Optional[str], kind: str) -> dict[str, Any]:
+    def _use(self, token: Optional[str], kind: str) -> AccountToken:
         """Use a one-time token of `kind` (once); the one clear answer for any bad link."""
         if not tokens.well_formed(token):
             raise ValidationFailed(LINK_INVALID)
         digest = token_digest(token)  # type: ignore[arg-type]
         record = self.ctx.people.get_token(digest)
-        if record is None or record["kind"] != kind:
+        if record is None or record.kind != kind:
             raise ValidationFailed(LINK_INVALID)
         used = self.ctx.people.use_token(digest, self.ctx.now_ms())
         if used is None:
             raise ValidationFailed(LINK_INVALID)
         return used
 
-    def peek_token(self, token: Optional[str], kind: str) -> Optional[dict]:
+    def peek_token(self, token: Optional[str], kind: str) -> Optional[AccountToken]:
         """A usable (unused, unexpired) token of `kind`, without using it (forms show it first)."""
         return tokens.peek(self.ctx, token, kind)
 
@@ -260,10 +263,10 @@ class AccountService:
         record = self.peek_token(token, "reset")
         if record is None:
             raise ValidationFailed(LINK_INVALID)
-        check_password(new_password, "new_password", (record["email"],))
-        user = self.ctx.users.get(record["email"])
+        check_password(new_password, "new_password", (record.email,))
+        user = self.ctx.users.get(record.email)
         changed_at = (user.password_changed_ms if user else None) or 0
-        link_made_for = record.get("password_changed_ms", 0)  # the change the link was made after
+        link_made_for = record.password_changed_ms or 0  # the change the link was made after
         if user is None or changed_at != link_made_for:
             raise ValidationFailed(LINK_INVALID)
         self._use(token, "reset")
@@ -282,11 +285,11 @@ class AccountService:
         """A one-time dashboard sign-in link for the workspace's first owner (`make admin login-link`)."""
         from chalicelib.errors import NotFound
 
-        owners = [m for m in self.ctx.people.list_members(workspace_id) if m["role"] == "owner"]
+        owners = [m for m in self.ctx.people.list_members(workspace_id) if m.role == "owner"]
         if not owners:
             user_owner = None
         else:
-            user_owner = owners[0]["email"]
+            user_owner = owners[0].email
         if user_owner is None:
             raise NotFound("That workspace has no owner account (or does not exist).")
         token, digest = new_token()
@@ -296,12 +299,13 @@ class AccountService:
 
     def use_login_link(self, token: Optional[str]) -> StartedSession:
         record = self._use(token, "login")
-        user = self.ctx.users.get(record["email"])
-        if user is None or members.role_in(self.ctx, record["workspace_id"], user.email) is None:
+        user = self.ctx.users.get(record.email)
+        if (user is None or record.workspace_id is None
+                or members.role_in(self.ctx, record.workspace_id, user.email) is None):
             raise ValidationFailed(LINK_INVALID)
         if not user.email_verified_ms:
             self.ctx.users.set_fields(user.email, {"email_verified_ms": self.ctx.now_ms()})
-        return self._start(user.email, record["workspace_id"])
+        return self._start(user.email, record.workspace_id)
 
     # ---------------------------------------------------------------- invitations
 
@@ -311,18 +315,18 @@ class AccountService:
         from chalicelib.services.people import PeopleService
 
         invite = self.peek_token(token, "invite")
-        if invite is None:
+        if invite is None or invite.workspace_id is None:
             raise ValidationFailed(LINK_INVALID)
-        check_password(password, context=(invite["email"],))
-        if self.ctx.users.get(invite["email"]) is not None:
+        check_password(password, context=(invite.email,))
+        if self.ctx.users.get(invite.email) is not None:
             raise ValidationFailed("You already have an account: sign in to accept the invitation.")
         try:
-            self._create_account(invite["email"], password_hasher().hash(password), "", self.ctx.now_ms(),
-                                 workspace_id=invite["workspace_id"], own_workspace=False)
+            self._create_account(invite.email, password_hasher().hash(password), "", self.ctx.now_ms(),
+                                 workspace_id=invite.workspace_id, own_workspace=False)
         except UserExists:
             raise ValidationFailed("You already have an account: sign in to accept the invitation.") from None
-        PeopleService(self.ctx).accept(token, invite["email"])
-        return self._start(invite["email"], invite["workspace_id"])
+        PeopleService(self.ctx).accept(token, invite.email)
+        return self._start(invite.email, invite.workspace_id)
 
     def sign_in(self, email: str, password: str, client_ip: str,
                 previous_session_id: Optional[str] = None, device_cookie: Optional[str] = None) -> StartedSession:
@@ -372,7 +376,7 @@ class AccountService:
             if not memberships:
                 raise Unauthorized("This account is not a member of any workspace any more. "
                                    "Ask a workspace owner for a new invitation.")
-            workspace_id = memberships[0]["workspace_id"]
+            workspace_id = memberships[0].workspace_id
         return self._start(email, workspace_id)
 
     def switch_workspace(self, session_id: str, workspace_id: str) -> Session:
@@ -494,7 +498,7 @@ class AccountService:
 
     # ---------------------------------------------------------------- mail and timing
 
-    def _mail(self, kind: str, to: str, **values) -> None:
+    def _mail(self, kind: str, to: str, **values: Any) -> None:
         import time
 
         started = time.perf_counter()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, Union
 
 from chalicelib import config
-from chalicelib.ports.records import Event, Record
+from chalicelib.ports.records import ActivityEntry, Event, Record
 from chalicelib.ports import (
     BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateClaim,
     RateSlot,
@@ -46,6 +46,7 @@ from chalicelib.services.context import (
     Context, new_document_id, new_share_id, new_version_id, rfc3339,
 )
 from chalicelib.services import activity
+from chalicelib.services.workspaces import upgrade_offer
 from chalicelib.services.access import requires
 
 log = logging.getLogger(__name__)
@@ -217,19 +218,20 @@ class DocumentService:
     def _quota_error(self, exc: QuotaReached, quota: Quota, doc: Optional[Record], now_ms: int) -> DocpubError:
         plan = exc.plan or "free"
         entitlements = plans.entitlements(plan)
+        upgrade, extra = upgrade_offer(quota.workspace_id) if plan != "pro" else ("", {})
         if exc.which == "versions":
             cap = entitlements.max_versions_per_document
             return PlanLimitReached(
                 f"A document on the {plan} plan keeps at most {cap:,} versions; delete old versions "
-                "(DELETE /api/v1/documents/:id/versions/:version_id) or upgrade.",
+                f"(DELETE /api/v1/documents/:id/versions/:version_id){' or ' + upgrade if upgrade else ''}.",
                 {"entitlement": "max_versions_per_document", "limit": cap,
-                 "current": live_versions(doc) if doc else 0})
+                 "current": live_versions(doc) if doc else 0, **extra})
         cap = entitlements.max_storage_bytes
         return PlanLimitReached(
             f"The {plan} plan stores at most {limits.bytes_text(cap)}; this workspace holds "
             f"{limits.bytes_text(exc.current)} and this version adds {limits.bytes_text(quota.add_bytes)}. "
-            "Delete old versions or documents, or upgrade.",
-            {"entitlement": "max_storage_bytes", "limit": cap, "current": exc.current})
+            f"Delete old versions or documents{', or ' + upgrade if upgrade else ''}.",
+            {"entitlement": "max_storage_bytes", "limit": cap, "current": exc.current, **extra})
 
     def rate_limit_headers(self, key_item: Optional[Record]) -> dict[str, str]:
         """The key's current X-RateLimit-* (no slot claimed)."""
@@ -431,7 +433,7 @@ class DocumentService:
     def _create(self, actor: Actor, document_id: str, share_id: str, request: PublishRequest, title: str,
                 version: Record, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
                 link_changes: Optional[Record] = None, quota: Optional[Quota] = None,
-                logged: Optional[Record] = None) -> None:
+                logged: Optional[ActivityEntry] = None) -> None:
         # The cap is a condition of the transaction (no read of the workspace first):
         # it holds unless the workspace's plan at commit time is uncapped.
         max_documents = limits.FREE_MAX_DOCUMENTS
@@ -448,10 +450,11 @@ class DocumentService:
                                       event=self._published(None, version, doc))
         except DocumentCapReached as exc:
             current = (exc.workspace or {}).get("document_count", max_documents)
+            upgrade, extra = upgrade_offer(actor.workspace_id)
             raise PlanLimitReached(
                 f"The free plan holds at most {max_documents} documents; delete one, publish a new "
-                "version of an existing document, or upgrade to Pro.",
-                {"limit": max_documents, "current": current}) from exc
+                f"version of an existing document, or {upgrade}.",
+                {"limit": max_documents, "current": current, **extra}) from exc
 
     def _idem_record(self, actor: Actor, digest: Optional[str], request_hash: Optional[str],
                      response: PublishResponse, now_ms: int) -> Optional[IdempotencyRecord]:

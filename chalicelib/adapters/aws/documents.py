@@ -20,7 +20,7 @@ from chalicelib.adapters.aws.keys import (
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
 from chalicelib.adapters.aws.workspaces import with_write_logs
-from chalicelib.ports.records import Event, OutcomeUnknown
+from chalicelib.ports.records import ActivityEntry, Event, OutcomeUnknown
 from chalicelib.ports.records import (
     BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, StaleDocument,
 )
@@ -185,7 +185,7 @@ class DocumentRepository:
     # writes
     def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
                slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
-               activity: Optional[dict] = None,
+               activity: Optional[ActivityEntry] = None,
                event: Optional[Event] = None) -> None:
         """New document + version 1 + share link, atomically, counted against the
         cap unless the workspace's plan (as stored at commit) is uncapped."""
@@ -235,7 +235,7 @@ class DocumentRepository:
 
     def append_version(self, doc: dict, version: dict, changes: dict,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
-                       quota: Optional[Quota] = None, activity: Optional[dict] = None,
+                       quota: Optional[Quota] = None, activity: Optional[ActivityEntry] = None,
                        event: Optional[Event] = None) -> None:
         """Store version N+1 only if the document still has N versions (optimistic concurrency)."""
         tx = Transaction()
@@ -304,7 +304,7 @@ class DocumentRepository:
         stored = self.table.get(version_item_key(document_id, version["number"]))
         return stored is not None and stored.get("version_id") == version["version_id"]
 
-    def update_fields(self, doc: dict, fields: dict, activity: Optional[dict] = None) -> dict:
+    def update_fields(self, doc: dict, fields: dict, activity: Optional[ActivityEntry] = None) -> dict:
         """Change metadata (no version); refuses a document being deleted. With `activity`,
         its log entry is written in the same transaction (still one call)."""
         names = {f"#a{i}": k for i, k in enumerate(fields)}
@@ -375,7 +375,7 @@ class DocumentRepository:
         except ConditionFailed as exc:
             raise StaleDocument(None) from exc
 
-    def begin_delete(self, doc: dict, activity: Optional[dict] = None, event: Optional[Event] = None) -> None:
+    def begin_delete(self, doc: dict, activity: Optional[ActivityEntry] = None, event: Optional[Event] = None) -> None:
         """Step 1 of delete, atomically: hide the document from lists and share
         links and free its place in the plan count. The item stays, marked
         `deleting`, so a retried DELETE can find it and finish the cleanup."""

@@ -17,7 +17,7 @@ from chalicelib.adapters.sqlite.people import insert_activity
 from chalicelib.adapters.sqlite.db import Database, one, row_dict
 from chalicelib.adapters.sqlite.feedback import insert_event
 from chalicelib.adapters.sqlite.rates import try_claim
-from chalicelib.ports.records import Event
+from chalicelib.ports.records import ActivityEntry, Event
 from chalicelib.ports.records import (
     DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, StaleDocument, WriteRefused,
 )
@@ -159,7 +159,7 @@ class DocumentRepository:
 
     def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
                slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
-               activity: Optional[dict] = None,
+               activity: Optional[ActivityEntry] = None,
                event: Optional[Event] = None) -> None:
         with self.db.write() as tx:
             check_guards(tx, slot, idem)
@@ -202,7 +202,7 @@ class DocumentRepository:
 
     def append_version(self, doc: dict, version: dict, changes: dict,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
-                       quota: Optional[Quota] = None, activity: Optional[dict] = None,
+                       quota: Optional[Quota] = None, activity: Optional[ActivityEntry] = None,
                        event: Optional[Event] = None) -> None:
         _check_fields(changes)
         with self.db.write() as tx:
@@ -243,7 +243,7 @@ class DocumentRepository:
 
         self.db.deleting(work)
 
-    def update_fields(self, doc: dict, fields: dict, activity: Optional[dict] = None) -> dict:
+    def update_fields(self, doc: dict, fields: dict, activity: Optional[ActivityEntry] = None) -> dict:
         _check_fields(fields)
         with self.db.write() as tx:
             changed = tx.execute(
@@ -274,7 +274,7 @@ class DocumentRepository:
             tx.execute("INSERT INTO share_links (share_id, document_id, workspace_id) VALUES (?, ?, ?)",
                        (new_share_id, doc["document_id"], doc["workspace_id"]))
 
-    def begin_delete(self, doc: dict, activity: Optional[dict] = None, event: Optional[Event] = None) -> None:
+    def begin_delete(self, doc: dict, activity: Optional[ActivityEntry] = None, event: Optional[Event] = None) -> None:
         def work():
             with self.db.write() as tx:
                 current = _document(tx, doc["document_id"])
