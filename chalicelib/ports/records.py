@@ -27,7 +27,7 @@ from chalicelib.ports.errors import (  # noqa: F401
 __all__ = [
     "Record", "Feedback", "Reply", "Event", "FeedbackStatus", "Author", "Webhook", "WebhookSecret",
     "WebhookDelivery", "DeliveryStatus", "User", "DashboardSession", "Member",
-    "AccountToken", "ActivityEntry", "from_fields", "fields_of", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota", "QuotaReached", "StorageFull",
+    "AccountToken", "ActivityEntry", "PendingInvalidation", "from_fields", "fields_of", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota", "QuotaReached", "StorageFull",
     "BadCursor", "BlobNotFound", "Conflict", "DocumentCapReached", "FeedbackGone", "GuardFailed", "InvalidCursor",
     "KeyCapReached", "NotFound", "OutcomeUnknown", "QuotaExceeded", "StaleDocument", "StorageError",
     "StorageUnavailable", "Unavailable", "UserExists", "WriteRefused", "definitely_not_applied",
@@ -175,6 +175,20 @@ class ActivityEntry:
     expires_at: int
     target: Optional[str] = None
     detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------ the CDN
+
+@dataclass(frozen=True)
+class PendingInvalidation:
+    """A withdrawn link's path the CDN did not accept yet (ports/cdn.py): kept for a retry,
+    `attempts` counted, the first `created_ms` kept."""
+    path: str
+    reason: str
+    created_ms: int
+    attempts: int
+    last_attempt_ms: int
+    last_error: str
 
 
 # ------------------------------------------------------------------ webhooks and their deliveries
