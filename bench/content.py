@@ -54,11 +54,11 @@ def bundle_bench(repeat: int, storage: str) -> list[list[str]]:
 
         ensure_storage()
     from chalicelib.models import PublishRequest
-    from chalicelib.services.context import Context
+    from chalicelib.wiring import new_context
     from chalicelib.services.documents import DocumentService
     from chalicelib.services.workspaces import WorkspaceService
 
-    ctx = Context()
+    ctx = new_context()
     ctx.backoff = lambda attempt: None
     documents, workspaces = DocumentService(ctx), WorkspaceService(ctx)
     counter = _count_writes(ctx.blobs)

@@ -51,13 +51,13 @@ def run(writers: int) -> list[list]:
     from chalicelib.entrypoints.http import as_error
     from chalicelib.models import EditOperation, EditRequest, PublishRequest
     from chalicelib.services.auth import credentials_from_key
-    from chalicelib.services.context import Context
+    from chalicelib.wiring import new_context
     from chalicelib.services.documents import DocumentService
     from chalicelib.services.workspaces import WorkspaceService
     from tests.helpers import FakeClock
 
     clock = FakeClock()
-    ctx = Context(clock=clock)
+    ctx = new_context(clock=clock)
     calls: collections.Counter = collections.Counter()
     lock = threading.Lock()
 

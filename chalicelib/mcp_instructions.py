@@ -12,6 +12,7 @@ def limit_words() -> dict[str, str]:
     """The placeholders tool descriptions and instructions are written with."""
     return {"html_size": limits.html_size_text(), "html_size_short": limits.html_size_short(),
             "free_documents": limits.plural(limits.FREE_MAX_DOCUMENTS, "document"),
+            "free_versions": f"{limits.FREE_MAX_VERSIONS_PER_DOCUMENT:,}",
             "write_rate": limits.write_rate_text(), "edits": limits.edits_text()}
 
 

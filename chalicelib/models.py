@@ -504,6 +504,13 @@ class DocumentDeleted(ResponseModel):
     deleted: Literal[True]
 
 
+class VersionDeleted(ResponseModel):
+    """What the MCP tool delete_version answers (REST answers 204 with no body)."""
+    document_id: str
+    version_id: str
+    deleted: Literal[True]
+
+
 class Health(ResponseModel):
     status: Literal["ok"]
 

@@ -43,6 +43,9 @@ class Tool:
     read_only: bool = False
     idempotent: bool = False
     destructive: bool = False
+    # For an operation that answers no body (204): the tool's result, built from its path
+    # arguments and `deleted=True` (REST's 204 says the same).
+    result: Optional[type[BaseModel]] = None
 
 
 @dataclass(frozen=True)
@@ -395,12 +398,18 @@ OPERATIONS: tuple[Operation, ...] = (
             "List a document's versions (version_id, number, note, created_at, size_bytes), newest first, "
             "a page at a time; pass next_cursor back as cursor for the next page. get_document with "
             "version_id reads one version's HTML."), read_only=True),)),
-    # REST only (MCP: set_passphrase with passphrase=null; uploads and downloads are files).
     Operation(
         "delete_version", "DELETE", "/api/v1/documents/{document_id}/versions/{version_id}", "deleteVersion",
         "Delete one old version and free its storage (the latest: 409 `version_conflict`).",
         lambda c: wiring.documents().delete_version(c.credentials, c.path["document_id"], c.path["version_id"]),
-        status=204, errors=(404, 409), scope=WRITE),
+        status=204, errors=(404, 409), scope=WRITE,
+        tools=(Tool("delete_version", "Delete an old version", (
+            "Permanently delete one old version of a document (its HTML, source and the files only it "
+            "used) to free storage or room under the {free_versions} versions a document keeps on the free "
+            "plan. The latest version cannot be deleted (version_conflict: publish a new one first, or "
+            "delete the document). Version ids come from list_versions. Cannot be undone."),
+            idempotent=True, destructive=True, result=models.VersionDeleted),)),
+    # REST only (MCP: set_passphrase with passphrase=null; uploads and downloads are files).
     Operation(
         "list_activity", "GET", "/api/v1/activity", "listActivity",
         "Who did what in the workspace (member, API key or connected app), newest first, 90 days.",

@@ -57,7 +57,7 @@ def package(stage: str, out: Path) -> Path:
     template = out / TEMPLATE_NAME
     merged = yaml.safe_load(written.read_text())
     resources = merged.get("Resources", {})
-    for worker in ("WebhookWorker", "MaintenanceFunction"):  # the same package on the same Python
+    for worker in ("WebhookWorker", "MaintenanceFunction", "ShareFunction"):  # the same package on the same Python
         if worker in resources:
             resources[worker]["Properties"]["Runtime"] = resources["APIHandler"]["Properties"]["Runtime"]
     template.write_text(json.dumps(merged, indent=2) + "\n")

@@ -70,7 +70,9 @@ def run(args) -> dict:
         if args.command == "cdn-pending":
             from chalicelib.services import cdn
 
-            return {"pending": cdn.pending(wiring.default_context())}
+            from dataclasses import asdict
+
+            return {"pending": [asdict(p) for p in cdn.pending(wiring.default_context())]}
         if args.command == "login-link":
             from chalicelib.wiring import accounts
 

@@ -115,6 +115,12 @@ OAUTH_TOKEN_PER_IP = Rate(120, 10 * 60)
 # request to an address a stranger chose) that are not in the cache, per client IP.
 OAUTH_CONSENT_PER_IP = Rate(60, 10 * 60)
 OAUTH_METADATA_FETCHES_PER_IP = Rate(20, 10 * 60)
+# New OAuth clients stored service-wide (dynamic registrations and fetched client ID
+# metadata documents together), per fixed 24-hour window. An unused client expires within
+# 24 h (a cached document within its cache lifetime), so at most twice this many unused
+# clients are ever stored, however many addresses register; past it, 503 (RFC 7591
+# `temporarily_unavailable`) until the window turns.
+OAUTH_NEW_CLIENTS = Rate(10_000, 24 * 60 * 60)
 
 
 def write_rate() -> Rate:
@@ -156,6 +162,7 @@ REFUSALS = {
     "oauth-token": "Too many token requests from this address",
     "oauth-consent": "Too many authorization pages from this address",
     "oauth-metadata": "Too many client metadata documents fetched for this address",
+    "oauth-clients": "This server has taken all the new app registrations it stores for today",
     "unlock": "Too many unlock attempts from your address for this document",
     "feedback": "Too many feedback messages from your address for this document",
     "webhook-writes": "Too many webhook changes in this workspace",

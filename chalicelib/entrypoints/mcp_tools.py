@@ -400,8 +400,9 @@ def generated_tool(op: operations.Operation, tool: operations.Tool) -> Callable:
     """A tool function for `op` whose arguments are its path parameters and the fields
     of its query and request models (same names, constraints and descriptions as REST),
     validated into those models and handed to the operation's `call`."""
-    if op.response is None:
-        raise TypeError(f"{op.name}: a generated tool needs a response model")
+    response = op.response or tool.result
+    if response is None:
+        raise TypeError(f"{op.name}: a generated tool needs a response model (or Tool.result for a 204)")
     path_names = re.findall(r"\{([^}]+)\}", op.path)
     parameters = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[
         str, StringConstraints(min_length=1), Field(description=PATH_DESCRIPTIONS.get(name, name))])
@@ -431,12 +432,14 @@ def generated_tool(op: operations.Operation, tool: operations.Tool) -> Callable:
             if answer.body is None:
                 raise TypeError(f"{op.name} answered no body")
             return ok_result(answer.body, answer.exclude)
+        if answer is None and tool.result is not None:
+            return ok_result(tool.result(**{n: arguments[n] for n in path_names}, deleted=True))
         return ok_result(answer)
 
     run.__name__ = tool.name
     run.__doc__ = tool.description
     run.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        parameters, return_annotation=Annotated[CallToolResult, op.response])
+        parameters, return_annotation=Annotated[CallToolResult, response])
     return run
 
 

@@ -4,9 +4,9 @@ from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.errors import (
     BadCursor, BlobNotFound, Conflict, DocumentCapReached, FeedbackGone, GuardFailed, InvalidCursor, KeyCapReached,
     NotFound, OutcomeUnknown, QuotaExceeded, StaleDocument, StorageError, StorageUnavailable, Unavailable,
-    UserExists, WriteRefused, QuotaReached, StorageFull, ReplyCapReached, WebhookCapReached, definitely_not_applied,
+    UserExists, WriteRefused, QuotaReached, ClientCapReached, StorageFull, ReplyCapReached, WebhookCapReached, definitely_not_applied,
 )
-from chalicelib.ports.records import IdempotencyRecord, Quota, RateClaim, RateSlot
+from chalicelib.ports.records import ClientCap, IdempotencyRecord, Quota, RateClaim, RateSlot
 from chalicelib.ports.repositories import (
     BLOB_ROOT, ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository,
     FILE_ROOT, Repositories, SessionRepository, StorageHealth, UserRepository, WorkspaceRepository, document_prefix,
@@ -21,6 +21,6 @@ __all__ = [
     "StorageHealth", "StorageUnavailable", "UserExists", "UserRepository", "WorkspaceRepository", "WriteRefused",
     "definitely_not_applied", "Conflict", "InvalidCursor", "NotFound", "QuotaExceeded", "StorageError",
     "Unavailable", "BLOB_ROOT", "document_prefix", "version_key",
-    "Quota", "QuotaReached", "StorageFull", "ReplyCapReached", "WebhookCapReached",
+    "Quota", "QuotaReached", "ClientCap", "ClientCapReached", "StorageFull", "ReplyCapReached", "WebhookCapReached",
     "FILE_ROOT", "file_key", "file_prefix", "source_key", "ViewCounterRepository", "ViewCounts",
 ]

@@ -3,7 +3,7 @@ remembering the requests it did not accept (services/cdn.py)."""
 from __future__ import annotations
 
 from typing import Protocol
-from chalicelib.ports.records import Record
+from chalicelib.ports.records import PendingInvalidation
 
 
 class CdnInvalidator(Protocol):
@@ -29,9 +29,8 @@ class PendingInvalidationRepository(Protocol):
         """Record (or, if already pending, count one more failed attempt at) `path`;
         the first `created_ms` is kept."""
 
-    def list(self, limit: int) -> list[Record]:
-        """Pending paths, oldest first: {path, reason, created_ms, attempts,
-        last_attempt_ms, last_error}."""
+    def list(self, limit: int) -> list[PendingInvalidation]:
+        """Pending paths, oldest first."""
 
     def remove(self, path: str) -> None:
         """Forget `path` (accepted by the CDN); no error if it is not pending."""

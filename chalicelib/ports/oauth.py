@@ -10,19 +10,22 @@ Atomic rules the adapters guarantee:
   racing exchanges of one code can never both win.
 - `rotate_refresh`: a refresh token is used at most once; the new access and
   refresh tokens are stored in the same atomic step as the old one's use.
+- `put_client` with a cap: the client is stored only while the cap's window
+  counter is under its limit, and the counter moves with it (ClientCapReached).
 - `create_grant`: the grant, its first tokens and the code's link to the grant
   are one atomic step.
 """
 from __future__ import annotations
 
 from typing import Optional, Protocol
-from chalicelib.ports.records import Record
+from chalicelib.ports.records import ClientCap, Record
 
 
 class OAuthRepository(Protocol):
     # clients (dynamic registration, and cached client ID metadata documents)
-    def put_client(self, client: Record) -> None:
-        """Store or replace a client (`client_id`, `expires_ms` or None, metadata)."""
+    def put_client(self, client: Record, cap: Optional[ClientCap] = None) -> None:
+        """Store or replace a client (`client_id`, `expires_ms` or None, metadata); with
+        `cap`, counted in the cap's window in the same atomic step (ClientCapReached)."""
 
     def get_client(self, client_id: str) -> Optional[Record]: ...
 

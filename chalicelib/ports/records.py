@@ -25,7 +25,9 @@ from chalicelib.ports.errors import (  # noqa: F401
 
 
 __all__ = [
-    "Record", "Feedback", "Reply", "Event", "FeedbackStatus", "Author", "from_fields", "fields_of", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota", "QuotaReached", "StorageFull",
+    "Record", "Feedback", "Reply", "Event", "FeedbackStatus", "Author", "Webhook", "WebhookSecret",
+    "WebhookDelivery", "DeliveryStatus", "User", "DashboardSession", "Member",
+    "AccountToken", "ActivityEntry", "PendingInvalidation", "from_fields", "fields_of", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota", "QuotaReached", "StorageFull",
     "BadCursor", "BlobNotFound", "Conflict", "DocumentCapReached", "FeedbackGone", "GuardFailed", "InvalidCursor",
     "KeyCapReached", "NotFound", "OutcomeUnknown", "QuotaExceeded", "StaleDocument", "StorageError",
     "StorageUnavailable", "Unavailable", "UserExists", "WriteRefused", "definitely_not_applied",
@@ -104,6 +106,133 @@ class Event:
     payload: Mapping[str, Any] = field(default_factory=dict)
 
 
+# ------------------------------------------------------------------ dashboard people and their sessions
+
+@dataclass(frozen=True)
+class User:
+    """A dashboard account, by its lowercased email; only a password hash is stored."""
+    email: str
+    password_hash: str
+    workspace_id: str  # the default workspace (the first one, or the last one switched to)
+    created_ms: int
+    role: str = "owner"  # from before members and roles (ports/people.py); not read
+    password_changed_ms: Optional[int] = None
+    email_verified_ms: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class DashboardSession:
+    """A signed-in browser, by the SHA-256 of its session id (the id is never stored).
+    `expires_ms` is checked on every read; `expires_at` (epoch seconds) is for cleanup."""
+    session_hash: str
+    email: str
+    workspace_id: str
+    created_ms: int
+    expires_ms: int
+    expires_at: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Member:
+    """A person's place in a workspace (ports/people.py): owner, editor or viewer."""
+    workspace_id: str
+    email: str
+    role: str
+    created_ms: int
+    added_by: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class AccountToken:
+    """A one-time link's token, by its SHA-256 (the token itself is never stored): email
+    verification, password reset (made after the change at `password_changed_ms`), an
+    invitation (to `workspace_id` as `role`, by `invited_by`) or a sign-in link. Used once
+    (`used_ms`); `expires_ms` is checked on every read, `expires_at` is for cleanup."""
+    token_hash: str
+    kind: str  # verify | reset | invite | login
+    email: str
+    created_ms: int
+    expires_ms: int
+    expires_at: int
+    workspace_id: Optional[str] = None
+    role: Optional[str] = None
+    used_ms: Optional[int] = None
+    password_changed_ms: Optional[int] = None
+    invited_by: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class ActivityEntry:
+    """A line of a workspace's activity log: who (`actor_kind`, `actor`) did what
+    (`action` on `target`) from which surface; kept 90 days (`expires_at`)."""
+    workspace_id: str
+    activity_id: str
+    created_ms: int
+    actor_kind: str
+    actor: str
+    surface: str
+    action: str
+    expires_at: int
+    target: Optional[str] = None
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------ the CDN
+
+@dataclass(frozen=True)
+class PendingInvalidation:
+    """A withdrawn link's path the CDN did not accept yet (ports/cdn.py): kept for a retry,
+    `attempts` counted, the first `created_ms` kept."""
+    path: str
+    reason: str
+    created_ms: int
+    attempts: int
+    last_attempt_ms: int
+    last_error: str
+
+
+# ------------------------------------------------------------------ webhooks and their deliveries
+
+DeliveryStatus = Literal["pending", "delivered", "failed"]
+
+
+@dataclass(frozen=True)
+class WebhookSecret:
+    """A signing secret; `expires_ms` for the previous one after a rotation (None: current)."""
+    secret: str
+    expires_ms: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Webhook:
+    """A receiver URL subscribed to some event types of a workspace."""
+    webhook_id: str
+    workspace_id: str
+    url: str
+    events: tuple[str, ...]
+    secrets: tuple[WebhookSecret, ...]  # newest first
+    created_ms: int
+
+
+@dataclass(frozen=True)
+class WebhookDelivery:
+    """One event for one webhook: tried until delivered or out of time. `next_attempt_ms`
+    is set while it is pending (a sender's lease moves it on)."""
+    delivery_id: str
+    webhook_id: str
+    workspace_id: str
+    event_id: str
+    event: str  # the event's type
+    status: DeliveryStatus
+    created_ms: int
+    updated_ms: int
+    attempts: int = 0
+    event_created_ms: Optional[int] = None  # None once the event has left the log
+    next_attempt_ms: Optional[int] = None
+    response_status: Optional[int] = None
+    last_error: Optional[str] = None
+
+
 # ------------------------------------------------------------------ records
 
 @dataclass
@@ -140,6 +269,16 @@ class RateClaim:
     expires_at: int  # epoch seconds; for cleanup only, never for correctness
 
 
+@dataclass(frozen=True)
+class ClientCap:
+    """The service-wide cap on new OAuth clients (dynamic registrations and fetched
+    client metadata documents): at most `limit` stored in window number `window`,
+    counted in the same atomic step as the client (ClientCapReached past it)."""
+    window: int
+    limit: int
+    expires_at: int  # epoch seconds: the counter's cleanup
+
+
 @dataclass
 class Quota:
     """Workspace-wide bounds of a new version, checked and counted in the same
@@ -149,23 +288,29 @@ class Quota:
       for the workspace's plan as stored at commit;
     - the document may hold one more version only under `version_room_plans`
       (the plans whose versions-per-document cap it is under);
-    - one write is counted in the workspace's write counter for the window
-      `window_scope`, refused once it holds `window_limit` (every key, OAuth grant
-      and dashboard session of the workspace together, revoked keys included)."""
+    - `rate_claim` records the write in one shard of the workspace's sliding write
+      log (every key, OAuth grant and dashboard session of the workspace together,
+      revoked keys included), only if that shard is still at the sequence it was
+      read at (GuardFailed("workspace-rate") otherwise: read again and retry). The
+      decision (room in the log, or 429) was made by the service before.
+    - `new_files` ({sha256: size_bytes}): the distinct bundle files of the version.
+      Each file is counted once per workspace: a file no live version of the
+      workspace refers to yet adds its size to `storage_bytes` (refused past the
+      quota like the rest), one already referred to adds nothing. The store keeps a
+      reference count per (workspace, file), changed in the same atomic step."""
     workspace_id: str
     add_bytes: int
     max_storage_bytes: dict[str, Optional[int]]  # plan -> Optional[int]
     version_room_plans: tuple[str, ...]
-    window_scope: str
-    window_limit: int
-    expires_at: int  # epoch seconds, for the window counter's cleanup
+    rate_claim: Optional[RateClaim] = None
+    files: dict[str, int] = field(default_factory=dict)
 
-    def refusal(self, plan: str, storage_bytes: int) -> Optional[str]:
+    def refusal(self, plan: str, storage_bytes: int, new_file_bytes: int = 0) -> Optional[str]:
         """Which bound a workspace with this plan and usage breaks ("versions",
-        "storage"), or None."""
+        "storage"), or None. `new_file_bytes`: the files the workspace does not hold yet."""
         if plan not in self.version_room_plans:
             return "versions"
         limit = self.max_storage_bytes.get(plan)
-        if limit is not None and storage_bytes + self.add_bytes > limit:
+        if limit is not None and storage_bytes + self.add_bytes + new_file_bytes > limit:
             return "storage"
         return None

@@ -10,10 +10,12 @@ multi-record change is one atomic step: it applies whole or not at all.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator, Iterable, Optional, Protocol
+from typing import Iterator, Iterable, Optional, Protocol, TypedDict
 
 from chalicelib.ports.oauth import OAuthRepository
-from chalicelib.ports.records import Event, Feedback, IdempotencyRecord, Quota, RateClaim, RateSlot, Record, Reply
+from chalicelib.ports.records import (
+    ActivityEntry, DashboardSession, Event, Feedback, IdempotencyRecord, Quota, RateClaim, RateSlot, Record, Reply, User,
+)
 from chalicelib.ports.views import ViewCounterRepository
 from chalicelib.ports.webhooks import WebhookRepository
 
@@ -92,7 +94,7 @@ class DocumentRepository(Protocol):
 
     def create(self, doc: Record, version: Record, max_documents: int, uncapped_plans: Iterable[str],
                slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
-               activity: Optional[Record] = None, event: Optional[Event] = None) -> None:
+               activity: Optional[ActivityEntry] = None, event: Optional[Event] = None) -> None:
         """Document + version 1 + share link + guards (+ the activity log's entry and the webhook
         outbox's `event`), atomically, counted in the
         workspace's `document_count` (DocumentCapReached at `max_documents` unless the
@@ -100,7 +102,7 @@ class DocumentRepository(Protocol):
 
     def append_version(self, doc: Record, version: Record, changes: Record,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
-                       quota: Optional[Quota] = None, activity: Optional[Record] = None,
+                       quota: Optional[Quota] = None, activity: Optional[ActivityEntry] = None,
                        event: Optional[Event] = None) -> None:
         """Version N+1 only if the document still has `doc["version_count"]` = N versions
         and is not being deleted (StaleDocument otherwise), with `changes` to its fields
@@ -112,7 +114,7 @@ class DocumentRepository(Protocol):
         less). StaleDocument if the document is gone, being deleted, or the version is
         its latest or no longer there."""
 
-    def update_fields(self, doc: Record, fields: Record, activity: Optional[Record] = None) -> Record:
+    def update_fields(self, doc: Record, fields: Record, activity: Optional[ActivityEntry] = None) -> Record:
         """Change metadata (no version); StaleDocument if gone or being deleted."""
 
     def set_passphrase(self, doc: Record, passphrase_hash: Optional[str]) -> Record:
@@ -123,7 +125,7 @@ class DocumentRepository(Protocol):
         exists and the old one is gone. StaleDocument if the document's share id is no
         longer `doc["share_id"]`, or it is gone or being deleted."""
 
-    def begin_delete(self, doc: Record, activity: Optional[Record] = None, event: Optional[Event] = None) -> None:
+    def begin_delete(self, doc: Record, activity: Optional[ActivityEntry] = None, event: Optional[Event] = None) -> None:
         """Mark `deleting` (hidden from lists and share links), drop the share link and
         free the place in `document_count`, atomically; StaleDocument if already marked."""
 
@@ -184,14 +186,17 @@ class RateLimitRepository(Protocol):
     def get(self, scope: str) -> Optional[Record]:
         """{hits: [ms...], seq: int, expires_at} or None."""
 
+    def get_many(self, scopes: list[str]) -> list[Optional[Record]]:
+        """`get` of each scope, in order, in one read (the shards of a sharded log)."""
+
     def claim(self, scope: str, expected_seq: int, new_log: list[int], expires_at: int) -> bool:
         """Write the new log only if its seq is still `expected_seq`; False if it moved."""
 
 
 class UserRepository(Protocol):
-    def get(self, email_lower: str) -> Optional[Record]: ...
+    def get(self, email_lower: str) -> Optional[User]: ...
 
-    def create(self, user: Record) -> None:
+    def create(self, user: User) -> None:
         """UserExists if the email is taken."""
 
     def delete(self, email_lower: str) -> None: ...
@@ -199,17 +204,23 @@ class UserRepository(Protocol):
     def set_password(self, email_lower: str, expected_hash: str, new_hash: str, now_ms: int) -> bool:
         """Replace the hash only if it is still `expected_hash`."""
 
-    def set_fields(self, email_lower: str, fields: dict[str, Any]) -> bool:
+    def set_fields(self, email_lower: str, fields: UserFields) -> bool:
         """Set `email_verified_ms` and/or `workspace_id` (default workspace); False if unknown."""
+
+
+class UserFields(TypedDict, total=False):
+    """What `UserRepository.set_fields` may change."""
+    email_verified_ms: int
+    workspace_id: str
 
 
 class SessionRepository(Protocol):
     """Dashboard sessions by the SHA-256 of the session id. `expires_ms` is checked
     by the service on every read."""
 
-    def get(self, session_hash: str) -> Optional[Record]: ...
+    def get(self, session_hash: str) -> Optional[DashboardSession]: ...
 
-    def create(self, session: Record) -> None: ...
+    def create(self, session: DashboardSession) -> None: ...
 
     def delete(self, session_hash: str) -> None: ...
 

@@ -39,6 +39,7 @@ from typing import Any, Optional, TYPE_CHECKING
 from chalicelib import config
 from chalicelib.domain import limits, strength
 from chalicelib.ports import UserExists
+from chalicelib.ports.records import AccountToken, DashboardSession, Member, User
 from chalicelib.errors import Unauthorized, ValidationFailed
 from chalicelib.services.context import Context, new_workspace_id
 from chalicelib.services import mailing, members, ratelimits
@@ -69,6 +70,7 @@ MAX_PAD_SECONDS = 2.0
 
 if TYPE_CHECKING:
     from argon2 import PasswordHasher
+    from chalicelib.services.access import Actor
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ class Session:
     role: str = "owner"
 
     @property
-    def actor(self):
+    def actor(self) -> "Actor":
         from chalicelib.services.access import Actor
 
         return Actor(self.workspace_id, role=self.role, member=self.email, surface="dashboard",
@@ -181,17 +183,16 @@ class AccountService:
                         own_workspace: bool = True) -> None:
         now_ms = self.ctx.now_ms()
         workspace_id = workspace_id or new_workspace_id()
-        user = {"email": email, "password_hash": password_hash, "workspace_id": workspace_id,
-                "role": "owner", "created_ms": now_ms, "password_changed_ms": now_ms,
-                "email_verified_ms": verified_ms}
+        user = User(email=email, password_hash=password_hash, workspace_id=workspace_id, role="owner",
+                    created_ms=now_ms, password_changed_ms=now_ms, email_verified_ms=verified_ms)
         self.ctx.users.create(user)  # claims the email first: a taken email creates nothing
         if not own_workspace:
             return
         try:
             WorkspaceService(self.ctx).create_workspace(workspace_name, "free", workspace_id=workspace_id,
                                                         with_key=False)
-            self.ctx.people.add_member({"workspace_id": workspace_id, "email": email, "role": "owner",
-                                        "created_ms": now_ms})
+            self.ctx.people.add_member(Member(workspace_id=workspace_id, email=email, role="owner",
+                                              created_ms=now_ms))
         except BaseException:
             self.ctx.users.delete(email)
             raise
@@ -203,34 +204,36 @@ class AccountService:
         self._mail("verify", email, link=dashboard_url("verify", token=token),
                    hours=limits.VERIFY_LINK_SECONDS // 3600)
 
-    def _token(self, kind: str, digest: str, email: str, seconds: int, now_ms: int, **more) -> dict[str, Any]:
-        return {"token_hash": digest, "kind": kind, "email": email, "created_ms": now_ms,
-                "expires_ms": now_ms + seconds * 1000, "expires_at": now_ms // 1000 + seconds + 3600, **more}
+    def _token(self, kind: str, digest: str, email: str, seconds: int, now_ms: int,
+               password_changed_ms: Optional[int] = None, workspace_id: Optional[str] = None) -> AccountToken:
+        return AccountToken(token_hash=digest, kind=kind, email=email, created_ms=now_ms,
+                            expires_ms=now_ms + seconds * 1000, expires_at=now_ms // 1000 + seconds + 3600,
+                            password_changed_ms=password_changed_ms, workspace_id=workspace_id)
 
     def verify_email(self, token: Optional[str]) -> StartedSession:
         """The confirmation link: the email is confirmed and the browser signed in."""
         record = self._use(token, "verify")
-        user = self.ctx.users.get(record["email"])
+        user = self.ctx.users.get(record.email)
         if user is None:
             raise ValidationFailed(LINK_INVALID)
-        if not user.get("email_verified_ms"):
-            self.ctx.users.set_fields(user["email"], {"email_verified_ms": self.ctx.now_ms()})
+        if not user.email_verified_ms:
+            self.ctx.users.set_fields(user.email, {"email_verified_ms": self.ctx.now_ms()})
         return self._start_in(user)
 
-    def _use(self, token: Optional[str], kind: str) -> dict[str, Any]:
+    def _use(self, token: Optional[str], kind: str) -> AccountToken:
         """Use a one-time token of `kind` (once); the one clear answer for any bad link."""
         if not tokens.well_formed(token):
             raise ValidationFailed(LINK_INVALID)
         digest = token_digest(token)  # type: ignore[arg-type]
         record = self.ctx.people.get_token(digest)
-        if record is None or record["kind"] != kind:
+        if record is None or record.kind != kind:
             raise ValidationFailed(LINK_INVALID)
         used = self.ctx.people.use_token(digest, self.ctx.now_ms())
         if used is None:
             raise ValidationFailed(LINK_INVALID)
         return used
 
-    def peek_token(self, token: Optional[str], kind: str) -> Optional[dict]:
+    def peek_token(self, token: Optional[str], kind: str) -> Optional[AccountToken]:
         """A usable (unused, unexpired) token of `kind`, without using it (forms show it first)."""
         return tokens.peek(self.ctx, token, kind)
 
@@ -249,7 +252,7 @@ class AccountService:
         token, digest = new_token()
         now_ms = self.ctx.now_ms()
         self.ctx.people.put_token(self._token("reset", digest, email, limits.RESET_LINK_SECONDS, now_ms,
-                                              password_changed_ms=user.get("password_changed_ms") or 0))
+                                              password_changed_ms=user.password_changed_ms or 0))
         self._mail("reset", email, link=dashboard_url("reset", token=token),
                    minutes=limits.RESET_LINK_SECONDS // 60)
         return email
@@ -260,20 +263,20 @@ class AccountService:
         record = self.peek_token(token, "reset")
         if record is None:
             raise ValidationFailed(LINK_INVALID)
-        check_password(new_password, "new_password", (record["email"],))
-        user = self.ctx.users.get(record["email"])
-        changed_at = (user or {}).get("password_changed_ms") or 0
-        link_made_for = record.get("password_changed_ms", 0)  # the change the link was made after
+        check_password(new_password, "new_password", (record.email,))
+        user = self.ctx.users.get(record.email)
+        changed_at = (user.password_changed_ms if user else None) or 0
+        link_made_for = record.password_changed_ms or 0  # the change the link was made after
         if user is None or changed_at != link_made_for:
             raise ValidationFailed(LINK_INVALID)
         self._use(token, "reset")
         now_ms = self.ctx.now_ms()
-        if not self.ctx.users.set_password(user["email"], user["password_hash"],
+        if not self.ctx.users.set_password(user.email, user.password_hash,
                                            password_hasher().hash(new_password), now_ms):
             raise ValidationFailed(LINK_INVALID)
-        if not user.get("email_verified_ms"):
-            self.ctx.users.set_fields(user["email"], {"email_verified_ms": now_ms})
-        self.ctx.sessions.delete_for_user(user["email"])
+        if not user.email_verified_ms:
+            self.ctx.users.set_fields(user.email, {"email_verified_ms": now_ms})
+        self.ctx.sessions.delete_for_user(user.email)
         return self._start_in(user)
 
     # ---------------------------------------------------------------- sign-in links (operator)
@@ -282,11 +285,11 @@ class AccountService:
         """A one-time dashboard sign-in link for the workspace's first owner (`make admin login-link`)."""
         from chalicelib.errors import NotFound
 
-        owners = [m for m in self.ctx.people.list_members(workspace_id) if m["role"] == "owner"]
+        owners = [m for m in self.ctx.people.list_members(workspace_id) if m.role == "owner"]
         if not owners:
             user_owner = None
         else:
-            user_owner = owners[0]["email"]
+            user_owner = owners[0].email
         if user_owner is None:
             raise NotFound("That workspace has no owner account (or does not exist).")
         token, digest = new_token()
@@ -296,12 +299,13 @@ class AccountService:
 
     def use_login_link(self, token: Optional[str]) -> StartedSession:
         record = self._use(token, "login")
-        user = self.ctx.users.get(record["email"])
-        if user is None or members.role_in(self.ctx, record["workspace_id"], user["email"]) is None:
+        user = self.ctx.users.get(record.email)
+        if (user is None or record.workspace_id is None
+                or members.role_in(self.ctx, record.workspace_id, user.email) is None):
             raise ValidationFailed(LINK_INVALID)
-        if not user.get("email_verified_ms"):
-            self.ctx.users.set_fields(user["email"], {"email_verified_ms": self.ctx.now_ms()})
-        return self._start(user["email"], record["workspace_id"])
+        if not user.email_verified_ms:
+            self.ctx.users.set_fields(user.email, {"email_verified_ms": self.ctx.now_ms()})
+        return self._start(user.email, record.workspace_id)
 
     # ---------------------------------------------------------------- invitations
 
@@ -311,18 +315,18 @@ class AccountService:
         from chalicelib.services.people import PeopleService
 
         invite = self.peek_token(token, "invite")
-        if invite is None:
+        if invite is None or invite.workspace_id is None:
             raise ValidationFailed(LINK_INVALID)
-        check_password(password, context=(invite["email"],))
-        if self.ctx.users.get(invite["email"]) is not None:
+        check_password(password, context=(invite.email,))
+        if self.ctx.users.get(invite.email) is not None:
             raise ValidationFailed("You already have an account: sign in to accept the invitation.")
         try:
-            self._create_account(invite["email"], password_hasher().hash(password), "", self.ctx.now_ms(),
-                                 workspace_id=invite["workspace_id"], own_workspace=False)
+            self._create_account(invite.email, password_hasher().hash(password), "", self.ctx.now_ms(),
+                                 workspace_id=invite.workspace_id, own_workspace=False)
         except UserExists:
             raise ValidationFailed("You already have an account: sign in to accept the invitation.") from None
-        PeopleService(self.ctx).accept(token, invite["email"])
-        return self._start(invite["email"], invite["workspace_id"])
+        PeopleService(self.ctx).accept(token, invite.email)
+        return self._start(invite.email, invite.workspace_id)
 
     def sign_in(self, email: str, password: str, client_ip: str,
                 previous_session_id: Optional[str] = None, device_cookie: Optional[str] = None) -> StartedSession:
@@ -345,33 +349,34 @@ class AccountService:
             _verify(_dummy_hash(config.argon2_cost()), password)  # same work as a real check
             ok = False
         else:
-            ok = _verify(user["password_hash"], password)
+            ok = _verify(user.password_hash, password)
         if not ok:
             for kind, key, rate in budgets:
                 ratelimits.record(self.ctx, ratelimits.scope_key(kind, key), rate, limits.REFUSALS[kind])
             raise Unauthorized(BAD_CREDENTIALS)
-        if password_hasher().check_needs_rehash(user["password_hash"]):  # type: ignore[index]
-            self.ctx.users.set_password(email, user["password_hash"], password_hasher().hash(password),  # type: ignore[index]
+        assert user is not None  # a missing account never verifies
+        if password_hasher().check_needs_rehash(user.password_hash):
+            self.ctx.users.set_password(email, user.password_hash, password_hasher().hash(password),
                                         self.ctx.now_ms())
-        if not user.get("email_verified_ms"):  # type: ignore[union-attr]
+        if not user.email_verified_ms:
             if self._quietly_within("verify-resend", email, limits.VERIFY_RESEND_PER_ACCOUNT):
                 self._send_verification(email)
             raise Unauthorized(f"Confirm your email address first: we sent a link to {email}. "
                                "Open it to finish signing up.")
         if previous_session_id:
             self.sign_out(previous_session_id)  # rotation: the pre-sign-in id never becomes valid
-        return self._start_in(user)  # type: ignore[arg-type]
+        return self._start_in(user)
 
-    def _start_in(self, user: dict[str, Any]) -> StartedSession:
+    def _start_in(self, user: User) -> StartedSession:
         """A session in the person's default workspace, or their first one."""
-        email = user["email"]
-        workspace_id = user.get("workspace_id")
+        email = user.email
+        workspace_id: Optional[str] = user.workspace_id
         if not workspace_id or members.role_in(self.ctx, workspace_id, email) is None:
             memberships = members.workspaces_of(self.ctx, email)
             if not memberships:
                 raise Unauthorized("This account is not a member of any workspace any more. "
                                    "Ask a workspace owner for a new invitation.")
-            workspace_id = memberships[0]["workspace_id"]
+            workspace_id = memberships[0].workspace_id
         return self._start(email, workspace_id)
 
     def switch_workspace(self, session_id: str, workspace_id: str) -> Session:
@@ -428,14 +433,14 @@ class AccountService:
         item = self.ctx.sessions.get(digest)
         if item is None:
             return None
-        if item["expires_ms"] <= self.ctx.now_ms():
+        if item.expires_ms <= self.ctx.now_ms():
             self.ctx.sessions.delete(digest)
             return None
-        role = members.role_in(self.ctx, item["workspace_id"], item["email"])
+        role = members.role_in(self.ctx, item.workspace_id, item.email)
         if role is None:  # removed from the workspace: this session ended with the membership
             self.ctx.sessions.delete(digest)
             return None
-        return Session(digest, item["email"], item["workspace_id"], item["created_ms"], item["expires_ms"], role)
+        return Session(digest, item.email, item.workspace_id, item.created_ms, item.expires_ms, role)
 
     def change_password(self, session_id: str, current_password: str, new_password: str,
                         client_ip: str) -> StartedSession:
@@ -445,11 +450,11 @@ class AccountService:
         self._hit("signin-account", _scope_digest(session.email), SIGN_IN_PER_ACCOUNT,
                   refusal="password-change")
         user = self.ctx.users.get(session.email)
-        if user is None or not _verify(user["password_hash"], (current_password or "")[:MAX_PASSWORD]):
+        if user is None or not _verify(user.password_hash, (current_password or "")[:MAX_PASSWORD]):
             raise ValidationFailed("The current password is incorrect.",
                                    {"fields": [{"field": "current_password", "message": "is incorrect"}]})
         check_password(new_password, "new_password", (session.email,))
-        if not self.ctx.users.set_password(session.email, user["password_hash"],
+        if not self.ctx.users.set_password(session.email, user.password_hash,
                                            password_hasher().hash(new_password), self.ctx.now_ms()):
             raise ValidationFailed("The password was changed at the same time; sign in again.")
         # Every session of this person ends (a thief's too); this browser gets a fresh one.
@@ -462,10 +467,10 @@ class AccountService:
         lifetime = config.dashboard_session_seconds()
         role = members.role_in(self.ctx, workspace_id, email) or "viewer"
         session = Session(hash_session_id(session_id), email, workspace_id, now_ms, now_ms + lifetime * 1000, role)
-        self.ctx.sessions.create({"session_hash": session.session_hash, "email": email,
-                                  "workspace_id": workspace_id, "created_ms": now_ms,
-                                  "expires_ms": session.expires_ms,
-                                  "expires_at": now_ms // 1000 + lifetime + 3600})
+        self.ctx.sessions.create(DashboardSession(session_hash=session.session_hash, email=email,
+                                                  workspace_id=workspace_id, created_ms=now_ms,
+                                                  expires_ms=session.expires_ms,
+                                                  expires_at=now_ms // 1000 + lifetime + 3600))
         return StartedSession(session_id, session, self.device_token(email))
 
     # ---------------------------------------------------------------- CSRF
@@ -493,7 +498,7 @@ class AccountService:
 
     # ---------------------------------------------------------------- mail and timing
 
-    def _mail(self, kind: str, to: str, **values) -> None:
+    def _mail(self, kind: str, to: str, **values: Any) -> None:
         import time
 
         started = time.perf_counter()

@@ -15,6 +15,7 @@ from chalicelib.domain import limits
 from chalicelib.errors import ValidationFailed
 from chalicelib.models import ActivityList
 from chalicelib.ports import BadCursor
+from chalicelib.ports.records import ActivityEntry
 from chalicelib.services.access import Actor, Who, requires
 from chalicelib.services.context import Context, rfc3339
 
@@ -40,20 +41,20 @@ def actor_of(who: Who) -> tuple[str, str, str]:
 
 
 def entry(ctx: Context, who: Who, workspace_id: str, action: str, target: Optional[str] = None,
-          detail: Optional[dict] = None) -> dict[str, Any]:
+          detail: Optional[dict[str, Any]] = None) -> ActivityEntry:
     """The log line for a change, to store with the change itself (publish, edit) or after it."""
     kind, actor, surface = actor_of(who)
     now_ms = ctx.now_ms()
     clipped = {k: (v[:MAX_DETAIL_CHARS] if isinstance(v, str) else v) for k, v in (detail or {}).items()}
     # Ids sort by when they were made (entries of one millisecond keep their order).
     activity_id = f"act_{time.time_ns():019d}{secrets.token_hex(3)}"
-    return {"workspace_id": workspace_id, "activity_id": activity_id, "created_ms": now_ms,
-            "actor_kind": kind, "actor": actor, "surface": surface, "action": action, "target": target,
-            "detail": clipped, "expires_at": now_ms // 1000 + limits.ACTIVITY_DAYS * 86400}
+    return ActivityEntry(workspace_id=workspace_id, activity_id=activity_id, created_ms=now_ms, actor_kind=kind,
+                         actor=actor, surface=surface, action=action, target=target, detail=clipped,
+                         expires_at=now_ms // 1000 + limits.ACTIVITY_DAYS * 86400)
 
 
 def record(ctx: Context, who: Who, workspace_id: str, action: str, target: Optional[str] = None,
-           detail: Optional[dict] = None) -> None:
+           detail: Optional[dict[str, Any]] = None) -> None:
     """Log a change that was made (best effort, see the module docstring)."""
     line = entry(ctx, who, workspace_id, action, target, detail)
     try:
@@ -62,10 +63,10 @@ def record(ctx: Context, who: Who, workspace_id: str, action: str, target: Optio
         log.exception("activity not recorded", extra={"action": action})
 
 
-def entry_view(entry: dict[str, Any]) -> dict[str, Any]:
-    return {"activity_id": entry["activity_id"], "created_at": rfc3339(entry["created_ms"]),
-            "actor": {"kind": entry["actor_kind"], "id": entry["actor"]}, "surface": entry["surface"],
-            "action": entry["action"], "target": entry.get("target"), "detail": entry.get("detail") or {}}
+def entry_view(entry: ActivityEntry) -> dict[str, Any]:
+    return {"activity_id": entry.activity_id, "created_at": rfc3339(entry.created_ms),
+            "actor": {"kind": entry.actor_kind, "id": entry.actor}, "surface": entry.surface,
+            "action": entry.action, "target": entry.target, "detail": dict(entry.detail)}
 
 
 class ActivityService:

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from typing import Any
 
-from chalicelib.ports.records import Record
+from chalicelib.ports.records import PendingInvalidation
 from chalicelib.services.context import Context
 
 log = logging.getLogger("docpub")
@@ -57,12 +58,12 @@ def withdraw(ctx: Context, share_id: str, reason: str) -> bool:
         return False
 
 
-def pending(ctx: Context, limit: int = RETRY_BATCH) -> list[Record]:
+def pending(ctx: Context, limit: int = RETRY_BATCH) -> list[PendingInvalidation]:
     """Invalidations not yet accepted by the CDN, oldest first."""
     return ctx.cdn_pending.list(limit) if ctx.cdn_pending is not None else []
 
 
-def retry_pending(ctx: Context, limit: int = RETRY_BATCH) -> Record:
+def retry_pending(ctx: Context, limit: int = RETRY_BATCH) -> dict[str, Any]:
     """Send every pending path again, in one invalidation; drop those accepted."""
     items = pending(ctx, limit)
     if not items:
@@ -70,14 +71,14 @@ def retry_pending(ctx: Context, limit: int = RETRY_BATCH) -> Record:
     if not getattr(ctx.cdn, "enabled", True):  # e.g. the admin CLI run without the distribution's id
         return {"pending": len(items), "invalidated": 0,
                 "error": "no CDN configured: set DOCPUB_CDN_DISTRIBUTION_ID (or DOCPUB_CDN_DISTRIBUTION_PARAMETER)"}
-    paths = [item["path"] for item in items]
+    paths = [item.path for item in items]
     try:
         ctx.cdn.invalidate(paths)
     except Exception as exc:  # noqa: BLE001
         error = f"{type(exc).__name__}: {exc}"[:500]
         log.warning("cdn invalidation retry failed", extra={"paths": len(paths), "error": error})
         for item in items:
-            ctx.cdn_pending.add(item["path"], item.get("reason", ""), ctx.now_ms(), error)
+            ctx.cdn_pending.add(item.path, item.reason, ctx.now_ms(), error)
         return {"pending": len(items), "invalidated": 0, "error": error}
     for path in paths:
         ctx.cdn_pending.remove(path)

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, Union
 
 from chalicelib import config
-from chalicelib.ports.records import Event, Record
+from chalicelib.ports.records import ActivityEntry, Event, Record
 from chalicelib.ports import (
-    BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot,
+    BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateClaim,
+    RateSlot,
     StaleDocument, definitely_not_applied, document_prefix, version_key,
 )
 from chalicelib.domain import limits, links, plans
@@ -45,6 +46,7 @@ from chalicelib.services.context import (
     Context, new_document_id, new_share_id, new_version_id, rfc3339,
 )
 from chalicelib.services import activity
+from chalicelib.services.workspaces import upgrade_offer
 from chalicelib.services.access import requires
 
 log = logging.getLogger(__name__)
@@ -126,6 +128,20 @@ def _request_hash(request: PublishRequest, data: bytes) -> str:
     return digest.hexdigest()
 
 
+# The workspace's write log is kept in this many shards (both stores alike).
+WORKSPACE_WRITE_SHARDS = 8
+
+
+def workspace_write_scopes(workspace_id: str) -> list[str]:
+    """The rate-log scopes of the workspace's write log shards."""
+    return [ratelimits.scope_key("workspace-writes", workspace_id, str(i)) for i in range(WORKSPACE_WRITE_SHARDS)]
+
+
+def distinct_files(infos: Optional[Sequence[Record]]) -> dict[str, int]:
+    """{sha256: size_bytes} of a version's files: what storage counts once per workspace."""
+    return {str(f["sha256"]): int(f["size_bytes"]) for f in infos or ()}
+
+
 def write_logs(key_item: Record) -> list[ShardLog]:
     """The key's write log as the adapter keeps it: shards (`write_logs`, DynamoDB),
     or one log on the key record (`writes` + `writes_seq`, SQLite)."""
@@ -177,38 +193,51 @@ class DocumentService:
         slot = RateSlot(actor.key_item["key_id"], claim.expected_seq, claim.new_log, now_ms, claim.shard)
         return decision, slot
 
-    def _quota(self, actor: Actor, doc: Optional[Record], add_bytes: int, now_ms: int) -> Quota:
+    def _quota(self, actor: Actor, doc: Optional[Record], add_bytes: int, now_ms: int,
+               files: Optional[dict[str, int]] = None) -> Quota:
         """The workspace-wide bounds of one more version (claimed in its transaction)."""
         live = 0 if doc is None else live_versions(doc)
         room = tuple(p for p in plans.PLANS
                      if (cap := plans.entitlements(p).max_versions_per_document) is None or live < cap)
         storage = {p: plans.entitlements(p).max_storage_bytes for p in plans.PLANS}
+        return Quota(actor.workspace_id, add_bytes, storage, room, self._workspace_slot(actor.workspace_id, now_ms),
+                     files=dict(files or {}))
+
+    def _workspace_slot(self, workspace_id: str, now_ms: int) -> RateClaim:
+        """A slot in the workspace's sliding write log (contract 4: at most N writes in ANY
+        rolling window, all keys, grants and sessions together), or 429. The log is kept in
+        WORKSPACE_WRITE_SHARDS shards (domain/ratelimit.claim_sharded, like an API key's on
+        DynamoDB): concurrent writers of one workspace claim different items; the claim is
+        written in the version's transaction, conditional on the shard's sequence."""
         rate = limits.workspace_write_rate()
-        window = now_ms // 1000 // rate.window_seconds
-        return Quota(actor.workspace_id, add_bytes, storage, room,
-                     ratelimits.scope_key("workspace-writes", actor.workspace_id, str(window)), rate.limit,
-                     (window + 1) * rate.window_seconds + ratelimits.EXPIRY_MARGIN_SECONDS)
+        scopes = workspace_write_scopes(workspace_id)
+        found = self.ctx.rates.get_many(scopes)
+        logs = [ShardLog(i, int((item or {}).get("seq", 0)), [int(t) for t in (item or {}).get("hits", [])])
+                for i, item in enumerate(found)]
+        decision, claim = claim_sharded(logs, now_ms, rate.limit, rate.window_seconds)
+        if claim is None:
+            raise decision.refuse(limits.workspace_write_refusal(decision.retry_after or 1))
+        return RateClaim(scopes[claim.shard], claim.expected_seq, claim.new_log,
+                         now_ms // 1000 + rate.window_seconds + ratelimits.EXPIRY_MARGIN_SECONDS)
 
     def _quota_error(self, exc: QuotaReached, quota: Quota, doc: Optional[Record], now_ms: int) -> DocpubError:
-        if exc.which == "workspace-rate":
-            rate = limits.workspace_write_rate()
-            retry = rate.window_seconds - (now_ms // 1000) % rate.window_seconds
-            return RateLimited(retry, limits.workspace_write_refusal(retry))
         plan = exc.plan or "free"
         entitlements = plans.entitlements(plan)
+        upgrade, extra = upgrade_offer(quota.workspace_id) if plan != "pro" else ("", {})
         if exc.which == "versions":
             cap = entitlements.max_versions_per_document
             return PlanLimitReached(
                 f"A document on the {plan} plan keeps at most {cap:,} versions; delete old versions "
-                "(DELETE /api/v1/documents/:id/versions/:version_id) or upgrade.",
+                f"(DELETE /api/v1/documents/:id/versions/:version_id){' or ' + upgrade if upgrade else ''}.",
                 {"entitlement": "max_versions_per_document", "limit": cap,
-                 "current": live_versions(doc) if doc else 0})
+                 "current": live_versions(doc) if doc else 0, **extra})
         cap = entitlements.max_storage_bytes
         return PlanLimitReached(
             f"The {plan} plan stores at most {limits.bytes_text(cap)}; this workspace holds "
-            f"{limits.bytes_text(exc.current)} and this version adds {limits.bytes_text(quota.add_bytes)}. "
-            "Delete old versions or documents, or upgrade.",
-            {"entitlement": "max_storage_bytes", "limit": cap, "current": exc.current})
+            f"{limits.bytes_text(exc.current)} and this version adds "
+            f"{limits.bytes_text(exc.adding if exc.adding is not None else quota.add_bytes)}. "
+            f"Delete old versions or documents{', or ' + upgrade if upgrade else ''}.",
+            {"entitlement": "max_storage_bytes", "limit": cap, "current": exc.current, **extra})
 
     def rate_limit_headers(self, key_item: Optional[Record]) -> dict[str, str]:
         """The key's current X-RateLimit-* (no slot claimed)."""
@@ -317,6 +346,8 @@ class DocumentService:
                 self.ctx.backoff(attempt)
                 now_ms = self.ctx.now_ms()
                 decision, slot = self._slot(actor, now_ms)
+                quota = self._quota(actor, doc, len(content.page), now_ms,  # 429 before anything is stored
+                                    distinct_files(content.file_infos()))
                 if not stored:
                     objects.put(content)
                     stored = True
@@ -325,7 +356,6 @@ class DocumentService:
                 response = PublishResponse(document_id=document_id, version_id=version_id,
                                            version_number=version["number"], share_url=share_url(share_id))
                 idem_record = self._idem_record(actor, digest, request_hash, response, now_ms)
-                quota = self._quota(actor, doc, version["size_bytes"], now_ms)
                 # The activity log's line is stored in the same atomic step as the version.
                 logged = activity.entry(self.ctx, actor, actor.workspace_id, "document.publish", document_id,
                                         {"title": title, "version": version["number"]})
@@ -410,7 +440,7 @@ class DocumentService:
     def _create(self, actor: Actor, document_id: str, share_id: str, request: PublishRequest, title: str,
                 version: Record, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
                 link_changes: Optional[Record] = None, quota: Optional[Quota] = None,
-                logged: Optional[Record] = None) -> None:
+                logged: Optional[ActivityEntry] = None) -> None:
         # The cap is a condition of the transaction (no read of the workspace first):
         # it holds unless the workspace's plan at commit time is uncapped.
         max_documents = limits.FREE_MAX_DOCUMENTS
@@ -427,10 +457,11 @@ class DocumentService:
                                       event=self._published(None, version, doc))
         except DocumentCapReached as exc:
             current = (exc.workspace or {}).get("document_count", max_documents)
+            upgrade, extra = upgrade_offer(actor.workspace_id)
             raise PlanLimitReached(
                 f"The free plan holds at most {max_documents} documents; delete one, publish a new "
-                "version of an existing document, or upgrade to Pro.",
-                {"limit": max_documents, "current": current}) from exc
+                f"version of an existing document, or {upgrade}.",
+                {"limit": max_documents, "current": current, **extra}) from exc
 
     def _idem_record(self, actor: Actor, digest: Optional[str], request_hash: Optional[str],
                      response: PublishResponse, now_ms: int) -> Optional[IdempotencyRecord]:
@@ -500,10 +531,11 @@ class DocumentService:
             object_key = version_key(actor.workspace_id, document_id, version_id)
             version = _version_record(version_id, doc["version_count"] + 1, request.note, now_ms, object_key,
                                       content.page, fmt, files)
+            quota = self._quota(actor, doc, version["size_bytes"], now_ms,  # 429 before anything is stored
+                                distinct_files(files))
             objects = content_files.StoredContent(self.ctx, actor.workspace_id, document_id, version_id)
             objects.put(content)
             objects.touch_files(files or [])  # an edit keeps the version's files
-            quota = self._quota(actor, doc, version["size_bytes"], now_ms)
             try:
                 logged = activity.entry(self.ctx, actor, actor.workspace_id, "document.edit", document_id,
                                         {"title": doc.get("title"), "version": version["number"]})

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Optional
 
 from chalicelib.ports.people import MemberExists
+from chalicelib.ports.records import Member
 from chalicelib.services.context import Context
 
 
@@ -19,25 +20,25 @@ def role_in(ctx: Context, workspace_id: str, email: Optional[str]) -> Optional[s
         return None
     member = ctx.people.get_member(workspace_id, email)
     if member is not None:
-        return member["role"]
+        return member.role
     user = ctx.users.get(email)
-    if (user is None or user.get("workspace_id") != workspace_id or ctx.people.list_members(workspace_id)
+    if (user is None or user.workspace_id != workspace_id or ctx.people.list_members(workspace_id)
             or ctx.workspaces.get(workspace_id) is None):
         return None
     try:
-        ctx.people.add_member({"workspace_id": workspace_id, "email": email, "role": "owner",
-                               "created_ms": user.get("created_ms") or ctx.now_ms()})
+        ctx.people.add_member(Member(workspace_id=workspace_id, email=email, role="owner",
+                                     created_ms=user.created_ms or ctx.now_ms()))
     except MemberExists:
         pass
     member = ctx.people.get_member(workspace_id, email)
-    return member["role"] if member else None
+    return member.role if member else None
 
 
-def workspaces_of(ctx: Context, email: str) -> list[dict]:
+def workspaces_of(ctx: Context, email: str) -> list[Member]:
     """The person's memberships (legacy workspace included), oldest first."""
     memberships = ctx.people.list_memberships(email)
     if not memberships:
         user = ctx.users.get(email)
-        if user and user.get("workspace_id") and role_in(ctx, user["workspace_id"], email):
+        if user and user.workspace_id and role_in(ctx, user.workspace_id, email):
             memberships = ctx.people.list_memberships(email)
     return memberships

@@ -29,7 +29,8 @@ from typing import Callable, Iterable, Optional
 from urllib.parse import urlencode, urlsplit
 
 from chalicelib.ports.oauth import OAuthRepository
-from chalicelib.ports.records import Record
+from chalicelib.ports.records import ClientCap, Record
+from chalicelib.ports.errors import ClientCapReached
 from chalicelib import config, models
 from chalicelib.domain import limits, roles
 from chalicelib.domain.clients import MAX_CLIENT_NAME, MAX_PARAM, MAX_REDIRECT_URIS, valid_redirect_uri
@@ -280,7 +281,8 @@ class OAuthService:
             value = metadata.get(optional)
             if isinstance(value, str) and value.startswith("https://") and len(value) <= MAX_PARAM:
                 client[optional] = value
-        self.repo.put_client(client)
+        self._store_new_client(client, lambda description, retry: OAuthError(
+            "temporarily_unavailable", description, status=503, headers={"Retry-After": str(retry)}))
         # The server assigns a public client: no secret, whatever was asked (RFC 7591 3.2.1).
         return models.ClientRegistration(
             client_id=str(client["client_id"]), client_id_issued_at=now_ms // 1000,
@@ -318,8 +320,24 @@ class OAuthService:
             raise NotRedirectable("invalid_client", f"The client ID metadata document could not be used: {exc}")
         client.update({"kind": "metadata", "created_ms": now_ms,
                        "expires_ms": now_ms + lifetime * 1000})
-        self.repo.put_client(client)
+        self._store_new_client(client, lambda description, retry: NotRedirectable(
+            "temporarily_unavailable", description, status=503, headers={"Retry-After": str(retry)}))
         return client
+
+    def _store_new_client(self, client: Record, refusal: Callable[[str, int], OAuthError]) -> None:
+        """Store a new client under the service-wide cap (limits.OAUTH_NEW_CLIENTS): past it,
+        `refusal(description, seconds until the window turns)` is raised and nothing is stored."""
+        rate = limits.OAUTH_NEW_CLIENTS
+        now = self.ctx.now_ms() // 1000
+        window = now // rate.window_seconds
+        retry = (window + 1) * rate.window_seconds - now
+        cap = ClientCap(window, rate.limit, (window + 2) * rate.window_seconds)
+        try:
+            self.repo.put_client(client, cap)
+        except ClientCapReached:
+            raise refusal(f"{limits.REFUSALS['oauth-clients']} ({rate.limit:,} per "
+                          f"{limits.human_wait(rate.window_seconds)}); try again in {limits.human_wait(retry)}, "
+                          "or connect an app that is already registered.", retry) from None
 
     # ---------------------------------------------------------------- authorization
 

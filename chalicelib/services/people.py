@@ -16,6 +16,7 @@ from typing import Any, Optional
 from chalicelib.domain import limits, roles
 from chalicelib.errors import NotFound, ValidationFailed
 from chalicelib.ports.people import LastOwner, MemberExists, NotMember
+from chalicelib.ports.records import AccountToken, Member
 from chalicelib.services import activity, mailing, members, ratelimits, tokens
 from chalicelib.services.tokens import LINK_INVALID, dashboard_url, new_token, normalise_email, token_digest
 from chalicelib.services import access
@@ -50,27 +51,27 @@ class PeopleService:
     # ---------------------------------------------------------------- reading
 
     @requires("list_members")
-    def list_members(self, who: Who) -> list[dict]:
+    def list_members(self, who: Who) -> list[dict[str, Any]]:
         workspace_id = _workspace_of(who)
         members.role_in(self.ctx, workspace_id, who.member)  # type: ignore[union-attr]  # a legacy workspace gets its owner record
-        return [{"email": m["email"], "role": m["role"], "joined_at": rfc3339(m["created_ms"]),
-                 "you": m["email"] == who.member} for m in self.ctx.people.list_members(workspace_id)]  # type: ignore[union-attr]
+        return [{"email": m.email, "role": m.role, "joined_at": rfc3339(m.created_ms),
+                 "you": m.email == who.member} for m in self.ctx.people.list_members(workspace_id)]  # type: ignore[union-attr]
 
     @requires("list_members")
-    def list_invites(self, who: Who) -> list[dict]:
+    def list_invites(self, who: Who) -> list[dict[str, Any]]:
         workspace_id = _workspace_of(who)
-        return [{"email": i["email"], "role": i["role"], "invited_by": i.get("invited_by"),
-                 "expires_at": rfc3339(i["expires_ms"]), "invite_id": i["token_hash"][:16]}
+        return [{"email": i.email, "role": i.role, "invited_by": i.invited_by,
+                 "expires_at": rfc3339(i.expires_ms), "invite_id": i.token_hash[:16]}
                 for i in self.ctx.people.list_invites(workspace_id, self.ctx.now_ms())]
 
-    def workspaces_of(self, email: str) -> list[dict]:
+    def workspaces_of(self, email: str) -> list[dict[str, Any]]:
         """The switcher: every workspace of the person, with their role in it."""
         out = []
         for membership in members.workspaces_of(self.ctx, email):
-            workspace = self.ctx.workspaces.get(membership["workspace_id"])
+            workspace = self.ctx.workspaces.get(membership.workspace_id)
             if workspace is not None:
                 out.append({"workspace_id": workspace["id"], "name": workspace["name"],
-                            "role": membership["role"]})
+                            "role": membership.role})
         return out
 
     # ---------------------------------------------------------------- inviting
@@ -84,7 +85,7 @@ class PeopleService:
         if role not in roles.ROLES:
             raise ValidationFailed.field("role", "must be owner, editor or viewer")
         inviter = self.ctx.users.get(who.member) if who.member else None  # type: ignore[union-attr]
-        if who.member and (inviter is None or not inviter.get("email_verified_ms")):  # type: ignore[union-attr]
+        if who.member and (inviter is None or not inviter.email_verified_ms):  # type: ignore[union-attr]
             raise ValidationFailed("Confirm your own email address before inviting others.")
         if self.ctx.people.get_member(workspace_id, email) is not None:
             raise ValidationFailed.field("email", "is already a member of this workspace")
@@ -97,10 +98,10 @@ class PeopleService:
         token, digest = new_token()
         now_ms = self.ctx.now_ms()
         seconds = limits.INVITE_LINK_SECONDS
-        self.ctx.people.put_token({"token_hash": digest, "kind": "invite", "email": email,
-                                   "workspace_id": workspace_id, "role": role, "invited_by": who.member,  # type: ignore[union-attr]
-                                   "created_ms": now_ms, "expires_ms": now_ms + seconds * 1000,
-                                   "expires_at": now_ms // 1000 + seconds + 3600})
+        self.ctx.people.put_token(AccountToken(
+            token_hash=digest, kind="invite", email=email, workspace_id=workspace_id, role=role,
+            invited_by=who.member, created_ms=now_ms, expires_ms=now_ms + seconds * 1000,  # type: ignore[union-attr]
+            expires_at=now_ms // 1000 + seconds + 3600))
         mailing.send(self.ctx, mailing.render(
             "invite", email, mailing.branding_of(workspace), link=dashboard_url("join", token=token),
             inviter=who.member or "The workspace's operator", workspace_name=workspace["name"], role=role,  # type: ignore[union-attr]
@@ -121,11 +122,13 @@ class PeopleService:
         record = tokens.peek(self.ctx, token, "invite")
         if record is None:
             return None
-        workspace = self.ctx.workspaces.get(record["workspace_id"])
+        if record.workspace_id is None or record.role is None:
+            return None
+        workspace = self.ctx.workspaces.get(record.workspace_id)
         if workspace is None:
             return None
-        return Invitation(record["email"], record["role"], record["workspace_id"], workspace["name"],
-                          record.get("invited_by"), rfc3339(record["expires_ms"]))
+        return Invitation(record.email, record.role, record.workspace_id, workspace["name"],
+                          record.invited_by, rfc3339(record.expires_ms))
 
     def accept(self, token: Optional[str], email: str) -> Invitation:
         """The signed-in person (`email`) joins with the invitation's role."""
@@ -134,8 +137,8 @@ class PeopleService:
             raise ValidationFailed(LINK_INVALID)
         if invitation.email != email:
             raise ValidationFailed(f"This invitation is for {invitation.email}; sign in as that person to accept it.")
-        member = {"workspace_id": invitation.workspace_id, "email": email, "role": invitation.role,
-                  "created_ms": self.ctx.now_ms(), "added_by": invitation.invited_by}
+        member = Member(workspace_id=invitation.workspace_id, email=email, role=invitation.role,
+                        created_ms=self.ctx.now_ms(), added_by=invitation.invited_by)
         try:
             used = self.ctx.people.accept_invite(token_digest(token), member, self.ctx.now_ms())  # type: ignore[arg-type]
         except MemberExists:
@@ -159,8 +162,8 @@ class PeopleService:
             raise NotFound("No such member in this workspace.") from None
         except LastOwner:
             raise ValidationFailed.field("role", LAST_OWNER) from None
-        activity.record(self.ctx, who, workspace_id, "member.role", member["email"], {"role": role})
-        return {"email": member["email"], "role": member["role"]}
+        activity.record(self.ctx, who, workspace_id, "member.role", member.email, {"role": role})
+        return {"email": member.email, "role": member.role}
 
     def remove(self, who: Who, email: str) -> dict[str, Any]:
         """An owner removes a member, or a member leaves (removes themself)."""
@@ -177,8 +180,8 @@ class PeopleService:
         from chalicelib.services.oauth import OAuthService
 
         OAuthService(self.ctx).revoke_grants_of(workspace_id, email)
-        activity.record(self.ctx, who, workspace_id, "member.remove", email, {"role": removed["role"]})
-        return {"email": email, "role": removed["role"]}
+        activity.record(self.ctx, who, workspace_id, "member.remove", email, {"role": removed.role})
+        return {"email": email, "role": removed.role}
 
     # ---------------------------------------------------------------- the dev workspace
 
@@ -187,6 +190,7 @@ class PeopleService:
         import secrets
 
         from chalicelib.ports import UserExists
+        from chalicelib.ports.records import User
         from argon2 import PasswordHasher
 
         same_workspace(Actor(workspace_id, role="owner", surface="cli"), workspace_id)
@@ -194,14 +198,14 @@ class PeopleService:
             now_ms = self.ctx.now_ms()
             try:
                 unknowable = PasswordHasher().hash(secrets.token_urlsafe(32))  # signs in by link only
-                self.ctx.users.create({"email": email, "password_hash": unknowable,
-                                       "workspace_id": workspace_id, "role": "owner", "created_ms": now_ms,
-                                       "password_changed_ms": now_ms, "email_verified_ms": now_ms})
+                self.ctx.users.create(User(email=email, password_hash=unknowable, workspace_id=workspace_id,
+                                           role="owner", created_ms=now_ms, password_changed_ms=now_ms,
+                                           email_verified_ms=now_ms))
             except UserExists:
                 pass
         if self.ctx.people.get_member(workspace_id, email) is None:
             try:
-                self.ctx.people.add_member({"workspace_id": workspace_id, "email": email, "role": "owner",
-                                            "created_ms": self.ctx.now_ms()})
+                self.ctx.people.add_member(Member(workspace_id=workspace_id, email=email, role="owner",
+                                                  created_ms=self.ctx.now_ms()))
             except MemberExists:
                 pass

@@ -11,6 +11,7 @@ from typing import Optional
 from urllib.parse import urlencode
 
 from chalicelib import config
+from chalicelib.ports.records import AccountToken
 from chalicelib.services.context import Context
 
 LINK_INVALID = ("This link is not valid any more: it was already used, has expired, or was replaced by a "
@@ -41,12 +42,12 @@ def well_formed(token: Optional[str]) -> bool:
     return isinstance(token, str) and _TOKEN_SHAPE.fullmatch(token) is not None
 
 
-def peek(ctx: Context, token: Optional[str], kind: str) -> Optional[dict]:
+def peek(ctx: Context, token: Optional[str], kind: str) -> Optional[AccountToken]:
     """A usable (unused, unexpired) token of `kind`, without using it (forms show it first)."""
     if not well_formed(token):
         return None
     record = ctx.people.get_token(token_digest(token))  # type: ignore[arg-type]
-    if (record is None or record["kind"] != kind or record.get("used_ms") is not None
-            or record["expires_ms"] <= ctx.now_ms()):
+    if (record is None or record.kind != kind or record.used_ms is not None
+            or record.expires_ms <= ctx.now_ms()):
         return None
     return record

@@ -25,6 +25,7 @@ import json
 import logging
 import secrets as secrets_module
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any, Callable, Optional
 
@@ -36,7 +37,8 @@ from chalicelib.models import (
     WebhookSecretRotated, WebhookTestQueued,
 )
 from chalicelib.ports import WebhookCapReached
-from chalicelib.ports.records import Event, Record
+from chalicelib.ports import records
+from chalicelib.ports.records import Event, WebhookSecret
 from chalicelib.services import access
 from chalicelib.services.access import requires, Who
 from chalicelib.services.context import Context, rfc3339
@@ -66,17 +68,17 @@ def delivery_id_for(event_id: str, webhook_id: str) -> str:
     return "msg_" + hashlib.sha256(f"{event_id}\0{webhook_id}".encode()).hexdigest()[:26]
 
 
-def webhook_model(item: dict[str, Any]) -> Webhook:
-    return Webhook(webhook_id=item["webhook_id"], url=item["url"], events=list(item["events"]),
-                   created_at=rfc3339(item["created_ms"]))
+def webhook_model(item: records.Webhook) -> Webhook:
+    return Webhook(webhook_id=item.webhook_id, url=item.url, events=list(item.events),
+                   created_at=rfc3339(item.created_ms))
 
 
-def delivery_model(item: dict[str, Any]) -> WebhookDelivery:
-    return WebhookDelivery(delivery_id=item["delivery_id"], event=item["event"], status=item["status"],
-                           attempts=item.get("attempts", 0), response_status=item.get("response_status"),
-                           created_at=rfc3339(item["created_ms"]),
-                           next_attempt_at=rfc3339(item.get("next_attempt_ms")) if item["status"] == "pending"
-                           else None, last_error=item.get("last_error"))
+def delivery_model(item: records.WebhookDelivery) -> WebhookDelivery:
+    return WebhookDelivery(delivery_id=item.delivery_id, event=item.event, status=item.status,
+                           attempts=item.attempts, response_status=item.response_status,
+                           created_at=rfc3339(item.created_ms),
+                           next_attempt_at=rfc3339(item.next_attempt_ms) if item.status == "pending"
+                           else None, last_error=item.last_error)
 
 
 def signature(secret: str, msg_id: str, timestamp: int, body: str) -> str:
@@ -106,10 +108,10 @@ class WebhookService:
             sender.check_target(request.url, resolve=False)  # host names are checked at every delivery
         except sender.TargetRefused as exc:
             raise ValidationFailed.field("url", str(exc)) from None
-        events = list(dict.fromkeys(request.events))
+        events = tuple(dict.fromkeys(request.events))
         secret = new_secret()
-        item = {"webhook_id": new_webhook_id(), "workspace_id": actor.workspace_id, "url": request.url,
-                "events": events, "secrets": [{"secret": secret}], "created_ms": self.ctx.now_ms()}
+        item = records.Webhook(webhook_id=new_webhook_id(), workspace_id=actor.workspace_id, url=request.url,
+                               events=events, secrets=(WebhookSecret(secret),), created_ms=self.ctx.now_ms())
         try:
             self.ctx.webhooks.create(item, limits.WEBHOOKS_PER_WORKSPACE)
         except WebhookCapReached as exc:
@@ -136,10 +138,10 @@ class WebhookService:
             item = self._owned(who, webhook_id)
             now_ms = self.ctx.now_ms()
             secret = new_secret()
-            previous = {"secret": item["secrets"][0]["secret"], "expires_ms": now_ms + PREVIOUS_SECRET_SECONDS * 1000}
-            if self.ctx.webhooks.set_secrets(item, [{"secret": secret}, previous]):
-                return WebhookSecretRotated(secret=secret,
-                                            previous_secret_expires_at=rfc3339(previous["expires_ms"]))
+            expires_ms = now_ms + PREVIOUS_SECRET_SECONDS * 1000
+            previous = WebhookSecret(item.secrets[0].secret, expires_ms=expires_ms)
+            if self.ctx.webhooks.set_secrets(item, (WebhookSecret(secret), previous)):
+                return WebhookSecretRotated(secret=secret, previous_secret_expires_at=rfc3339(expires_ms))
         raise NotFound("No such webhook in this workspace.")
 
     @requires("test_webhook")
@@ -148,47 +150,47 @@ class WebhookService:
         now_ms = self.ctx.now_ms()
         from chalicelib.services.events import make_event
 
-        event = make_event(TEST_EVENT, item["workspace_id"], None, now_ms,
-                           {"webhook_id": item["webhook_id"], "message": "A test event from Docpub."})
+        event = make_event(TEST_EVENT, item.workspace_id, None, now_ms,
+                           {"webhook_id": item.webhook_id, "message": "A test event from Docpub."})
         delivery = self._delivery(event, item, now_ms)
         self.ctx.webhooks.add_direct(event, delivery)
-        return WebhookTestQueued(delivery_id=delivery["delivery_id"])
+        return WebhookTestQueued(delivery_id=delivery.delivery_id)
 
     @requires("list_webhook_deliveries")
     def deliveries(self, who: Who, webhook_id: str) -> WebhookDeliveryList:
         item = self._owned(who, webhook_id)
         return WebhookDeliveryList(deliveries=[delivery_model(d) for d in self.ctx.webhooks.deliveries(
-            item["webhook_id"], limits.WEBHOOK_DELIVERIES_SHOWN)])
+            item.webhook_id, limits.WEBHOOK_DELIVERIES_SHOWN)])
 
-    def _owned(self, who: Who, webhook_id: str) -> Record:
+    def _owned(self, who: Who, webhook_id: str) -> records.Webhook:
         actor = access.actor(self.ctx, who)
         item = self.ctx.webhooks.get(webhook_id) if isinstance(webhook_id, str) and webhook_id.startswith(
             "wh_") and len(webhook_id) < 100 else None
-        if item is None or item["workspace_id"] != actor.workspace_id:
+        if item is None or item.workspace_id != actor.workspace_id:
             raise NotFound("No such webhook in this workspace.")
         return item
 
     # ---------------------------------------------------------------- the worker
 
     @staticmethod
-    def _delivery(event: Event, webhook: Record, now_ms: int) -> Record:
-        return {"delivery_id": delivery_id_for(event.event_id, webhook["webhook_id"]),
-                "webhook_id": webhook["webhook_id"], "workspace_id": event.workspace_id,
-                "event_id": event.event_id, "event_created_ms": event.created_ms, "event": event.type,
-                "status": "pending", "attempts": 0, "created_ms": now_ms, "next_attempt_ms": now_ms,
-                "updated_ms": now_ms}
+    def _delivery(event: Event, webhook: records.Webhook, now_ms: int) -> records.WebhookDelivery:
+        return records.WebhookDelivery(
+            delivery_id=delivery_id_for(event.event_id, webhook.webhook_id), webhook_id=webhook.webhook_id,
+            workspace_id=event.workspace_id, event_id=event.event_id, event_created_ms=event.created_ms,
+            event=event.type, status="pending", attempts=0, created_ms=now_ms, next_attempt_ms=now_ms,
+            updated_ms=now_ms)
 
     def dispatch_pending(self, limit: int = 100) -> int:
         """Turn pending events into deliveries (one per subscribed webhook); how many events."""
         events = self.ctx.webhooks.pending_events(limit)
-        hooks: dict[str, list[Record]] = {}
+        hooks: dict[str, list[records.Webhook]] = {}
         for event in events:
             workspace_id = event.workspace_id
             if workspace_id not in hooks:
                 hooks[workspace_id] = self.ctx.webhooks.list_for_workspace(workspace_id)
             now_ms = self.ctx.now_ms()
             deliveries = [self._delivery(event, w, now_ms) for w in hooks[workspace_id]
-                          if event.type in w["events"]]
+                          if event.type in w.events]
             self.ctx.webhooks.dispatch(event, deliveries)
         return len(events)
 
@@ -203,50 +205,48 @@ class WebhookService:
     def run_once(self) -> tuple[int, int]:
         return self.dispatch_pending(), self.deliver_due()
 
-    def attempt(self, delivery: Record) -> bool:
+    def attempt(self, delivery: records.WebhookDelivery) -> bool:
         """One try of one delivery, if this sender wins its lease. True if it was tried."""
         now_ms = self.ctx.now_ms()
-        if delivery.get("status") != "pending" or (delivery.get("next_attempt_ms") or 0) > now_ms:
+        if delivery.status != "pending" or (delivery.next_attempt_ms or 0) > now_ms:
             return False
         if not self.ctx.webhooks.claim(delivery, now_ms + LEASE_MS):
             return False
-        delivery = {**delivery, "next_attempt_ms": now_ms + LEASE_MS}
-        webhook = self.ctx.webhooks.get(delivery["webhook_id"])
-        event = self.ctx.webhooks.get_event(delivery["workspace_id"], delivery.get("event_created_ms", 0),
-                                            delivery["event_id"])
-        attempts = delivery["attempts"] + 1
+        delivery = replace(delivery, next_attempt_ms=now_ms + LEASE_MS)
+        webhook = self.ctx.webhooks.get(delivery.webhook_id)
+        event = self.ctx.webhooks.get_event(delivery.workspace_id, delivery.event_created_ms or 0, delivery.event_id)
+        attempts = delivery.attempts + 1
         if webhook is None or event is None:
-            self.ctx.webhooks.record(delivery, {"status": "failed", "attempts": delivery["attempts"],
-                                                "last_error": "webhook deleted" if webhook is None
-                                                else "event no longer exists (its document was deleted)",
-                                                "next_attempt_ms": None, "updated_ms": now_ms})
+            self.ctx.webhooks.record(delivery, replace(
+                delivery, status="failed", last_error="webhook deleted" if webhook is None
+                else "event no longer exists (its document was deleted)", next_attempt_ms=None, updated_ms=now_ms))
             return True
-        body, headers = self.render(event, delivery["delivery_id"], webhook, now_ms)
-        result = self.send(webhook["url"], body.encode("utf-8"), headers, float(limits.WEBHOOK_TIMEOUT_SECONDS))
+        body, headers = self.render(event, delivery.delivery_id, webhook, now_ms)
+        result = self.send(webhook.url, body.encode("utf-8"), headers, float(limits.WEBHOOK_TIMEOUT_SECONDS))
         done_ms = self.ctx.now_ms()
-        changes = {"attempts": attempts, "response_status": result.status, "updated_ms": done_ms,
-                   "last_error": None if result.ok else result.error}
+        tried = replace(delivery, attempts=attempts, response_status=result.status, updated_ms=done_ms,
+                        last_error=None if result.ok else result.error)
         if result.ok:
-            changes.update(status="delivered", next_attempt_ms=None)
+            outcome = replace(tried, status="delivered", next_attempt_ms=None)
         else:
             delay_ms = int(config.webhook_retry_base_seconds() * 1000 * (2 ** (attempts - 1)))
             if done_ms + delay_ms - event.created_ms <= limits.WEBHOOK_RETRY_SECONDS * 1000:
-                changes.update(status="pending", next_attempt_ms=done_ms + delay_ms)
+                outcome = replace(tried, status="pending", next_attempt_ms=done_ms + delay_ms)
             else:
-                changes.update(status="failed", next_attempt_ms=None)
-        self.ctx.webhooks.record(delivery, changes)
-        log.info(json.dumps({"msg": "webhook delivery", "delivery_id": delivery["delivery_id"],
-                             "attempt": attempts, "status": changes["status"],
+                outcome = replace(tried, status="failed", next_attempt_ms=None)
+        self.ctx.webhooks.record(delivery, outcome)
+        log.info(json.dumps({"msg": "webhook delivery", "delivery_id": delivery.delivery_id,
+                             "attempt": attempts, "status": outcome.status,
                              "response_status": result.status}))
         return True
 
-    def render(self, event: Event, delivery_id: str, webhook: Record, now_ms: int) -> tuple[str, dict[str, str]]:
+    def render(self, event: Event, delivery_id: str, webhook: records.Webhook,
+               now_ms: int) -> tuple[str, dict[str, str]]:
         """The body and the Standard Webhooks headers of one attempt."""
         body = json.dumps({"type": event.type, "timestamp": rfc3339(event.created_ms),
                            "data": dict(event.payload)}, ensure_ascii=False, separators=(",", ":"))
         timestamp = now_ms // 1000
-        active = [s["secret"] for s in webhook["secrets"]
-                  if s.get("expires_ms") is None or s["expires_ms"] > now_ms]
+        active = [s.secret for s in webhook.secrets if s.expires_ms is None or s.expires_ms > now_ms]
         headers = {"webhook-id": delivery_id, "webhook-timestamp": str(timestamp),
                    "webhook-signature": " ".join(signature(s, delivery_id, timestamp, body) for s in active)}
         return body, headers

@@ -51,6 +51,17 @@ def upgrade_path(workspace_id: str, email: Optional[str]) -> UpgradePath:
                        command=f'make -s admin ARGS="{where}set-plan {workspace_id} pro"' if is_operator else None)
 
 
+def upgrade_offer(workspace_id: str) -> tuple[str, dict[str, str]]:
+    """How an API or MCP refusal of a plan limit says to upgrade: (words, extra details).
+    The billing link when the service has one (DOCPUB_UPGRADE_URL), as `upgrade_url` too;
+    otherwise the workspace's administrator (an API key is not a person, so no operator
+    command here: the dashboard shows it to operators)."""
+    path = upgrade_path(workspace_id, None)
+    if path.url:
+        return f"upgrade to Pro at {path.url}", {"upgrade_url": path.url}
+    return "ask the workspace's administrator to upgrade it to Pro", {}
+
+
 def workspace_model(item: Record) -> Workspace:
     return Workspace(
         id=item["id"], name=item["name"], brand_name=item.get("brand_name"),
@@ -144,9 +155,10 @@ class WorkspaceService:
             self.ctx.keys.create(record, max_keys)
         except KeyCapReached as exc:
             current = (exc.workspace or {}).get("key_count", max_keys)
+            upgrade, extra = upgrade_offer(workspace_id)
             raise PlanLimitReached(
-                f"The free plan allows {max_keys} API key; revoke it or upgrade to Pro for more.",
-                {"limit": max_keys, "current": current}) from exc
+                f"The free plan allows {max_keys} API key; revoke it, or {upgrade} for more.",
+                {"limit": max_keys, "current": current, **extra}) from exc
         activity.record(self.ctx, who, workspace_id, "key.create", credentials.key_id, {"name": name})
         return CreatedKey(credentials.key_id, secret, workspace_id, name)
 

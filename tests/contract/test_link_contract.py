@@ -75,20 +75,21 @@ def test_rotate_of_a_deleting_document_is_refused(repos):
 
 
 def test_pending_invalidations(repos):
+    from chalicelib.ports.records import PendingInvalidation
+
     pending = repos.cdn_pending
     assert pending.list(15) == []
     pending.add("/d/bbb*", "rotate", 2000, "E1")
     pending.add("/d/aaa*", "delete", 1000, "E0")
     pending.add("/d/bbb*", "rotate", 3000, "E2")  # again: one row, attempts counted, first time kept
-    assert pending.list(15) == [
-        {"path": "/d/aaa*", "reason": "delete", "created_ms": 1000, "attempts": 1, "last_attempt_ms": 1000,
-         "last_error": "E0"},
-        {"path": "/d/bbb*", "reason": "rotate", "created_ms": 2000, "attempts": 2, "last_attempt_ms": 3000,
-         "last_error": "E2"}]
-    assert [p["path"] for p in pending.list(1)] == ["/d/aaa*"]
+    listed = pending.list(15)
+    assert listed == [PendingInvalidation("/d/aaa*", "delete", 1000, 1, 1000, "E0"),
+                      PendingInvalidation("/d/bbb*", "rotate", 2000, 2, 3000, "E2")]
+    assert all(type(p) is PendingInvalidation for p in listed)
+    assert [p.path for p in pending.list(1)] == ["/d/aaa*"]
     pending.remove("/d/aaa*")
     pending.remove("/d/never*")  # not pending: no error
-    assert [p["path"] for p in pending.list(15)] == ["/d/bbb*"]
+    assert [p.path for p in pending.list(15)] == ["/d/bbb*"]
 
 
 def test_sqlite_migration_adds_link_columns_to_an_existing_database(tmp_path):

@@ -121,3 +121,36 @@ def test_an_existing_database_gains_the_oauth_tables(tmp_path):
     repo = OAuthRepository(database)
     repo.create_grant(grant(), token("a1"), token("r1"), None)
     assert repo.get_access("a1")[1]["grant_id"] == "gr_1"
+
+
+def test_new_clients_are_capped_per_window_and_a_refused_one_is_not_stored(repo):
+    """Issue 24: stored OAuth clients are capped (a flood of registrations could grow
+    storage without bound); the counter and the client move together."""
+    from chalicelib.ports import ClientCap, ClientCapReached
+
+    def client(n):
+        return {"client_id": f"dpc_{n}", "kind": "registered", "redirect_uris": ["https://x/cb"],
+                "scopes": ["docs:read"], "created_ms": NOW, "expires_ms": NOW + 86_400_000}
+
+    cap = ClientCap(window=20_775, limit=3, expires_at=NOW // 1000 + 172_800)
+    for n in range(3):
+        repo.put_client(client(n), cap)
+    with pytest.raises(ClientCapReached):
+        repo.put_client(client(3), cap)
+    assert repo.get_client("dpc_3") is None and repo.get_client("dpc_2") is not None
+    racing, failures = run_together([lambda n=n: _try_put(repo, client(10 + n), ClientCap(20_776, 3, cap.expires_at))
+                                     for n in range(8)])
+    assert failures == [] and sorted(racing) == [False] * 5 + [True] * 3  # exactly the limit, under racing threads
+    repo.put_client(client(99), ClientCap(20_777, 3, cap.expires_at))  # a new window has room
+    repo.put_client(client(3))  # without a cap (a grant keeping its client): not counted, not refused
+    assert repo.get_client("dpc_99") is not None and repo.get_client("dpc_3") is not None
+
+
+def _try_put(repo, client, cap):
+    from chalicelib.ports import ClientCapReached
+
+    try:
+        repo.put_client(client, cap)
+    except ClientCapReached:
+        return False
+    return True

@@ -3,10 +3,13 @@ SQLite: members and the last owner, single-use tokens, invitations accepted
 once, the activity log's order, window and cursors."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from chalicelib.ports import BadCursor, Repositories
 from chalicelib.ports.people import LastOwner, MemberExists, NotMember
+from chalicelib.ports.records import AccountToken, ActivityEntry, DashboardSession, Member, User
 from tests.helpers import run_together
 
 WS = "ws_people"
@@ -24,30 +27,36 @@ def repos(request, tmp_path) -> Repositories:
     return repositories(tmp_path / "data", shared=False)
 
 
+def exactly(cls, value):
+    assert type(value) is cls, f"{type(value).__name__} is not {cls.__name__}"
+    return value
+
+
 def person(repos, email, workspace_id=WS):
-    repos.users.create({"email": email, "password_hash": "x", "workspace_id": workspace_id, "role": "owner",
-                        "created_ms": 1, "password_changed_ms": 1})
+    repos.users.create(User(email=email, password_hash="x", workspace_id=workspace_id, role="owner",
+                            created_ms=1, password_changed_ms=1))
 
 
 def setup(repos, *people, workspace_id=WS):
     repos.workspaces.create({"id": workspace_id, "name": "People", "plan": "free", "created_ms": 1})
     for n, (email, role) in enumerate(people):
         person(repos, email, workspace_id)
-        repos.people.add_member({"workspace_id": workspace_id, "email": email, "role": role, "created_ms": 10 + n})
+        repos.people.add_member(Member(workspace_id=workspace_id, email=email, role=role, created_ms=10 + n))
 
 
 def test_members_list_both_ways(repos):
     setup(repos, ("a@x.io", "owner"), ("b@x.io", "viewer"))
     repos.workspaces.create({"id": "ws_two", "name": "Two", "plan": "free", "created_ms": 1})
-    repos.people.add_member({"workspace_id": "ws_two", "email": "b@x.io", "role": "editor", "created_ms": 50})
-    assert [(m["email"], m["role"]) for m in repos.people.list_members(WS)] == [("a@x.io", "owner"),
-                                                                                ("b@x.io", "viewer")]
-    assert [(m["workspace_id"], m["role"]) for m in repos.people.list_memberships("b@x.io")] == [
-        (WS, "viewer"), ("ws_two", "editor")]
-    assert repos.people.get_member(WS, "b@x.io")["role"] == "viewer"
+    repos.people.add_member(Member(workspace_id="ws_two", email="b@x.io", role="editor", created_ms=50,
+                                   added_by="a@x.io"))
+    assert repos.people.list_members(WS) == [Member(WS, "a@x.io", "owner", 10), Member(WS, "b@x.io", "viewer", 11)]
+    assert repos.people.list_memberships("b@x.io") == [Member(WS, "b@x.io", "viewer", 11),
+                                                       Member("ws_two", "b@x.io", "editor", 50, "a@x.io")]
+    assert all(type(m) is Member for m in repos.people.list_members(WS) + repos.people.list_memberships("b@x.io"))
+    assert exactly(Member, repos.people.get_member(WS, "b@x.io")).role == "viewer"
     assert repos.people.get_member("ws_two", "a@x.io") is None
     with pytest.raises(MemberExists):
-        repos.people.add_member({"workspace_id": WS, "email": "b@x.io", "role": "owner", "created_ms": 60})
+        repos.people.add_member(Member(workspace_id=WS, email="b@x.io", role="owner", created_ms=60))
 
 
 def test_the_last_owner_can_be_neither_demoted_nor_removed(repos):
@@ -56,8 +65,8 @@ def test_the_last_owner_can_be_neither_demoted_nor_removed(repos):
         repos.people.set_role(WS, "a@x.io", "editor")
     with pytest.raises(LastOwner):
         repos.people.remove_member(WS, "a@x.io")
-    assert repos.people.set_role(WS, "b@x.io", "owner")["role"] == "owner"
-    assert repos.people.set_role(WS, "a@x.io", "viewer")["role"] == "viewer"
+    assert exactly(Member, repos.people.set_role(WS, "b@x.io", "owner")) == Member(WS, "b@x.io", "owner", 11)
+    assert repos.people.set_role(WS, "a@x.io", "viewer").role == "viewer"
     with pytest.raises(NotMember):
         repos.people.set_role(WS, "nobody@x.io", "viewer")
     with pytest.raises(NotMember):
@@ -68,7 +77,7 @@ def test_two_owners_demoting_each_other_at_once_leave_one(repos):
     setup(repos, ("a@x.io", "owner"), ("b@x.io", "owner"))
     results, failures = run_together([lambda: repos.people.set_role(WS, "a@x.io", "editor"),
                                       lambda: repos.people.set_role(WS, "b@x.io", "editor")])
-    owners = [m for m in repos.people.list_members(WS) if m["role"] == "owner"]
+    owners = [m for m in repos.people.list_members(WS) if m.role == "owner"]
     assert len(owners) == 1
     assert failures == ["LastOwner"] and len(results) == 1
 
@@ -76,26 +85,30 @@ def test_two_owners_demoting_each_other_at_once_leave_one(repos):
 def test_removal_ends_that_persons_sessions_in_that_workspace_only(repos):
     setup(repos, ("a@x.io", "owner"), ("b@x.io", "editor"))
     repos.workspaces.create({"id": "ws_two", "name": "Two", "plan": "free", "created_ms": 1})
-    repos.people.add_member({"workspace_id": "ws_two", "email": "b@x.io", "role": "owner", "created_ms": 50})
+    repos.people.add_member(Member(workspace_id="ws_two", email="b@x.io", role="owner", created_ms=50))
     for digest, ws in (("s1", WS), ("s2", "ws_two")):
-        repos.sessions.create({"session_hash": digest, "email": "b@x.io", "workspace_id": ws, "created_ms": 1,
-                               "expires_ms": 10**13, "expires_at": 10**10})
-    assert repos.people.remove_member(WS, "b@x.io")["role"] == "editor"
+        repos.sessions.create(DashboardSession(session_hash=digest, email="b@x.io", workspace_id=ws, created_ms=1,
+                                               expires_ms=10**13, expires_at=10**10))
+    assert exactly(Member, repos.people.remove_member(WS, "b@x.io")) == Member(WS, "b@x.io", "editor", 11)
     assert repos.sessions.get("s1") is None and repos.sessions.get("s2") is not None
     assert repos.people.get_member(WS, "b@x.io") is None
 
 
 def token(kind="reset", token_hash="t1", email="a@x.io", expires_ms=5000, **more):
-    return {"token_hash": token_hash, "kind": kind, "email": email, "created_ms": 1000, "expires_ms": expires_ms,
-            "expires_at": expires_ms // 1000 + 3600, **more}
+    return AccountToken(token_hash=token_hash, kind=kind, email=email, created_ms=1000, expires_ms=expires_ms,
+                        expires_at=expires_ms // 1000 + 3600, **more)
 
 
 def test_a_token_is_used_once_and_never_after_expiry(repos):
     repos.people.put_token(token())
     repos.people.put_token(token(token_hash="t2"))
-    assert repos.people.get_token("t1")["kind"] == "reset"
+    assert exactly(AccountToken, repos.people.get_token("t1")) == token()
+    reset = token(token_hash="t3", password_changed_ms=7)
+    repos.people.put_token(reset)
+    assert repos.people.get_token("t3") == reset
     results, failures = run_together([lambda: repos.people.use_token("t1", 2000) for _ in range(5)])
     assert failures == [] and sum(r is not None for r in results) == 1
+    assert [exactly(AccountToken, r) for r in results if r is not None] == [dataclasses.replace(token(), used_ms=2000)]
     assert repos.people.use_token("t2", 5000) is None  # expired at 5000
     assert repos.people.use_token("unknown", 2000) is None
 
@@ -105,14 +118,17 @@ def test_an_invitation_is_accepted_once_and_adds_the_member_with_it(repos):
     person(repos, "c@x.io")
     repos.people.put_token(token("invite", "i1", "c@x.io", workspace_id=WS, role="editor", invited_by="a@x.io"))
     repos.people.put_token(token("invite", "i2", "c@x.io", workspace_id=WS, role="viewer", invited_by="a@x.io"))
-    assert [i["token_hash"] for i in repos.people.list_invites(WS, 2000)] in (["i1", "i2"], ["i2", "i1"])
-    member = {"workspace_id": WS, "email": "c@x.io", "role": "editor", "created_ms": 2000, "added_by": "a@x.io"}
-    assert repos.people.accept_invite("i1", member, 2000)["role"] == "editor"
-    assert repos.people.get_member(WS, "c@x.io")["role"] == "editor"
+    invites = repos.people.list_invites(WS, 2000)
+    assert [i.token_hash for i in invites] in (["i1", "i2"], ["i2", "i1"])
+    assert all(type(i) is AccountToken for i in invites)
+    assert token("invite", "i1", "c@x.io", workspace_id=WS, role="editor", invited_by="a@x.io") in invites
+    member = Member(workspace_id=WS, email="c@x.io", role="editor", created_ms=2000, added_by="a@x.io")
+    assert exactly(AccountToken, repos.people.accept_invite("i1", member, 2000)).role == "editor"
+    assert repos.people.get_member(WS, "c@x.io") == member
     assert repos.people.accept_invite("i1", member, 2001) is None
     with pytest.raises(MemberExists):
-        repos.people.accept_invite("i2", {**member, "role": "viewer"}, 2002)
-    assert repos.people.get_token("i2").get("used_ms") is None  # nothing changed
+        repos.people.accept_invite("i2", dataclasses.replace(member, role="viewer"), 2002)
+    assert repos.people.get_token("i2").used_ms is None  # nothing changed
     assert repos.people.revoke_invites(WS, "c@x.io", 2003) == 1
     assert repos.people.list_invites(WS, 2004) == []
 
@@ -121,16 +137,16 @@ def test_an_expired_invitation_adds_nobody(repos):
     setup(repos, ("a@x.io", "owner"))
     person(repos, "c@x.io")
     repos.people.put_token(token("invite", "i1", "c@x.io", workspace_id=WS, role="editor"))
-    member = {"workspace_id": WS, "email": "c@x.io", "role": "editor", "created_ms": 6000}
+    member = Member(workspace_id=WS, email="c@x.io", role="editor", created_ms=6000)
     assert repos.people.accept_invite("i1", member, 6000) is None
     assert repos.people.get_member(WS, "c@x.io") is None
     assert repos.people.list_invites(WS, 6000) == []
 
 
 def entry(n, workspace_id=WS, created_ms=None):
-    return {"workspace_id": workspace_id, "activity_id": f"act_{n:04d}", "created_ms": created_ms or 1000 + n,
-            "actor_kind": "member", "actor": "a@x.io", "surface": "api", "action": "document.publish",
-            "target": f"doc{n}", "detail": {"title": f"Doc {n} ✓"}, "expires_at": 10**10}
+    return ActivityEntry(workspace_id=workspace_id, activity_id=f"act_{n:04d}", created_ms=created_ms or 1000 + n,
+                         actor_kind="member", actor="a@x.io", surface="api", action="document.publish",
+                         target=f"doc{n}", detail={"title": f"Doc {n} ✓"}, expires_at=10**10)
 
 
 def test_activity_pages_newest_first_within_the_window(repos):
@@ -138,10 +154,9 @@ def test_activity_pages_newest_first_within_the_window(repos):
         repos.people.add_activity(entry(n))
     repos.people.add_activity(entry(99, workspace_id="ws_other"))
     page, cursor = repos.people.activity_page(WS, 1002, 3, None)
-    assert [e["target"] for e in page] == ["doc6", "doc5", "doc4"] and cursor
-    assert page[0]["detail"] == {"title": "Doc 6 ✓"}
+    assert [exactly(ActivityEntry, e) for e in page] == [entry(6), entry(5), entry(4)] and cursor
     page, cursor = repos.people.activity_page(WS, 1002, 3, cursor)
-    assert [e["target"] for e in page] == ["doc3", "doc2"] and cursor is None
+    assert [e.target for e in page] == ["doc3", "doc2"] and cursor is None
     with pytest.raises(BadCursor):
         repos.people.activity_page("ws_other", 0, 3, repos.people.activity_page(WS, 0, 1, None)[1])
     with pytest.raises(BadCursor):
@@ -151,12 +166,15 @@ def test_activity_pages_newest_first_within_the_window(repos):
 def test_sessions_switch_workspace_and_end_all_but_one(repos):
     setup(repos, ("a@x.io", "owner"))
     for digest in ("s1", "s2", "s3"):
-        repos.sessions.create({"session_hash": digest, "email": "a@x.io", "workspace_id": WS, "created_ms": 1,
-                               "expires_ms": 10**13, "expires_at": 10**10})
+        repos.sessions.create(DashboardSession(session_hash=digest, email="a@x.io", workspace_id=WS, created_ms=1,
+                                               expires_ms=10**13, expires_at=10**10))
+    assert repos.sessions.get("s2") == DashboardSession("s2", "a@x.io", WS, 1, 10**13, 10**10)
+    assert type(repos.sessions.get("s2")) is DashboardSession
     assert repos.sessions.set_workspace("s1", "ws_two")
-    assert repos.sessions.get("s1")["workspace_id"] == "ws_two"
+    assert repos.sessions.get("s1").workspace_id == "ws_two"
     assert repos.sessions.delete_for_user("a@x.io", keep="s1") == 2
     assert repos.sessions.get("s1") and not repos.sessions.get("s2")
     assert repos.users.set_fields("a@x.io", {"email_verified_ms": 77})
-    assert repos.users.get("a@x.io")["email_verified_ms"] == 77
+    assert repos.users.get("a@x.io") == User("a@x.io", "x", WS, 1, "owner", 1, email_verified_ms=77)
+    assert type(repos.users.get("a@x.io")) is User
     assert not repos.users.set_fields("nobody@x.io", {"email_verified_ms": 77})

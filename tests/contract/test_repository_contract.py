@@ -4,6 +4,7 @@ folder). The atomic rules are raced with real threads."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 
 import pytest
@@ -12,7 +13,7 @@ from chalicelib.ports import (
     BadCursor, BlobNotFound, DocumentCapReached, FeedbackGone, GuardFailed, IdempotencyRecord, KeyCapReached,
     RateClaim, RateSlot, Repositories, StaleDocument, UserExists, version_key,
 )
-from chalicelib.ports.records import Feedback
+from chalicelib.ports.records import Feedback, User
 from tests.helpers import FakeClock, run_together
 
 WS = "ws_contract"
@@ -383,18 +384,18 @@ def test_feedback_pages_and_their_cursors(repos):
 # ------------------------------------------------------------------ accounts
 
 def test_users_are_unique_and_passwords_change_only_from_the_verified_hash(repos):
-    user = {"email": "a@example.com", "password_hash": "h1", "workspace_id": WS, "role": "owner",
-            "created_ms": 1, "password_changed_ms": 1}
-    results, failures = run_together([lambda: repos.users.create(dict(user))] * 5)
+    user = User(email="a@example.com", password_hash="h1", workspace_id=WS, role="owner", created_ms=1,
+                password_changed_ms=1)
+    results, failures = run_together([lambda: repos.users.create(user)] * 5)
     assert len(results) == 1 and failures == ["UserExists"] * 4
     assert repos.users.set_password("a@example.com", "wrong", "h2", 2) is False
     assert repos.users.set_password("a@example.com", "h1", "h2", 2) is True
-    assert repos.users.get("a@example.com")["password_hash"] == "h2"
+    assert repos.users.get("a@example.com") == dataclasses.replace(user, password_hash="h2", password_changed_ms=2)
     repos.users.delete("a@example.com")
     assert repos.users.get("a@example.com") is None
-    repos.users.create(dict(user))  # the email is free again
+    repos.users.create(user)  # the email is free again
     with pytest.raises(UserExists):
-        repos.users.create(dict(user))
+        repos.users.create(user)
 
 
 def test_sessions_and_their_expiry(repos):
@@ -404,12 +405,12 @@ def test_sessions_and_their_expiry(repos):
     clock = FakeClock()
     service = AccountService(Context(repos=repos, clock=clock))
     make_workspace(repos)
-    repos.users.create({"email": "s@example.com", "password_hash": "h", "workspace_id": WS, "role": "owner",
-                        "created_ms": 1, "password_changed_ms": 1})
+    repos.users.create(User(email="s@example.com", password_hash="h", workspace_id=WS, role="owner",
+                            created_ms=1, password_changed_ms=1))
     started = service._start("s@example.com", WS)
     other = service._start("s@example.com", WS)
     assert service.session(started.session_id).email == "s@example.com"
-    assert repos.sessions.get(started.session.session_hash)["expires_ms"] == started.session.expires_ms
+    assert repos.sessions.get(started.session.session_hash).expires_ms == started.session.expires_ms
     clock.advance((started.session.expires_ms - clock.now * 1000) / 1000)
     assert service.session(started.session_id) is None  # expired: refused, and removed
     assert repos.sessions.get(started.session.session_hash) is None

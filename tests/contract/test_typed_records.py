@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from chalicelib.ports.records import Event, Feedback, Reply
+from chalicelib.ports.records import Event, Feedback, Reply, Webhook, WebhookDelivery, WebhookSecret
 from tests.contract.test_repository_contract import WS, create, make_workspace, repos  # noqa: F401
 
 ANCHOR = {"quote": "the results", "prefix": "see ", "suffix": " below"}
@@ -68,3 +68,47 @@ def test_the_outbox_hands_back_events(repos):
     assert exactly(Event, repos.webhooks.get_event(WS, 500, event.event_id)) == event
     repos.webhooks.dispatch(event, [])
     assert event.event_id not in [e.event_id for e in repos.webhooks.pending_events(10)]
+
+
+def test_webhooks_and_deliveries_come_back_as_records(repos):
+    make_workspace(repos)
+    doc = create(repos, 1)
+    hook = Webhook(webhook_id="wh_typed0001", workspace_id=WS, url="https://example.com/hook",
+                   events=("feedback.created", "document.published"), secrets=(WebhookSecret("whsec_one"),),
+                   created_ms=10)
+    repos.webhooks.create(hook, 5)
+    assert exactly(Webhook, repos.webhooks.get(hook.webhook_id)) == hook
+    assert [exactly(Webhook, w) for w in repos.webhooks.list_for_workspace(WS)] == [hook]
+    assert all(type(s) is WebhookSecret for s in repos.webhooks.get(hook.webhook_id).secrets)
+
+    rotated = (WebhookSecret("whsec_two"), WebhookSecret("whsec_one", expires_ms=99))
+    assert repos.webhooks.set_secrets(hook, rotated) is True
+    assert repos.webhooks.set_secrets(hook, rotated) is False  # no longer the secrets read
+    assert repos.webhooks.get(hook.webhook_id) == dataclasses.replace(hook, secrets=rotated)
+
+    event = Event(event_id="ev_hook00001", workspace_id=WS, type="document.published", created_ms=500,
+                  document_id=doc["document_id"], payload={"title": "Doc 1"})
+    repos.feedback.create(Feedback(feedback_id="fb_hook00001", document_id=doc["document_id"], workspace_id=WS,
+                                   version_id="v_1_1", message="m", created_ms=500), None, event)
+    delivery = WebhookDelivery(delivery_id="msg_typed0001", webhook_id=hook.webhook_id, workspace_id=WS,
+                               event_id=event.event_id, event_created_ms=event.created_ms, event=event.type,
+                               status="pending", attempts=0, created_ms=600, next_attempt_ms=600, updated_ms=600)
+    repos.webhooks.dispatch(event, [delivery])
+    assert exactly(WebhookDelivery, repos.webhooks.get_delivery(delivery.delivery_id)) == delivery
+    assert [exactly(WebhookDelivery, d) for d in repos.webhooks.due(600, 10)] == [delivery]
+    assert repos.webhooks.due(599, 10) == []
+
+    assert repos.webhooks.claim(delivery, 700) is True
+    leased = dataclasses.replace(delivery, next_attempt_ms=700)
+    assert repos.webhooks.claim(delivery, 800) is False  # moved since it was read
+    assert repos.webhooks.get_delivery(delivery.delivery_id) == leased
+    outcome = dataclasses.replace(leased, status="pending", attempts=1, response_status=500,
+                                  last_error="HTTP 500", next_attempt_ms=900, updated_ms=650)
+    assert repos.webhooks.record(leased, outcome) is True
+    assert repos.webhooks.record(leased, outcome) is False  # attempts moved
+    assert repos.webhooks.get_delivery(delivery.delivery_id) == outcome
+    done = dataclasses.replace(outcome, status="delivered", attempts=2, response_status=204, last_error=None,
+                               next_attempt_ms=None, updated_ms=950)
+    assert repos.webhooks.record(outcome, done) is True
+    assert [exactly(WebhookDelivery, d) for d in repos.webhooks.deliveries(hook.webhook_id, 10)] == [done]
+    assert repos.webhooks.due(10**15, 10) == []

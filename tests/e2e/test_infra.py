@@ -563,10 +563,13 @@ def behaviours(distribution) -> dict[str, dict]:
 def test_cloudfront_is_https_only(distribution):
     for pattern, behaviour in behaviours(distribution).items():
         assert behaviour["ViewerProtocolPolicy"] in ("redirect-to-https", "https-only"), pattern
-    for origin in distribution["Origins"]:
+    origins = {o["Id"]: o for o in distribution["Origins"]}
+    assert set(origins) == {"api", "share"}
+    for origin in origins.values():
         assert origin["CustomOriginConfig"]["OriginProtocolPolicy"] == "https-only"
-        assert origin["OriginPath"] == "/api"  # chalice's stage name
-        assert refs(origin["DomainName"]) == {"RestAPI"}
+    assert origins["api"]["OriginPath"] == "/api"  # chalice's stage name
+    assert refs(origins["api"]["DomainName"]) == {"RestAPI"}
+    assert "OriginPath" not in origins["share"] and refs(origins["share"]["DomainName"]) == {"ShareFunctionUrl"}
 
 
 def test_dynamic_paths_are_never_cached(distribution):
@@ -577,12 +580,29 @@ def test_dynamic_paths_are_never_cached(distribution):
         assert "POST" in found[pattern]["AllowedMethods"]
 
 
-def test_view_beacon_is_never_cached_and_sees_the_viewer(distribution):
+def test_view_beacon_is_never_cached_and_sees_the_viewer(resources, distribution):
+    """The beacon's origin gets what counting a view reads, derived from the code, and the
+    viewer's address (a managed all-viewer policy does not promise CloudFront-Viewer-Address:
+    every viewer behind one edge would then share one per-address cap), never Host."""
+    from chalicelib.domain.views import PURPOSE_HEADERS
+    from chalicelib.services.sharing import MEMBER_COOKIE
+
     beacon = behaviours(distribution)["/d/*/view"]
     assert beacon["CachePolicyId"] == CACHING_DISABLED
-    # User-Agent and Sec-Purpose (the bot/prefetch rule) and the unlock cookie reach the origin.
-    assert beacon["OriginRequestPolicyId"] == ALL_VIEWER_EXCEPT_HOST
     assert "POST" in beacon["AllowedMethods"]
+    policy = resources[beacon["OriginRequestPolicyId"]["Ref"]]["Properties"]["OriginRequestPolicyConfig"]
+    headers = {h.lower() for h in policy["HeadersConfig"]["Headers"]}
+    assert policy["HeadersConfig"]["HeaderBehavior"] == "whitelist" and "host" not in headers
+    needed = {"user-agent", *PURPOSE_HEADERS,  # the bot and prefetch rules (services/views.py)
+              "sec-fetch-site", "origin", "referer",  # refuse_cross_site (entrypoints/http.py)
+              "cloudfront-viewer-address", "content-type"}
+    assert headers == needed
+    http = (ROOT / "chalicelib" / "entrypoints" / "http.py").read_text()
+    for name in ("sec-fetch-site", "origin", "cloudfront-viewer-address"):
+        assert f'headers.get("{name}")' in http, name  # the names the code reads
+    assert policy["CookiesConfig"] == {"CookieBehavior": "whitelist",
+                                       "Cookies": [{"Ref": "UnlockCookieName"}, MEMBER_COOKIE]}
+    assert policy["QueryStringsConfig"] == {"QueryStringBehavior": "whitelist", "QueryStrings": ["v"]}
 
 
 def test_share_pages_honour_origin_cache_control(resources, distribution):
@@ -1250,3 +1270,61 @@ def test_an_index_query_never_hands_out_an_attribute_the_index_lacks(ctx):
     with pytest.raises(AssertionError, match="does not project"):
         Table().query("GSI1PK = :pk", {":pk": "x"}, index="GSI1", projected=("key_hash",))
     assert Table().query("GSI1PK = :pk", {":pk": "x"}, index="GSI1", projected=("title",)) == ([], None)
+
+
+# ------------------------------------------------------------------ the share function (issue 23)
+
+def test_share_paths_run_in_their_own_function_behind_a_function_url(template, resources, distribution):
+    """/d/* (pages, content, beacon, unlock, feedback) reaches ShareFunction through its
+    function URL: the same package and app, its own reserved concurrency (a flood of
+    viewers cannot take the API's), no API Gateway request price on the beacon."""
+    import importlib
+
+    share = resources["ShareFunction"]["Properties"]
+    api = resources["APIHandler"]["Properties"]
+    module, _, name = share["Handler"].rpartition(".")
+    assert callable(getattr(importlib.import_module(module), name))
+    assert share["CodeUri"] == api["CodeUri"] and share["Runtime"] == api["Runtime"]
+    assert share["MemorySize"] == api["MemorySize"]
+    assert share["Environment"]["Variables"] == api["Environment"]["Variables"]  # the same app, configured alike
+    assert share["Timeout"] < distribution["Origins"][0]["CustomOriginConfig"]["OriginReadTimeout"]
+    assert share["ReservedConcurrentExecutions"] == {
+        "Fn::If": ["HasShareConcurrency", {"Ref": "ShareReservedConcurrency"}, {"Ref": "AWS::NoValue"}]}
+    assert int(template["Parameters"]["ShareReservedConcurrency"]["Default"]) > 0
+    assert template["Conditions"]["HasShareConcurrency"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "ShareReservedConcurrency"}, 0]}]}
+    # A public URL, invocable only as a URL; the app refuses requests without CloudFront's secret.
+    url = resources["ShareFunctionUrl"]["Properties"]
+    assert url["AuthType"] == "NONE" and url["TargetFunctionArn"] == {"Fn::GetAtt": ["ShareFunction", "Arn"]}
+    permissions = {p["Properties"]["Action"]: p["Properties"] for p in of_type(resources, "AWS::Lambda::Permission").values()
+                   if p["Properties"]["FunctionName"] == {"Ref": "ShareFunction"}}
+    assert permissions["lambda:InvokeFunctionUrl"]["FunctionUrlAuthType"] == "NONE"
+    assert permissions["lambda:InvokeFunction"]["InvokedViaFunctionUrl"] is True
+    # Both share behaviours go to it, with CloudFront's secret; the API paths stay on API Gateway.
+    origins = {o["Id"]: o for o in distribution["Origins"]}
+    found = behaviours(distribution)
+    assert found["/d/*/view"]["TargetOriginId"] == found["/d/*"]["TargetOriginId"] == "share"
+    for pattern in ("/api/*", "/mcp", "/mcp/*", "/dashboard*", "*"):
+        assert found[pattern]["TargetOriginId"] == "api", pattern
+    assert origins["share"]["DomainName"] == {
+        "Fn::Select": [2, {"Fn::Split": ["/", {"Fn::GetAtt": ["ShareFunctionUrl", "FunctionUrl"]}]}]}
+    headers = {h["HeaderName"]: h["HeaderValue"] for h in origins["share"]["OriginCustomHeaders"]}
+    assert headers["X-Docpub-Origin-Secret"] == api["Environment"]["Variables"]["DOCPUB_ORIGIN_SECRET"]
+    assert headers["X-Docpub-Site"] == "main"
+    # The viewer's Host never reaches the URL (Lambda routes function URLs by their own host).
+    beacon = resources[found["/d/*/view"]["OriginRequestPolicyId"]["Ref"]]["Properties"]["OriginRequestPolicyConfig"]
+    assert "Host" not in beacon["HeadersConfig"]["Headers"]
+    forwarded = resources[found["/d/*"]["OriginRequestPolicyId"]["Ref"]]["Properties"]["OriginRequestPolicyConfig"]
+    assert "Host" not in forwarded["HeadersConfig"]["Headers"]
+    content = resources["ContentDistribution"]["Properties"]["DistributionConfig"]
+    assert [o["Id"] for o in content["Origins"]] == ["share"] and content["DefaultCacheBehavior"]["TargetOriginId"] == "share"
+    # Its role: its own log group, and the data and nudge policies the API's role has.
+    role = share["Role"]["Fn::GetAtt"][0]
+    [logs] = resources[role]["Properties"]["Policies"]
+    assert logs["PolicyDocument"]["Statement"][0]["Resource"] == {"Fn::GetAtt": ["ShareLogGroup", "Arn"]}
+    for policy in ("DataAccessPolicy", "WebhookNudgePolicy"):
+        assert {"Ref": role} in resources[policy]["Properties"]["Roles"], policy
+    # Alarms: 5xx rate at the URL, errors, throttles (the reservation reached).
+    alarms = json.dumps({n: a for n, a in of_type(resources, "AWS::CloudWatch::Alarm").items() if "Share" in n})
+    for metric in ("Url5xxCount", "UrlRequestCount", '"Throttles"', '"Errors"'):
+        assert metric in alarms, metric

@@ -118,6 +118,15 @@ def test_every_tool_succeeds_and_fails_with_a_coded_error(stack, key):
                         "edit_not_found")
             got = await ok("get_document", {"document_id": doc_id, "include_html": True})
             assert got["html"] == "<h1>Plan</h1><p>final</p>" and len(got["versions"]) == 2
+            listed_versions = await ok("list_versions", {"document_id": doc_id})
+            assert [v["number"] for v in listed_versions["versions"]] == [2, 1]
+            await fails("delete_version", {"document_id": doc_id, "version_id": edited["version_id"]},
+                        "version_conflict")  # the latest stays
+            first = doc["version_id"]
+            assert await ok("delete_version", {"document_id": doc_id, "version_id": first}) == \
+                {"document_id": doc_id, "version_id": first, "deleted": True}
+            await fails("delete_version", {"document_id": doc_id, "version_id": first}, "not_found")
+            assert [v["number"] for v in (await ok("list_versions", {"document_id": doc_id}))["versions"]] == [2]
             await fails("get_document", {"document_id": UNKNOWN_ID}, "not_found")
             updated = await ok("update_document", {"document_id": doc_id, "title": "MCP e2e plan v2"})
             assert updated["title"] == "MCP e2e plan v2"

@@ -76,3 +76,62 @@ def test_the_consent_page_is_limited_per_address(client, monkeypatch):
     query = "/dashboard/oauth/authorize?client_id=https%3A%2F%2Fnowhere.invalid%2Fm.json&response_type=code"
     statuses = [dash.get(query).status for _ in range(4)]
     assert statuses[:3] != [429] * 3 and statuses[3] == 429, statuses
+
+
+def _register(client, n):
+    import json
+
+    return client.http.post("/oauth/register", headers={"Content-Type": "application/json"},
+                            body=json.dumps({"client_name": f"App {n}", "redirect_uris": ["https://app.example/cb"]}))
+
+
+def test_new_clients_are_capped_service_wide(client, app_clock, monkeypatch):
+    """Finding: registered clients only aged out after 24 h, so a flood of registrations
+    (from many addresses: each is limited apart) grew storage without bound."""
+    import json
+
+    monkeypatch.setattr(limits, "OAUTH_NEW_CLIENTS", limits.Rate(3, 24 * 3600))
+    monkeypatch.setattr(limits, "OAUTH_REGISTER_PER_IP", limits.Rate(1000, 3600))
+    app_clock.now = (int(app_clock()) // 86400) * 86400 + 86400 - 3600  # 23:00 UTC
+    for n in range(3):
+        assert _register(client, n).status_code == 201
+    r = _register(client, 3)
+    assert r.status_code == 503, r.body
+    refused = json.loads(r.body)
+    assert refused["error"] == "temporarily_unavailable"  # RFC 7591 / 6749 error body
+    assert "new app registrations" in refused["error_description"]
+    assert r.headers["Retry-After"] == "3600"  # when the window turns (00:00 UTC)
+    app_clock.advance(3600)
+    assert _register(client, 4).status_code == 201
+
+
+def test_the_authorization_page_says_so_when_a_metadata_client_cannot_be_stored(client, app_clock, monkeypatch):
+    from urllib.parse import urlencode
+
+    monkeypatch.setattr(limits, "OAUTH_NEW_CLIENTS", limits.Rate(1, 24 * 3600))
+    monkeypatch.setattr(cimd, "fetch_with_lifetime", lambda outbound, url: ({**DOCUMENT, "client_id": url}, 3600))
+    assert _register(client, 0).status_code == 201  # the day's one new client
+    params = {"client_id": CLIENT, "redirect_uri": "https://client.example/cb", "response_type": "code",
+              "code_challenge": "c" * 43, "code_challenge_method": "S256"}
+    r = client.http.get("/oauth/authorize?" + urlencode(params))
+    assert r.status_code == 503, r.body
+    page = r.body.decode()
+    assert page.lower().startswith("<!doctype html") and "This app cannot connect" in page
+    assert "new app registrations" in page and "temporarily_unavailable" in page
+    assert int(r.headers["Retry-After"]) > 0
+
+
+def test_the_consent_page_says_so_too(client, app_clock, monkeypatch):
+    from urllib.parse import urlencode
+
+    from tests.dashboard_client import DashboardClient
+
+    monkeypatch.setattr(limits, "OAUTH_NEW_CLIENTS", limits.Rate(1, 24 * 3600))
+    monkeypatch.setattr(cimd, "fetch_with_lifetime", lambda outbound, url: ({**DOCUMENT, "client_id": url}, 3600))
+    dash = DashboardClient(client)
+    dash.sign_up()
+    assert _register(client, 0).status_code == 201
+    params = {"client_id": CLIENT, "redirect_uri": "https://client.example/cb", "response_type": "code",
+              "code_challenge": "c" * 43, "code_challenge_method": "S256"}
+    page = dash.get("/dashboard/oauth/authorize?" + urlencode(params))
+    assert page.status == 503 and "new app registrations" in page.text

@@ -173,3 +173,26 @@ def test_the_versions_route_pages_through_every_version_newest_first(client, wor
     assert client.http.get(f"{base}?cursor=forged", headers=h).status_code == 422
     other = "/api/v1/documents/00000000-0000-4000-8000-000000000000/versions"
     assert client.http.get(other, headers=h).status_code == 404
+
+
+def test_the_workspace_limit_is_a_sliding_minute_over_http(api, clock):
+    """120 writes at :59 (three keys, 40 each) and one at :01 of the next minute: 429
+    with Retry-After and X-RateLimit-Reset = 58 s (when the first of the 120 leaves)."""
+    from chalicelib import wiring
+
+    ws, first = wiring.workspaces().create_workspace("Busy", "pro")
+    keys = [first.api_key] + [wiring.workspaces().create_key(ws.id, f"k{i}", operator=True).api_key
+                              for i in range(2)]
+    boundary = (int(clock()) // 60 + 1) * 60
+    clock.now = boundary - 1
+    document_id = None
+    for n in range(120):
+        r = _publish(api, keys[n % 3], f"<p>{n}</p>", document_id)
+        assert r.status_code == 200, r.body
+        document_id = json.loads(r.body)["document_id"]
+    clock.now = boundary + 1
+    r = _publish(api, keys[0], "<p>one more</p>", document_id)
+    assert r.status_code == 429, r.body
+    assert r.headers["Retry-After"] == "58" and r.headers["X-RateLimit-Reset"] == "58"
+    assert json.loads(r.body)["error"]["details"] == {"retry_after_seconds": 58}
+    assert _get(api, keys[1], document_id)["version_count"] == 120

@@ -117,15 +117,15 @@ def test_a_failed_invalidation_is_recorded_logged_and_retried(app, key, broken, 
     assert [r.getMessage() for r in caplog.records].count("cdn invalidation failed; kept for retry") == 2
     assert wrapper(app, a).status_code == 404 and wrapper(app, b).status_code == 404  # the origin is right
     pending = cdn_service.pending(app.context)
-    assert [(p["path"], p["reason"], p["attempts"]) for p in pending] == [
+    assert [(p.path, p.reason, p.attempts) for p in pending] == [
         (paths_for(a)[0], "delete", 1), (paths_for(b)[0], "link settings", 1)]
-    assert "TooManyInvalidationsInProgress" in pending[0]["last_error"]
+    assert "TooManyInvalidationsInProgress" in pending[0].last_error
 
     # Still failing: kept, attempts counted, first seen time kept.
     assert cdn_service.retry_pending(app.context)["invalidated"] == 0
     again = cdn_service.pending(app.context)
-    assert [p["attempts"] for p in again] == [2, 2]
-    assert [p["created_ms"] for p in again] == [p["created_ms"] for p in pending]
+    assert [p.attempts for p in again] == [2, 2]
+    assert [p.created_ms for p in again] == [p.created_ms for p in pending]
 
     # The CDN is back: one invalidation with both paths, then nothing pending.
     working = RecordingCdn()
@@ -226,7 +226,7 @@ def test_cloudfront_quota_refusal_becomes_a_pending_retry(aws, cloudfront, clock
     ctx = new_context(clock=clock, cdn=CloudFrontInvalidator("E2EXAMPLE"))
     cloudfront.add_client_error("create_invalidation", "TooManyInvalidationsInProgress", http_status_code=400)
     assert cdn_service.withdraw(ctx, "c" * 22, "delete") is False
-    assert [p["path"] for p in cdn_service.pending(ctx)] == ["/d/" + "c" * 22 + "*"]
+    assert [p.path for p in cdn_service.pending(ctx)] == ["/d/" + "c" * 22 + "*"]
     cloudfront.add_response("create_invalidation", _created(["/d/" + "c" * 22 + "*"]))
     assert cdn_service.retry_pending(ctx)["invalidated"] == 1
 
@@ -313,4 +313,4 @@ def test_a_retry_without_a_cdn_configured_keeps_everything_pending(app, key, bro
     app.context.cdn = NoCdn()
     result = cdn_service.retry_pending(app.context)
     assert result["invalidated"] == 0 and "DOCPUB_CDN_DISTRIBUTION_ID" in result["error"]
-    assert [p["path"] for p in cdn_service.pending(app.context)] == paths_for(doc)
+    assert [p.path for p in cdn_service.pending(app.context)] == paths_for(doc)

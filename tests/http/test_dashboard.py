@@ -125,12 +125,14 @@ def test_sign_up_creates_free_workspace_with_owner_and_session_cookie(client, ap
     assert "Secure" not in cookie  # plain http locally
     workspace = dash.get("/dashboard/workspace")
     assert "Acme Docs" in workspace and "Free" in workspace and "0 / 5" in workspace and "0 / 1" in workspace
+    import dataclasses
+
     from chalicelib import wiring
 
     user = wiring.accounts().ctx.users.get("owner@example.com")
-    assert user["role"] == "owner" and user["password_hash"].startswith("$argon2id$")
-    assert "correct horse" not in json.dumps(user)
-    ws = wiring.workspaces().get_workspace(user["workspace_id"])
+    assert user.role == "owner" and user.password_hash.startswith("$argon2id$")
+    assert "correct horse" not in json.dumps(dataclasses.asdict(user))
+    ws = wiring.workspaces().get_workspace(user.workspace_id)
     assert ws.plan == "free" and ws.name == "Acme Docs"
     assert wiring.workspaces().list_keys(ws.id) == []  # with_key=False
     # Only the hash of the session id is stored.
@@ -139,7 +141,7 @@ def test_sign_up_creates_free_workspace_with_owner_and_session_cookie(client, ap
 
     sessions = wiring.accounts().ctx.sessions
     assert sessions.get(session_id) is None
-    assert sessions.get(hash_session_id(session_id))["email"] == "owner@example.com"
+    assert sessions.get(hash_session_id(session_id)).email == "owner@example.com"
 
 
 def test_secure_cookie_on_https(client, app_clock, monkeypatch):

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.dashboard_client import DashboardClient
 from tests.http.test_dashboard import doc_id_from, upload
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "chalicelib" / "entrypoints" / "dashboard"
@@ -19,13 +18,6 @@ DASHBOARD = Path(__file__).resolve().parents[2] / "chalicelib" / "entrypoints" /
 @pytest.fixture(autouse=True)
 def cheap_argon2(fast_argon2):
     """Hash passwords cheaply."""
-
-
-@pytest.fixture
-def owner(client, app_clock):
-    dash = DashboardClient(client)
-    dash.sign_up()
-    return dash
 
 
 def _set_plan_pro(dash):

@@ -121,3 +121,27 @@ def test_charts_without_views_say_no_views_yet(owner, client, app_clock):
     views = page.text.split('id="views"', 1)[1].split("</section>", 1)[0]
     assert "No views in the last 30 days." in text_of(views) and 'id="views-days"' not in views
     assert 'id="views-versions"' in views  # all time: still drawn
+
+
+def test_api_and_mcp_plan_refusals_give_the_same_upgrade_path(client, key, monkeypatch):
+    """The previous session left REST and MCP refusals saying "upgrade to Pro" with no way
+    to do it: they now give the billing link when the service has one (also as
+    `details.upgrade_url`), else say to ask the administrator, as the dashboard does."""
+    import json
+
+    from tests.helpers import post_json
+    from tests.http.test_mcp import call as call_tool
+
+    for n in range(5):
+        assert post_json(client, "/api/v1/publish", {"title": f"D{n}", "html": "<p>x</p>"}, key).status_code == 200
+    refused = json.loads(post_json(client, "/api/v1/publish", {"title": "sixth", "html": "<p>x</p>"}, key).body)
+    assert refused["error"]["code"] == "plan_limit_reached"
+    assert "ask the workspace's administrator to upgrade it to Pro" in refused["error"]["message"]
+    assert "upgrade_url" not in refused["error"]["details"]
+
+    monkeypatch.setenv("DOCPUB_UPGRADE_URL", "https://billing.example.com/upgrade?workspace={workspace_id}")
+    refused = json.loads(post_json(client, "/api/v1/publish", {"title": "sixth", "html": "<p>x</p>"}, key).body)
+    link = refused["error"]["details"]["upgrade_url"]
+    assert link.startswith("https://billing.example.com/upgrade?workspace=ws_") and link in refused["error"]["message"]
+    tool = call_tool(client, key, "publish_document", {"title": "sixth", "html": "<p>x</p>"})
+    assert tool["isError"] and link in tool["content"][0]["text"]

@@ -13,7 +13,8 @@ PROJECT_DIR = Path(__file__).resolve().parents[2]
 TOOL_NAMES = {"publish_document", "edit_document", "get_document", "update_document", "delete_document",
               "list_documents", "find_document", "get_workspace_info", "list_feedback", "resolve_feedback",
               "get_document_stats",
-              "set_passphrase", "rotate_share_link", "list_versions", "reply_to_feedback", "wait_for_feedback"}
+              "set_passphrase", "rotate_share_link", "list_versions", "delete_version", "reply_to_feedback",
+              "wait_for_feedback"}
 ACCEPT = "application/json, text/event-stream"
 
 

@@ -425,6 +425,8 @@ def test_read_only_scope_cannot_write(client, dash):
     assert result["content"][0]["text"].startswith("insufficient_scope: publish_document needs the docs:write")
     assert not tool(client, tokens["access_token"], "list_documents", {}).get("isError")
     assert tool(client, tokens["access_token"], "list_feedback", {})["isError"] is True
+    deleted = tool(client, tokens["access_token"], "delete_version", {"document_id": "x", "version_id": "y"})
+    assert deleted["content"][0]["text"].startswith("insufficient_scope: delete_version needs the docs:write")
 
 
 def test_token_of_workspace_a_cannot_see_document_of_workspace_b(client, dash):

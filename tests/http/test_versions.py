@@ -106,3 +106,33 @@ def test_the_operation_is_in_openapi_and_needs_the_read_scope(client):
     assert operation["operationId"] == "listVersions"
     assert {p["name"] for p in operation["parameters"]} == {"document_id", "limit", "cursor"}
     assert TOOL_SCOPES["list_versions"] == "docs:read"
+
+
+def test_the_mcp_tool_delete_version_deletes_an_old_version(client, key, document):
+    """delete_version as an MCP tool: the REST operation's rules, a structured answer."""
+    versions = json.loads(_get(client, key, f"/api/v1/documents/{document}/versions").body)["versions"]
+    latest, old = versions[0]["version_id"], versions[2]["version_id"]
+    result = call(client, key, "delete_version", {"document_id": document, "version_id": old})
+    assert not result.get("isError"), result
+    assert result["structuredContent"] == {"document_id": document, "version_id": old, "deleted": True}
+    left = json.loads(_get(client, key, f"/api/v1/documents/{document}/versions").body)["versions"]
+    assert [v["number"] for v in left] == [5, 4, 2, 1]
+    again = call(client, key, "delete_version", {"document_id": document, "version_id": old})
+    assert again["isError"] and again["content"][0]["text"].startswith("not_found")
+    kept = call(client, key, "delete_version", {"document_id": document, "version_id": latest})
+    assert kept["isError"] and kept["content"][0]["text"].startswith("version_conflict")
+    assert latest in kept["content"][0]["text"]  # details name the latest version
+    missing = call(client, key, "delete_version", {"document_id": document})
+    assert missing["isError"] and missing["content"][0]["text"].startswith("validation_error")
+
+
+def test_the_delete_version_tool_is_declared_destructive_and_needs_the_write_scope(client, key):
+    from chalicelib.operations import TOOL_SCOPES
+    from tests.http.test_mcp import rpc
+
+    assert TOOL_SCOPES["delete_version"] == "docs:write"
+    tools = {t["name"]: t for t in json.loads(rpc(client, key, "tools/list").body)["result"]["tools"]}
+    tool = tools["delete_version"]
+    assert tool["annotations"]["destructiveHint"] is True and tool["annotations"]["readOnlyHint"] is False
+    assert set(tool["inputSchema"]["required"]) == {"document_id", "version_id"}
+    assert set(tool["outputSchema"]["properties"]) == {"document_id", "version_id", "deleted"}

@@ -9,7 +9,6 @@ import pytest
 from tests import helpers
 
 from chalicelib.domain import views as rules
-from tests.dashboard_client import DashboardClient
 from tests.http.test_dashboard import create_key
 from tests.http.test_views import CHROME
 
@@ -19,13 +18,6 @@ DAY = 24 * 3600
 @pytest.fixture(autouse=True)
 def cheap_argon2(fast_argon2):
     """Hash passwords cheaply: these tests sign up many people."""
-
-
-@pytest.fixture
-def owner(client, app_clock):
-    dash = DashboardClient(client)
-    dash.sign_up()
-    return dash
 
 
 def text_of(html: str) -> str:

@@ -213,7 +213,7 @@ def test_gives_up_after_24_hours(client, workspace, receiver, private_ok, now_cl
         [d] = _deliveries(client, key, hook["webhook_id"])
         if d["status"] != "pending":
             break
-        due_ms = worker.ctx.webhooks.get_delivery(d["delivery_id"])["next_attempt_ms"]
+        due_ms = worker.ctx.webhooks.get_delivery(d["delivery_id"]).next_attempt_ms
         now_clock.now = max(now_clock.now, due_ms / 1000)
     assert d["status"] == "failed" and d["attempts"] == 12  # 0, 30, 90, ... 61,410 s; next would pass 24 h
     assert now_clock() - start <= 24 * 3600
@@ -250,7 +250,7 @@ def test_a_slow_receiver_times_out_and_never_slows_the_api(client, workspace, re
     _worker().run_once()
     assert time.monotonic() - began < 2.5
     d = _worker().ctx.webhooks.due(10**15, 10)[0]
-    assert d["last_error"].startswith("no answer within") and d.get("response_status") is None
+    assert d.last_error.startswith("no answer within") and d.response_status is None
 
 
 def test_private_targets_are_refused_at_delivery(client, workspace, receiver, private_ok, now_clock, monkeypatch):

@@ -6,7 +6,8 @@ from typing import Optional
 
 from chalicelib.adapters.aws.keys import session_key, user_key, user_sessions_index_pk
 from chalicelib.adapters.aws.table import ConditionFailed, Table
-from chalicelib.ports.records import UserExists
+from chalicelib.ports.records import DashboardSession, User, UserExists, fields_of, from_fields
+from chalicelib.ports.repositories import UserFields
 from chalicelib.adapters.aws.errors import storage_errors
 
 
@@ -17,14 +18,15 @@ class UserRepository:
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()
 
-    def get(self, email_lower: str) -> Optional[dict]:
-        return self.table.get(user_key(email_lower))
+    def get(self, email_lower: str) -> Optional[User]:
+        item = self.table.get(user_key(email_lower))
+        return from_fields(User, item) if item is not None else None
 
-    def create(self, user: dict) -> None:
+    def create(self, user: User) -> None:
         try:
-            self.table.put({**user_key(user["email"]), **user}, "attribute_not_exists(PK)")
+            self.table.put({**user_key(user.email), **fields_of(user)}, "attribute_not_exists(PK)")
         except ConditionFailed as exc:
-            raise UserExists(user["email"]) from exc
+            raise UserExists(user.email) from exc
 
     def delete(self, email_lower: str) -> None:
         self.table.delete(user_key(email_lower))
@@ -39,7 +41,7 @@ class UserRepository:
             return False
         return True
 
-    def set_fields(self, email_lower: str, fields: dict) -> bool:
+    def set_fields(self, email_lower: str, fields: UserFields) -> bool:
         """`email_verified_ms` and/or `workspace_id` (the person's default workspace)."""
         unknown = set(fields) - {"email_verified_ms", "workspace_id"}
         if unknown:
@@ -62,13 +64,14 @@ class SessionRepository:
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()
 
-    def get(self, session_hash: str) -> Optional[dict]:
-        return self.table.get(session_key(session_hash))
+    def get(self, session_hash: str) -> Optional[DashboardSession]:
+        item = self.table.get(session_key(session_hash))
+        return from_fields(DashboardSession, item) if item is not None else None
 
-    def create(self, session: dict) -> None:
-        self.table.put({**session_key(session["session_hash"]), **session,
-                        "GSI1PK": user_sessions_index_pk(session["email"]),
-                        "GSI1SK": f"{session['created_ms']:015d}#{session['session_hash'][:16]}"},
+    def create(self, session: DashboardSession) -> None:
+        self.table.put({**session_key(session.session_hash), **fields_of(session),
+                        "GSI1PK": user_sessions_index_pk(session.email),
+                        "GSI1SK": f"{session.created_ms:015d}#{session.session_hash[:16]}"},
                        "attribute_not_exists(PK)")
 
     def delete(self, session_hash: str) -> None:

@@ -19,6 +19,7 @@ from chalicelib.adapters.aws import clients as aws
 from chalicelib.adapters.aws.keys import PENDING_INDEX_PK, pending_key
 from chalicelib.adapters.aws.table import Table
 from chalicelib.adapters.aws.errors import storage_errors
+from chalicelib.ports.records import PendingInvalidation, from_fields
 
 
 @storage_errors
@@ -58,10 +59,9 @@ class PendingInvalidationRepository:
             values={":path": path, ":reason": reason, ":error": error, ":now": now_ms,
                     ":gpk": PENDING_INDEX_PK, ":gsk": f"{now_ms:015d}#{path}", ":one": 1})
 
-    def list(self, limit: int) -> list[dict]:
+    def list(self, limit: int) -> list[PendingInvalidation]:
         items, _ = self.table.query("GSI1PK = :pk", {":pk": PENDING_INDEX_PK}, index="GSI1", limit=limit)
-        return [{k: item.get(k) for k in ("path", "reason", "created_ms", "attempts", "last_attempt_ms",
-                                           "last_error")} for item in items]
+        return [from_fields(PendingInvalidation, item) for item in items]
 
     def remove(self, path: str) -> None:
         self.table.delete_keys([pending_key(path)])

@@ -17,11 +17,14 @@ from __future__ import annotations
 from typing import Optional
 
 from chalicelib import config
+from chalicelib.adapters.aws.keys import rate_key
 from chalicelib.adapters.aws.keys import (
     access_key, client_key, code_key, grant_key, grants_index_pk, refresh_key,
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, to_item
 from chalicelib.adapters.aws.errors import storage_errors
+from chalicelib.ports.errors import ClientCapReached
+from chalicelib.ports.records import ClientCap
 
 EXPIRY_GRACE_SECONDS = 3600
 
@@ -45,8 +48,21 @@ class OAuthRepository:
         self.table = table or Table()
 
     # clients
-    def put_client(self, client: dict) -> None:
-        self.table.put({**client_key(client["client_id"]), **client, **_ttl(client)})
+    def put_client(self, client: dict, cap: Optional[ClientCap] = None) -> None:
+        item = {**client_key(client["client_id"]), **client, **_ttl(client)}
+        if cap is None:
+            self.table.put(item)
+            return
+        # The window's counter and the client in one transaction: never a client past the cap.
+        tx = Transaction()
+        tx.update(rate_key(f"oauth-clients#{cap.window}"), "ADD hits :one SET expires_at = :exp",
+                  "attribute_not_exists(hits) OR hits < :limit",
+                  values={":one": 1, ":exp": cap.expires_at, ":limit": cap.limit})
+        tx.put(item)
+        try:
+            tx.commit()
+        except ConditionFailed as exc:
+            raise ClientCapReached() from exc
 
     def get_client(self, client_id: str) -> Optional[dict]:
         return _strip(self.table.get(client_key(client_id)))

@@ -13,6 +13,7 @@ conditional update. `expires_at` (TTL) only cleans up; every read checks expiry.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 from chalicelib.adapters.aws.keys import (
@@ -23,30 +24,27 @@ from chalicelib.adapters.aws.table import (
     ConditionFailed, Table, Transaction, decode_cursor, encode_cursor,
 )
 from chalicelib.ports.people import LastOwner, MemberExists, NotMember
-from chalicelib.ports.records import BadCursor
+from chalicelib.ports.records import AccountToken, ActivityEntry, BadCursor, Member, fields_of, from_fields
 from chalicelib.adapters.aws.errors import storage_errors
 
-MEMBER_FIELDS = ("workspace_id", "email", "role", "created_ms", "added_by")
-INTERNAL = ("PK", "SK", "GSI1PK", "GSI1SK")
+def _member(item: dict) -> Member:
+    return from_fields(Member, item)
 
 
-def _strip(item: Optional[dict], keep_expiry: bool = False) -> Optional[dict]:
-    if item is None:
-        return None
-    return {k: v for k, v in item.items() if k not in INTERNAL and (keep_expiry or k != "expires_at")}
+def _token(item: Optional[dict]) -> Optional[AccountToken]:
+    return from_fields(AccountToken, item) if item is not None else None
 
 
-def _member_item(member: dict) -> dict:
-    return {**member_key(member["workspace_id"], member["email"]),
-            **{k: member[k] for k in MEMBER_FIELDS if member.get(k) is not None},
-            "GSI1PK": memberships_index_pk(member["email"]),
-            "GSI1SK": f"{member['created_ms']:015d}#{member['workspace_id']}"}
+def _member_item(member: Member) -> dict:
+    return {**member_key(member.workspace_id, member.email), **fields_of(member),
+            "GSI1PK": memberships_index_pk(member.email),
+            "GSI1SK": f"{member.created_ms:015d}#{member.workspace_id}"}
 
 
-def activity_item(entry: dict) -> dict:
+def activity_item(entry: ActivityEntry) -> dict:
     """The item of an activity entry (also written inside a version's transaction)."""
-    return {"PK": activity_pk(entry["workspace_id"]), "SK": f"{entry['created_ms']:015d}#{entry['activity_id']}",
-            **entry}
+    return {"PK": activity_pk(entry.workspace_id), "SK": f"{entry.created_ms:015d}#{entry.activity_id}",
+            **fields_of(entry), "detail": dict(entry.detail)}
 
 
 @storage_errors
@@ -56,51 +54,52 @@ class PeopleRepository:
 
     # ---------------------------------------------------------------- members
 
-    def get_member(self, workspace_id: str, email: str) -> Optional[dict]:
-        return _strip(self.table.get(member_key(workspace_id, email)))
+    def get_member(self, workspace_id: str, email: str) -> Optional[Member]:
+        item = self.table.get(member_key(workspace_id, email))
+        return _member(item) if item is not None else None
 
-    def list_members(self, workspace_id: str) -> list[dict]:
+    def list_members(self, workspace_id: str) -> list[Member]:
         items = self.table.query_all("PK = :pk AND begins_with(SK, :m)",
                                      {":pk": workspace_key(workspace_id)["PK"], ":m": "MEMBER#"}, consistent=True)
-        return sorted((_strip(i) for i in items), key=lambda m: (m["created_ms"], m["email"]))  # type: ignore[misc]
+        return sorted((_member(i) for i in items), key=lambda m: (m.created_ms, m.email))
 
-    def list_memberships(self, email: str) -> list[dict]:
+    def list_memberships(self, email: str) -> list[Member]:
         items = self.table.query_all("GSI1PK = :pk", {":pk": memberships_index_pk(email)}, index="GSI1")
-        return [_strip(i) for i in items]  # type: ignore[misc]
+        return [_member(i) for i in items]
 
-    def add_member(self, member: dict) -> None:
+    def add_member(self, member: Member) -> None:
         tx = Transaction()
         self._add(tx, member)
         try:
             tx.commit()
         except ConditionFailed as exc:
-            raise MemberExists(member["email"]) from exc
+            raise MemberExists(member.email) from exc
 
     @staticmethod
-    def _add(tx: Transaction, member: dict) -> None:
+    def _add(tx: Transaction, member: Member) -> None:
         tx.put(_member_item(member), "attribute_not_exists(PK)")
-        if member["role"] == "owner":
-            tx.update(workspace_key(member["workspace_id"]),
+        if member.role == "owner":
+            tx.update(workspace_key(member.workspace_id),
                       "SET owner_count = if_not_exists(owner_count, :zero) + :one", "attribute_exists(PK)",
                       values={":zero": 0, ":one": 1})
 
-    def set_role(self, workspace_id: str, email: str, role: str) -> dict:
+    def set_role(self, workspace_id: str, email: str, role: str) -> Member:
         current = self.get_member(workspace_id, email)
         if current is None:
             raise NotMember(email)
-        if current["role"] == role:
+        if current.role == role:
             return current
         tx = Transaction()
         tx.update(member_key(workspace_id, email), "SET #r = :new", "attribute_exists(PK) AND #r = :old",
-                  names={"#r": "role"}, values={":new": role, ":old": current["role"]})
-        owner_index = self._count_owner(tx, workspace_id, current["role"], role)
+                  names={"#r": "role"}, values={":new": role, ":old": current.role})
+        owner_index = self._count_owner(tx, workspace_id, current.role, role)
         try:
             tx.commit()
         except ConditionFailed as exc:
             if exc.failed(owner_index):
                 raise LastOwner(workspace_id) from exc
             return self.set_role(workspace_id, email, role)  # the role moved meanwhile: judge again
-        return {**current, "role": role}
+        return replace(current, role=role)
 
     @staticmethod
     def _count_owner(tx: Transaction, workspace_id: str, old: Optional[str], new: Optional[str]) -> Optional[int]:
@@ -113,14 +112,14 @@ class PeopleRepository:
                              values={":zero": 0, ":one": 1})
         return None
 
-    def remove_member(self, workspace_id: str, email: str) -> dict:
+    def remove_member(self, workspace_id: str, email: str) -> Member:
         current = self.get_member(workspace_id, email)
         if current is None:
             raise NotMember(email)
         tx = Transaction()
         tx.delete(member_key(workspace_id, email), "attribute_exists(PK) AND #r = :old", names={"#r": "role"},
-                  values={":old": current["role"]})
-        owner_index = self._count_owner(tx, workspace_id, current["role"], None)
+                  values={":old": current.role})
+        owner_index = self._count_owner(tx, workspace_id, current.role, None)
         try:
             tx.commit()
         except ConditionFailed as exc:
@@ -135,27 +134,26 @@ class PeopleRepository:
 
     # ---------------------------------------------------------------- tokens
 
-    def put_token(self, token: dict) -> None:
-        item = {**account_token_key(token["token_hash"]), **token}
-        kind = token["kind"]
-        if kind == "invite":
-            item.update({"GSI1PK": invites_index_pk(token["workspace_id"]),
-                         "GSI1SK": f"{token['created_ms']:015d}#{token['token_hash']}"})
+    def put_token(self, token: AccountToken) -> None:
+        item = {**account_token_key(token.token_hash), **fields_of(token)}
+        if token.kind == "invite":
+            item.update({"GSI1PK": invites_index_pk(token.workspace_id or ""),
+                         "GSI1SK": f"{token.created_ms:015d}#{token.token_hash}"})
         self.table.put(item, "attribute_not_exists(PK)")
 
-    def get_token(self, token_hash: str) -> Optional[dict]:
-        return _strip(self.table.get(account_token_key(token_hash)), keep_expiry=True)
+    def get_token(self, token_hash: str) -> Optional[AccountToken]:
+        return _token(self.table.get(account_token_key(token_hash)))
 
-    def use_token(self, token_hash: str, now_ms: int) -> Optional[dict]:
+    def use_token(self, token_hash: str, now_ms: int) -> Optional[AccountToken]:
         try:
-            return _strip(self.table.update(
+            return _token(self.table.update(
                 account_token_key(token_hash), "SET used_ms = :now",
                 "attribute_exists(PK) AND attribute_not_exists(used_ms) AND expires_ms > :now",
-                values={":now": now_ms}), keep_expiry=True)
+                values={":now": now_ms}))
         except ConditionFailed:
             return None
 
-    def accept_invite(self, token_hash: str, member: dict, now_ms: int) -> Optional[dict]:
+    def accept_invite(self, token_hash: str, member: Member, now_ms: int) -> Optional[AccountToken]:
         tx = Transaction()
         tx.update(account_token_key(token_hash), "SET used_ms = :now",
                   "attribute_exists(PK) AND kind = :invite AND attribute_not_exists(used_ms) AND expires_ms > :now",
@@ -166,30 +164,29 @@ class PeopleRepository:
             tx.commit()
         except ConditionFailed as exc:
             if not exc.failed(0) and exc.failed(member_index):
-                raise MemberExists(member["email"]) from exc
+                raise MemberExists(member.email) from exc
             return None
         return self.get_token(token_hash)
 
-    def list_invites(self, workspace_id: str, now_ms: int) -> list[dict]:
+    def list_invites(self, workspace_id: str, now_ms: int) -> list[AccountToken]:
         items = self.table.query_all("GSI1PK = :pk", {":pk": invites_index_pk(workspace_id)}, index="GSI1",
                                      forward=False)
-        return [_strip(i, keep_expiry=True) for i in items  # type: ignore[misc]
-                if i.get("used_ms") is None and i["expires_ms"] > now_ms]
+        return [from_fields(AccountToken, i) for i in items if i.get("used_ms") is None and i["expires_ms"] > now_ms]
 
     def revoke_invites(self, workspace_id: str, email: str, now_ms: int) -> int:
         revoked = 0
         for invite in self.list_invites(workspace_id, now_ms):
-            if invite["email"] == email and self.use_token(invite["token_hash"], now_ms) is not None:
+            if invite.email == email and self.use_token(invite.token_hash, now_ms) is not None:
                 revoked += 1
         return revoked
 
     # ---------------------------------------------------------------- activity
 
-    def add_activity(self, entry: dict) -> None:
+    def add_activity(self, entry: ActivityEntry) -> None:
         self.table.put(activity_item(entry), "attribute_not_exists(PK)")
 
     def activity_page(self, workspace_id: str, since_ms: int, limit: int, cursor: Optional[str]
-                      ) -> tuple[list[dict], Optional[str]]:
+                      ) -> tuple[list[ActivityEntry], Optional[str]]:
         start = decode_cursor(cursor, ("PK", "SK"))
         if start is not None and start["PK"]["S"] != activity_pk(workspace_id):
             raise BadCursor("cursor belongs to another listing")
@@ -203,4 +200,4 @@ class PeopleRepository:
                                        limit=1, start_key=last, forward=False)
             if not more:
                 last = None
-        return [_strip(i) for i in items], encode_cursor(last)  # type: ignore[misc]
+        return [from_fields(ActivityEntry, i) for i in items], encode_cursor(last)

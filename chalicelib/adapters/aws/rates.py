@@ -34,6 +34,10 @@ class RateLimitRepository:
     def get(self, scope: str) -> Optional[dict]:
         return self.table.get(rate_key(scope))
 
+    def get_many(self, scopes: list[str]) -> list[Optional[dict]]:
+        """One BatchGetItem (consistent) of the scopes' logs."""
+        return self.table.batch_get([rate_key(scope) for scope in scopes])
+
     def claim(self, scope: str, expected_seq: int, new_log: list[int], expires_at: int) -> bool:
         """Write the new log only if nobody else wrote since we read it."""
         update, condition, values = _claim_update(RateClaim(scope, expected_seq, new_log, expires_at))

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Optional
 
 from chalicelib.adapters.sqlite.db import Database, one
-from chalicelib.ports.records import UserExists, WriteRefused
+from chalicelib.ports.records import DashboardSession, User, UserExists, WriteRefused, fields_of, from_fields
+from chalicelib.ports.repositories import UserFields
 
 USER_COLUMNS = ("email", "password_hash", "workspace_id", "role", "created_ms", "password_changed_ms",
                 "email_verified_ms")
@@ -16,15 +17,17 @@ class UserRepository:
     def __init__(self, db: Database):
         self.db = db
 
-    def get(self, email_lower: str) -> Optional[dict]:
-        return self.db.one("SELECT * FROM users WHERE email = ?", (email_lower,))
+    def get(self, email_lower: str) -> Optional[User]:
+        row = self.db.one("SELECT * FROM users WHERE email = ?", (email_lower,))
+        return from_fields(User, row) if row is not None else None
 
-    def create(self, user: dict) -> None:
+    def create(self, user: User) -> None:
         with self.db.write() as tx:
-            if one(tx, "SELECT 1 AS x FROM users WHERE email = ?", (user["email"],)):
-                raise UserExists(user["email"])
+            if one(tx, "SELECT 1 AS x FROM users WHERE email = ?", (user.email,)):
+                raise UserExists(user.email)
+            values = fields_of(user)
             tx.execute(f"INSERT INTO users ({', '.join(USER_COLUMNS)}) VALUES ({', '.join('?' * len(USER_COLUMNS))})",
-                       tuple(user.get(c) for c in USER_COLUMNS))
+                       tuple(values[c] for c in USER_COLUMNS))
 
     def delete(self, email_lower: str) -> None:
         with self.db.write() as tx:
@@ -37,7 +40,7 @@ class UserRepository:
                                  (new_hash, now_ms, email_lower, expected_hash))
         return updated.rowcount > 0
 
-    def set_fields(self, email_lower: str, fields: dict) -> bool:
+    def set_fields(self, email_lower: str, fields: UserFields) -> bool:
         """`email_verified_ms` and/or `workspace_id` (the person's default workspace)."""
         unknown = set(fields) - {"email_verified_ms", "workspace_id"}
         if unknown:
@@ -52,18 +55,20 @@ class SessionRepository:
     def __init__(self, db: Database):
         self.db = db
 
-    def get(self, session_hash: str) -> Optional[dict]:
-        return self.db.one("SELECT * FROM sessions WHERE session_hash = ?", (session_hash,))
+    def get(self, session_hash: str) -> Optional[DashboardSession]:
+        row = self.db.one("SELECT * FROM sessions WHERE session_hash = ?", (session_hash,))
+        return from_fields(DashboardSession, row) if row is not None else None
 
-    def create(self, session: dict) -> None:
+    def create(self, session: DashboardSession) -> None:
         with self.db.write() as tx:
-            if one(tx, "SELECT 1 AS x FROM sessions WHERE session_hash = ?", (session["session_hash"],)):
+            if one(tx, "SELECT 1 AS x FROM sessions WHERE session_hash = ?", (session.session_hash,)):
                 raise WriteRefused("exists")
-            if one(tx, "SELECT 1 AS x FROM users WHERE email = ?", (session["email"],)) is None:
+            if one(tx, "SELECT 1 AS x FROM users WHERE email = ?", (session.email,)) is None:
                 raise WriteRefused("NoSuchUser")
+            values = fields_of(session)
             tx.execute(f"INSERT INTO sessions ({', '.join(SESSION_COLUMNS)}) "
                        f"VALUES ({', '.join('?' * len(SESSION_COLUMNS))})",
-                       tuple(session.get(c) for c in SESSION_COLUMNS))
+                       tuple(values[c] for c in SESSION_COLUMNS))
 
     def delete(self, session_hash: str) -> None:
         with self.db.write() as tx:

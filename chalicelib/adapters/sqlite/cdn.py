@@ -4,6 +4,7 @@ adapter: a path pending twice is one row with its attempts counted."""
 from __future__ import annotations
 
 from chalicelib.adapters.sqlite.db import Database
+from chalicelib.ports.records import PendingInvalidation, from_fields
 
 COLUMNS = "path, reason, created_ms, attempts, last_attempt_ms, last_error"
 
@@ -20,9 +21,9 @@ class PendingInvalidationRepository:
                        "last_error = excluded.last_error",
                        (path, reason, now_ms, now_ms, error))
 
-    def list(self, limit: int) -> list[dict]:
-        return self.db.all(f"SELECT {COLUMNS} FROM cdn_pending ORDER BY created_ms, path LIMIT ?",  # noqa: S608
-                           (limit,))
+    def list(self, limit: int) -> list[PendingInvalidation]:
+        return [from_fields(PendingInvalidation, row) for row in self.db.all(
+            f"SELECT {COLUMNS} FROM cdn_pending ORDER BY created_ms, path LIMIT ?", (limit,))]  # noqa: S608
 
     def remove(self, path: str) -> None:
         with self.db.write() as tx:

@@ -12,6 +12,10 @@ import json
 from typing import Optional
 
 from chalicelib.adapters.sqlite.db import Database, one
+from chalicelib.ports.errors import ClientCapReached
+from chalicelib.ports.records import ClientCap
+
+CLIENT_CAP_SCOPE = "oauth-clients"  # the cap's window counters (in view_limits, like every window counter)
 
 CLIENT_COLUMNS = ("client_id", "kind", "client_name", "redirect_uris", "scopes", "grant_types", "client_uri",
                   "logo_uri", "created_ms", "expires_ms")
@@ -44,8 +48,18 @@ class OAuthRepository:
         self.db = db
 
     # clients
-    def put_client(self, client: dict) -> None:
+    def put_client(self, client: dict, cap: Optional[ClientCap] = None) -> None:
         with self.db.write() as tx:
+            if cap is not None:
+                counted = one(tx, "SELECT admitted FROM view_limits WHERE scope = ? AND window_no = ?",
+                              (CLIENT_CAP_SCOPE, cap.window))
+                if counted is not None and counted["admitted"] >= cap.limit:
+                    raise ClientCapReached()
+                tx.execute("DELETE FROM view_limits WHERE scope = ? AND window_no < ?",
+                           (CLIENT_CAP_SCOPE, cap.window - 1))
+                tx.execute("INSERT INTO view_limits (scope, window_no, admitted, expires_at) VALUES (?, ?, 1, ?) "
+                           "ON CONFLICT (scope, window_no) DO UPDATE SET admitted = admitted + 1",
+                           (CLIENT_CAP_SCOPE, cap.window, cap.expires_at))
             if client.get("created_ms"):
                 tx.execute("DELETE FROM oauth_clients WHERE expires_ms IS NOT NULL AND expires_ms < ?",
                            (client["created_ms"] - STALE_MS,))

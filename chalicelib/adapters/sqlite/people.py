@@ -9,6 +9,7 @@ from typing import Optional
 from chalicelib.adapters.sqlite import cursors
 from chalicelib.adapters.sqlite.db import Database, one
 from chalicelib.ports.people import LastOwner, MemberExists, NotMember
+from chalicelib.ports.records import AccountToken, ActivityEntry, Member, fields_of, from_fields
 
 TOKEN_COLUMNS = ("token_hash", "kind", "email", "workspace_id", "role", "created_ms", "expires_ms", "used_ms",
                  "password_changed_ms", "invited_by", "expires_at")
@@ -21,16 +22,24 @@ def _owners(tx, workspace_id: str) -> int:
                (workspace_id,))["n"]
 
 
-def insert_activity(tx, entry: dict) -> None:
+def insert_activity(tx, entry: ActivityEntry) -> None:
     """Store an activity entry in the caller's transaction (also a version's), and sweep
     up to 100 entries past their 90 days (bounded work per write)."""
-    row = {**entry, "detail": json.dumps(entry.get("detail") or {}, ensure_ascii=False)}
+    row = {**fields_of(entry), "detail": json.dumps(dict(entry.detail), ensure_ascii=False)}
     tx.execute(f"INSERT INTO activity ({', '.join(ACTIVITY_COLUMNS)}) "
                f"VALUES ({', '.join('?' * len(ACTIVITY_COLUMNS))})",
-               tuple(row.get(c) for c in ACTIVITY_COLUMNS))
+               tuple(row[c] for c in ACTIVITY_COLUMNS))
     tx.execute("DELETE FROM activity WHERE (workspace_id, created_ms, activity_id) IN "
                "(SELECT workspace_id, created_ms, activity_id FROM activity WHERE expires_at < ? LIMIT 100)",
-               (entry["created_ms"] // 1000,))
+               (entry.created_ms // 1000,))
+
+
+def _member(row: dict) -> Member:
+    return from_fields(Member, row)
+
+
+def _token(row: Optional[dict]) -> Optional[AccountToken]:
+    return from_fields(AccountToken, row) if row is not None else None
 
 
 class PeopleRepository:
@@ -39,30 +48,31 @@ class PeopleRepository:
 
     # ---------------------------------------------------------------- members
 
-    def get_member(self, workspace_id: str, email: str) -> Optional[dict]:
-        return self.db.one("SELECT * FROM members WHERE workspace_id = ? AND email = ?", (workspace_id, email))
+    def get_member(self, workspace_id: str, email: str) -> Optional[Member]:
+        row = self.db.one("SELECT * FROM members WHERE workspace_id = ? AND email = ?", (workspace_id, email))
+        return _member(row) if row is not None else None
 
-    def list_members(self, workspace_id: str) -> list[dict]:
-        return self.db.all("SELECT * FROM members WHERE workspace_id = ? ORDER BY created_ms, email",
-                           (workspace_id,))
+    def list_members(self, workspace_id: str) -> list[Member]:
+        return [_member(r) for r in self.db.all(
+            "SELECT * FROM members WHERE workspace_id = ? ORDER BY created_ms, email", (workspace_id,))]
 
-    def list_memberships(self, email: str) -> list[dict]:
-        return self.db.all("SELECT * FROM members WHERE email = ? ORDER BY created_ms, workspace_id", (email,))
+    def list_memberships(self, email: str) -> list[Member]:
+        return [_member(r) for r in self.db.all(
+            "SELECT * FROM members WHERE email = ? ORDER BY created_ms, workspace_id", (email,))]
 
-    def add_member(self, member: dict) -> None:
+    def add_member(self, member: Member) -> None:
         with self.db.write() as tx:
             self._insert_member(tx, member)
 
     @staticmethod
-    def _insert_member(tx, member: dict) -> None:
+    def _insert_member(tx, member: Member) -> None:
         if one(tx, "SELECT 1 AS x FROM members WHERE workspace_id = ? AND email = ?",
-               (member["workspace_id"], member["email"])):
-            raise MemberExists(member["email"])
+               (member.workspace_id, member.email)):
+            raise MemberExists(member.email)
         tx.execute("INSERT INTO members (workspace_id, email, role, created_ms, added_by) VALUES (?, ?, ?, ?, ?)",
-                   (member["workspace_id"], member["email"], member["role"], member["created_ms"],
-                    member.get("added_by")))
+                   (member.workspace_id, member.email, member.role, member.created_ms, member.added_by))
 
-    def set_role(self, workspace_id: str, email: str, role: str) -> dict:
+    def set_role(self, workspace_id: str, email: str, role: str) -> Member:
         with self.db.write() as tx:
             current = one(tx, "SELECT * FROM members WHERE workspace_id = ? AND email = ?", (workspace_id, email))
             if current is None:
@@ -70,9 +80,9 @@ class PeopleRepository:
             if current["role"] == "owner" and role != "owner" and _owners(tx, workspace_id) <= 1:
                 raise LastOwner(workspace_id)
             tx.execute("UPDATE members SET role = ? WHERE workspace_id = ? AND email = ?", (role, workspace_id, email))
-            return {**current, "role": role}
+            return _member({**current, "role": role})
 
-    def remove_member(self, workspace_id: str, email: str) -> dict:
+    def remove_member(self, workspace_id: str, email: str) -> Member:
         with self.db.write() as tx:
             current = one(tx, "SELECT * FROM members WHERE workspace_id = ? AND email = ?", (workspace_id, email))
             if current is None:
@@ -81,32 +91,33 @@ class PeopleRepository:
                 raise LastOwner(workspace_id)
             tx.execute("DELETE FROM members WHERE workspace_id = ? AND email = ?", (workspace_id, email))
             tx.execute("DELETE FROM sessions WHERE email = ? AND workspace_id = ?", (email, workspace_id))
-            return current
+            return _member(current)
 
     # ---------------------------------------------------------------- tokens
 
-    def put_token(self, token: dict) -> None:
+    def put_token(self, token: AccountToken) -> None:
+        values = fields_of(token)
         with self.db.write() as tx:
             tx.execute(f"INSERT INTO account_tokens ({', '.join(TOKEN_COLUMNS)}) "
                        f"VALUES ({', '.join('?' * len(TOKEN_COLUMNS))})",
-                       tuple(token.get(c) for c in TOKEN_COLUMNS))
+                       tuple(values[c] for c in TOKEN_COLUMNS))
 
-    def get_token(self, token_hash: str) -> Optional[dict]:
-        return self.db.one("SELECT * FROM account_tokens WHERE token_hash = ?", (token_hash,))
+    def get_token(self, token_hash: str) -> Optional[AccountToken]:
+        return _token(self.db.one("SELECT * FROM account_tokens WHERE token_hash = ?", (token_hash,)))
 
-    def use_token(self, token_hash: str, now_ms: int) -> Optional[dict]:
+    def use_token(self, token_hash: str, now_ms: int) -> Optional[AccountToken]:
         with self.db.write() as tx:
             return self._use(tx, token_hash, now_ms)
 
     @staticmethod
-    def _use(tx, token_hash: str, now_ms: int) -> Optional[dict]:
+    def _use(tx, token_hash: str, now_ms: int) -> Optional[AccountToken]:
         used = tx.execute("UPDATE account_tokens SET used_ms = ? WHERE token_hash = ? AND used_ms IS NULL "
                           "AND expires_ms > ?", (now_ms, token_hash, now_ms)).rowcount
         if not used:
             return None
-        return one(tx, "SELECT * FROM account_tokens WHERE token_hash = ?", (token_hash,))
+        return _token(one(tx, "SELECT * FROM account_tokens WHERE token_hash = ?", (token_hash,)))
 
-    def accept_invite(self, token_hash: str, member: dict, now_ms: int) -> Optional[dict]:
+    def accept_invite(self, token_hash: str, member: Member, now_ms: int) -> Optional[AccountToken]:
         with self.db.write() as tx:
             invite = one(tx, "SELECT * FROM account_tokens WHERE token_hash = ? AND kind = 'invite'", (token_hash,))
             if invite is None or invite.get("used_ms") is not None or invite["expires_ms"] <= now_ms:
@@ -114,9 +125,10 @@ class PeopleRepository:
             self._insert_member(tx, member)  # MemberExists rolls the whole step back
             return self._use(tx, token_hash, now_ms)
 
-    def list_invites(self, workspace_id: str, now_ms: int) -> list[dict]:
-        return self.db.all("SELECT * FROM account_tokens WHERE workspace_id = ? AND kind = 'invite' "
-                           "AND used_ms IS NULL AND expires_ms > ? ORDER BY created_ms DESC", (workspace_id, now_ms))
+    def list_invites(self, workspace_id: str, now_ms: int) -> list[AccountToken]:
+        return [from_fields(AccountToken, r) for r in self.db.all(
+            "SELECT * FROM account_tokens WHERE workspace_id = ? AND kind = 'invite' "
+            "AND used_ms IS NULL AND expires_ms > ? ORDER BY created_ms DESC", (workspace_id, now_ms))]
 
     def revoke_invites(self, workspace_id: str, email: str, now_ms: int) -> int:
         with self.db.write() as tx:
@@ -125,12 +137,12 @@ class PeopleRepository:
 
     # ---------------------------------------------------------------- activity
 
-    def add_activity(self, entry: dict) -> None:
+    def add_activity(self, entry: ActivityEntry) -> None:
         with self.db.write() as tx:
             insert_activity(tx, entry)
 
     def activity_page(self, workspace_id: str, since_ms: int, limit: int, cursor: Optional[str]
-                      ) -> tuple[list[dict], Optional[str]]:
+                      ) -> tuple[list[ActivityEntry], Optional[str]]:
         listing = f"activity:{workspace_id}"
         position = cursors.decode(cursor, listing, (int, str))
         sql, params = "SELECT * FROM activity WHERE workspace_id = ? AND created_ms >= ?", [workspace_id, since_ms]
@@ -138,7 +150,7 @@ class PeopleRepository:
             sql += " AND (created_ms < ? OR (created_ms = ? AND activity_id < ?))"
             params += [position[0], position[0], position[1]]
         rows = self.db.all(sql + " ORDER BY created_ms DESC, activity_id DESC LIMIT ?", tuple(params) + (limit + 1,))
+        entries = [from_fields(ActivityEntry, r) for r in rows[:limit]]
         if len(rows) <= limit:
-            return rows, None
-        rows = rows[:limit]
-        return rows, cursors.encode(listing, [rows[-1]["created_ms"], rows[-1]["activity_id"]])
+            return entries, None
+        return entries, cursors.encode(listing, [entries[-1].created_ms, entries[-1].activity_id])

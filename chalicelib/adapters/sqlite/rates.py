@@ -29,6 +29,10 @@ class RateLimitRepository:
     def get(self, scope: str) -> Optional[dict]:
         return self.db.one("SELECT * FROM rate_logs WHERE scope = ?", (scope,))
 
+    def get_many(self, scopes: list[str]) -> list[Optional[dict]]:
+        with self.db.snapshot() as conn:
+            return [one(conn, "SELECT * FROM rate_logs WHERE scope = ?", (scope,)) for scope in scopes]
+
     def claim(self, scope: str, expected_seq: int, new_log: list[int], expires_at: int) -> bool:
         with self.db.write() as tx:
             return try_claim(tx, RateClaim(scope, expected_seq, new_log, expires_at))

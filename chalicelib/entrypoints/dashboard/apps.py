@@ -23,7 +23,10 @@ def _authorization(page: Page, params: dict):
             return None, redirect_error_page(exc)
         return None, redirect(exc.location(), 302)
     except NotRedirectable as exc:
-        return None, error_page(page, errors.DocpubError(exc.message, status=400))
+        # 503 (the cap on new apps) keeps its status and Retry-After; every other refusal is 400.
+        unavailable = exc.status == 503
+        return None, error_page(page, errors.DocpubError(exc.message, status=503 if unavailable else 400,
+                                                         headers=dict(exc.headers) if unavailable else None))
 
 
 @route("/oauth/authorize")

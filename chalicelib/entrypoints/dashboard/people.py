@@ -79,7 +79,7 @@ def reset_form(page: Page):
     token = _token(page)
     record = accounts().peek_token(token, "reset")
     return render(page, "reset.html", token=token, valid=record is not None,
-                  email=record["email"] if record else None)
+                  email=record.email if record else None)
 
 
 @route("/reset", methods=("POST",), signed_in=False)
@@ -93,7 +93,7 @@ def reset(page: Page):
     except errors.DocpubError as exc:
         record = accounts().peek_token(token, "reset")
         return render(page, "reset.html", status=exc.status, headers=dict(exc.headers), error=exc, token=token,
-                      valid=record is not None, email=record["email"] if record else None)
+                      valid=record is not None, email=record.email if record else None)
     if page.session_id:
         accounts().sign_out(page.session_id)
     start_session(page, started)
