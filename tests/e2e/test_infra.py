@@ -580,12 +580,29 @@ def test_dynamic_paths_are_never_cached(distribution):
         assert "POST" in found[pattern]["AllowedMethods"]
 
 
-def test_view_beacon_is_never_cached_and_sees_the_viewer(distribution):
+def test_view_beacon_is_never_cached_and_sees_the_viewer(resources, distribution):
+    """The beacon's origin gets what counting a view reads, derived from the code, and the
+    viewer's address (a managed all-viewer policy does not promise CloudFront-Viewer-Address:
+    every viewer behind one edge would then share one per-address cap), never Host."""
+    from chalicelib.domain.views import PURPOSE_HEADERS
+    from chalicelib.services.sharing import MEMBER_COOKIE
+
     beacon = behaviours(distribution)["/d/*/view"]
     assert beacon["CachePolicyId"] == CACHING_DISABLED
-    # User-Agent and Sec-Purpose (the bot/prefetch rule) and the unlock cookie reach the origin.
-    assert beacon["OriginRequestPolicyId"] == ALL_VIEWER_EXCEPT_HOST
     assert "POST" in beacon["AllowedMethods"]
+    policy = resources[beacon["OriginRequestPolicyId"]["Ref"]]["Properties"]["OriginRequestPolicyConfig"]
+    headers = {h.lower() for h in policy["HeadersConfig"]["Headers"]}
+    assert policy["HeadersConfig"]["HeaderBehavior"] == "whitelist" and "host" not in headers
+    needed = {"user-agent", *PURPOSE_HEADERS,  # the bot and prefetch rules (services/views.py)
+              "sec-fetch-site", "origin", "referer",  # refuse_cross_site (entrypoints/http.py)
+              "cloudfront-viewer-address", "content-type"}
+    assert headers == needed
+    http = (ROOT / "chalicelib" / "entrypoints" / "http.py").read_text()
+    for name in ("sec-fetch-site", "origin", "cloudfront-viewer-address"):
+        assert f'headers.get("{name}")' in http, name  # the names the code reads
+    assert policy["CookiesConfig"] == {"CookieBehavior": "whitelist",
+                                       "Cookies": [{"Ref": "UnlockCookieName"}, MEMBER_COOKIE]}
+    assert policy["QueryStringsConfig"] == {"QueryStringBehavior": "whitelist", "QueryStrings": ["v"]}
 
 
 def test_share_pages_honour_origin_cache_control(resources, distribution):
@@ -1295,7 +1312,8 @@ def test_share_paths_run_in_their_own_function_behind_a_function_url(template, r
     assert headers["X-Docpub-Origin-Secret"] == api["Environment"]["Variables"]["DOCPUB_ORIGIN_SECRET"]
     assert headers["X-Docpub-Site"] == "main"
     # The viewer's Host never reaches the URL (Lambda routes function URLs by their own host).
-    assert found["/d/*/view"]["OriginRequestPolicyId"] == ALL_VIEWER_EXCEPT_HOST
+    beacon = resources[found["/d/*/view"]["OriginRequestPolicyId"]["Ref"]]["Properties"]["OriginRequestPolicyConfig"]
+    assert "Host" not in beacon["HeadersConfig"]["Headers"]
     forwarded = resources[found["/d/*"]["OriginRequestPolicyId"]["Ref"]]["Properties"]["OriginRequestPolicyConfig"]
     assert "Host" not in forwarded["HeadersConfig"]["Headers"]
     content = resources["ContentDistribution"]["Properties"]["DistributionConfig"]

@@ -155,3 +155,23 @@ def test_route_matching_prefers_literal_segments():
         "/d/{share_id}/v/{version_id}/{p1}/{p2}", {"share_id": "abc", "version_id": "v_1", "p1": "img", "p2": "a b.png"})
     assert edge.match("/d/abc/feedback/fb_1/replies")[0] == "/d/{share_id}/feedback/{feedback_id}/replies"
     assert edge.match("/d/abc/nothing") is None
+
+
+def test_each_viewer_behind_one_edge_has_its_own_view_cap(api, workspace, monkeypatch):
+    """Through CloudFront every request comes from an edge's address; the beacon's origin
+    request policy forwards CloudFront-Viewer-Address, and with the origin secret the app
+    caps views per viewer, not per edge (infra: BeaconOriginRequestPolicy)."""
+    _, key = workspace
+    doc = publish(api, key, "Capped")
+    monkeypatch.setenv("DOCPUB_VIEW_RATE_LIMIT", "2")
+    monkeypatch.setenv("DOCPUB_TRUST_CLOUDFRONT", "true")
+    monkeypatch.setenv("DOCPUB_ORIGIN_SECRET", "s" * 40)
+    answers = {}
+    for viewer in ("203.0.113.7:50123", "198.51.100.4:443"):
+        headers = {"X-Docpub-Origin-Secret": "s" * 40, "CloudFront-Viewer-Address": viewer}
+        answers[viewer] = [call(url_event("POST", f"/d/{doc['share_id']}/view", headers=headers, body=b""))["statusCode"]
+                           for _ in range(3)]
+    assert answers == {"203.0.113.7:50123": [204, 204, 429], "198.51.100.4:443": [204, 204, 429]}
+    monkeypatch.delenv("DOCPUB_ORIGIN_SECRET")  # the test client calls the API without CloudFront
+    stats = json.loads(api.http.get(f"/api/v1/documents/{doc['document_id']}/stats", headers=auth(key)).body)
+    assert stats["views_total"] == 4
