@@ -161,11 +161,12 @@ class QuotaReached(QuotaExceeded):
     `current` the count at that moment (bytes, or writes in the window); `plan` the
     workspace's plan when known."""
 
-    def __init__(self, which: str, current: int = 0, plan: Optional[str] = None):
+    def __init__(self, which: str, current: int = 0, plan: Optional[str] = None, adding: Optional[int] = None):
         super().__init__(None, which)
         self.which = which
         self.current = current
         self.plan = plan
+        self.adding = adding  # bytes the refused version would have added (its new files included)
 
 
 class StorageFull(WriteRefused):

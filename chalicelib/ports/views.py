@@ -33,6 +33,10 @@ class ViewCounterRepository(Protocol):
     def counts(self, document_id: str, first_day: str, last_day: str) -> ViewCounts:
         """Totals plus the days from `first_day` to `last_day` inclusive, in one read."""
 
+    def counts_many(self, document_ids: Sequence[str], first_day: str, last_day: str) -> dict[str, ViewCounts]:
+        """`counts` of each document asked (the dashboard's sparklines and most-viewed
+        panel): a few reads for the lot, not one after another."""
+
     def totals(self, document_ids: Sequence[str]) -> dict[str, tuple[int, Optional[int]]]:
         """(all-time views, last view in ms or None) of each document asked, for a
         listing: a few reads for a page of documents, not one per document."""

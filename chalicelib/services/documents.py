@@ -137,6 +137,11 @@ def workspace_write_scopes(workspace_id: str) -> list[str]:
     return [ratelimits.scope_key("workspace-writes", workspace_id, str(i)) for i in range(WORKSPACE_WRITE_SHARDS)]
 
 
+def distinct_files(infos: Optional[Sequence[Record]]) -> dict[str, int]:
+    """{sha256: size_bytes} of a version's files: what storage counts once per workspace."""
+    return {str(f["sha256"]): int(f["size_bytes"]) for f in infos or ()}
+
+
 def write_logs(key_item: Record) -> list[ShardLog]:
     """The key's write log as the adapter keeps it: shards (`write_logs`, DynamoDB),
     or one log on the key record (`writes` + `writes_seq`, SQLite)."""
@@ -229,7 +234,8 @@ class DocumentService:
         cap = entitlements.max_storage_bytes
         return PlanLimitReached(
             f"The {plan} plan stores at most {limits.bytes_text(cap)}; this workspace holds "
-            f"{limits.bytes_text(exc.current)} and this version adds {limits.bytes_text(quota.add_bytes)}. "
+            f"{limits.bytes_text(exc.current)} and this version adds "
+            f"{limits.bytes_text(exc.adding if exc.adding is not None else quota.add_bytes)}. "
             f"Delete old versions or documents{', or ' + upgrade if upgrade else ''}.",
             {"entitlement": "max_storage_bytes", "limit": cap, "current": exc.current, **extra})
 
@@ -340,7 +346,8 @@ class DocumentService:
                 self.ctx.backoff(attempt)
                 now_ms = self.ctx.now_ms()
                 decision, slot = self._slot(actor, now_ms)
-                quota = self._quota(actor, doc, len(content.page), now_ms)  # 429 before anything is stored
+                quota = self._quota(actor, doc, len(content.page), now_ms,  # 429 before anything is stored
+                                    distinct_files(content.file_infos()))
                 if not stored:
                     objects.put(content)
                     stored = True
@@ -524,7 +531,8 @@ class DocumentService:
             object_key = version_key(actor.workspace_id, document_id, version_id)
             version = _version_record(version_id, doc["version_count"] + 1, request.note, now_ms, object_key,
                                       content.page, fmt, files)
-            quota = self._quota(actor, doc, version["size_bytes"], now_ms)  # 429 before anything is stored
+            quota = self._quota(actor, doc, version["size_bytes"], now_ms,  # 429 before anything is stored
+                                distinct_files(files))
             objects = content_files.StoredContent(self.ctx, actor.workspace_id, document_id, version_id)
             objects.put(content)
             objects.touch_files(files or [])  # an edit keeps the version's files

@@ -205,12 +205,11 @@ class ViewService:
         return counts.total, rfc3339(counts.last_viewed_ms)
 
     def sparklines(self, document_ids: list[str], days: int = 7) -> dict[str, tuple[list[str], list[int]]]:
-        """Per document: (days, views per day) of the last `days` days."""
-        out = {}
-        for document_id in document_ids:
-            window, counts = self.counts(document_id, days)
-            out[document_id] = (window, [counts.days.get(day, 0) for day in window])
-        return out
+        """Per document: (days, views per day) of the last `days` days, in one counter read."""
+        window = rules.window(self.ctx.now_ms(), days)
+        found = self.ctx.views.counts_many(document_ids, window[0], window[-1])
+        return {document_id: (window, [counts.days.get(day, 0) for day in window])
+                for document_id, counts in found.items()}
 
     @requires("list_documents")
     def most_viewed(self, who, days: int = 30, limit: int = 5) -> list[Ranked]:
@@ -218,10 +217,12 @@ class ViewService:
         (ties: more all-time views first); documents never viewed are left out."""
         actor = access.actor(self.ctx, who)
         ranked = []
-        for doc in self.ctx.documents.list_all(actor.workspace_id)[:MOST_VIEWED_SCAN]:
-            if doc.get("deleting"):
-                continue
-            window, counts = self.counts(doc["document_id"], days)
+        docs = [doc for doc in self.ctx.documents.list_all(actor.workspace_id)[:MOST_VIEWED_SCAN]
+                if not doc.get("deleting")]
+        window = rules.window(self.ctx.now_ms(), days)
+        found = self.ctx.views.counts_many([doc["document_id"] for doc in docs], window[0], window[-1])
+        for doc in docs:
+            counts = found[doc["document_id"]]
             if counts.total:
                 in_window = sum(counts.days.get(day, 0) for day in window)
                 ranked.append(Ranked(doc["document_id"], doc["title"], in_window, counts.total))

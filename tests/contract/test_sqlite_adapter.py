@@ -28,7 +28,9 @@ TABLES = {"workspaces", "api_keys", "documents", "versions", "share_links", "ide
           # people (adapters/sqlite/people.py)
           "members", "account_tokens", "activity",
           # the review loop (adapters/sqlite/feedback.py, webhooks.py)
-          "feedback_replies", "events", "webhooks", "webhook_deliveries", "sqlite_sequence"}
+          "feedback_replies", "events", "webhooks", "webhook_deliveries", "sqlite_sequence",
+          # bundle files counted once per workspace (issue 24)
+          "workspace_files"}
 
 
 @pytest.fixture
@@ -104,6 +106,31 @@ def test_a_half_applied_migration_is_rolled_back(data_dir, monkeypatch):
     conn = sqlite3.connect(data_dir / DATABASE_FILE)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 0
     assert conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE name = 'workspaces'").fetchone()[0] == 0
+
+
+def test_migration_9_counts_the_files_already_stored(repos, data_dir):
+    """Bundle files stored before issue 24's file accounting are counted once per
+    workspace when the store is opened (the reference counts are rebuilt from versions)."""
+    from chalicelib.models import PublishRequest
+    from chalicelib.services.auth import credentials_from_key
+
+    _, documents, workspaces = services_on(repos)
+    ws, key = workspaces.create_workspace("Old", "pro")
+    who = credentials_from_key(key.api_key)
+    a, b = {"path": "a.css", "content": "a" * 100}, {"path": "b.css", "content": "b" * 50}
+    doc = documents.publish(who, PublishRequest(title="B", html="<p>1</p>", files=[a, b])).response  # type: ignore[call-arg]
+    documents.publish(who, PublishRequest(title="B", html="<p>2</p>", document_id=doc.document_id,  # type: ignore[call-arg]
+                                          files=[a, {**a, "path": "copy.css"}]))
+    counted = repos.workspaces.get(ws.id)["storage_bytes"]
+    assert counted == 8 + 8 + 150
+    conn = repos.documents.db.connection()  # back to schema 8: pages counted, files not
+    conn.execute("DROP TABLE workspace_files")
+    conn.execute("UPDATE workspaces SET storage_bytes = 16")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+    reopened = Database(data_dir / DATABASE_FILE)
+    assert reopened.one("SELECT storage_bytes FROM workspaces WHERE id = ?", (ws.id,))["storage_bytes"] == counted
+    refs = {r["size_bytes"]: r["refs"] for r in reopened.all("SELECT * FROM workspace_files")}
+    assert refs == {100: 2, 50: 1}
 
 
 # ------------------------------------------------------------------ transactions

@@ -36,6 +36,21 @@ def test_totals_of_a_page_of_documents(repos):  # noqa: F811
     assert views.totals([]) == {}
 
 
+def test_counts_of_many_documents_equal_each_documents_counts(repos):  # noqa: F811
+    """The dashboard's sparklines and most-viewed panel read every listed document at once."""
+    views = repos.views
+    never = "00000000-0000-4000-8000-000000000009"
+    views.add_view(DOC, "v_a", "2026-11-20", 1_000, 0)
+    views.add_view(DOC, "v_b", "2026-11-21", 5_000, 7, count=3)
+    views.add_view(OTHER, "v_x", "2026-11-22", 9_000, 15)
+    many = views.counts_many([DOC, never, OTHER], "2026-11-21", "2026-11-22")
+    assert list(many) == [DOC, never, OTHER]
+    for document_id, counts in many.items():
+        assert counts == views.counts(document_id, "2026-11-21", "2026-11-22"), document_id
+    assert many[DOC].days == {"2026-11-21": 3} and many[never].total == 0
+    assert views.counts_many([], "2026-11-21", "2026-11-22") == {}
+
+
 def test_fifty_concurrent_views_are_counted_exactly(repos):  # noqa: F811
     results, failures = run_together([
         (lambda i=i: repos.views.add_view(DOC, "v_a", "2026-11-22", 1_000 + i, i % 16)) for i in range(50)])

@@ -4,13 +4,15 @@ moto or, under `make test-aws`, the engines), through the services on an injecte
 - the workspace write limit (120 per 60 s, every key and grant together) is a sliding
   log: 120 writes at :59 and one at :01 of the next minute is 429 (a clock-aligned
   window let 120 more through at the boundary);
+- `max_storage_bytes` counts a bundle's files once per workspace: added when a version
+  first refers to a file, freed when no version of the workspace refers to it any more.
 """
 from __future__ import annotations
 
 import pytest
 
 from chalicelib.domain import limits
-from chalicelib.errors import RateLimited
+from chalicelib.errors import PlanLimitReached, RateLimited
 from chalicelib.models import PublishRequest
 from chalicelib.services.auth import credentials_from_key
 
@@ -70,3 +72,92 @@ def test_a_write_refused_by_the_workspace_limit_takes_no_slot(services, clock, s
     _publish(services, first.api_key, "<p>yes</p>", document_id)
     with pytest.raises(RateLimited):
         _publish(services, first.api_key, "<p>no</p>", document_id)
+
+
+# ------------------------------------------------------------------ bundle files in storage
+
+CSS = "body { color: teal }\n" * 50   # 1,050 bytes
+JS = "console.log(1);\n" * 40          # 640 bytes
+
+
+def _bundle(services, key, html, files, document_id=None):
+    request = PublishRequest(title="Bundle", html=html, document_id=document_id,  # type: ignore[call-arg]
+                             files=[{"path": p, "content": c} for p, c in files])
+    return services.documents.publish(credentials_from_key(key), request).response
+
+
+def _usage(services, key):
+    return services.workspaces.me(credentials_from_key(key)).workspace.usage.storage_bytes
+
+
+def _delete_version(services, key, document_id, version_id):
+    services.documents.delete_version(credentials_from_key(key), document_id, version_id)
+
+
+@BOTH
+def test_a_file_in_many_versions_counts_once_and_leaves_with_the_last_one(services, storage):
+    _, created = services.workspaces.create_workspace("Files", "pro")
+    key = created.api_key
+    assert len(CSS) == 1050 and len(JS) == 640
+    v1 = _bundle(services, key, "<p>one</p>", [("style.css", CSS), ("app.js", JS)])            # 10 bytes
+    assert _usage(services, key) == 10 + 1050 + 640
+    v2 = _bundle(services, key, "<p>two!</p>", [("style.css", CSS), ("copy.css", CSS)], v1.document_id)  # 11
+    assert _usage(services, key) == 10 + 11 + 1050 + 640  # the same file twice in a version, once overall
+    other = _bundle(services, key, "<p>other</p>", [("s.css", CSS)])                          # 12
+    assert _usage(services, key) == 10 + 11 + 12 + 1050 + 640
+    _delete_version(services, key, v1.document_id, v1.version_id)  # app.js: no version refers to it now
+    assert _usage(services, key) == 11 + 12 + 1050
+    services.documents.delete(credentials_from_key(key), other.document_id)  # style.css: v2 still has it
+    assert _usage(services, key) == 11 + 1050
+    v3 = _bundle(services, key, "<p>3</p>", [], v2.document_id)                               # 8
+    _delete_version(services, key, v2.document_id, v2.version_id)  # the last version using style.css
+    assert _usage(services, key) == 8
+    _bundle(services, key, "<p>4</p>", [("again.css", CSS)], v3.document_id)  # counted again when it returns
+    assert _usage(services, key) == 8 + 8 + 1050
+    services.documents.delete(credentials_from_key(key), v3.document_id)
+    assert _usage(services, key) == 0
+
+
+@BOTH
+def test_a_file_over_the_quota_is_refused_and_nothing_is_half_written(services, storage, monkeypatch):
+    monkeypatch.setattr(limits, "FREE_MAX_STORAGE_BYTES", 2000)
+    _, created = services.workspaces.create_workspace("Small", "free")
+    key = created.api_key
+    v1 = _bundle(services, key, "<p>one</p>", [("style.css", CSS)])  # 1,060 bytes
+    # A new version reusing style.css adds only its page: fits.
+    _bundle(services, key, "<p>two</p>", [("style.css", CSS)], v1.document_id)
+    assert _usage(services, key) == 1070
+    big = "x" * 1000
+    with pytest.raises(PlanLimitReached) as refused:
+        _bundle(services, key, "<p>3</p>", [("style.css", CSS), ("big.txt", big)], v1.document_id)
+    assert refused.value.details == {"entitlement": "max_storage_bytes", "limit": 2000, "current": 1070}
+    assert "adds 1,008 bytes" in refused.value.message  # its page and its one new file
+    ctx = services.documents.ctx
+    doc, versions = ctx.documents.get_with_versions(v1.document_id)
+    assert doc["version_count"] == 2 and len(versions) == 2
+    assert _usage(services, key) == 1070
+    import hashlib
+
+    from chalicelib.ports import file_prefix
+
+    stored = {key.rsplit("/", 1)[1] for key, _ in ctx.blobs.list_keys(file_prefix(doc["workspace_id"]))}
+    assert hashlib.sha256(CSS.encode()).hexdigest() in stored
+    assert hashlib.sha256(big.encode()).hexdigest() not in stored  # the refused version's file was removed
+    with pytest.raises(PlanLimitReached):  # a new document with the file: refused the same way
+        _bundle(services, key, "<p>new</p>", [("big.txt", big)])
+    assert _usage(services, key) == 1070
+
+
+@BOTH
+def test_racing_versions_with_the_same_new_file_count_it_once(services, storage):
+    from tests.helpers import run_together
+
+    _, created = services.workspaces.create_workspace("Race", "pro")
+    key = created.api_key
+    results, failures = run_together([
+        lambda n=n: _bundle(services, key, f"<p>{n:03d}</p>", [("style.css", CSS)]) for n in range(6)])
+    assert failures == [] and len(results) == 6
+    assert _usage(services, key) == 6 * 10 + 1050
+    for result in results:
+        services.documents.delete(credentials_from_key(key), result.document_id)
+    assert _usage(services, key) == 0

@@ -8,6 +8,7 @@ key's rate slot and the idempotency record commit together or not at all.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterable, Optional
 
 from chalicelib.adapters.aws.events import add_event
@@ -15,12 +16,12 @@ from chalicelib.adapters.aws.rates import add_rate_claim
 from chalicelib.adapters.aws.people import activity_item
 from chalicelib.adapters.aws.schema import DOCUMENT_LISTING
 from chalicelib.adapters.aws.keys import (
-    WRITE_SHARDS, api_key_key, document_key, document_pk, documents_index_pk, documents_sort_key,
+    WRITE_SHARDS, api_key_key, file_bucket, workspace_files_key, document_key, document_pk, documents_index_pk, documents_sort_key,
     idempotency_key, share_key, version_item_key, workspace_key, write_shard_key, write_shard_keys,
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
 from chalicelib.adapters.aws.workspaces import with_write_logs
-from chalicelib.ports.records import ActivityEntry, Event, OutcomeUnknown
+from chalicelib.ports.records import ActivityEntry, Event, OutcomeUnknown, WriteRefused
 from chalicelib.ports.records import (
     BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, StaleDocument,
 )
@@ -65,7 +66,8 @@ def _raise_guard(exc: ConditionFailed, guards: dict, quota: Optional[Quota] = No
             old = (exc.old_items[index] if index < len(exc.old_items) else None) or {}
             if which == "usage" and quota is not None:
                 plan, used = old.get("plan", ""), int(old.get("storage_bytes", 0))
-                raise QuotaReached(quota.refusal(plan, used) or "storage", used, plan) from exc
+                raise QuotaReached(quota.refusal(plan, used) or "storage", used, plan,
+                                   adding=quota.add_bytes) from exc
             raise GuardFailed(which) from exc
 
 
@@ -101,6 +103,95 @@ def _add_window(tx: Transaction, quota: Quota, guards: dict) -> None:
     if quota.rate_claim is not None:
         guards["workspace-rate"] = add_rate_claim(tx, quota.rate_claim)
 
+
+
+def _file_counts(versions: Iterable[dict]) -> dict[str, int]:
+    """sha256 -> how many of `versions` refer to it (a file twice in one version counts once)."""
+    counts: dict[str, int] = {}
+    for version in versions:
+        for sha in {f["sha256"] for f in version.get("files") or ()}:
+            counts[sha] = counts.get(sha, 0) + 1
+    return counts
+
+
+def _by_bucket(shas: Iterable[str]) -> dict[int, list[str]]:
+    groups: dict[int, list[str]] = {}
+    for sha in sorted(shas):
+        groups.setdefault(file_bucket(sha), []).append(sha)
+    return groups
+
+
+class FileRefs:
+    """A workspace's file reference counts (keys.workspace_files_key), read before a
+    transaction and changed in it under conditions that hold only if nothing moved
+    since: a version's files are counted in storage once per workspace (API contract 4)."""
+
+    def __init__(self, table: Table, workspace_id: str):
+        self.table = table
+        self.workspace_id = workspace_id
+        self.sizes: dict[str, int] = {}  # of the files read
+
+    def read(self, shas: Iterable[str]) -> dict[str, Optional[int]]:
+        """sha256 -> live versions referring to it (None: not counted in the workspace)."""
+        groups = _by_bucket(shas)
+        buckets = sorted(groups)
+        items = self.table.batch_get([workspace_files_key(self.workspace_id, b) for b in buckets])
+        held: dict[str, Optional[int]] = {}
+        for bucket, item in zip(buckets, items):
+            for sha in groups[bucket]:
+                value = (item or {}).get(f"r_{sha}")
+                held[sha] = int(value) if value is not None else None
+                self.sizes[sha] = int((item or {}).get(f"s_{sha}", 0))
+        return held
+
+    def add(self, tx: Transaction, files: dict[str, int], held: dict[str, Optional[int]]) -> list[int]:
+        """One more version refers to each file: a file not held yet starts at 1 with its
+        size (it must still be absent), a held one goes up by 1 (it must still exist)."""
+        indexes = []
+        for bucket, shas in _by_bucket(files).items():
+            sets, conditions, names, values = [], [], {}, {":one": 1}
+            for i, sha in enumerate(shas):
+                names[f"#r{i}"] = f"r_{sha}"
+                if held.get(sha) is None:
+                    names[f"#s{i}"] = f"s_{sha}"
+                    values[f":s{i}"] = files[sha]
+                    sets += [f"#r{i} = :one", f"#s{i} = :s{i}"]
+                    conditions.append(f"attribute_not_exists(#r{i})")
+                else:
+                    sets.append(f"#r{i} = #r{i} + :one")
+                    conditions.append(f"attribute_exists(#r{i})")
+            indexes.append(tx.update(workspace_files_key(self.workspace_id, bucket), "SET " + ", ".join(sets),
+                                     " AND ".join(conditions), names=names, values=values))
+        return indexes
+
+    def release(self, tx: Transaction, counts: dict[str, int]) -> tuple[int, list[int]]:
+        """Versions leave: each file loses `counts[sha]` references; one left with none is
+        removed and its size freed. Conditions: the counts are still what was read.
+        Returns (bytes freed, action indexes)."""
+        held = self.read(counts)
+        freed, indexes = 0, []
+        for bucket, shas in _by_bucket(s for s in counts if held.get(s) is not None).items():
+            sets, removes, conditions, names, values = [], [], [], {}, {}
+            for i, sha in enumerate(shas):
+                current = held[sha] or 0
+                names[f"#r{i}"] = f"r_{sha}"
+                values[f":c{i}"] = current
+                conditions.append(f"#r{i} = :c{i}")
+                if current <= counts[sha]:
+                    names[f"#s{i}"] = f"s_{sha}"
+                    removes += [f"#r{i}", f"#s{i}"]
+                    freed += self.sizes.get(sha, 0)
+                else:
+                    values[f":n{i}"] = counts[sha]
+                    sets.append(f"#r{i} = #r{i} - :n{i}")
+            update = " ".join(part for part in (
+                "SET " + ", ".join(sets) if sets else "", "REMOVE " + ", ".join(removes) if removes else "") if part)
+            indexes.append(tx.update(workspace_files_key(self.workspace_id, bucket), update,
+                                     " AND ".join(conditions), names=names, values=values))
+        return freed, indexes
+
+
+FILE_ATTEMPTS = 5  # a release whose counts moved under it reads them again
 
 
 def version_item(version: dict) -> dict:
@@ -195,15 +286,18 @@ class DocumentRepository:
         update = "SET document_count = document_count + :one"
         condition = f"attribute_exists(PK) AND ({uncapped + ' OR ' if uncapped else ''}document_count < :max)"
         values = {":one": 1, ":max": max_documents, **plans}
-        counted = {}
+        counted: dict = {}
         names = {"#plan": "plan"} if plans else {}
-        if quota is not None:
-            add, room, quota_names, quota_values = _usage_update(quota)
+        usage, refs, held = self._files_usage(doc["workspace_id"], quota)
+        if usage is not None and quota is not None:
+            add, room, quota_names, quota_values = _usage_update(usage)
             update += " " + add
             condition += f" AND {room}"
             values.update(quota_values)
             names.update(quota_names)
-            counted = {"stored_bytes": quota.add_bytes, "counted_versions": 1}
+            counted = {"stored_bytes": quota.add_bytes, "counted_versions": 1}  # the files: FileRefs
+            if quota.files:
+                counted["has_files"] = True
         ws_index = tx.update(
             workspace_key(doc["workspace_id"]), update, condition,
             names=names or None, values=values, return_old=True,
@@ -222,14 +316,17 @@ class DocumentRepository:
         guards = Guards.add(tx, slot, idem)
         if quota is not None:
             _add_window(tx, quota, guards)
-        refused = self._commit_version(tx, doc["document_id"], version, guards, quota)
+        if refs is not None and quota is not None:
+            guards.update({f"files{i}": index for i, index in enumerate(refs.add(tx, quota.files, held))})
+        refused = self._commit_version(tx, doc["document_id"], version, guards, usage)
         if refused is not None:
             if refused.failed(ws_index):
                 old = refused.old_items[ws_index] or {}
                 capped = old.get("plan") not in set(uncapped_plans) and old.get("document_count", 0) >= max_documents
-                if quota is not None and not capped and old:
+                if usage is not None and not capped and old:
                     plan, used = old.get("plan", ""), int(old.get("storage_bytes", 0))
-                    raise QuotaReached(quota.refusal(plan, used) or "storage", used, plan) from refused
+                    raise QuotaReached(usage.refusal(plan, used) or "storage", used, plan,
+                                       adding=usage.add_bytes) from refused
                 raise DocumentCapReached(refused.old_items[ws_index]) from refused
             raise refused
 
@@ -242,6 +339,9 @@ class DocumentRepository:
         sets = {"version_count": version["number"], "latest_version_id": version["version_id"],
                 "latest_size": version["size_bytes"], "updated_ms": version["created_ms"],
                 "GSI1SK": documents_sort_key(version["created_ms"], doc["document_id"]), **changes}
+        usage, refs, held = self._files_usage(doc["workspace_id"], quota)
+        if quota is not None and quota.files:
+            sets["has_files"] = True  # begin_delete releases its versions' files
         names = {f"#a{i}": k for i, k in enumerate(sets)}
         values = {f":a{i}": v for i, v in enumerate(sets.values())}
         values.update({":prev": doc["version_count"], ":ws": doc["workspace_id"]})
@@ -260,16 +360,30 @@ class DocumentRepository:
             tx.put(activity_item(activity), "attribute_not_exists(PK)")
         add_event(tx, event)
         guards = Guards.add(tx, slot, idem)
-        if quota is not None:
-            add, room, quota_names, quota_values = _usage_update(quota)
+        if quota is not None and usage is not None:
+            add, room, quota_names, quota_values = _usage_update(usage)
             guards["usage"] = tx.update(workspace_key(doc["workspace_id"]), add, f"attribute_exists(PK) AND {room}",
                                         names=quota_names, values=quota_values, return_old=True)
             _add_window(tx, quota, guards)
-        refused = self._commit_version(tx, doc["document_id"], version, guards, quota)
+            if refs is not None:
+                guards.update({f"files{i}": index for i, index in enumerate(refs.add(tx, quota.files, held))})
+        refused = self._commit_version(tx, doc["document_id"], version, guards, usage)
         if refused is not None:
             if refused.failed(doc_index) or refused.failed(doc_index + 1):
                 raise StaleDocument(refused.old_items[doc_index]) from refused
             raise refused
+
+    def _files_usage(self, workspace_id: str, quota: Optional[Quota]
+                     ) -> tuple[Optional[Quota], Optional[FileRefs], dict[str, Optional[int]]]:
+        """The quota with the bytes of the version's files new to the workspace added
+        (read now; the transaction's FileRefs conditions hold only if that stays true:
+        GuardFailed("files…") otherwise, and the service writes again)."""
+        if quota is None or not quota.files:
+            return quota, None, {}
+        refs = FileRefs(self.table, workspace_id)
+        held = refs.read(quota.files)
+        new_bytes = sum(size for sha, size in quota.files.items() if held.get(sha) is None)
+        return dataclasses.replace(quota, add_bytes=quota.add_bytes + new_bytes), refs, held
 
     def _commit_version(self, tx: Transaction, document_id: str, version: dict,
                         guards: dict, quota: Optional[Quota] = None) -> Optional[ConditionFailed]:
@@ -378,45 +492,64 @@ class DocumentRepository:
     def begin_delete(self, doc: dict, activity: Optional[ActivityEntry] = None, event: Optional[Event] = None) -> None:
         """Step 1 of delete, atomically: hide the document from lists and share
         links and free its place in the plan count. The item stays, marked
-        `deleting`, so a retried DELETE can find it and finish the cleanup."""
-        tx = Transaction()
-        tx.update(document_key(doc["document_id"]), "SET deleting = :yes REMOVE GSI1PK, GSI1SK",
-                  "attribute_exists(PK) AND attribute_not_exists(deleting)", values={":yes": True})
-        tx.delete(share_key(doc["share_id"]))
-        # Its usage leaves the workspace's (counted on the document since issue 24).
-        tx.update(workspace_key(doc["workspace_id"]),
-                  "SET document_count = document_count - :one ADD storage_bytes :mb, version_total :mv",
-                  "document_count > :zero", values={":one": 1, ":zero": 0,
-                                                    ":mb": -int(doc.get("stored_bytes", 0)),
-                                                    ":mv": -int(doc.get("counted_versions", 0))})
-        if activity is not None:
-            tx.put(activity_item(activity), "attribute_not_exists(PK)")
-        add_event(tx, event)
-        try:
-            tx.commit()
-        except ConditionFailed as exc:
-            raise StaleDocument(None) from exc
+        `deleting`, so a retried DELETE can find it and finish the cleanup. Its
+        versions' files lose their references (one Query of its versions, only for a
+        document that ever had files); a file no other version refers to is freed."""
+        counts = _file_counts(self.get_with_versions(doc["document_id"])[1]) if doc.get("has_files") else {}
+        for _attempt in range(FILE_ATTEMPTS):
+            tx = Transaction()
+            tx.update(document_key(doc["document_id"]), "SET deleting = :yes REMOVE GSI1PK, GSI1SK",
+                      "attribute_exists(PK) AND attribute_not_exists(deleting)", values={":yes": True})
+            tx.delete(share_key(doc["share_id"]))
+            freed, file_indexes = FileRefs(self.table, doc["workspace_id"]).release(tx, counts) if counts else (0, [])
+            # Its usage leaves the workspace's (counted on the document since issue 24).
+            tx.update(workspace_key(doc["workspace_id"]),
+                      "SET document_count = document_count - :one ADD storage_bytes :mb, version_total :mv",
+                      "document_count > :zero", values={":one": 1, ":zero": 0,
+                                                        ":mb": -int(doc.get("stored_bytes", 0)) - freed,
+                                                        ":mv": -int(doc.get("counted_versions", 0))})
+            if activity is not None:
+                tx.put(activity_item(activity), "attribute_not_exists(PK)")
+            add_event(tx, event)
+            try:
+                tx.commit()
+                return
+            except ConditionFailed as exc:
+                if any(exc.failed(i) for i in file_indexes) and not exc.failed(0):
+                    continue  # another write changed a file's count since it was read
+                raise StaleDocument(None) from exc
+        raise WriteRefused("file counts kept moving")
 
     def delete_version(self, doc: dict, version: dict) -> None:
-        """One old version: its item, the document's counters, the workspace's usage."""
+        """One old version: its item, the document's counters, the workspace's usage
+        (its page, and the files no other version of the workspace refers to)."""
         counted = "counted_versions" in doc
-        tx = Transaction()
-        tx.delete(version_item_key(doc["document_id"], version["number"]), "version_id = :vid",
-                  values={":vid": version["version_id"]})
-        update = "ADD versions_deleted :one"
-        values = {":one": 1, ":ws": doc["workspace_id"], ":vid": version["version_id"]}
-        if counted:
-            update += ", stored_bytes :mb, counted_versions :mone"
-            values.update({":mb": -int(version["size_bytes"]), ":mone": -1})
-        tx.update(document_key(doc["document_id"]), update, LIVE_DOCUMENT + " AND latest_version_id <> :vid",
-                  values=values)
-        if counted:
-            tx.update(workspace_key(doc["workspace_id"]), "ADD storage_bytes :mb, version_total :mone",
-                      "attribute_exists(PK)", values={":mb": -int(version["size_bytes"]), ":mone": -1})
-        try:
-            tx.commit()
-        except ConditionFailed as exc:
-            raise StaleDocument(None) from exc
+        counts = _file_counts([version]) if doc.get("has_files") else {}
+        for _attempt in range(FILE_ATTEMPTS):
+            tx = Transaction()
+            tx.delete(version_item_key(doc["document_id"], version["number"]), "version_id = :vid",
+                      values={":vid": version["version_id"]})
+            update = "ADD versions_deleted :one"
+            values = {":one": 1, ":ws": doc["workspace_id"], ":vid": version["version_id"]}
+            if counted:
+                update += ", stored_bytes :mb, counted_versions :mone"
+                values.update({":mb": -int(version["size_bytes"]), ":mone": -1})
+            tx.update(document_key(doc["document_id"]), update, LIVE_DOCUMENT + " AND latest_version_id <> :vid",
+                      values=values)
+            freed, file_indexes = FileRefs(self.table, doc["workspace_id"]).release(tx, counts) if counts else (0, [])
+            if counted or freed:
+                tx.update(workspace_key(doc["workspace_id"]), "ADD storage_bytes :mb, version_total :mone",
+                          "attribute_exists(PK)",
+                          values={":mb": -(int(version["size_bytes"]) if counted else 0) - freed,
+                                  ":mone": -1 if counted else 0})
+            try:
+                tx.commit()
+                return
+            except ConditionFailed as exc:
+                if any(exc.failed(i) for i in file_indexes) and not (exc.failed(0) or exc.failed(1)):
+                    continue  # another write changed a file's count since it was read
+                raise StaleDocument(None) from exc
+        raise WriteRefused("file counts kept moving")
 
     def purge(self, document_id: str) -> None:
         """Delete the document's partition; the META item goes last, so an

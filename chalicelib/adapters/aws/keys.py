@@ -22,6 +22,21 @@ def workspace_key(workspace_id: str) -> dict:
     return {"PK": f"WS#{workspace_id}", "SK": "WS"}
 
 
+# A workspace's bundle files, each counted once in its storage: reference counts
+# (`r_<sha256>`: live versions referring to the file) and sizes (`s_<sha256>`) spread
+# over FILE_BUCKETS items by the hash's first byte, so a version of up to 200 files
+# touches at most FILE_BUCKETS items in its transaction (the limit is 100 actions).
+FILE_BUCKETS = 32
+
+
+def file_bucket(sha256: str) -> int:
+    return int(sha256[:2], 16) % FILE_BUCKETS
+
+
+def workspace_files_key(workspace_id: str, bucket: int) -> dict:
+    return {"PK": f"WS#{workspace_id}", "SK": f"FILES#{bucket:02d}"}
+
+
 def api_key_key(key_id: str) -> dict:
     return {"PK": f"KEY#{key_id}", "SK": "KEY"}
 

@@ -75,6 +75,14 @@ class ViewCounterRepository:
                     result.versions[version_id] = result.versions.get(version_id, 0) + value
         return result
 
+    def counts_many(self, document_ids: Sequence[str], first_day: str, last_day: str) -> dict[str, ViewCounts]:
+        """`counts` per document, TOTALS_PARALLEL documents at a time (one Query each)."""
+        ids = list(dict.fromkeys(document_ids))
+        if not ids:
+            return {}
+        with ThreadPoolExecutor(max_workers=min(TOTALS_PARALLEL, len(ids))) as pool:
+            return dict(zip(ids, pool.map(lambda d: self.counts(d, first_day, last_day), ids)))
+
     def totals(self, document_ids: Sequence[str]) -> dict[str, tuple[int, Optional[int]]]:
         """One small Query per document (its total shards only, eventually consistent),
         a few at a time: a page of 20 costs about 10 read units, where a BatchGetItem of

@@ -380,6 +380,26 @@ MIGRATIONS: list[str] = [
     CREATE INDEX deliveries_by_webhook ON webhook_deliveries (webhook_id, created_ms);
     CREATE INDEX deliveries_due ON webhook_deliveries (next_attempt_ms) WHERE status = 'pending';
     """,
+    # 8 -> 9: bundle files count in storage once per workspace (issue 24): how many live
+    # versions of the workspace refer to each distinct file; the files already stored are
+    # counted now.
+    """
+    CREATE TABLE workspace_files (
+        workspace_id    TEXT NOT NULL,
+        sha256          TEXT NOT NULL,
+        size_bytes      INTEGER NOT NULL,
+        refs            INTEGER NOT NULL CHECK (refs > 0),  -- live versions referring to it
+        PRIMARY KEY (workspace_id, sha256)
+    );
+    INSERT INTO workspace_files (workspace_id, sha256, size_bytes, refs)
+        SELECT d.workspace_id, json_extract(f.value, '$.sha256'), MAX(json_extract(f.value, '$.size_bytes')),
+               COUNT(DISTINCT v.document_id || '#' || v.number)
+        FROM versions v JOIN documents d ON d.document_id = v.document_id, json_each(v.files) f
+        WHERE v.files IS NOT NULL AND d.deleting = 0
+        GROUP BY d.workspace_id, json_extract(f.value, '$.sha256');
+    UPDATE workspaces SET storage_bytes = storage_bytes +
+        (SELECT COALESCE(SUM(size_bytes), 0) FROM workspace_files WHERE workspace_id = workspaces.id);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

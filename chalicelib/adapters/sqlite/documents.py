@@ -51,27 +51,68 @@ def claim_guards(tx: sqlite3.Connection, slot: Optional[RateSlot], idem: Optiona
                    (idem.key_id, idem.key_digest, idem.request_hash, idem.response_json, idem.expires_at))
 
 
-def check_quota(tx: sqlite3.Connection, quota: Optional[Quota]) -> None:
-    """QuotaReached unless the workspace has room for the version and a write."""
+def _new_file_bytes(tx: sqlite3.Connection, quota: Quota) -> int:
+    """Bytes of the version's files that no live version of the workspace refers to yet."""
+    if not quota.files:
+        return 0
+    wanted = sorted(quota.files)
+    marks = ", ".join("?" * len(wanted))
+    held = {r["sha256"] for r in tx.execute(
+        f"SELECT sha256 FROM workspace_files WHERE workspace_id = ? AND sha256 IN ({marks})",  # noqa: S608
+        (quota.workspace_id, *wanted)).fetchall()}
+    return sum(size for sha, size in quota.files.items() if sha not in held)
+
+
+def release_files(tx: sqlite3.Connection, workspace_id: str, versions: Iterable[dict]) -> int:
+    """The versions leave the workspace: their files lose a reference each (once per
+    version); a file no version refers to any more is freed. Returns the bytes freed."""
+    counts: dict[str, int] = {}
+    for version in versions:
+        for sha in {f["sha256"] for f in version.get("files") or ()}:
+            counts[sha] = counts.get(sha, 0) + 1
+    freed = 0
+    for sha, n in counts.items():
+        row = one(tx, "SELECT size_bytes, refs FROM workspace_files WHERE workspace_id = ? AND sha256 = ?",
+                  (workspace_id, sha))
+        if row is None:
+            continue  # not counted (never, or already freed)
+        if row["refs"] <= n:
+            tx.execute("DELETE FROM workspace_files WHERE workspace_id = ? AND sha256 = ?", (workspace_id, sha))
+            freed += row["size_bytes"]
+        else:
+            tx.execute("UPDATE workspace_files SET refs = refs - ? WHERE workspace_id = ? AND sha256 = ?",
+                       (n, workspace_id, sha))
+    return freed
+
+
+def check_quota(tx: sqlite3.Connection, quota: Optional[Quota]) -> int:
+    """QuotaReached unless the workspace has room for the version and a write; returns
+    the bytes of the version's files new to the workspace (counted by claim_quota)."""
     if quota is None:
-        return
+        return 0
+    new_bytes = _new_file_bytes(tx, quota)
     row = one(tx, "SELECT plan, storage_bytes FROM workspaces WHERE id = ?", (quota.workspace_id,))
     if row is not None:
-        refused = quota.refusal(row["plan"], row["storage_bytes"])
+        refused = quota.refusal(row["plan"], row["storage_bytes"], new_bytes)
         if refused is not None:
-            raise QuotaReached(refused, row["storage_bytes"], row["plan"])
+            raise QuotaReached(refused, row["storage_bytes"], row["plan"], adding=quota.add_bytes + new_bytes)
     claim = quota.rate_claim
     if claim is not None:
         log = one(tx, "SELECT seq FROM rate_logs WHERE scope = ?", (claim.scope,))
         if (log["seq"] if log else 0) != claim.expected_seq:
             raise GuardFailed("workspace-rate")  # another write took a slot since the log was read
+    return new_bytes
 
 
-def claim_quota(tx: sqlite3.Connection, quota: Optional[Quota]) -> None:
+def claim_quota(tx: sqlite3.Connection, quota: Optional[Quota], new_file_bytes: int = 0) -> None:
     if quota is None:
         return
     tx.execute("UPDATE workspaces SET storage_bytes = storage_bytes + ?, version_total = version_total + 1 "
-               "WHERE id = ?", (quota.add_bytes, quota.workspace_id))
+               "WHERE id = ?", (quota.add_bytes + new_file_bytes, quota.workspace_id))
+    for sha, size in quota.files.items():
+        tx.execute("INSERT INTO workspace_files (workspace_id, sha256, size_bytes, refs) VALUES (?, ?, ?, 1) "
+                   "ON CONFLICT (workspace_id, sha256) DO UPDATE SET refs = refs + 1",
+                   (quota.workspace_id, sha, size))
     if quota.rate_claim is not None and not try_claim(tx, quota.rate_claim):
         raise GuardFailed("workspace-rate")  # checked above under the same write lock: never here
 
@@ -163,7 +204,7 @@ class DocumentRepository:
                event: Optional[Event] = None) -> None:
         with self.db.write() as tx:
             check_guards(tx, slot, idem)
-            check_quota(tx, quota)
+            new_file_bytes = check_quota(tx, quota)
             workspace = one(tx, "SELECT * FROM workspaces WHERE id = ?", (doc["workspace_id"],))
             if workspace is None or (workspace["plan"] not in set(uncapped_plans)
                                      and workspace["document_count"] >= max_documents):
@@ -186,7 +227,7 @@ class DocumentRepository:
             tx.execute("INSERT INTO share_links (share_id, document_id, workspace_id) VALUES (?, ?, ?)",
                        (doc["share_id"], doc["document_id"], doc["workspace_id"]))
             claim_guards(tx, slot, idem)
-            claim_quota(tx, quota)
+            claim_quota(tx, quota, new_file_bytes)
             if activity is not None:
                 insert_activity(tx, activity)
             insert_event(tx, event)
@@ -212,14 +253,14 @@ class DocumentRepository:
                     or current["version_count"] != doc["version_count"]
                     or version["number"] != doc["version_count"] + 1):
                 raise StaleDocument(current)
-            check_quota(tx, quota)
+            new_file_bytes = check_quota(tx, quota)
             sets = {"version_count": version["number"], "latest_version_id": version["version_id"],
                     "latest_size": version["size_bytes"], "updated_ms": version["created_ms"], **changes}
             tx.execute(f"UPDATE documents SET {', '.join(f'{k} = ?' for k in sets)} WHERE document_id = ?",  # noqa: S608
                        (*sets.values(), doc["document_id"]))
             self._insert_version(tx, doc["document_id"], version)
             claim_guards(tx, slot, idem)
-            claim_quota(tx, quota)
+            claim_quota(tx, quota, new_file_bytes)
             if activity is not None:
                 insert_activity(tx, activity)
             insert_event(tx, event)
@@ -237,9 +278,10 @@ class DocumentRepository:
                     raise StaleDocument(current)
                 tx.execute("UPDATE documents SET versions_deleted = versions_deleted + 1 WHERE document_id = ?",
                            (doc["document_id"],))
+                freed = release_files(tx, doc["workspace_id"], [version])
                 tx.execute("UPDATE workspaces SET storage_bytes = MAX(0, storage_bytes - ?), "
                            "version_total = MAX(0, version_total - 1) WHERE id = ?",
-                           (version["size_bytes"], doc["workspace_id"]))
+                           (version["size_bytes"] + freed, doc["workspace_id"]))
 
         self.db.deleting(work)
 
@@ -286,9 +328,13 @@ class DocumentRepository:
                 tx.execute("DELETE FROM share_links WHERE share_id = ?", (doc["share_id"],))
                 used = one(tx, "SELECT COALESCE(SUM(size_bytes), 0) AS bytes, COUNT(*) AS n FROM versions "
                                "WHERE document_id = ?", (doc["document_id"],))
+                with_files = [v for r in tx.execute("SELECT files FROM versions WHERE document_id = ? "
+                                                    "AND files IS NOT NULL", (doc["document_id"],)).fetchall()
+                              if (v := row_dict(r)) is not None]
+                freed = release_files(tx, doc["workspace_id"], with_files)
                 tx.execute("UPDATE workspaces SET document_count = document_count - 1, "
                            "storage_bytes = MAX(0, storage_bytes - ?), version_total = MAX(0, version_total - ?) "
-                           "WHERE id = ?", (used["bytes"], used["n"], doc["workspace_id"]))
+                           "WHERE id = ?", (used["bytes"] + freed, used["n"], doc["workspace_id"]))
                 insert_event(tx, event)  # the webhook outbox: with the change, never apart
 
         self.db.deleting(work)  # works on a full disk too (spends the reserve)

@@ -40,6 +40,26 @@ class ViewCounterRepository:
         result.last_viewed_ms = max((row["last_ms"] for row in versions), default=None)
         return result
 
+    def counts_many(self, document_ids: Sequence[str], first_day: str, last_day: str) -> dict[str, ViewCounts]:
+        ids = list(dict.fromkeys(document_ids))
+        found = {document_id: ViewCounts() for document_id in ids}
+        with self.db.snapshot() as conn:
+            for start in range(0, len(ids), 500):  # SQLite's bound on parameters
+                chunk = ids[start:start + 500]
+                marks = ", ".join("?" * len(chunk))
+                for row in conn.execute(f"SELECT document_id, version_id, views, last_ms FROM view_versions "
+                                        f"WHERE document_id IN ({marks})", chunk):
+                    counts = found[row["document_id"]]
+                    counts.versions[row["version_id"]] = row["views"]
+                    counts.total += row["views"]
+                    if row["last_ms"] is not None and (counts.last_viewed_ms is None
+                                                       or row["last_ms"] > counts.last_viewed_ms):
+                        counts.last_viewed_ms = row["last_ms"]
+                for row in conn.execute(f"SELECT document_id, day, views FROM view_days WHERE document_id IN "
+                                        f"({marks}) AND day BETWEEN ? AND ?", [*chunk, first_day, last_day]):
+                    found[row["document_id"]].days[row["day"]] = row["views"]
+        return found
+
     def totals(self, document_ids: Sequence[str]) -> dict[str, tuple[int, Optional[int]]]:
         found: dict[str, tuple[int, Optional[int]]] = {}
         ids = list(dict.fromkeys(document_ids))
