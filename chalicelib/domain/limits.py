@@ -27,10 +27,20 @@ class Rate(NamedTuple):
 
 # Size of one document's HTML (UTF-8 bytes), every plan.
 HTML_BYTES = MAX_HTML_BYTES
+# Markdown source (UTF-8 bytes): rendering it must end well inside API Gateway's 29 s.
+# markdown-it-py (the parser alone) renders a dense 1 MiB source in several seconds on one
+# core (bench/content.py, docs/performance.md): 4 MiB would not render in time. The page
+# rendered from it is still held to HTML_BYTES.
+MARKDOWN_BYTES = 1024 * 1024
 # The largest file a deployed function answers itself: a Lambda response carries at most
 # 6 MB and a binary answer is base64-encoded (4/3 larger). A larger download or bundle
 # file is redirected (302) to a short-lived presigned S3 URL; the embedded store sends any size.
 INLINE_RESPONSE_BYTES = 4 * 1024 * 1024
+# The dashboard's upload page sends a file up to this size in its form; a larger one (a .zip
+# up to 36 MiB) goes to storage first (POST /dashboard/uploads, a PUT to the presigned URL),
+# then the form carries its upload_id. Through API Gateway a multipart body reaches Lambda
+# base64-encoded (4/3), and Lambda takes 6 MB: 3 MiB leaves room for the fields.
+DASHBOARD_DIRECT_UPLOAD_BYTES = 3 * 1024 * 1024
 # Search-and-replace edits in one edit request.
 EDITS_PER_REQUEST = MAX_EDITS
 # The free plan's caps (Pro has none).
@@ -186,6 +196,10 @@ def html_size_short() -> str:
     return f"{HTML_BYTES // (1024 * 1024)} MiB"
 
 
+def markdown_size_text() -> str:
+    return f"{bytes_text(MARKDOWN_BYTES)} ({MARKDOWN_BYTES:,} bytes of UTF-8)"
+
+
 def write_rate_text() -> str:
     rate = write_rate()
     return f"{plural(rate.limit, 'write')} {per_window(rate.window_seconds)} per API key"
@@ -238,6 +252,22 @@ def checked_size(data: bytes) -> bytes:
     if len(data) > HTML_BYTES:
         raise too_large(len(data))
     return data
+
+
+def checked_markdown(source: bytes) -> bytes:
+    """A Markdown source if within MARKDOWN_BYTES, else 413 `document_too_large` saying why
+    (`details.format`: "markdown")."""
+    if len(source) > MARKDOWN_BYTES:
+        raise markdown_too_large(len(source))
+    return source
+
+
+def markdown_too_large(size_bytes: int) -> DocumentTooLarge:
+    return DocumentTooLarge(
+        f"The Markdown source is {size_bytes:,} bytes; Markdown is limited to {MARKDOWN_BYTES:,} bytes "
+        f"({bytes_text(MARKDOWN_BYTES)}) so that it renders within a request. Split it into several "
+        f"documents, or publish it rendered as HTML (up to {html_size_short()}).",
+        {"limit_bytes": MARKDOWN_BYTES, "size_bytes": size_bytes, "format": "markdown"})
 
 
 def too_large(size_bytes: int, edit_index: int | None = None) -> DocumentTooLarge:

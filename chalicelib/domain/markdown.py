@@ -23,7 +23,10 @@ if TYPE_CHECKING:
 
 # Pygments is linear but slow on pathological input: past these, code is shown plain.
 HIGHLIGHT_BLOCK_CHARS = 200_000
-HIGHLIGHT_TOTAL_CHARS = 1_000_000
+# Highlighting costs more than parsing the code it colours (bench/content.py): past this much
+# code in one document, the rest is shown plain, so a large source renders near the
+# parser's own speed.
+HIGHLIGHT_TOTAL_CHARS = 256 * 1024
 
 
 @functools.lru_cache(maxsize=1)
@@ -49,6 +52,29 @@ def code_css() -> str:
 
 
 
+@functools.lru_cache(maxsize=1)
+def _formatter() -> Any:
+    """One formatter for every block: building one makes its whole style sheet (bench/content.py
+    measured that as the largest part of highlighting when made per block). Its state is
+    read-only once made, so threads share it."""
+    from pygments.formatters import HtmlFormatter
+
+    return HtmlFormatter(cssclass="hl", wrapcode=True)
+
+
+@functools.lru_cache(maxsize=256)
+def _lexer(name: str) -> Any:
+    """The lexer for a fence's language, or None (looked up once per name: the lookup scans
+    every lexer's aliases). A lexer keeps no state between calls."""
+    from pygments.lexers import get_lexer_by_name
+    from pygments.util import ClassNotFound
+
+    try:
+        return get_lexer_by_name(name, stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return None
+
+
 class _Highlighter:
     """markdown-it's `highlight` option with a budget across one document."""
 
@@ -59,17 +85,14 @@ class _Highlighter:
         if not lang or len(code) > HIGHLIGHT_BLOCK_CHARS or len(code) > self.left:
             return ""  # markdown-it escapes and wraps it itself
         from pygments import highlight
-        from pygments.formatters import HtmlFormatter
-        from pygments.lexers import get_lexer_by_name
-        from pygments.util import ClassNotFound
 
-        try:
-            lexer = get_lexer_by_name(lang.split()[0], stripnl=False, ensurenl=False)
-        except ClassNotFound:
+        name = lang.split()[0].lower()
+        lexer = _lexer(name) if len(name) <= 40 else None
+        if lexer is None:
             return ""
         self.left -= len(code)
         # <div class="hl"><pre><code>…</code></pre></div>: Pygments escapes the code itself.
-        return str(highlight(code, lexer, HtmlFormatter(cssclass="hl", wrapcode=True)))
+        return str(highlight(code, lexer, _formatter()))
 
 
 def _heading_text(tokens: Sequence["Token"], start: int) -> str:
@@ -105,11 +128,16 @@ class Rendered:
 
 def render_body(source: str) -> tuple[str, Optional[str]]:
     """(HTML fragment, first heading as plain text or None)."""
+    from markdown_it.utils import OptionsDict
+
     md = _parser()
-    md.options["highlight"] = _Highlighter()
+    # This render's own options (its highlight budget): the shared parser is never changed,
+    # so threads of `make run` render at once safely.
+    settings: dict[str, Any] = {**md.options, "highlight": _Highlighter()}
+    options = OptionsDict(settings)  # type: ignore[arg-type]  # the parser's own options, one changed
     env: dict[str, Any] = {}
     tokens = md.parse(source, env)
-    body = md.renderer.render(tokens, md.options, env)
+    body = md.renderer.render(tokens, options, env)
     return body, first_heading(tokens)
 
 

@@ -72,8 +72,8 @@ def _decode(data: bytes, field_name: str) -> str:
 
 
 def markdown_content(source: bytes, title: Optional[str]) -> Content:
-    """Render checked Markdown source (≤ 4 MiB) into a page (≤ 4 MiB)."""
-    rendered = render_markdown(_decode(source, "html"), title)
+    """Render Markdown source (≤ limits.MARKDOWN_BYTES, 413 above) into a page (≤ 4 MiB)."""
+    rendered = render_markdown(_decode(limits.checked_markdown(source), "html"), title)
     page = limits.encoded_html(rendered.html)
     return Content(page=page, format="markdown", source=source, title=rendered.title)
 

@@ -61,13 +61,24 @@ class EditingService:
         self.documents = DocumentService(self.ctx)
 
     @requires("publish_document")
-    def upload(self, who: Who, data: bytes, title: Optional[str] = None, note: Optional[str] = None,
+    def upload(self, who: Who, data: Optional[bytes], title: Optional[str] = None, note: Optional[str] = None,
                document_id: Optional[str] = None, description: Optional[str] = None,
-               filename: Optional[str] = None) -> WriteResult:
+               filename: Optional[str] = None, upload_id: Optional[str] = None) -> WriteResult:
         """Publish an uploaded file as a new document, or as a new version of `document_id`
         (keeping its title when none is given): HTML, Markdown (.md/.markdown) or a .zip
-        bundle, by the file's name. Same rules and messages as publish."""
+        bundle, by the file's name. Same rules and messages as publish. A file too large
+        for one request was sent to storage first (POST /dashboard/uploads, then a PUT to
+        its upload_url): `upload_id` names it, in place of `data`, as on the API."""
         name = (filename or "").lower()
+        if upload_id is not None or data is None:
+            if data is not None or not upload_id:
+                raise ValidationFailed.field("file", "choose a file to upload (.html, .md or .zip)")
+            title = (title or "").strip() or None
+            if document_id and title is None:
+                title = self.documents.get(who, document_id).title
+            return self.documents.publish(who, publish_request(
+                title=title, note=note or None, document_id=document_id,
+                description=description if description else None, upload_id=upload_id))
         if name.endswith((".md", ".markdown", ".zip")):
             title = (title or "").strip() or None
             if document_id and title is None:

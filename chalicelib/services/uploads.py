@@ -66,6 +66,8 @@ def check_declared(filename: str, size_bytes: int) -> None:
             raise bundles.too_large(f"The archive is {size_bytes:,} bytes")
     elif size_bytes > limits.HTML_BYTES:
         raise limits.too_large(size_bytes)
+    elif name.endswith(MARKDOWN_UPLOADS) and size_bytes > limits.MARKDOWN_BYTES:
+        raise limits.markdown_too_large(size_bytes)
 
 
 class UploadService:
@@ -86,6 +88,16 @@ class UploadService:
             token = _serializer().dumps({"w": actor.workspace_id, "u": upload_id})
             url = f"{config.base_url()}/uploads/{upload_id}?token={token}"
         return Ticket(upload_id=upload_id, upload_url=url, expires_at=rfc3339(expires_ms) or "")
+
+    def put_origin(self) -> str:
+        """The origin (scheme://host[:port]) every upload_url points to: a page whose script
+        PUTs there allows it (Content-Security-Policy connect-src). A presigned URL is made
+        without a storage call; the embedded store's is this server's base URL."""
+        from urllib.parse import urlsplit
+
+        url = self.ctx.blobs.upload_url(data_key("origin", "up_origin"), 1, 60) or config.base_url()
+        parts = urlsplit(url)
+        return f"{parts.scheme}://{parts.netloc}"
 
     def _record(self, workspace_id: str, upload_id: str) -> dict[str, Any]:
         if not _UPLOAD_ID.match(upload_id or ""):

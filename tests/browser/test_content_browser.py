@@ -83,3 +83,90 @@ def test_a_protected_bundle_loads_its_files_once_unlocked(stack, page):
     with page.expect_navigation():
         page.click("button[type=submit]")
     _assert_bundle_loads(page)
+
+
+def _signed_up(browser, stack, email: str, address: str):
+    """A new account signed up over HTTP from its own loopback address (sign-ups are limited
+    per address and the stack is shared), its session handed to a fresh browser context."""
+    import re
+    from html import unescape
+
+    import httpx
+
+    from tests.chromium import mail_link_in
+
+    def csrf(text: str) -> str:
+        return unescape(re.search(r'name="csrf_token" value="([^"]+)"', text).group(1))
+
+    with httpx.Client(base_url=stack.base_url, timeout=30,
+                      transport=httpx.HTTPTransport(local_address=address)) as http:
+        form = http.get("/dashboard/sign-up")
+        page = http.post("/dashboard/sign-up", data={"csrf_token": csrf(form.text), "email": email,
+                                                     "password": "a long browser password",
+                                                     "workspace_name": "Uploads"})
+        assert "Check your email" in page.text, page.text[:500]
+        link = mail_link_in(stack.data_dir, email, "verify")
+        path = link[link.index("/dashboard/"):]
+        confirm = http.get(path)
+        done = http.post(path.split("?", 1)[0], data={"csrf_token": csrf(confirm.text),
+                                                      "token": path.split("token=", 1)[1]})
+        assert done.status_code == 303, done.text[:500]
+        session = http.cookies.get("docpub_session")
+    assert session
+    context = browser.new_context()
+    context.set_default_timeout(30_000)
+    context.add_cookies([{"name": "docpub_session", "value": session, "url": stack.base_url}])
+    return context, context.new_page()
+
+
+def test_the_dashboard_uploads_a_zip_over_6_mib_through_storage_with_progress(stack, browser, tmp_path):
+    """Over the request cap: a ticket, a PUT of the file to its upload_url (the local upload
+    route here; a presigned S3 URL deployed) with progress, then the form with upload_id."""
+    import os
+    import zipfile
+
+    photo = os.urandom(7 * 1024 * 1024)
+    path = tmp_path / "big-site.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("index.html", "<title>Big upload</title><h1>Big upload</h1><img src='img/photo.jpg'>")
+        archive.writestr("img/photo.jpg", photo)
+    assert path.stat().st_size > 6 * 1024 * 1024
+    context, page = _signed_up(browser, stack, "big-upload@example.com", "127.0.0.41")
+    statuses: list[str] = []
+    page.expose_function("uploadStatus", lambda text: statuses.append(text))
+    context.add_init_script("""document.addEventListener('DOMContentLoaded', () => {
+      const s = document.querySelector('.upload-status');
+      if (s) new MutationObserver(() => window.uploadStatus(s.textContent)).observe(s, {childList: true});
+    });""")
+    requests: list[tuple[str, str, int]] = []
+    page.on("request", lambda r: requests.append((r.method, r.url)))
+    page.goto(stack.base_url + "/dashboard/upload")
+    page.set_input_files("input[type=file]", str(path))
+    page.click("button[type=submit] >> text=Publish")
+    page.wait_for_url("**/dashboard/documents/*?m=created")
+    assert "Big upload" in page.locator("h1").inner_text()
+    assert any(s.startswith("Uploading ") and "%" in s for s in statuses), statuses
+    assert any(s.startswith("Uploaded ") for s in statuses), statuses
+    # One PUT of the file to the upload route (the server checks it is exactly the declared
+    # size), then the form: a 7 MiB form would be refused (413), so it carried the upload_id.
+    puts = [r for r in requests if r[0] == "PUT"]
+    assert len(puts) == 1 and "/uploads/up_" in puts[0][1]
+    assert [r[0] for r in requests if "/dashboard/upload" in r[1]] == ["GET", "POST", "POST"]  # page, ticket, form
+    # The stored version holds the 7 MiB file.
+    document_id = page.url.split("/documents/")[1].split("?")[0]
+    fetched = page.request.get(f"{stack.base_url}/dashboard/documents/{document_id}/download")  # the session's cookies
+    assert fetched.status == 200
+    with zipfile.ZipFile(io.BytesIO(fetched.body())) as archive:
+        assert archive.read("img/photo.jpg") == photo
+    # A refusal is said in the form, before any byte is sent.
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes(b"x" * (4 * 1024 * 1024))
+    page.goto(stack.base_url + "/dashboard/upload")
+    page.set_input_files("input[type=file]", str(notes))
+    page.fill("input[name=title]", "Notes")
+    page.click("button[type=submit] >> text=Publish")
+    alert = page.locator(".upload-error[role=alert]")
+    alert.wait_for()
+    assert "filename" in alert.inner_text() and ".zip" in alert.inner_text()
+    assert page.url.endswith("/dashboard/upload")
+    context.close()

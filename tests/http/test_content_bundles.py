@@ -106,6 +106,19 @@ def test_files_are_listed_and_served_beside_the_page(client, workspace):
     assert client.http.get(f"/d/{share}/v/{edited['version_id']}/img/chart.png", headers=ACCEPT_ALL).body == PNG
 
 
+def test_a_file_at_the_deepest_level_is_served_and_one_deeper_is_named(client, workspace):
+    """Paths may be 8 segments deep (docs/contract.md: the share link routes each depth, and
+    each level grows the packaged template toward CloudFormation's 1 MB)."""
+    _, key = workspace
+    deep = "/".join(f"d{i}" for i in range(1, 8)) + "/deep.css"  # 8 segments
+    result = ok(publish(client, key, files=[{"path": deep, "content": "p{color:blue}"}]))
+    r = client.http.get(f"/d/{share_of(result)}/v/{result['version_id']}/{deep}", headers=ACCEPT_ALL)
+    assert r.status_code == 200 and r.body == b"p{color:blue}"
+    too_deep = "d0/" + deep
+    error_body = error(publish(client, key, files=[{"path": too_deep, "content": "x"}]), 422)
+    assert too_deep in error_body["message"] and "more than 8 levels deep" in error_body["message"]
+
+
 @pytest.mark.parametrize("path, why", [
     ("../etc/passwd", "'..'"), ("/abs.png", "absolute"), ("img\\\\a.png", "backslash"), ("a//b.png", "empty"),
     ("a/" * 8 + "deep.png", "levels deep"), ("x" * 256, "at most 255 characters"), ("index.html", "page's own name"),

@@ -128,12 +128,48 @@ def test_unknown_format_is_422(client, workspace):
 
 def test_the_size_limit_applies_to_the_rendered_page_too(client, workspace):
     _, key = workspace
-    # 1.1 MiB of source that renders past 4 MiB: every "<" in code becomes "&lt;"
-    source = "```\n" + ("<" * 99 + "\n") * 11_000 + "```\n"
-    assert len(source.encode()) < 4 * 1024 * 1024
+    # 0.9 MiB of source (under the Markdown limit) that renders past 4 MiB: "&" in code is "&amp;"
+    source = "```\n" + ("&" * 99 + "\n") * 9_000 + "```\n"
+    assert len(source.encode()) < 1024 * 1024
     r = publish(client, key, html=source, format="markdown", title="Big")
     assert r.status_code == 413, r.body[:200]
-    assert json.loads(r.body)["error"]["code"] == "document_too_large"
+    error = json.loads(r.body)["error"]
+    assert error["code"] == "document_too_large" and error["details"]["limit_bytes"] == 4 * 1024 * 1024
+
+
+def big_markdown(size: int) -> str:
+    block = "## Part\n\nText with *emphasis* and a [link](https://example.com).\n\n```python\nx = 1\n```\n\n"
+    return (block * (size // len(block) + 1))[:size]
+
+
+@BOTH
+def test_markdown_over_its_limit_is_413_before_any_rendering(client, workspace, monkeypatch):
+    """A 4 MiB Markdown source took 40 s and more to render (over API Gateway's 29 s): Markdown
+    is limited to 1 MiB of source, refused before the renderer runs."""
+    from chalicelib.domain import limits, markdown
+    from tests.http.test_content_bundles import upload
+
+    rendered = []
+    real = markdown.render_body
+    monkeypatch.setattr(markdown, "render_body", lambda source: rendered.append(len(source)) or real(source))
+    _, key = workspace
+    source = big_markdown(4 * 1024 * 1024 - 1000)
+    for r in (publish(client, key, html=source, format="markdown", title="Huge"),
+              upload(client, key, "huge.md", source.encode())):
+        assert r.status_code == 413, r.body[:300]
+        error = json.loads(r.body)["error"]
+        assert error["code"] == "document_too_large"
+        assert error["details"] == {"limit_bytes": limits.MARKDOWN_BYTES, "size_bytes": len(source.encode()),
+                                    "format": "markdown"}
+        assert "Markdown is limited to 1,048,576 bytes (1 MiB)" in error["message"]
+    assert rendered == []
+    # At the limit it renders.
+    at_limit = big_markdown(limits.MARKDOWN_BYTES)
+    assert publish(client, key, html=at_limit, format="markdown", title="Fits").status_code == 200
+    # A large upload of Markdown is refused when declared, before any byte is sent.
+    r = client.http.post("/api/v1/uploads", headers={"X-Api-Key": key, "Content-Type": "application/json"},
+                         body=json.dumps({"filename": "huge.md", "size_bytes": 2 * 1024 * 1024}))
+    assert r.status_code == 413 and json.loads(r.body)["error"]["details"]["format"] == "markdown"
 
 
 @BOTH

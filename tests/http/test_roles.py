@@ -175,11 +175,12 @@ def test_every_dashboard_form_runs_the_role_check(client, app_clock, spy):
         # Every field any form reads, so each reaches its service call (multipart carries the file).
         answer = viewer.post_multipart(target, {"email": "own@example.com", "role": "viewer", "name": "k",
                                                 "title": "T", "html": "<p>x</p>", "passphrase": "a long passphrase 42",
-                                                "version": "1", "number": "1", "old": "1", "new": "1", "status": "resolved"},
+                                                "version": "1", "number": "1", "old": "1", "new": "1", "status": "resolved",
+                                                "filename": "x.zip", "size_bytes": "10"},
                                        {"file": ("x.html", b"<p>x</p>")}, csrf=viewer.token())
         assert spy, f"POST {template} answered {answer.status} without the role check"
         checked.append(template)
-    assert "/members/invite" in checked and "/keys" in checked and "/upload" in checked
+    assert "/members/invite" in checked and "/keys" in checked and "/upload" in checked and "/uploads" in checked
 
 
 def _blueprint_routes(bp) -> dict[str, set[str]]:

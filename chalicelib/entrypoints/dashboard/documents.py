@@ -51,10 +51,19 @@ def _views_charts(document, stats) -> dict:
     }
 
 
+def _upload_headers() -> dict:
+    """The upload page's script PUTs large files to storage (a presigned S3 URL when deployed)."""
+    from chalicelib.entrypoints.dashboard.web import SECURITY_HEADERS
+
+    return {"Content-Security-Policy": SECURITY_HEADERS["Content-Security-Policy"]
+            + f"; connect-src 'self' {registry.uploads().put_origin()}"}
+
+
 @route("/upload")
 def upload_form(page: Page):
     document, workspace = pages().upload_page(page.actor, page.query.get("document_id") or None)
-    return render(page, "upload.html", active="upload", document=document, workspace=workspace, form={})
+    return render(page, "upload.html", active="upload", document=document, workspace=workspace, form={},
+                  headers=_upload_headers())
 
 
 @route("/upload", methods=("POST",))
@@ -62,20 +71,41 @@ def upload(page: Page):
     form = page.form()
     target = form.get("document_id") or None
     uploaded = page.file("file")
+    # A file too large for one request was sent to storage by dashboard.js (upload_tickets below).
+    upload_id = form.get("upload_id") or None
     try:
-        if uploaded is None:
+        if uploaded is None and upload_id is None:
             raise errors.ValidationFailed.field("file", "choose a file to upload (.html, .md or .zip)")
-        result = registry.editing().upload(page.actor, uploaded[1], title=form.get("title"), note=form.get("note"),
-                                           document_id=target, description=form.get("description"),
-                                           filename=uploaded[0])
+        result = registry.editing().upload(page.actor, uploaded[1] if uploaded else None, title=form.get("title"),
+                                           note=form.get("note"), document_id=target,
+                                           description=form.get("description"),
+                                           filename=uploaded[0] if uploaded else None,
+                                           upload_id=None if uploaded else upload_id)
     except errors.DocpubError as exc:
         try:
             document, workspace = pages().upload_page(page.actor, target)
         except errors.NotFound:
             document, workspace = pages().upload_page(page.actor)
-        return render(page, "upload.html", status=exc.status, headers=dict(exc.headers), error=exc,
+        return render(page, "upload.html", status=exc.status, headers={**exc.headers, **_upload_headers()},
+                      error=exc,
                       active="upload", document=document, workspace=workspace, form=form)
     return redirect(url(f"/documents/{result.response.document_id}", m="published" if target else "created"))
+
+
+@route("/uploads", methods=("POST",), answers_json=True)
+def upload_tickets(page: Page):
+    """The first step of a large upload from the upload page (dashboard.js): the same ticket
+    as POST /api/v1/uploads, for this session's workspace (CSRF-checked like every form).
+    The browser then PUTs the file to `upload_url` (S3 when deployed: Lambda never carries
+    the bytes) and submits the upload form with `upload_id`."""
+    from chalicelib.entrypoints.http import json_response, validate
+    from chalicelib.models import UploadRequest
+
+    form = page.form()
+    size = (form.get("size_bytes") or "").strip()
+    body = validate(UploadRequest, {"filename": form.get("filename", ""),
+                                    "size_bytes": int(size) if size.isascii() and size.isdigit() else size})
+    return json_response(registry.uploads().create(page.actor, body.filename, body.size_bytes), 201)
 
 
 @route("/documents/{document_id}")

@@ -17,7 +17,7 @@ from chalice import Blueprint, Response
 from chalicelib import config, errors, rendering
 from chalicelib.domain import limits, roles
 from chalicelib.entrypoints.dashboard import forms
-from chalicelib.entrypoints.http import as_error, client_ip, compress, parse_cookies
+from chalicelib.entrypoints.http import as_error, client_ip, compress, error_response, parse_cookies
 from chalicelib.models import MAX_HTML_BYTES
 from chalicelib import wiring as registry
 
@@ -172,12 +172,13 @@ def url(path: str = "", **params) -> str:
 @functools.lru_cache(maxsize=1)
 def template_globals() -> dict:
     """What every dashboard template (and the macros it imports) can use."""
-    from chalicelib.entrypoints.dashboard.forms import MAX_FORM_BYTES
     from chalicelib.services.uploads import MAX_ZIP_BYTES
     from chalicelib.services.workspaces import upgrade_path
 
     return {"url": url, "pro_features": PRO_FEATURES, "max_html_bytes": MAX_HTML_BYTES, "limits": limits,
-            "max_bundle_bytes": min(MAX_ZIP_BYTES, MAX_FORM_BYTES), "upgrade_path": upgrade_path}
+            # A .zip over what one request carries goes to storage first (dashboard.js, upload_tickets).
+            "max_bundle_bytes": MAX_ZIP_BYTES, "direct_upload_bytes": limits.DASHBOARD_DIRECT_UPLOAD_BYTES,
+            "upgrade_path": upgrade_path}
 
 
 def render(page: Page, template: str, status: int = 200, headers: Optional[dict] = None, **context) -> Response:
@@ -218,8 +219,10 @@ def finish(page: Optional[Page], request, response: Response) -> Response:
 
 # ------------------------------------------------------------------ the route decorator
 
-def route(path: str, methods: tuple[str, ...] = ("GET",), signed_in: bool = True) -> Callable:
-    """Register a dashboard page: session check, CSRF on POST, errors as pages, security headers."""
+def route(path: str, methods: tuple[str, ...] = ("GET",), signed_in: bool = True,
+          answers_json: bool = False) -> Callable:
+    """Register a dashboard page: session check, CSRF on POST, errors as pages (or, for a
+    route its script calls, `answers_json`, as the contract's error body), security headers."""
 
     def decorator(view: Callable) -> Callable:
         @functools.wraps(view)
@@ -239,7 +242,8 @@ def route(path: str, methods: tuple[str, ...] = ("GET",), signed_in: bool = True
                                            "Go back, reload the page and try again.")
                 response = view(page, **params)
             except Exception as exc:  # noqa: BLE001 - mapped by as_error: a page, never a stack trace
-                response = error_page(page, as_error(exc, bp))
+                response = (error_response(as_error(exc, bp)) if answers_json
+                            else error_page(page, as_error(exc, bp)))
             return finish(page, request, response)
 
         kwargs: dict[str, Any] = {"methods": list(methods)}

@@ -87,4 +87,88 @@
       reader.readAsText(chosen.slice(0, 256 * 1024));
     });
   });
+
+  // Large files (contract 7b): a form that says data-upload-via sends a file over
+  // data-direct-max-bytes to storage first: a ticket from that address (CSRF-checked,
+  // for this session's workspace), a PUT of the file to its upload_url (a presigned S3
+  // URL when deployed, the local server's upload route under `make run`) with a progress
+  // bar, then the form is submitted with upload_id in place of the file.
+  document.querySelectorAll("form[data-upload-via]").forEach(function (form) {
+    var file = form.querySelector('input[type="file"]');
+    var direct = parseInt(form.dataset.directMaxBytes, 10);
+    var box = form.querySelector(".upload-progress");
+    if (!file || !box || !window.fetch || !window.XMLHttpRequest || !window.URLSearchParams) return;
+    var bar = box.querySelector("progress"), status = box.querySelector(".upload-status");
+    var problem = form.querySelector(".upload-error");
+    var button = form.querySelector('button[type="submit"], button:not([type])');
+    var busy = false;
+    var messageOf = function (text, fallback) {
+      try { return JSON.parse(text).error.message || fallback; } catch (e) { return fallback; }
+    };
+    var fail = function (text) {
+      busy = false;
+      box.hidden = true;
+      problem.textContent = text;
+      problem.hidden = false;
+      if (button) button.disabled = false;
+    };
+    var put = function (ticket, chosen) {
+      return new Promise(function (resolve, reject) {
+        var xhr = new XMLHttpRequest();
+        xhr.open("PUT", ticket.upload_url);  // no credentials: the URL is the credential
+        xhr.upload.addEventListener("progress", function (event) {
+          if (!event.lengthComputable) return;
+          bar.max = event.total;
+          bar.value = event.loaded;
+          status.textContent = "Uploading " + humanSize(event.loaded) + " of " + humanSize(event.total) +
+            " (" + Math.floor(100 * event.loaded / event.total) + "%)";
+        });
+        xhr.onload = function () {
+          if (xhr.status >= 200 && xhr.status < 300) { resolve(ticket); return; }
+          reject(new Error(messageOf(xhr.responseText, "The upload was refused (HTTP " + xhr.status +
+            "). Try again; if it keeps failing, the link may have expired: reload the page.")));
+        };
+        xhr.onerror = function () { reject(new Error("The upload failed: the connection was lost. Try again.")); };
+        xhr.send(chosen);
+      });
+    };
+    form.addEventListener("submit", function (event) {
+      if (busy) { event.preventDefault(); return; }
+      if (!file.files || !file.files.length || file.files[0].size <= direct) return;  // the form carries it
+      event.preventDefault();
+      var chosen = file.files[0];
+      busy = true;
+      problem.hidden = true;
+      if (button) button.disabled = true;
+      box.hidden = false;
+      bar.value = 0;
+      status.textContent = "Starting the upload of " + humanSize(chosen.size) + "…";
+      var body = new URLSearchParams();
+      body.set("csrf_token", form.elements.csrf_token.value);
+      body.set("filename", chosen.name);
+      body.set("size_bytes", String(chosen.size));
+      fetch(form.dataset.uploadVia, {method: "POST", body: body, credentials: "same-origin",
+                                     headers: {"Accept": "application/json"}})
+        .then(function (response) {
+          return response.text().then(function (text) {
+            if (!response.ok) throw new Error(messageOf(text, "The upload could not start (HTTP " + response.status + ")."));
+            return JSON.parse(text);
+          });
+        })
+        .then(function (ticket) { return put(ticket, chosen); })
+        .then(function (ticket) {
+          form.elements.upload_id.value = ticket.upload_id;
+          file.disabled = true;  // not sent again: the bytes are stored
+          status.textContent = "Uploaded " + humanSize(chosen.size) + ". Publishing…";
+          form.submit();
+        })
+        .catch(function (error) { fail(error.message || String(error)); });
+    });
+    // Back from the publish answer (bfcache): the file can be chosen and sent again.
+    window.addEventListener("pageshow", function () {
+      file.disabled = false;
+      busy = false;
+      if (button) button.disabled = false;
+    });
+  });
 })();
