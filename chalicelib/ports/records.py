@@ -27,7 +27,7 @@ from chalicelib.ports.errors import (  # noqa: F401
 __all__ = [
     "Record", "Feedback", "Reply", "Event", "FeedbackStatus", "Author", "Webhook", "WebhookSecret",
     "WebhookDelivery", "DeliveryStatus", "User", "DashboardSession", "Member",
-    "AccountToken", "ActivityEntry", "PendingInvalidation", "from_fields", "fields_of", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota", "QuotaReached", "StorageFull",
+    "AccountToken", "ActivityEntry", "PendingInvalidation", "RateLog", "from_fields", "fields_of", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota", "QuotaReached", "StorageFull",
     "BadCursor", "BlobNotFound", "Conflict", "DocumentCapReached", "FeedbackGone", "GuardFailed", "InvalidCursor",
     "KeyCapReached", "NotFound", "OutcomeUnknown", "QuotaExceeded", "StaleDocument", "StorageError",
     "StorageUnavailable", "Unavailable", "UserExists", "WriteRefused", "definitely_not_applied",
@@ -234,6 +234,16 @@ class WebhookDelivery:
 
 
 # ------------------------------------------------------------------ records
+
+@dataclass(frozen=True)
+class RateLog:
+    """A standalone limit's sliding log (per address, account, workspace...): the times
+    (ms) of the events still counted, and a sequence number a claim is conditional on."""
+    scope: str
+    hits: tuple[int, ...]
+    seq: int
+    expires_at: Optional[int] = None  # epoch seconds; for cleanup only
+
 
 @dataclass
 class RateSlot:

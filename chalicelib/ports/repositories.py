@@ -14,7 +14,7 @@ from typing import Iterator, Iterable, Optional, Protocol, TypedDict
 
 from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.records import (
-    ActivityEntry, DashboardSession, Event, Feedback, IdempotencyRecord, Quota, RateClaim, RateSlot, Record, Reply, User,
+    ActivityEntry, DashboardSession, Event, Feedback, RateLog, IdempotencyRecord, Quota, RateClaim, RateSlot, Record, Reply, User,
 )
 from chalicelib.ports.views import ViewCounterRepository
 from chalicelib.ports.webhooks import WebhookRepository
@@ -183,10 +183,9 @@ class FeedbackRepository(Protocol):
 class RateLimitRepository(Protocol):
     """Sliding logs of standalone limits (per IP, per account, per workspace)."""
 
-    def get(self, scope: str) -> Optional[Record]:
-        """{hits: [ms...], seq: int, expires_at} or None."""
+    def get(self, scope: str) -> Optional[RateLog]: ...
 
-    def get_many(self, scopes: list[str]) -> list[Optional[Record]]:
+    def get_many(self, scopes: list[str]) -> list[Optional[RateLog]]:
         """`get` of each scope, in order, in one read (the shards of a sharded log)."""
 
     def claim(self, scope: str, expected_seq: int, new_log: list[int], expires_at: int) -> bool:

@@ -212,7 +212,7 @@ class DocumentService:
         rate = limits.workspace_write_rate()
         scopes = workspace_write_scopes(workspace_id)
         found = self.ctx.rates.get_many(scopes)
-        logs = [ShardLog(i, int((item or {}).get("seq", 0)), [int(t) for t in (item or {}).get("hits", [])])
+        logs = [ShardLog(i, item.seq if item else 0, [int(t) for t in item.hits] if item else [])
                 for i, item in enumerate(found)]
         decision, claim = claim_sharded(logs, now_ms, rate.limit, rate.window_seconds)
         if claim is None:

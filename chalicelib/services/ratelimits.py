@@ -39,13 +39,13 @@ def next_claim(ctx: Context, scope: str, rate: tuple[int, int], what: str) -> Ra
     conditionally; or RateLimited (Retry-After) when `rate` is used up."""
     limit, window = rate
     now_ms = ctx.now_ms()
-    item = ctx.rates.get(scope) or {}
-    decision = decide(item.get("hits", []), now_ms, limit, window)
+    item = ctx.rates.get(scope)
+    decision = decide(list(item.hits) if item else [], now_ms, limit, window)
     if not decision.allowed:
         assert decision.retry_after is not None
         raise RateLimited(decision.retry_after,
                           f"{what}; try again in {limits.human_wait(decision.retry_after)}.")
-    return RateClaim(scope, item.get("seq", 0), decision.new_log,
+    return RateClaim(scope, item.seq if item else 0, decision.new_log,
                      now_ms // 1000 + window + EXPIRY_MARGIN_SECONDS)
 
 
@@ -80,4 +80,5 @@ def record(ctx: Context, scope: str, rate: tuple[int, int], what: str) -> None:
 def recent(ctx: Context, scope: str, window: int) -> list[int]:
     """Times (ms) of the events of `scope` in the last `window` s, oldest first."""
     now_ms = ctx.now_ms()
-    return sorted(t for t in ((ctx.rates.get(scope) or {}).get("hits", [])) if t > now_ms - window * 1000)
+    item = ctx.rates.get(scope)
+    return sorted(t for t in (item.hits if item else ()) if t > now_ms - window * 1000)

@@ -13,7 +13,7 @@ from chalicelib.ports import (
     BadCursor, BlobNotFound, DocumentCapReached, FeedbackGone, GuardFailed, IdempotencyRecord, KeyCapReached,
     RateClaim, RateSlot, Repositories, StaleDocument, UserExists, version_key,
 )
-from chalicelib.ports.records import Feedback, User
+from chalicelib.ports.records import Feedback, RateLog, User
 from tests.helpers import FakeClock, run_together
 
 WS = "ws_contract"
@@ -264,11 +264,13 @@ def test_racing_rate_claims_let_exactly_one_through(repos):
     results, _ = run_together([lambda n=n: repos.rates.claim("ip#1", 0, [n], 99) for n in range(8)])
     assert results.count(True) == 1
     log = repos.rates.get("ip#1")
-    assert log["seq"] == 1 and len(log["hits"]) == 1
+    assert type(log) is RateLog and log.scope == "ip#1" and log.seq == 1 and len(log.hits) == 1
+    assert log.expires_at == 99
     assert repos.rates.claim("ip#1", 0, [1], 99) is False
-    assert repos.rates.claim("ip#1", 1, log["hits"] + [9], 99) is True
-    assert repos.rates.get("ip#1")["hits"] == log["hits"] + [9]
+    assert repos.rates.claim("ip#1", 1, list(log.hits) + [9], 120) is True
+    assert repos.rates.get("ip#1") == RateLog("ip#1", log.hits + (9,), 2, 120)
     assert repos.rates.get("ip#2") is None
+    assert repos.rates.get_many(["ip#2", "ip#1"]) == [None, RateLog("ip#1", log.hits + (9,), 2, 120)]
 
 
 # ------------------------------------------------------------------ feedback

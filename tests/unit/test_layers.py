@@ -121,7 +121,7 @@ def test_every_aws_repository_raises_the_ports_errors_only():
 
 # The records the ports speak so far (chalicelib/ports/records.py; docs/architecture.md "Records").
 TYPED = ("Feedback", "Reply", "Event", "Webhook", "WebhookSecret", "WebhookDelivery", "User", "DashboardSession",
-         "Member", "AccountToken", "ActivityEntry", "PendingInvalidation")
+         "Member", "AccountToken", "ActivityEntry", "PendingInvalidation", "RateLog")
 DYNAMODB_WORDS = ("PK", "SK", "GSI", "s3_key", "ConditionalCheckFailed", "LastEvaluatedKey", "TransactWriteItems")
 
 

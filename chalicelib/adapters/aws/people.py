@@ -136,7 +136,8 @@ class PeopleRepository:
 
     def put_token(self, token: AccountToken) -> None:
         item = {**account_token_key(token.token_hash), **fields_of(token)}
-        if token.kind == "invite":
+        kind = token.kind
+        if kind == "invite":
             item.update({"GSI1PK": invites_index_pk(token.workspace_id or ""),
                          "GSI1SK": f"{token.created_ms:015d}#{token.token_hash}"})
         self.table.put(item, "attribute_not_exists(PK)")

@@ -6,8 +6,15 @@ from typing import Optional
 
 from chalicelib.adapters.aws.keys import rate_key
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction
-from chalicelib.ports.records import RateClaim
+from chalicelib.ports.records import RateClaim, RateLog
 from chalicelib.adapters.aws.errors import storage_errors
+
+
+def _log(scope: str, item: Optional[dict]) -> Optional[RateLog]:
+    if item is None:
+        return None
+    return RateLog(scope=scope, hits=tuple(item.get("hits") or ()), seq=item.get("seq", 0),
+                   expires_at=item.get("expires_at"))
 
 
 def _claim_update(claim: RateClaim) -> tuple[str, str, dict]:
@@ -31,12 +38,12 @@ class RateLimitRepository:
     def __init__(self, table: Optional[Table] = None):
         self.table = table or Table()
 
-    def get(self, scope: str) -> Optional[dict]:
-        return self.table.get(rate_key(scope))
+    def get(self, scope: str) -> Optional[RateLog]:
+        return _log(scope, self.table.get(rate_key(scope)))
 
-    def get_many(self, scopes: list[str]) -> list[Optional[dict]]:
+    def get_many(self, scopes: list[str]) -> list[Optional[RateLog]]:
         """One BatchGetItem (consistent) of the scopes' logs."""
-        return self.table.batch_get([rate_key(scope) for scope in scopes])
+        return [_log(scope, item) for scope, item in zip(scopes, self.table.batch_get([rate_key(s) for s in scopes]))]
 
     def claim(self, scope: str, expected_seq: int, new_log: list[int], expires_at: int) -> bool:
         """Write the new log only if nobody else wrote since we read it."""

@@ -7,7 +7,14 @@ import sqlite3
 from typing import Optional
 
 from chalicelib.adapters.sqlite.db import Database, one
-from chalicelib.ports.records import RateClaim
+from chalicelib.ports.records import RateClaim, RateLog
+
+
+def _log(row: Optional[dict]) -> Optional[RateLog]:
+    if row is None:
+        return None
+    return RateLog(scope=row["scope"], hits=tuple(row.get("hits") or ()), seq=row.get("seq", 0),
+                   expires_at=row.get("expires_at"))
 
 
 def try_claim(tx: sqlite3.Connection, claim: RateClaim) -> bool:
@@ -26,12 +33,12 @@ class RateLimitRepository:
     def __init__(self, db: Database):
         self.db = db
 
-    def get(self, scope: str) -> Optional[dict]:
-        return self.db.one("SELECT * FROM rate_logs WHERE scope = ?", (scope,))
+    def get(self, scope: str) -> Optional[RateLog]:
+        return _log(self.db.one("SELECT * FROM rate_logs WHERE scope = ?", (scope,)))
 
-    def get_many(self, scopes: list[str]) -> list[Optional[dict]]:
+    def get_many(self, scopes: list[str]) -> list[Optional[RateLog]]:
         with self.db.snapshot() as conn:
-            return [one(conn, "SELECT * FROM rate_logs WHERE scope = ?", (scope,)) for scope in scopes]
+            return [_log(one(conn, "SELECT * FROM rate_logs WHERE scope = ?", (scope,))) for scope in scopes]
 
     def claim(self, scope: str, expected_seq: int, new_log: list[int], expires_at: int) -> bool:
         with self.db.write() as tx:
