@@ -175,6 +175,12 @@ def cimd_ca_file() -> str:
     return _get("DOCPUB_CIMD_CA_FILE", "")
 
 
+def sign_up_per_hour() -> int:
+    """Dashboard sign-ups per client address per hour (DOCPUB_SIGN_UP_PER_HOUR, default 10): raise
+    it where many people share one address (an office behind NAT, a test stack on loopback)."""
+    return max(1, int(_get("DOCPUB_SIGN_UP_PER_HOUR", "10")))
+
+
 def view_rate_limit() -> int:
     """Counted views per document per client address per window (beacon flood cap)."""
     return int(_get("DOCPUB_VIEW_RATE_LIMIT", "30"))

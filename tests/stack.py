@@ -81,8 +81,10 @@ class LocalStack:
 
     def start(self, timeout: float = 60) -> "LocalStack":
         env = clean_env()
+        # Every browser test signs up from 127.0.0.1 on the shared stack: more than the default 10
+        # sign-ups per address per hour (test_sign_up_limit_per_address holds the limit itself).
         env.update({"DOCPUB_DATA_DIR": str(self.data_dir), "PORT": str(self.port),
-                    "DOCPUB_BASE_URL": self.base_url, **self.extra_env})
+                    "DOCPUB_BASE_URL": self.base_url, "DOCPUB_SIGN_UP_PER_HOUR": "1000", **self.extra_env})
         self._log = open(self.log_path, "ab")
         self.started_at = time.monotonic()
         self.process = subprocess.Popen(self.command(), cwd=self.project_dir, env=env, stdout=self._log,

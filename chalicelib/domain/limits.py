@@ -95,7 +95,7 @@ SIGN_IN_PER_ACCOUNT = Rate(100, 15 * 60)
 # cookie): such a browser is judged on its own failures only, so a stranger
 # spending the account-wide budget never locks the owner out (OWASP's device cookies).
 SIGN_IN_PER_DEVICE = Rate(10, 15 * 60)
-SIGN_UP_PER_IP = Rate(10, 60 * 60)
+SIGN_UP_PER_IP = Rate(10, 60 * 60)  # the default of sign_up_per_ip()
 # Mail a stranger can make Docpub send: reset links per address and per account
 # (no mail-bombing one inbox), invitations per workspace.
 RESET_PER_IP = Rate(10, 60 * 60)
@@ -121,6 +121,11 @@ OAUTH_METADATA_FETCHES_PER_IP = Rate(20, 10 * 60)
 # clients are ever stored, however many addresses register; past it, 503 (RFC 7591
 # `temporarily_unavailable`) until the window turns.
 OAUTH_NEW_CLIENTS = Rate(10_000, 24 * 60 * 60)
+
+
+def sign_up_per_ip() -> Rate:
+    """Sign-ups per client address per hour (config.sign_up_per_hour, default 10)."""
+    return Rate(config.sign_up_per_hour(), SIGN_UP_PER_IP.window_seconds)
 
 
 def write_rate() -> Rate:

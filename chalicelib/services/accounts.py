@@ -60,7 +60,6 @@ SIGN_IN_PER_ACCOUNT = limits.SIGN_IN_PER_ACCOUNT
 SIGN_IN_PER_DEVICE = limits.SIGN_IN_PER_DEVICE
 DEVICE_SALT = "docpub-device"
 DEVICE_MAX_AGE_SECONDS = 180 * 24 * 3600
-SIGN_UP_PER_IP = limits.SIGN_UP_PER_IP
 
 BAD_CREDENTIALS = "Email or password is incorrect."
 CSRF_SALT = "docpub.dashboard.csrf"
@@ -146,7 +145,7 @@ class AccountService:
         """Create an account and its workspace, unconfirmed, and mail a confirmation link.
         The answer (the normalised email) is the same whether or not the email has an
         account: then the mail says so instead (or, unconfirmed, carries a new link)."""
-        self._hit("signup-ip", client_ip, SIGN_UP_PER_IP)
+        self._hit("signup-ip", client_ip, limits.sign_up_per_ip())
         email = normalise_email(email)
         name = (workspace_name or "").strip()
         fields = []

@@ -56,3 +56,21 @@ def test_a_known_browser_is_still_limited_on_its_own_failures(client, monkeypatc
     for i in range(SIGN_IN_PER_DEVICE.limit):
         assert thief.sign_in(password=f"guess {i}").status == 401
     assert thief.sign_in().status == 429
+
+
+def test_sign_up_limit_per_address(client, app_clock, monkeypatch):
+    """Sign-ups are limited per client address (10 an hour by default), and
+    DOCPUB_SIGN_UP_PER_HOUR sets it where many people share one address."""
+    monkeypatch.setenv("DOCPUB_TRUST_CLOUDFRONT", "true")
+    monkeypatch.setenv("DOCPUB_SIGN_UP_PER_HOUR", "2")
+
+    def sign_up(address: str, n: int):
+        return _from(client, address).submit("/dashboard/sign-up", "/dashboard/sign-up", {
+            "email": f"person{n}@example.com", "password": "correct horse battery", "workspace_name": f"W{n}"})
+
+    assert [sign_up("203.0.113.20", n).status for n in range(3)] == [200, 200, 429]
+    assert sign_up("203.0.113.21", 3).status == 200  # another address has its own budget
+    app_clock.advance(3600)
+    assert sign_up("203.0.113.20", 4).status == 200  # an hour later the first address may again
+    monkeypatch.delenv("DOCPUB_SIGN_UP_PER_HOUR")
+    assert [sign_up("203.0.113.22", n).status for n in range(10, 21)] == [200] * 10 + [429]
