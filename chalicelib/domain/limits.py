@@ -201,10 +201,6 @@ def html_size_short() -> str:
     return f"{HTML_BYTES // (1024 * 1024)} MiB"
 
 
-def markdown_size_text() -> str:
-    return f"{bytes_text(MARKDOWN_BYTES)} ({MARKDOWN_BYTES:,} bytes of UTF-8)"
-
-
 def write_rate_text() -> str:
     rate = write_rate()
     return f"{plural(rate.limit, 'write')} {per_window(rate.window_seconds)} per API key"
@@ -257,21 +253,6 @@ def checked_size(data: bytes) -> bytes:
     if len(data) > HTML_BYTES:
         raise too_large(len(data))
     return data
-
-
-def checked_markdown(source: bytes) -> bytes:
-    """A Markdown source if within MARKDOWN_BYTES, else 413 `document_too_large` saying why
-    (`details.format`: "markdown")."""
-    if len(source) > MARKDOWN_BYTES:
-        raise markdown_too_large(len(source))
-    return source
-
-
-def markdown_too_large(size_bytes: int) -> DocumentTooLarge:
-    return DocumentTooLarge(
-        f"The Markdown source is {size_bytes:,} bytes; Markdown is limited to {MARKDOWN_BYTES:,} bytes "
-        f"({bytes_text(MARKDOWN_BYTES)}), like its rendered page. Split it into several documents.",
-        {"limit_bytes": MARKDOWN_BYTES, "size_bytes": size_bytes, "format": "markdown"})
 
 
 def too_large(size_bytes: int, edit_index: int | None = None) -> DocumentTooLarge:

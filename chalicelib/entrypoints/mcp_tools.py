@@ -158,7 +158,7 @@ def _link_settings(share_enabled: Optional[bool], share_expires_at: Optional[str
 async def publish_document(
     html: Annotated[Html, Field(description=(
         "The complete HTML of the document (a full page or a fragment), or with format=\"markdown\" its "
-        f"Markdown source. At most {limits.html_size_text()} (Markdown source: {limits.markdown_size_text()}); "
+        f"Markdown source. At most {limits.html_size_text()} (for Markdown, the source and its page each); "
         "put images in `files` or host them at a URL "
         "instead of inlining base64."))],
     title: Annotated[Optional[Title], Field(description=(

@@ -72,8 +72,9 @@ def _decode(data: bytes, field_name: str) -> str:
 
 
 def markdown_content(source: bytes, title: Optional[str]) -> Content:
-    """Render Markdown source (≤ limits.MARKDOWN_BYTES, 413 above) into a page (≤ 4 MiB)."""
-    rendered = render_markdown(_decode(limits.checked_markdown(source), "html"), title)
+    """Render Markdown source (the callers checked its size: ≤ limits.MARKDOWN_BYTES) into a page
+    (≤ 4 MiB, 413 above)."""
+    rendered = render_markdown(_decode(source, "html"), title)
     page = limits.encoded_html(rendered.html)
     return Content(page=page, format="markdown", source=source, title=rendered.title)
 

@@ -64,10 +64,8 @@ def check_declared(filename: str, size_bytes: int) -> None:
     if name.endswith(ZIP_UPLOADS):
         if size_bytes > MAX_ZIP_BYTES:
             raise bundles.too_large(f"The archive is {size_bytes:,} bytes")
-    elif size_bytes > limits.HTML_BYTES:
+    elif size_bytes > limits.HTML_BYTES:  # a Markdown source too (its limit is the same)
         raise limits.too_large(size_bytes)
-    elif name.endswith(MARKDOWN_UPLOADS) and size_bytes > limits.MARKDOWN_BYTES:
-        raise limits.markdown_too_large(size_bytes)
 
 
 class UploadService:
