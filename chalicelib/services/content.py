@@ -148,9 +148,6 @@ class StoredContent:
         self.page_key = version_key(workspace_id, document_id, version_id)
         self.source_key = source_key(workspace_id, document_id, version_id)
         self.written: list[str] = []
-        # Bytes of files this version stored for the first time in the workspace: what
-        # storage usage grows by besides the page (a reused file is counted once).
-        self.new_file_bytes = 0
 
     def put(self, content: Content) -> None:
         blobs = self.ctx.blobs
@@ -177,7 +174,6 @@ class StoredContent:
         for stored in _each(one, distinct):
             if stored is not None:
                 self.written.append(file_key(self.workspace_id, stored.sha256))
-                self.new_file_bytes += stored.size_bytes
 
     def touch_files(self, infos: Sequence[dict[str, Any]]) -> None:
         """An edit keeps the version's files: mark them used again before committing."""
@@ -243,4 +239,16 @@ def sweep_files(ctx: Context, workspace_id: str, grace_seconds: int = FILE_GRACE
                 deleted += 1
             except BlobNotFound:
                 continue
+    return deleted
+
+
+def delete_older_than(ctx: "Context", root: str, max_age_seconds: float) -> int:
+    """Delete the blobs under `root` last written more than `max_age_seconds` ago (the upload
+    and download-zip sweeps); returns how many went."""
+    now = ctx.clock()
+    deleted = 0
+    for key, modified in ctx.blobs.list_keys(root):
+        if now - modified > max_age_seconds:
+            ctx.blobs.delete(key)
+            deleted += 1
     return deleted

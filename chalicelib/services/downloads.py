@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from chalicelib.domain import bundles, limits
 from chalicelib.ports import source_key, version_key
-from chalicelib.services.content import read_file, read_source
+from chalicelib.services.content import delete_older_than, read_file, read_source
 
 if TYPE_CHECKING:
     from chalicelib.services.context import Context
@@ -91,13 +91,7 @@ def package(ctx: Context, doc: dict[str, Any], version: dict[str, Any]) -> Downl
 
 def sweep_downloads(ctx: Context, max_age_seconds: int = CACHE_SECONDS) -> int:
     """Delete cached zips no download used for `max_age_seconds`; returns how many went."""
-    now = ctx.clock()
-    deleted = 0
-    for key, modified in ctx.blobs.list_keys(DOWNLOAD_ROOT):
-        if now - modified > max_age_seconds:
-            ctx.blobs.delete(key)
-            deleted += 1
-    return deleted
+    return delete_older_than(ctx, DOWNLOAD_ROOT, max_age_seconds)
 
 
 __all__ = ["Download", "package", "sweep_downloads", "zip_key", "DOWNLOAD_ROOT"]

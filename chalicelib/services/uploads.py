@@ -25,7 +25,7 @@ from chalicelib.errors import BundleTooLarge, NotFound, ValidationFailed
 from chalicelib.models import UploadTicket as Ticket
 from chalicelib.ports import BlobNotFound
 from chalicelib.services import access, ratelimits
-from chalicelib.services.content import MARKDOWN_UPLOADS, HTML_UPLOADS, UPLOAD_TYPES, ZIP_UPLOADS
+from chalicelib.services.content import MARKDOWN_UPLOADS, HTML_UPLOADS, UPLOAD_TYPES, ZIP_UPLOADS, delete_older_than
 from chalicelib.services.context import Context, rfc3339
 from chalicelib.services.access import requires
 
@@ -150,13 +150,7 @@ class UploadService:
 
 def sweep_uploads(ctx: Context) -> int:
     """Delete uploads older than an hour (used or not)."""
-    now = ctx.clock()
-    deleted = 0
-    for key, modified in ctx.blobs.list_keys(UPLOAD_ROOT):
-        if now - modified > UPLOAD_SECONDS:
-            ctx.blobs.delete(key)
-            deleted += 1
-    return deleted
+    return delete_older_than(ctx, UPLOAD_ROOT, UPLOAD_SECONDS)
 
 
 __all__ = ["UploadService", "Ticket", "check_declared", "sweep_uploads", "HTML_UPLOADS", "MARKDOWN_UPLOADS",
