@@ -122,6 +122,8 @@ def test_every_aws_repository_raises_the_ports_errors_only():
 # The records the ports speak so far (chalicelib/ports/records.py; docs/architecture.md "Records").
 TYPED = ("Feedback", "Reply", "Event", "Webhook", "WebhookSecret", "WebhookDelivery", "User", "DashboardSession",
          "Member", "AccountToken", "ActivityEntry", "PendingInvalidation", "RateLog")
+# DocumentRepository's records (documents, versions, share links, idempotency answers).
+TYPED += ("Document", "DocumentListing", "Version", "ShareLink", "StoredIdempotency")
 DYNAMODB_WORDS = ("PK", "SK", "GSI", "s3_key", "ConditionalCheckFailed", "LastEvaluatedKey", "TransactWriteItems")
 
 
@@ -152,3 +154,23 @@ def test_typed_records_are_frozen():
     for name in TYPED:
         cls = getattr(records, name)
         assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, name
+
+
+# SQL's words: no statement, clause or engine name in a port's source or a record's field.
+SQL_WORDS = ("SELECT", "INSERT", "WHERE", "rowid", "sqlite_", "ROWID", "PRAGMA")
+
+
+def test_records_and_ports_speak_no_sql():
+    import dataclasses
+    import re
+
+    import chalicelib.ports.records as records
+
+    pattern = re.compile(r"\b(" + "|".join(SQL_WORDS) + r")\w*")
+    found = [f"{_rel(p)}:{n}: {m.group(0)}" for p in _sources(CHALICELIB / "ports")
+             for n, line in enumerate(p.read_text().splitlines(), 1) for m in pattern.finditer(line)]
+    assert found == []
+    typed = [v for v in vars(records).values() if isinstance(v, type) and dataclasses.is_dataclass(v)]
+    fields = [f"{t.__name__}.{f.name}" for t in typed for f in dataclasses.fields(t)
+              if pattern.search(f.name) or f.name in ("row", "column", "key_scheme")]
+    assert fields == []
