@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from chalicelib.ports.records import Document, Record, ShareLink, Version
+from chalicelib.ports.records import Document, ShareLink, Version, Workspace
 from chalicelib import config
 from chalicelib.domain import limits, links, plans, strength
 from chalicelib.errors import FeatureNotInPlan, Gone, NotFound, RateLimited, Unauthorized, ValidationFailed
@@ -72,7 +72,7 @@ class ViewerCookies:
 
 # What storage says about a share link (DocumentRepository.get_for_share): the link,
 # its document, the document's workspace and the version asked for.
-ShareLookup = tuple[Optional[ShareLink], Optional[Document], Optional[Record], Optional[Version]]
+ShareLookup = tuple[Optional[ShareLink], Optional[Document], Optional[Workspace], Optional[Version]]
 
 
 def members_only(doc: Document) -> bool:
@@ -84,6 +84,13 @@ class Branding:
     plan: str
     brand_name: Optional[str] = None
     brand_tagline: Optional[str] = None
+
+    @staticmethod
+    def of(workspace: Optional[Workspace]) -> "Branding":
+        """The branding of a link's workspace (free, unbranded if it is gone)."""
+        if workspace is None:
+            return Branding("free")
+        return Branding(workspace.plan, workspace.brand_name, workspace.brand_tagline)
 
     @property
     def docpub_mark(self) -> bool:
@@ -101,7 +108,7 @@ class Access:
     """A viewer's verified access to one version of a shared document."""
     share_id: str
     doc: Document
-    workspace: Record
+    workspace: Optional[Workspace]
     version_id: str
     version_number: int
     cache_seconds: int = links.EDGE_TTL_SECONDS
@@ -240,14 +247,14 @@ class ShareService:
         return self.ctx.documents.get_for_share(share_id, version_number, consistent=consistent)
 
     def _resolve(self, share_id: str, version_number: Optional[int] = None, looked_up: Optional[ShareLookup] = None
-                 ) -> tuple[Document, Record, Optional[Version]]:
+                 ) -> tuple[Document, Optional[Workspace], Optional[Version]]:
         share, doc, workspace, version = looked_up or self.lookup(share_id, version_number)
         if (share is None or doc is None or doc.deleting or doc.share_id != share_id
                 or not links.enabled(doc)):
             raise NotFound("No such link.")  # unknown, deleted, rotated away or disabled
         if links.expired(doc, self.ctx.now_ms()):
             raise Gone("This link has expired.")
-        return doc, workspace or {}, version
+        return doc, workspace, version
 
     def cache_seconds(self, doc: Document) -> int:
         """How long a shared cache may keep a public answer of this link (<= 60 s, never past expiry)."""
@@ -285,12 +292,11 @@ class ShareService:
             return SharePage(share_id=share_id, locked=True, protected=True, members_only=True)
         except Locked:
             return SharePage(share_id=share_id, locked=True, protected=True)
-        ws = access.workspace
         return SharePage(
             share_id=share_id, locked=False, protected=access.protected, title=access.doc.title,
             version_id=access.version_id, version_number=access.version_number,
             version_count=access.doc.version_count, latest=version_number is None,
-            branding=Branding(ws.get("plan", "free"), ws.get("brand_name"), ws.get("brand_tagline")),
+            branding=Branding.of(access.workspace),
             content_token=(self._grant(access.doc, CONTENT_SALT, access.version_id) if access.protected
                            else None),
             cache_seconds=access.cache_seconds, has_files=access.has_files,
@@ -306,8 +312,7 @@ class ShareService:
         doc, workspace, _ = self._resolve(share_id)
         if doc.passphrase_hash or members_only(doc):
             raise NotFound("No such link.")
-        name = Branding(workspace.get("plan", "free"), workspace.get("brand_name"),
-                        workspace.get("brand_tagline")).card_name
+        name = Branding.of(workspace).card_name
         key = cards.card_key(doc.title, name)
         object_key = f"{document_prefix(doc.workspace_id, doc.document_id)}card-{key}.png"
         try:
@@ -559,8 +564,8 @@ class ShareService:
     def _owned(self, who: Who, document_id: str, allow_free: bool) -> Document:
         found = access.find_document(self.ctx, access.actor(self.ctx, who), document_id)
         doc, actor = found.document, found.actor
-        workspace = self.ctx.workspaces.get(actor.workspace_id) or {}
-        if not plans.entitlements(workspace.get("plan", "free")).passphrase_links and not (
+        workspace = self.ctx.workspaces.get(actor.workspace_id)
+        if not plans.entitlements(workspace.plan if workspace else "free").passphrase_links and not (
                 allow_free and doc.passphrase_hash):
             raise FeatureNotInPlan("Passphrase-protected links are a Pro feature; upgrade to use them.",
                                    {"feature": "passphrase_links"})

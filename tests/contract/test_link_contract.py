@@ -48,7 +48,7 @@ def test_rotate_moves_the_link_atomically(repos):
     assert repos.documents.get_for_share(doc.share_id)[0] is None  # the old link: gone
     share, found, workspace, _ = repos.documents.get_for_share("rotated0000000000000001")
     assert share.document_id == doc.document_id and found.share_id == "rotated0000000000000001"
-    assert workspace["id"] == WS
+    assert workspace.workspace_id == WS
     # Rotating from a stale read changes nothing.
     with pytest.raises(StaleDocument):
         repos.documents.rotate_share(doc, "rotated0000000000000002")

@@ -124,6 +124,7 @@ TYPED = ("Feedback", "Reply", "Event", "Webhook", "WebhookSecret", "WebhookDeliv
          "Member", "AccountToken", "ActivityEntry", "PendingInvalidation", "RateLog")
 # DocumentRepository's records (documents, versions, share links, idempotency answers).
 TYPED += ("Document", "DocumentListing", "Version", "ShareLink", "StoredIdempotency")
+TYPED += ("Workspace", "ApiKey", "KeyWriteLog")
 DYNAMODB_WORDS = ("PK", "SK", "GSI", "s3_key", "ConditionalCheckFailed", "LastEvaluatedKey", "TransactWriteItems")
 
 
@@ -144,6 +145,29 @@ def test_records_and_ports_speak_storage_language():
     fields = [f"{t.__name__}.{f.name}" for t in typed for f in dataclasses.fields(t)
               if pattern.search(f.name) or f.name.upper() in ("PK", "SK")]
     assert fields == []
+
+
+# Ports whose every method takes and returns records (no `Record` dict, no dict of fields).
+TYPED_PORTS = ("WorkspaceRepository", "ApiKeyRepository")
+
+
+def test_typed_ports_take_and_return_no_dicts():
+    import inspect
+    import re
+
+    import chalicelib.ports.repositories as repositories
+
+    untyped = []
+    for name in TYPED_PORTS:
+        for method, function in vars(getattr(repositories, name)).items():
+            if not inspect.isfunction(function) or method.startswith("_"):
+                continue
+            for arg, annotation in function.__annotations__.items():
+                if re.search(r"\b(Record|dict|Dict|Any)\b", str(annotation)):
+                    untyped.append(f"{name}.{method} {arg}: {annotation}")
+    assert untyped == []
+    key_member = repositories.DocumentRepository.get_with_key.__annotations__["return"]
+    assert str(key_member).startswith("tuple[Optional[ApiKey],")
 
 
 def test_typed_records_are_frozen():

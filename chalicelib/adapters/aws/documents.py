@@ -20,10 +20,11 @@ from chalicelib.adapters.aws.keys import (
     idempotency_key, share_key, version_item_key, workspace_key, write_shard_key, write_shard_keys,
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
-from chalicelib.adapters.aws.workspaces import with_write_logs
+from chalicelib.adapters.aws.workspaces import with_write_logs, workspace_record
+from chalicelib.ports.records import ApiKey
 from chalicelib.ports.records import ActivityEntry, Event, OutcomeUnknown, WriteRefused
 from chalicelib.ports.records import (
-    Document, DocumentListing, Record, ShareLink, StoredIdempotency, Version, fields_of, from_fields,
+    Document, DocumentListing, ShareLink, StoredIdempotency, Version, Workspace, fields_of, from_fields,
 )
 from chalicelib.ports.repositories import DocumentFields
 from chalicelib.ports.records import (
@@ -265,8 +266,8 @@ class DocumentRepository:
 
     def get_with_key(self, key_id: str, document_id: Optional[str] = None,
                      idempotency_digest: Optional[str] = None
-                     ) -> tuple[Optional[Record], Optional[Document], Optional[StoredIdempotency]]:
-        """The API key item, and the document and idempotency record when asked
+                     ) -> tuple[Optional[ApiKey], Optional[Document], Optional[StoredIdempotency]]:
+        """The API key (with its write log), and the document and idempotency record when asked
         for, in one round trip: (key item, document, idempotency record)."""
         keys = [api_key_key(key_id), *write_shard_keys(key_id)]
         if document_id:
@@ -364,7 +365,7 @@ class DocumentRepository:
                     plan, used = old.get("plan", ""), int(old.get("storage_bytes", 0))
                     raise QuotaReached(usage.refusal(plan, used) or "storage", used, plan,
                                        adding=usage.add_bytes) from refused
-                raise DocumentCapReached(refused.old_items[ws_index]) from refused
+                raise DocumentCapReached(workspace_record(refused.old_items[ws_index])) from refused
             raise refused
 
     def append_version(self, doc: Document, version: Version, changes: DocumentFields,
@@ -491,7 +492,7 @@ class DocumentRepository:
         return doc
 
     def get_for_share(self, share_id: str, version_number: Optional[int] = None, consistent: bool = True
-                      ) -> tuple[Optional[ShareLink], Optional[Document], Optional[Record], Optional[Version]]:
+                      ) -> tuple[Optional[ShareLink], Optional[Document], Optional[Workspace], Optional[Version]]:
         """(share link, document, workspace, version N) for a share link: a GetItem
         of the share, then one BatchGetItem of the rest. `consistent=False`: eventually
         consistent reads (half the read units; the view beacon, services/views.py)."""
@@ -502,7 +503,7 @@ class DocumentRepository:
         if version_number is not None:
             keys.append(version_item_key(share.document_id, version_number))
         found = self.table.batch_get(keys, consistent=consistent)
-        return (share, document_record(found[0]), found[1],
+        return (share, document_record(found[0]), workspace_record(found[1]),
                 version_record(found[2]) if version_number is not None else None)
 
     def set_passphrase(self, doc: Document, passphrase_hash: Optional[str]) -> Document:

@@ -17,8 +17,10 @@ from chalicelib.adapters.sqlite.people import insert_activity
 from chalicelib.adapters.sqlite.db import Database, one, row_dict
 from chalicelib.adapters.sqlite.feedback import insert_event
 from chalicelib.adapters.sqlite.rates import try_claim
+from chalicelib.adapters.sqlite.workspaces import api_key_record, read_workspace
 from chalicelib.ports.records import (
-    ActivityEntry, Document, DocumentListing, Event, Record, ShareLink, StoredIdempotency, Version, from_fields,
+    ActivityEntry, ApiKey, Document, DocumentListing, Event, ShareLink, StoredIdempotency, Version, Workspace,
+    from_fields,
 )
 from chalicelib.ports.repositories import DocumentFields
 from chalicelib.ports.records import (
@@ -158,9 +160,9 @@ class DocumentRepository:
 
     def get_with_key(self, key_id: str, document_id: Optional[str] = None,
                      idempotency_digest: Optional[str] = None
-                     ) -> tuple[Optional[Record], Optional[Document], Optional[StoredIdempotency]]:
+                     ) -> tuple[Optional[ApiKey], Optional[Document], Optional[StoredIdempotency]]:
         with self.db.snapshot() as conn:
-            key_item = one(conn, "SELECT * FROM api_keys WHERE key_id = ?", (key_id,))
+            key_item = api_key_record(one(conn, "SELECT * FROM api_keys WHERE key_id = ?", (key_id,)))
             doc = _document(conn, document_id) if document_id else None
             idem = _idempotency(one(conn, "SELECT * FROM idempotency WHERE key_id = ? AND key_digest = ?",
                                     (key_id, idempotency_digest))) if idempotency_digest else None
@@ -190,13 +192,13 @@ class DocumentRepository:
         return _share(self.db.one("SELECT * FROM share_links WHERE share_id = ?", (share_id,)))
 
     def get_for_share(self, share_id: str, version_number: Optional[int] = None, consistent: bool = True
-                      ) -> tuple[Optional[ShareLink], Optional[Document], Optional[Record], Optional[Version]]:
+                      ) -> tuple[Optional[ShareLink], Optional[Document], Optional[Workspace], Optional[Version]]:
         with self.db.snapshot() as conn:
             share = _share(one(conn, "SELECT * FROM share_links WHERE share_id = ?", (share_id,)))
             if share is None:
                 return None, None, None, None
             doc = _document(conn, share.document_id)
-            workspace = one(conn, "SELECT * FROM workspaces WHERE id = ?", (share.workspace_id,))
+            workspace = read_workspace(conn, share.workspace_id)
             version = version_record(one(conn, f"SELECT {VERSION_COLUMNS} FROM versions "
                                                "WHERE document_id = ? AND number = ?",
                                          (share.document_id, version_number))) if version_number is not None else None
@@ -236,9 +238,9 @@ class DocumentRepository:
         with self.db.write() as tx:
             check_guards(tx, slot, idem)
             new_file_bytes = check_quota(tx, quota)
-            workspace = one(tx, "SELECT * FROM workspaces WHERE id = ?", (doc.workspace_id,))
-            if workspace is None or (workspace["plan"] not in set(uncapped_plans)
-                                     and workspace["document_count"] >= max_documents):
+            workspace = read_workspace(tx, doc.workspace_id)
+            if workspace is None or (workspace.plan not in set(uncapped_plans)
+                                     and workspace.document_count >= max_documents):
                 raise DocumentCapReached(workspace)
             if (_document(tx, doc.document_id) is not None
                     or one(tx, "SELECT 1 AS x FROM share_links WHERE share_id = ?", (doc.share_id,))):
