@@ -147,6 +147,21 @@ def test_records_and_ports_speak_storage_language():
     assert fields == []
 
 
+SQL_WORDS = ("rowid", "row", "rows", "column", "columns", "sql", "sqlite", "table")
+
+
+def test_record_fields_speak_no_sql():
+    """No SQLite word among a record's fields either (an adapter's columns stay in the adapter)."""
+    import dataclasses
+    import re
+
+    import chalicelib.ports.records as records
+
+    pattern = re.compile(r"(^|_)(" + "|".join(SQL_WORDS) + r")(_|$)")
+    typed = [v for v in vars(records).values() if isinstance(v, type) and dataclasses.is_dataclass(v)]
+    assert [f"{t.__name__}.{f.name}" for t in typed for f in dataclasses.fields(t) if pattern.search(f.name)] == []
+
+
 # Ports whose every method takes and returns records (no `Record` dict, no dict of fields).
 TYPED_PORTS = ("WorkspaceRepository", "ApiKeyRepository")
 
