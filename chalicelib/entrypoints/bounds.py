@@ -9,7 +9,9 @@ API contract section 4, resource bounds:
 - a body over the route's cap is 413 without being parsed: API routes and
   /mcp 6 MiB (Lambda's own payload limit) and the dashboard's upload and
   edit forms the same; every other form (share page unlock, feedback and
-  replies, OAuth, dashboard) 64 KiB.
+  replies, OAuth, dashboard) 64 KiB. A refusal takes the route's shape: the
+  contract's JSON body (API, /mcp, the share page's feedback and replies), an
+  RFC 6749 body (OAuth) or a small HTML page (pages and their forms).
 
 Deployed, API Gateway has already delivered the body (at most 6 MB) when the
 function runs, so "read" means parsed: the key's presence and shape are
@@ -46,6 +48,8 @@ _RULES: list[tuple[Optional[frozenset], re.Pattern, BodyRule]] = [
     (None, re.compile(r"/oauth/.*"), BodyRule(FORM_BODY_BYTES, surface="oauth")),
     (frozenset({"POST"}), re.compile(r"/dashboard/(upload|documents/[^/]+/edit)"),
      BodyRule(API_BODY_BYTES, surface="html")),
+    # The share page's JSON routes (contract 7c: their errors use section 3's body), then its forms.
+    (frozenset({"POST"}), re.compile(r"/d/[^/]+/feedback(/[^/]+/replies)?"), BodyRule(FORM_BODY_BYTES)),
     (None, re.compile(r"/(dashboard|d)(/.*)?"), BodyRule(FORM_BODY_BYTES, surface="html")),
     # The embedded store's upload_url (contract 7b): the signed URL is the credential, and the
     # body is the declared file (its own check refuses any other size).
@@ -91,9 +95,11 @@ def check_headers(headers: Mapping[str, str]) -> None:
 
 
 def body_too_large(size_bytes: int, cap_bytes: int) -> errors.DocpubError:
+    # Only a route that takes files has a way around its cap (a form's text has none).
+    hint = " Larger files go through POST /api/v1/uploads." if cap_bytes >= API_BODY_BYTES else ""
     return errors.DocumentTooLarge(
         f"The request body is {size_bytes:,} bytes; this route takes at most {cap_bytes:,} bytes "
-        f"({_human(cap_bytes)}). It was not read. Larger files go through POST /api/v1/uploads.",
+        f"({_human(cap_bytes)}). It was not read.{hint}",
         {"limit_bytes": cap_bytes, "size_bytes": size_bytes})
 
 

@@ -87,6 +87,17 @@ def test_share_feedback_and_oauth_forms_are_capped(client, workspace, monkeypatc
     r = client.http.post(f"/d/{doc['share_id']}/feedback", headers={"Content-Type": "application/json"},
                          body=json.dumps({"message": "x" * 70_000}))
     assert r.status_code == 413
+    # A share-page JSON route answers in the contract's error body (7c), not an HTML page,
+    # and does not point a viewer at the API's uploads.
+    error = json.loads(r.body)["error"]
+    assert error["code"] == "document_too_large" and error["details"]["limit_bytes"] == 64 * 1024
+    assert "uploads" not in error["message"]
+    r = client.http.post(f"/d/{doc['share_id']}/feedback/fb_x/replies", headers={"Content-Type": "application/json"},
+                         body=json.dumps({"message": "x" * 70_000}))
+    assert r.status_code == 413 and json.loads(r.body)["error"]["code"] == "document_too_large"
+    r = client.http.post(f"/d/{doc['share_id']}/unlock", headers={"Content-Type": "application/x-www-form-urlencoded"},
+                         body="passphrase=" + "x" * 70_000)
+    assert r.status_code == 413 and r.headers["Content-Type"].startswith("text/html")  # a form page stays a page
     r = client.http.post("/oauth/token", headers={"Content-Type": "application/x-www-form-urlencoded"},
                          body="grant_type=" + "x" * 70_000)
     assert r.status_code == 413
