@@ -30,6 +30,11 @@ class RequestModel(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=False, defer_build=True, strict=True)
 
 
+class NoBody(RequestModel):
+    """The body of a route that takes none: a body, when sent, must be `{}` (contract
+    section 1: an unknown field is 422, so a typo never silently does nothing)."""
+
+
 class QueryModel(RequestModel):
     # Query strings are text: "20" and "true" are converted (pydantic's lax mode).
     model_config = ConfigDict(extra="forbid", defer_build=True, strict=False)

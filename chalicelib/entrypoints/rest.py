@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from chalicelib import wiring
 from chalicelib.entrypoints.http import empty_response, handles_errors, json_response, parse_body, parse_query
 from chalicelib.errors import DocpubError
+from chalicelib.models import NoBody
 from chalicelib.operations import OPERATIONS, Call, Operation, Reply
 from chalicelib.services.auth import credentials_from_headers
 
@@ -36,6 +37,8 @@ def _view(app: Any, op: Operation) -> Callable[..., Any]:
             if op.request is not None:
                 body = (op.request() if op.body_optional and not request.raw_body
                         else (op.parse or parse_body)(request, op.request))
+            elif request.raw_body and request.raw_body.strip():  # a body where none is taken: `{}` only
+                parse_body(request, NoBody)
             if op.query is not None:
                 query = parse_query(request, op.query)
         except DocpubError as exc:
