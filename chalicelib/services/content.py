@@ -114,8 +114,8 @@ def from_upload(filename: str, data: bytes, title: Optional[str]) -> Content:
 def require_title(given: Optional[str], content: Content) -> str:
     title = given or content.title
     if not title:
-        where = ("its first heading" if content.format == "markdown" else "a <title> or <h1>")
-        raise ValidationFailed.field("title", f"is required: the page has no {where} to take it from")
+        where = ("the Markdown has no heading" if content.format == "markdown" else "the page has no <title> or <h1>")
+        raise ValidationFailed.field("title", f"is required: {where} to take it from")
     return title[:500].strip() or title[:500]
 
 

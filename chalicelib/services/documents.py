@@ -263,8 +263,16 @@ class DocumentService:
         """Publish JSON (`html` by `format`, `files`), or an uploaded file (filename, bytes):
         .html/.htm, .md/.markdown or a .zip bundle, which then stands for `html`; or
         `content` already stored (a version restored as it was: format, source, files)."""
-        return self._with_rate_headers(lambda seen: self._publish(who, request, idempotency_key, seen, upload,
-                                                                  content))
+        taken: list[str] = []  # the upload this call took, given back if the publish is refused
+        try:
+            return self._with_rate_headers(lambda seen: self._publish(who, request, idempotency_key, seen, upload,
+                                                                      content, taken))
+        except DocpubError as exc:
+            if taken and exc.status < 500:  # refused: nothing was stored, the upload stays usable
+                from chalicelib.services.uploads import UploadService
+
+                UploadService(self.ctx).release(taken[0])
+            raise
 
     @requires("restore_version")
     def restore(self, who: Who, document_id: str, number: int, note: str,
@@ -293,7 +301,8 @@ class DocumentService:
 
     def _publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str], seen: Record,
                  upload: Optional[tuple[str, bytes]] = None,
-                 prepared: Optional["content_files.Content"] = None) -> WriteResult:
+                 prepared: Optional["content_files.Content"] = None,
+                 taken: Optional[list[str]] = None) -> WriteResult:
         digest = None
         if idempotency_key is not None:
             if not 1 <= len(idempotency_key) <= MAX_IDEMPOTENCY_KEY:
@@ -307,7 +316,13 @@ class DocumentService:
                 raise ValidationFailed.field("upload_id", "give upload_id in place of `html` or `file`, not beside it")
             from chalicelib.services.uploads import UploadService
 
+            if digest and actor.key_item is not None:  # a retry of a publish that used the upload
+                replay = self._replay(idem, _request_hash(request, b""))
+                if replay is not None:
+                    return replay
             upload = UploadService(self.ctx).take(actor.workspace_id, request.upload_id)
+            if taken is not None:
+                taken.append(request.upload_id)
         elif upload is None and request.html is None:
             raise ValidationFailed.field("html", "is required (or upload_id, for a file sent to /api/v1/uploads)")
         if prepared is not None:
@@ -321,7 +336,9 @@ class DocumentService:
         title = content_files.require_title(request.title, content)
         link_changes = self._link_changes(request)
         self._count_session_write(actor)
-        request_hash = _request_hash(request, data) if digest else None
+        # An upload_id names its bytes (single use), so its publish is keyed on the request alone:
+        # a retry finds the answer after the upload is gone.
+        request_hash = _request_hash(request, b"" if request.upload_id else data) if digest else None
         if digest and actor.key_item is None:
             digest = None  # idempotency is a feature of API keys
         replay = self._replay(idem, request_hash)

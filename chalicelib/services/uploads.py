@@ -134,11 +134,23 @@ class UploadService:
         if data is None or len(data) != record["size_bytes"]:
             raise ValidationFailed.field("upload_id", f"has not received its {record['size_bytes']:,} bytes yet: "
                                                       "PUT them to upload_url first")
+        # Held by one publish at a time: a log of one entry while a publish holds it (or after it
+        # published), emptied again by `release` when that publish was refused.
         now_ms = self.ctx.now_ms()
-        if not self.ctx.rates.claim(ratelimits.scope_key("upload-used", upload_id), 0, [now_ms],
-                                    now_ms // 1000 + 2 * UPLOAD_SECONDS):
+        scope = ratelimits.scope_key("upload-used", upload_id)
+        held = self.ctx.rates.get(scope)
+        if (held is not None and held.hits) or not self.ctx.rates.claim(
+                scope, held.seq if held else 0, [now_ms], now_ms // 1000 + 2 * UPLOAD_SECONDS):
             raise NotFound("No such upload (an upload is used once).")
         return record["filename"], data
+
+    def release(self, upload_id: str) -> None:
+        """Give back an upload `take` handed to a publish that was then refused (a refused
+        request changes nothing): it can be published again, until it expires."""
+        scope = ratelimits.scope_key("upload-used", upload_id)
+        held = self.ctx.rates.get(scope)
+        if held is not None and held.hits:
+            self.ctx.rates.claim(scope, held.seq, [], held.expires_at or self.ctx.now_ms() // 1000 + 2 * UPLOAD_SECONDS)
 
     def discard(self, workspace_id: str, upload_id: str) -> None:
         for key in (data_key(workspace_id, upload_id), record_key(workspace_id, upload_id)):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.helpers import auth, post_json, publish
 
 
@@ -33,3 +35,63 @@ def test_a_route_without_a_body_refuses_unknown_fields_like_every_other(client, 
     assert post_json(client, rotate, {}, key).status_code == 200
     r = client.http.delete(f"/api/v1/documents/{doc['document_id']}", headers=auth(key), body=b"")
     assert r.status_code == 204
+
+
+def _uploaded(client, key, data: bytes, filename: str = "page.html") -> str:
+    """An upload of `data`, complete: PUT to the local server, or (DynamoDB + S3) put
+    where the presigned URL points, as S3 would store it."""
+    from urllib.parse import urlsplit
+
+    from tests.http.test_content_uploads import put, ticket
+
+    t = json.loads(ticket(client, key, filename, len(data)).body)
+    url = urlsplit(t["upload_url"])
+    if "X-Amz-Signature=" in url.query:
+        from chalicelib import config
+        from chalicelib.adapters.aws import clients
+
+        clients.s3().put_object(Bucket=config.bucket_name(), Body=data,
+                                Key=f"uploads/{url.path.split('/')[-2]}/{t['upload_id']}.bin")
+    else:
+        assert put(client, t["upload_url"], data).status_code == 204
+    return t["upload_id"]
+
+
+@pytest.mark.parametrize("storage", ["sqlite", "aws"], indirect=True)
+def test_a_refused_publish_does_not_use_up_its_upload(client, workspace):
+    """Reproduction: an upload of a page without <title> or <h1>, published without a
+    title, is 422 naming `title`; the corrected publish then got 404 "No such upload
+    (an upload is used once)": the refused request had consumed the upload, and the
+    user had to send the file (up to 36 MiB) again. A refused request changes nothing."""
+    _, key = workspace
+    upload_id = _uploaded(client, key, b"<p>no title here</p>")
+    r = post_json(client, "/api/v1/publish", {"upload_id": upload_id}, key)
+    assert r.status_code == 422 and _error(r)["details"]["fields"][0]["field"] == "title"
+    assert _error(r)["message"] == "title: is required: the page has no <title> or <h1> to take it from"
+    r = post_json(client, "/api/v1/publish", {"upload_id": upload_id,
+                                              "document_id": "3f0c0000-0000-4000-8000-000000000000"}, key)
+    assert r.status_code == 404  # an unknown document: refused, the upload is still there
+    r = post_json(client, "/api/v1/publish", {"upload_id": upload_id, "title": "Now titled"}, key)
+    assert r.status_code == 200, r.body
+    again = post_json(client, "/api/v1/publish", {"upload_id": upload_id, "title": "Twice"}, key)
+    assert again.status_code == 404  # still single use once published
+
+
+@pytest.mark.parametrize("storage", ["sqlite", "aws"], indirect=True)
+def test_a_retried_upload_publish_replays_its_first_answer(client, workspace):
+    """Reproduction: the CLI keeps its Idempotency-Key across retries; a publish by
+    upload_id whose answer was lost, retried with the same key and body, got 404 "No
+    such upload." instead of the first answer (contract section 5: a retry with the
+    same key and body returns the first answer and creates nothing new)."""
+    _, key = workspace
+    upload_id = _uploaded(client, key, b"<title>Up</title><p>big</p>")
+    headers = {"Idempotency-Key": "cli-run-1"}
+    first = post_json(client, "/api/v1/publish", {"upload_id": upload_id}, key, headers)
+    assert first.status_code == 200, first.body
+    retry = post_json(client, "/api/v1/publish", {"upload_id": upload_id}, key, headers)
+    assert retry.status_code == 200, retry.body
+    assert json.loads(retry.body) == json.loads(first.body)
+    listing = json.loads(client.http.get("/api/v1/documents", headers=auth(key)).body)
+    assert len(listing["documents"]) == 1  # nothing new
+    other = post_json(client, "/api/v1/publish", {"upload_id": upload_id, "note": "other"}, key, headers)
+    assert other.status_code == 422  # the same key with a different body
