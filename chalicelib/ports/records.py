@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 # A stored record as the adapters hand it over (field names in docs/architecture.md), for
-# the aggregates not typed yet (documents, versions, share links, OAuth).
+# the aggregates not typed yet (OAuth).
 Record = dict[str, Any]
 
 R = TypeVar("R", bound="DataclassInstance")
