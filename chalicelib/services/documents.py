@@ -279,9 +279,7 @@ class DocumentService:
                 base_version_id: Optional[str] = None) -> WriteResult:
         """Publish version `number` again as the newest: its page, Markdown source and files."""
         found = access.find_document(self.ctx, access.actor(self.ctx, who), document_id)
-        version = self.ctx.documents.get_version(found.id, number)
-        if version is None:
-            raise NotFound(f"No version {number} of document {found.id}.")
+        version = self._numbered_version(found.document, number)
         try:
             content = content_files.stored_content(self.ctx, found.document, version)
         except BlobNotFound:
@@ -661,12 +659,31 @@ class DocumentService:
                  ) -> tuple[Document, Version, str]:
         """(document, version, html) of the latest or a numbered version."""
         found = access.find_document(self.ctx, access.actor(self.ctx, who), document_id)
-        doc, document_id = found.document, found.id
-        number = version_number or doc.version_count
-        version = self.ctx.documents.get_version(document_id, number)
-        if version is None:
-            raise NotFound(f"No version {number} of document {document_id}.")
+        doc = found.document
+        version = self._numbered_version(doc, version_number or doc.version_count)
         return doc, version, self._read_html(doc, version.version_id)
+
+    def _numbered_version(self, doc: Document, number: int) -> Version:
+        """Version `number` of `doc`, or NotFound (also for a number no version can have:
+        below 1 or past the latest, which the store need not be asked about)."""
+        version = (self.ctx.documents.get_version(doc.document_id, number)
+                   if 1 <= number <= doc.version_count else None)
+        if version is None:
+            raise NotFound(f"No version {number} of document {doc.document_id}.")
+        return version
+
+    @requires("diff_versions")
+    def comparable_numbers(self, who: Who, document_id: str, old_number: Optional[int],
+                           new_number: Optional[int]) -> tuple[int, int]:
+        """The version numbers a comparison stands for when one or both are left out: the
+        latest version, and the version before the newer one (numbers stay when old
+        versions are deleted, so "before" is the nearest one that still exists)."""
+        if old_number is not None and new_number is not None:
+            return old_number, new_number
+        listed = [v.number for v in self.get(who, document_id).versions]  # the newest 100, oldest first
+        new = new_number if new_number is not None else listed[-1]
+        old = old_number if old_number is not None else max((n for n in listed if n < new), default=new)
+        return old, new
 
     @requires("list_documents")
     def list(self, who: Who, limit: int = 20, cursor: Optional[str] = None,

@@ -128,8 +128,12 @@ class EditingService:
                                       base_version_id=found.document.latest_version_id)
 
     @requires("diff_versions")
-    def compare(self, who: Who, document_id: str, old_number: int, new_number: int) -> VersionPair:
+    def compare(self, who: Who, document_id: str, old_number: Optional[int] = None,
+                new_number: Optional[int] = None) -> VersionPair:
+        """Two versions and their line diff; a number left out: the latest version, and the
+        one before the newer version."""
         actor = access.actor(self.ctx, who)
+        old_number, new_number = self.documents.comparable_numbers(actor, document_id, old_number, new_number)
         document, old, old_html = self.documents.get_html(actor, document_id, old_number)
         _, new, new_html = self.documents.get_html(actor, document_id, new_number)
         return VersionPair(document, old, new, line_diff(old_html, new_html))

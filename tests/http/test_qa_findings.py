@@ -95,3 +95,30 @@ def test_a_retried_upload_publish_replays_its_first_answer(client, workspace):
     assert len(listing["documents"]) == 1  # nothing new
     other = post_json(client, "/api/v1/publish", {"upload_id": upload_id, "note": "other"}, key, headers)
     assert other.status_code == 422  # the same key with a different body
+
+
+def test_dashboard_diff_and_restore_after_an_old_version_was_deleted(owner, client):
+    """Reproduction: with versions 1-3 and version 1 deleted (DELETE …/versions/:id),
+    the dashboard's "Changes" page without from/to answered 404 (it took the number of
+    versions, 2, for the latest number, and compared 1 with 2); a version number too
+    large for the store (?from=99999999999999999999, or restore number=…) was a 500."""
+    from tests.http.test_dashboard import create_key, doc_id_from, rest, upload
+
+    key = create_key(owner)
+    document_id = doc_id_from(upload(owner, b"<p>one</p>\n", title="Notes"))
+    upload(owner, b"<p>two</p>\n", document_id=document_id)
+    upload(owner, b"<p>three</p>\n", document_id=document_id)
+    got = json.loads(rest(client, "get", f"/api/v1/documents/{document_id}", key).body)
+    first = got["versions"][0]["version_id"]
+    assert rest(client, "delete", f"/api/v1/documents/{document_id}/versions/{first}", key).status_code == 204
+    page = owner.get(f"/dashboard/documents/{document_id}/diff")
+    assert page.status == 200, page.text
+    assert "Version 2 → version 3" in page.text  # the latest against the version before it
+    assert owner.get(f"/dashboard/documents/{document_id}/diff?to=3").status == 200
+    huge = "99999999999999999999"
+    assert owner.get(f"/dashboard/documents/{document_id}/diff?from={huge}&to=3").status == 404
+    assert owner.get(f"/dashboard/documents/{document_id}/diff?from=2&to={huge}").status == 404
+    page = owner.post(f"/dashboard/documents/{document_id}/restore", {"number": huge}, csrf=owner.token())
+    assert page.status == 404, page.text
+    got = json.loads(rest(client, "get", f"/api/v1/documents/{document_id}", key).body)
+    assert [v["number"] for v in got["versions"]] == [2, 3]  # nothing written

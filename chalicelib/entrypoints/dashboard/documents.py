@@ -162,11 +162,11 @@ def _number(value: Optional[str]) -> int:
 @route("/documents/{document_id}/diff")
 def diff(page: Page, document_id: str):
     document = pages().document(page.actor, document_id)
-    latest = document.version_count
-    new = _number(page.query.get("to") or str(latest))
-    old = _number(page.query.get("from") or str(max(1, new - 1)))
-    pair = registry.editing().compare(page.actor, document_id, old, new)
-    return render(page, "diff.html", active="documents", document=document, pair=pair, old=old, new=new)
+    new = _number(page.query["to"]) if page.query.get("to") else None
+    old = _number(page.query["from"]) if page.query.get("from") else None
+    pair = registry.editing().compare(page.actor, document_id, old, new)  # left out: latest, the one before
+    return render(page, "diff.html", active="documents", document=document, pair=pair,
+                  old=pair.old.number, new=pair.new.number)
 
 
 @route("/documents/{document_id}/edit")
