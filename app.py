@@ -4,7 +4,8 @@ from chalice import Chalice
 
 from chalicelib import config, logs, wiring
 from chalicelib.entrypoints.http import (
-    MULTIPART_TYPE, body_bytes, empty_response, handles_errors, normalise_chalice_error, refuse_without_origin_secret,
+    MULTIPART_TYPE, body_bytes, empty_response, forget_content_type_without_body, handles_errors, normalise_chalice_error,
+    refuse_without_origin_secret,
 )
 from chalicelib.entrypoints import bounds, pages, rest, routing
 from chalicelib.entrypoints.share import bp as share_pages, separate_sites
@@ -33,7 +34,9 @@ def contract_errors(event, get_response):
     refused = bounds.admit_event(event, app)
     if refused is not None:
         return refused
-    # Chalice answers 405/415 itself, in its own shape; reshape to the contract's.
+    # Chalice answers 405/415 itself, in its own shape; reshape to the contract's. A request
+    # without a body is not refused for its Content-Type.
+    forget_content_type_without_body(event)
     return normalise_chalice_error(get_response(event))
 
 

@@ -454,6 +454,24 @@ _CHALICE_CODES = {400: errors.InvalidJson, 404: errors.NotFound, 405: errors.Met
                   415: errors.UnsupportedMediaType, 500: errors.InternalError}
 
 
+BODYLESS_METHODS = frozenset({"GET", "HEAD", "DELETE", "OPTIONS"})
+
+
+def forget_content_type_without_body(request: Any) -> None:
+    """A GET, HEAD, DELETE or OPTIONS without a body has no media type to refuse (415 is
+    for a body sent with a type the route does not take, contract section 3), but Chalice
+    judges the Content-Type header of every request: drop it there. httpx, for one,
+    keeps a form's Content-Type when it follows the dashboard's 303 to a page."""
+    if (request.method or "").upper() not in BODYLESS_METHODS or "content-type" not in request.headers:
+        return
+    if request.raw_body:
+        return
+    from chalice.app import CaseInsensitiveMapping
+
+    request.headers = CaseInsensitiveMapping(
+        {name: value for name, value in request.headers.items() if name.lower() != "content-type"})
+
+
 def normalise_chalice_error(response: Response) -> Response:
     body = response.body
     if response.status_code >= 400 and isinstance(body, dict) and "Code" in body and "error" not in body:

@@ -122,3 +122,25 @@ def test_dashboard_diff_and_restore_after_an_old_version_was_deleted(owner, clie
     assert page.status == 404, page.text
     got = json.loads(rest(client, "get", f"/api/v1/documents/{document_id}", key).body)
     assert [v["number"] for v in got["versions"]] == [2, 3]  # nothing written
+
+
+def test_a_request_without_a_body_is_not_refused_for_its_content_type(client, workspace):
+    """Reproduction: GET /api/v1/me (or a share page, or the dashboard) carrying
+    `Content-Type: text/plain` or a form type and no body was 415: Chalice judges the
+    header on every request. httpx keeps the form's Content-Type when it follows the
+    dashboard's 303 after a form post, so every redirected page was 415. 415 is for a
+    body sent with a type the route does not take (contract section 3)."""
+    _, key = workspace
+    doc = publish(client, key)
+    for content_type in ("text/plain", "application/x-www-form-urlencoded"):
+        headers = {"X-Api-Key": key, "Content-Type": content_type}
+        assert client.http.get("/api/v1/me", headers=headers).status_code == 200
+        assert client.http.get(f"/d/{doc['share_id']}", headers={"Content-Type": content_type}).status_code == 200
+        assert client.http.get("/dashboard/sign-in", headers={"Content-Type": content_type}).status_code == 200
+    r = client.http.delete(f"/api/v1/documents/{doc['document_id']}", headers={"X-Api-Key": key,
+                                                                                "Content-Type": "text/plain"})
+    assert r.status_code == 204
+    # A body of a type the route does not take is still 415.
+    r = client.http.post("/api/v1/publish", headers={"X-Api-Key": key, "Content-Type": "text/plain"},
+                         body=b'{"title": "a", "html": "<p>b</p>"}')
+    assert r.status_code == 415 and _error(r)["code"] == "unsupported_media_type"
