@@ -4,6 +4,7 @@ composition root (the only module outside the adapters that imports one)."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -122,6 +123,7 @@ def test_every_aws_repository_raises_the_ports_errors_only():
 # The records the ports speak so far (chalicelib/ports/records.py; docs/architecture.md "Records").
 TYPED = ("Feedback", "Reply", "Event", "Webhook", "WebhookSecret", "WebhookDelivery", "User", "DashboardSession",
          "Member", "AccountToken", "ActivityEntry", "PendingInvalidation", "RateLog")
+TYPED += ("OAuthClient", "AuthorizationCode", "OAuthGrant", "AccessToken", "RefreshToken")  # ports/oauth.py
 DYNAMODB_WORDS = ("PK", "SK", "GSI", "s3_key", "ConditionalCheckFailed", "LastEvaluatedKey", "TransactWriteItems")
 
 
@@ -152,3 +154,23 @@ def test_typed_records_are_frozen():
     for name in TYPED:
         cls = getattr(records, name)
         assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, name
+
+
+# Ports whose every signature speaks records (no dict, no `Record`, no Any): an aggregate is
+# added here once it is typed (issue 25 item 2).
+RECORDS_ONLY = ["chalicelib.ports.oauth.OAuthRepository"]
+
+
+@pytest.mark.parametrize("port", RECORDS_ONLY)
+def test_typed_ports_take_and_return_no_dict(port):
+    import importlib
+    import typing
+
+    module, name = port.rsplit(".", 1)
+    protocol = getattr(importlib.import_module(module), name)
+    methods = {n: f for n, f in vars(protocol).items() if callable(f) and not n.startswith("_")}
+    assert methods
+    found = [f"{n}({arg}): {hint!r}" for n, f in methods.items()
+             for arg, hint in typing.get_type_hints(f).items()
+             if re.search(r"\b(dict|Dict|Mapping|Any)\b", repr(hint))]
+    assert found == []
