@@ -23,7 +23,10 @@ kinds are answered by the service that expects them.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from chalicelib.ports.records import Workspace
 
 
 class StorageError(Exception):
@@ -85,9 +88,12 @@ class ClientCapReached(QuotaExceeded):
 
 
 class KeyCapReached(QuotaExceeded):
-    """The workspace holds its plan's maximum of active API keys."""
+    """The workspace holds its plan's maximum of active API keys; `workspace` as stored
+    at the refusal (its `key_count`), None if there is no such workspace."""
 
-    def __init__(self, workspace: Optional[Any] = None):
+    workspace: Optional[Workspace]
+
+    def __init__(self, workspace: Optional[Workspace] = None):
         super().__init__(workspace, "key cap reached")
 
 

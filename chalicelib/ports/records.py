@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Mapping, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Optional, TypedDict, TypeVar
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -32,10 +32,11 @@ __all__ = [
     "KeyCapReached", "NotFound", "OutcomeUnknown", "QuotaExceeded", "StaleDocument", "StorageError",
     "StorageUnavailable", "Unavailable", "UserExists", "WriteRefused", "definitely_not_applied",
     "ReplyCapReached", "WebhookCapReached",
+    "Workspace", "WorkspaceFields", "ApiKey", "KeyWriteLog",
 ]
 
 # A stored record as the adapters hand it over (field names in docs/architecture.md), for
-# the aggregates not typed yet (workspaces, keys, documents, versions, share links).
+# the aggregates not typed yet (documents, versions, share links).
 Record = dict[str, Any]
 
 R = TypeVar("R", bound="DataclassInstance")
@@ -52,6 +53,66 @@ def from_fields(cls: type[R], values: Mapping[str, Any]) -> R:
 def fields_of(record: DataclassInstance) -> dict[str, Any]:
     """A record's fields by name (a shallow copy: nested JSON stays as it is)."""
     return {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+
+
+# ------------------------------------------------------------------ workspaces and their API keys
+
+@dataclass(frozen=True)
+class Workspace:
+    """A workspace: its plan, name and (Pro) branding, and the counts kept with it, each
+    changed in the same atomic step as what it counts: live documents (the plan's cap),
+    active API keys, and the usage of its live versions (`version_total`, and
+    `storage_bytes` with each bundle file counted once)."""
+    workspace_id: str
+    name: str
+    plan: str
+    created_ms: int
+    document_count: int = 0
+    key_count: int = 0
+    version_total: int = 0
+    storage_bytes: int = 0
+    brand_name: Optional[str] = None
+    brand_tagline: Optional[str] = None
+
+
+class WorkspaceFields(TypedDict, total=False):
+    """What `WorkspaceRepository.set_fields` may change (None removes a brand field)."""
+    name: str
+    plan: str
+    brand_name: Optional[str]
+    brand_tagline: Optional[str]
+
+
+@dataclass(frozen=True)
+class KeyWriteLog:
+    """One shard of an API key's write log: the times (ms) of its accepted writes still
+    counted, and the sequence number a write's slot claim (RateSlot) is conditional on.
+    A store that keeps one log per key has shard 0 only; one that spreads the log has
+    every shard, also the empty ones."""
+    shard: int
+    seq: int
+    times: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """An API key, by its id (derived from the SHA-256 of the key: `key_hash`; the key
+    itself is never stored). `revoked_at` and `last_used_at` are epoch milliseconds;
+    `write_logs` is the key's write limit as stored (`writes`: all its times)."""
+    key_id: str
+    workspace_id: str
+    key_hash: str
+    name: str
+    created_ms: int
+    prefix: Optional[str] = None  # what the dashboard shows of the key ("dpk_AbCdEf…")
+    revoked_at: Optional[int] = None
+    last_used_at: Optional[int] = None
+    write_logs: tuple[KeyWriteLog, ...] = ()
+
+    @property
+    def writes(self) -> list[int]:
+        """Every accepted write time still kept, oldest first (all shards together)."""
+        return sorted(t for log in self.write_logs for t in log.times)
 
 
 # ------------------------------------------------------------------ feedback and the event log

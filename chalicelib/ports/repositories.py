@@ -14,6 +14,9 @@ from typing import Iterator, Iterable, Optional, Protocol, TypedDict
 
 from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.records import (
+    ApiKey, Workspace, WorkspaceFields,
+)
+from chalicelib.ports.records import (
     ActivityEntry, DashboardSession, Event, Feedback, RateLog, IdempotencyRecord, Quota, RateClaim, RateSlot, Record, Reply, User,
 )
 from chalicelib.ports.views import ViewCounterRepository
@@ -21,34 +24,33 @@ from chalicelib.ports.webhooks import WebhookRepository
 
 
 class WorkspaceRepository(Protocol):
-    def get(self, workspace_id: str) -> Optional[Record]:
-        """The workspace with its `document_count` and `key_count`, or None."""
+    def get(self, workspace_id: str) -> Optional[Workspace]:
+        """The workspace with its counts and usage, or None."""
 
-    def create(self, workspace: Record) -> None:
-        """Store a new workspace (counts start at 0)."""
+    def create(self, workspace: Workspace) -> None:
+        """Store a new workspace (its counts and usage start at 0, whatever it says)."""
 
-    def set_plan(self, workspace_id: str, plan: str) -> Record:
+    def set_plan(self, workspace_id: str, plan: str) -> Workspace:
         """Change the plan; returns the workspace as stored."""
 
-    def set_fields(self, workspace_id: str, fields: Record) -> Record:
-        """Set fields (None removes one); returns the workspace as stored."""
+    def set_fields(self, workspace_id: str, fields: WorkspaceFields) -> Workspace:
+        """Set fields (None removes a brand field); returns the workspace as stored."""
 
 
 class ApiKeyRepository(Protocol):
-    def get(self, key_id: str) -> Optional[Record]:
-        """The key record (hash, workspace_id, revoked_at, last_used_at, `writes`: every
-        accepted write time still kept), or None. Its write log is either one log
-        (`writes` + `writes_seq`: RateSlot shard 0) or shards (`write_logs`: a list of
-        {"shard", "seq", "log"}, every shard the adapter has, also empty ones)."""
+    def get(self, key_id: str) -> Optional[ApiKey]:
+        """The key with its write log (`write_logs`: one shard, or every shard the
+        adapter keeps, also empty ones; RateSlot claims one), or None."""
 
-    def create(self, record: Record, max_keys: Optional[int]) -> None:
-        """Store a key and count it in the workspace's `key_count`, atomically;
-        KeyCapReached if `max_keys` active keys exist already."""
+    def create(self, key: ApiKey, max_keys: Optional[int]) -> None:
+        """Store a key (not revoked, never used, an empty write log) and count it in the
+        workspace's `key_count`, atomically; KeyCapReached if `max_keys` active keys
+        exist already or the workspace does not."""
 
-    def revoke(self, key_id: str, now_ms: int) -> Optional[Record]:
-        """Mark revoked and free its place in the count (once); the record, or None if unknown."""
+    def revoke(self, key_id: str, now_ms: int) -> Optional[ApiKey]:
+        """Mark revoked and free its place in the count (once); the key, or None if unknown."""
 
-    def list_for_workspace(self, workspace_id: str) -> list[Record]:
+    def list_for_workspace(self, workspace_id: str) -> list[ApiKey]:
         """Every key of a workspace (revoked too), newest first."""
 
 
@@ -60,8 +62,8 @@ class DocumentRepository(Protocol):
 
     def get_with_key(self, key_id: str, document_id: Optional[str] = None,
                      idempotency_digest: Optional[str] = None
-                     ) -> tuple[Optional[Record], Optional[Record], Optional[Record]]:
-        """(key record, document, idempotency record) in one read."""
+                     ) -> tuple[Optional[ApiKey], Optional[Record], Optional[Record]]:
+        """(the API key as `ApiKeyRepository.get` reads it, document, idempotency record) in one read."""
 
     def get_many(self, document_ids: Iterable[str]) -> dict[str, Record]:
         """The document records (`deleting` ones too) among `document_ids`, by id, in

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, TypeGuard, TypeVar, Union, cast
 from chalicelib.domain import roles
 from chalicelib.errors import ForbiddenRole, InvalidApiKey, NotFound
 from chalicelib.services import auth
-from chalicelib.ports.records import Record
+from chalicelib.ports.records import ApiKey, Record
 from chalicelib.services.context import Context
 
 
@@ -32,7 +32,7 @@ class Actor:
     `client` an OAuth client's name, `surface` where the request came from
     (api, mcp, dashboard, cli): the activity log says who did what, from where."""
     workspace_id: str
-    key_item: Optional[Record] = None
+    key_item: Optional[ApiKey] = None
     write_limit_scope: Optional[str] = None
     role: str = roles.API_KEY_ROLE
     member: Optional[str] = None
@@ -113,14 +113,14 @@ def actor(ctx: Context, who: Who) -> Actor:
     if isinstance(who, Actor):
         return who
     key_item = auth.verify(who, ctx.keys.get(who.key_id))
-    return Actor(key_item["workspace_id"], key_item, surface=who.surface)
+    return Actor(key_item.workspace_id, key_item, surface=who.surface)
 
 
 def reload_key(ctx: Context, current: Actor) -> Actor:
     """Re-read the key item (after its rate slot was taken by a concurrent write)."""
     assert current.key_item is not None, "only a key's actor has a key to reload"
-    key_item = ctx.keys.get(current.key_item["key_id"])
-    if key_item is None or key_item.get("revoked_at") is not None:
+    key_item = ctx.keys.get(current.key_item.key_id)
+    if key_item is None or key_item.revoked_at is not None:
         raise InvalidApiKey("The API key is not valid or has been revoked.")
     return Actor(current.workspace_id, key_item, surface=current.surface)
 
@@ -178,7 +178,7 @@ def find_document(ctx: Context, who: Who, document_id: Optional[str], *, include
         doc = ctx.documents.get(lookup) if lookup else None
     else:
         key_item, doc, idem = ctx.documents.get_with_key(who.key_id, lookup, idempotency_digest)
-        acting = Actor(auth.verify(who, key_item)["workspace_id"], key_item, surface=who.surface)
+        acting = Actor(auth.verify(who, key_item).workspace_id, key_item, surface=who.surface)
     if seen is not None and acting.key_item is not None:
         seen["key_item"] = acting.key_item
     if document_id and not visible(doc, acting, include_deleting):

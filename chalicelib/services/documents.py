@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 
 from chalicelib import config
 from chalicelib.ports.records import ActivityEntry, Event, Record
+from chalicelib.ports.records import ApiKey
 from chalicelib.ports import (
     BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateClaim,
     RateSlot,
@@ -142,13 +143,9 @@ def distinct_files(infos: Optional[Sequence[Record]]) -> dict[str, int]:
     return {str(f["sha256"]): int(f["size_bytes"]) for f in infos or ()}
 
 
-def write_logs(key_item: Record) -> list[ShardLog]:
-    """The key's write log as the adapter keeps it: shards (`write_logs`, DynamoDB),
-    or one log on the key record (`writes` + `writes_seq`, SQLite)."""
-    shards = key_item.get("write_logs")
-    if shards:
-        return [ShardLog(s["shard"], s["seq"], s["log"]) for s in shards]
-    return [ShardLog(0, key_item.get("writes_seq", 0), key_item.get("writes", []))]
+def write_logs(key: ApiKey) -> list[ShardLog]:
+    """The key's write log as the adapter keeps it: its shards (DynamoDB), or one log (shard 0, SQLite)."""
+    return [ShardLog(log.shard, log.seq, list(log.times)) for log in key.write_logs] or [ShardLog(0, 0, [])]
 
 
 def _gave_up(doc: Optional[Record], key_busy: bool, doing: str) -> DocpubError:
@@ -190,7 +187,7 @@ class DocumentService:
         decision, claim = claim_sharded(write_logs(actor.key_item), now_ms, rate.limit, rate.window_seconds)
         if claim is None:
             raise decision.refuse(limits.write_refusal(decision.retry_after or 1))
-        slot = RateSlot(actor.key_item["key_id"], claim.expected_seq, claim.new_log, now_ms, claim.shard)
+        slot = RateSlot(actor.key_item.key_id, claim.expected_seq, claim.new_log, now_ms, claim.shard)
         return decision, slot
 
     def _quota(self, actor: Actor, doc: Optional[Record], add_bytes: int, now_ms: int,
@@ -239,12 +236,12 @@ class DocumentService:
             f"Delete old versions or documents{', or ' + upgrade if upgrade else ''}.",
             {"entitlement": "max_storage_bytes", "limit": cap, "current": exc.current, **extra})
 
-    def rate_limit_headers(self, key_item: Optional[Record]) -> dict[str, str]:
+    def rate_limit_headers(self, key_item: Optional[ApiKey]) -> dict[str, str]:
         """The key's current X-RateLimit-* (no slot claimed)."""
         if key_item is None:
             return {}
         rate = limits.write_rate()
-        return current_headers(key_item.get("writes", []), self.ctx.now_ms(), rate.limit, rate.window_seconds)
+        return current_headers(key_item.writes, self.ctx.now_ms(), rate.limit, rate.window_seconds)
 
     def _with_rate_headers(self, write: Callable[[Record], WriteResult]) -> WriteResult:
         """Every publish/edit answer carries X-RateLimit-*: refusals and replays too."""
@@ -374,7 +371,7 @@ class DocumentService:
                     raise self._quota_error(exc, quota, doc, now_ms) from exc  # refused: nothing committed
                 except GuardFailed as exc:
                     if exc.which == "idem" and actor.key_item is not None and digest is not None:
-                        replay = self._replay(self.ctx.documents.get_idempotency(actor.key_item["key_id"], digest),
+                        replay = self._replay(self.ctx.documents.get_idempotency(actor.key_item.key_id, digest),
                                               request_hash)
                         if replay is not None:
                             return replay
@@ -468,7 +465,7 @@ class DocumentService:
         if digest is None or actor.key_item is None or request_hash is None:
             return None
         now = now_ms // 1000
-        return IdempotencyRecord(actor.key_item["key_id"], digest, request_hash, response.model_dump_json(),
+        return IdempotencyRecord(actor.key_item.key_id, digest, request_hash, response.model_dump_json(),
                                  now + IDEMPOTENCY_TTL_SECONDS, now)
 
     def _replay(self, idem: Optional[Record], request_hash: Optional[str]) -> Optional[WriteResult]:

@@ -49,7 +49,7 @@ def publish_request(**fields: Any) -> PublishRequest:
 
 def require_feature(ctx: Context, workspace_id: str, feature: str) -> None:
     workspace = ctx.workspaces.get(workspace_id)
-    plan = (workspace or {}).get("plan", "free")
+    plan = workspace.plan if workspace is not None else "free"
     if not getattr(plans.entitlements(plan), feature):
         raise FeatureNotInPlan(FEATURE_MESSAGES.get(feature, f"{feature} is a Pro feature."),
                                {"feature": feature})

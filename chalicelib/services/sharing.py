@@ -549,8 +549,8 @@ class ShareService:
     def _owned(self, who: Who, document_id: str, allow_free: bool) -> Record:
         found = access.find_document(self.ctx, access.actor(self.ctx, who), document_id)
         doc, actor = found.document, found.actor
-        workspace = self.ctx.workspaces.get(actor.workspace_id) or {}
-        if not plans.entitlements(workspace.get("plan", "free")).passphrase_links and not (
+        workspace = self.ctx.workspaces.get(actor.workspace_id)
+        if not plans.entitlements(workspace.plan if workspace else "free").passphrase_links and not (
                 allow_free and doc.get("passphrase_hash")):
             raise FeatureNotInPlan("Passphrase-protected links are a Pro feature; upgrade to use them.",
                                    {"feature": "passphrase_links"})

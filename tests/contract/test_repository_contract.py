@@ -13,7 +13,7 @@ from chalicelib.ports import (
     BadCursor, BlobNotFound, DocumentCapReached, FeedbackGone, GuardFailed, IdempotencyRecord, KeyCapReached,
     RateClaim, RateSlot, Repositories, StaleDocument, UserExists, version_key,
 )
-from chalicelib.ports.records import Feedback, RateLog, User
+from chalicelib.ports.records import ApiKey, Feedback, RateLog, User, Workspace, fields_of
 from tests.helpers import FakeClock, run_together
 
 WS = "ws_contract"
@@ -32,7 +32,7 @@ def repos(request, tmp_path) -> Repositories:
 
 
 def make_workspace(repos, workspace_id=WS, plan="free"):
-    repos.workspaces.create({"id": workspace_id, "name": "Contract", "plan": plan, "created_ms": 1})
+    repos.workspaces.create(Workspace(workspace_id, "Contract", plan, 1))
 
 
 def new_doc(n: int, workspace_id=WS, updated_ms=None):
@@ -53,8 +53,8 @@ def create(repos, n, workspace_id=WS, slot=None, idem=None, updated_ms=None):
 
 
 def add_key(repos, key_id="k1", workspace_id=WS, max_keys=None, created_ms=1):
-    repos.keys.create({"key_id": key_id, "key_hash": "h" * 64, "workspace_id": workspace_id, "name": "default",
-                       "prefix": "dp_x", "created_ms": created_ms}, max_keys)
+    repos.keys.create(ApiKey(key_id=key_id, key_hash="h" * 64, workspace_id=workspace_id, name="default",
+                             prefix="dp_x", created_ms=created_ms), max_keys)
 
 
 # ------------------------------------------------------------------ caps
@@ -63,7 +63,7 @@ def test_ten_racing_creates_on_free_make_exactly_five(repos):
     make_workspace(repos)
     results, failures = run_together([lambda n=n: create(repos, n) for n in range(10)])
     assert len(results) == 5 and failures == ["DocumentCapReached"] * 5
-    assert repos.workspaces.get(WS)["document_count"] == 5
+    assert repos.workspaces.get(WS).document_count == 5
     assert len(repos.documents.list_all(WS)) == 5
 
 
@@ -76,7 +76,7 @@ def test_the_cap_reports_the_workspace_and_ignores_uncapped_plans(repos):
     assert refused.value.workspace["document_count"] == 5
     repos.workspaces.set_plan(WS, "pro")
     create(repos, 5)
-    assert repos.workspaces.get(WS)["document_count"] == 6
+    assert repos.workspaces.get(WS).document_count == 6
 
 
 def test_a_create_in_a_missing_workspace_is_refused(repos):
@@ -88,15 +88,15 @@ def test_racing_key_creates_respect_the_key_cap_and_revokes_free_places(repos):
     make_workspace(repos)
     results, failures = run_together([lambda n=n: add_key(repos, f"k{n}", max_keys=1) for n in range(8)])
     assert len(results) == 1 and failures == ["KeyCapReached"] * 7
-    assert repos.workspaces.get(WS)["key_count"] == 1
+    assert repos.workspaces.get(WS).key_count == 1
     [key] = repos.keys.list_for_workspace(WS)
-    revoked = run_together([lambda: repos.keys.revoke(key["key_id"], 5)] * 4)[0]
-    assert all(r["revoked_at"] == 5 for r in revoked)
-    assert repos.workspaces.get(WS)["key_count"] == 0  # freed once, not four times
+    revoked = run_together([lambda: repos.keys.revoke(key.key_id, 5)] * 4)[0]
+    assert all(r.revoked_at == 5 for r in revoked)
+    assert repos.workspaces.get(WS).key_count == 0  # freed once, not four times
     add_key(repos, "k-new", max_keys=1, created_ms=2)
     with pytest.raises(KeyCapReached):
         add_key(repos, "k-more", max_keys=1)
-    assert [k["key_id"] for k in repos.keys.list_for_workspace(WS)][0] == "k-new"  # newest first
+    assert [k.key_id for k in repos.keys.list_for_workspace(WS)][0] == "k-new"  # newest first
 
 
 # ------------------------------------------------------------------ versions
@@ -143,7 +143,7 @@ def test_a_version_for_a_stale_or_deleting_document_is_refused(repos):
         repos.documents.begin_delete(current)  # once
     assert repos.documents.get(doc["document_id"])["deleting"] is True
     assert repos.documents.list_all(WS) == [] and repos.documents.get_share(doc["share_id"]) is None
-    assert repos.workspaces.get(WS)["document_count"] == 0
+    assert repos.workspaces.get(WS).document_count == 0
     repos.documents.purge(doc["document_id"])
     repos.documents.purge(doc["document_id"])  # safe to repeat
     assert repos.documents.get_with_versions(doc["document_id"]) == (None, [])
@@ -204,7 +204,7 @@ def test_the_sixty_first_write_in_sixty_seconds_is_refused(repos):
         accepted += 1
     assert accepted == 60
     key = repos.keys.get("k1")
-    assert len(key["writes"]) == 60 and writes_claimed(repos, "k1") == 60 and key["last_used_at"] == 10_059
+    assert len(key.writes) == 60 and writes_claimed(repos, "k1") == 60 and key.last_used_at == 10_059
     assert slot_for(repos, "k1", 10_000 + 60_000) is not None  # the window slid past the first write
 
 
@@ -226,7 +226,7 @@ def test_a_revoked_key_gets_no_slot(repos):
     with pytest.raises(GuardFailed) as refused:
         create(repos, 1, slot=slot)
     assert refused.value.which == "rate"
-    assert repos.workspaces.get(WS)["document_count"] == 0
+    assert repos.workspaces.get(WS).document_count == 0
 
 
 def test_idempotent_replay(repos):
@@ -242,7 +242,7 @@ def test_idempotent_replay(repos):
     assert (stored["request_hash"], stored["response"], stored["expires_at"]) == (
         "hash-a", '{"document_id": "x"}', 1000)
     key_item, _, idem = repos.documents.get_with_key("k1", None, "d" * 64)
-    assert key_item["key_id"] == "k1" and idem["request_hash"] == "hash-a"
+    assert key_item.key_id == "k1" and idem["request_hash"] == "hash-a"
     # Another key's record of the same digest is separate; an expired record may be replaced.
     assert repos.documents.get_idempotency("k2", "d" * 64) is None
     create(repos, 3, idem=IdempotencyRecord("k1", "d" * 64, "hash-c", "{}", expires_at=9000, now=1001))
@@ -255,7 +255,7 @@ def test_racing_idempotent_creates_commit_once(repos):
     records = [IdempotencyRecord("k1", "e" * 64, "same", "{}", 1000, 10) for _ in range(6)]
     results, failures = run_together([lambda n=n, r=r: create(repos, n, idem=r) for n, r in enumerate(records)])
     assert len(results) == 1 and failures == ["GuardFailed"] * 5
-    assert repos.workspaces.get(WS)["document_count"] == 1
+    assert repos.workspaces.get(WS).document_count == 1
 
 
 # ------------------------------------------------------------------ per-IP limits (sliding logs)
@@ -450,9 +450,9 @@ def test_racing_writers_on_many_threads_leave_consistent_counts(repos):
     jobs += [lambda n=n: create(repos, 100 + n) for n in range(4)]
     jobs += [lambda n=n: add_key(repos, f"key{n}") for n in range(3)]
     run_together(jobs)
-    assert repos.workspaces.get(WS)["document_count"] == len(repos.documents.list_all(WS)) == 7
-    assert repos.workspaces.get(WS)["key_count"] == 3
-    assert json.loads(json.dumps(repos.workspaces.get(WS)))["id"] == WS  # plain data
+    assert repos.workspaces.get(WS).document_count == len(repos.documents.list_all(WS)) == 7
+    assert repos.workspaces.get(WS).key_count == 3
+    assert json.loads(json.dumps(fields_of(repos.workspaces.get(WS))))["workspace_id"] == WS  # plain data
 
 
 # ------------------------------------------------------------------ through the services

@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from chalicelib.ports.records import Event, Feedback, Reply, Webhook, WebhookDelivery, WebhookSecret
+from chalicelib.ports.records import ApiKey, KeyCapReached, KeyWriteLog, Workspace
 from tests.contract.test_repository_contract import WS, create, make_workspace, repos  # noqa: F401
 
 ANCHOR = {"quote": "the results", "prefix": "see ", "suffix": " below"}
@@ -112,6 +113,66 @@ def test_webhooks_and_deliveries_come_back_as_records(repos):
     assert repos.webhooks.record(outcome, done) is True
     assert [exactly(WebhookDelivery, d) for d in repos.webhooks.deliveries(hook.webhook_id, 10)] == [done]
     assert repos.webhooks.due(10**15, 10) == []
+
+
+# ------------------------------------------------------------------ workspaces and API keys
+
+def test_workspaces_come_back_as_records(repos):
+    workspace = Workspace(workspace_id=WS, name="Typed", plan="pro", created_ms=7, brand_name="Acme <Labs>",
+                          brand_tagline="Reports")
+    repos.workspaces.create(dataclasses.replace(workspace, document_count=9, key_count=9))  # counts start at 0
+    assert exactly(Workspace, repos.workspaces.get(WS)) == workspace
+    assert repos.workspaces.get("ws_missing") is None
+
+    assert exactly(Workspace, repos.workspaces.set_plan(WS, "free")) == dataclasses.replace(workspace, plan="free")
+    cleared = repos.workspaces.set_fields(WS, {"brand_name": None, "brand_tagline": None, "name": "Renamed"})
+    assert exactly(Workspace, cleared) == dataclasses.replace(workspace, plan="free", name="Renamed",
+                                                              brand_name=None, brand_tagline=None)
+    assert repos.workspaces.get(WS) == cleared
+
+    create(repos, 1)  # counted with the document, in its own atomic step
+    counted = exactly(Workspace, repos.workspaces.get(WS))
+    assert (counted.document_count, counted.key_count) == (1, 0)
+    assert type(counted.version_total) is int and type(counted.storage_bytes) is int
+
+
+def test_api_keys_come_back_as_records(repos):
+    make_workspace(repos)
+    key = ApiKey(key_id="key_typed0001", workspace_id=WS, key_hash="a" * 64, name="CI", prefix="dpk_AbCdEf…",
+                 created_ms=10)
+    repos.keys.create(key, 2)
+
+    stored = exactly(ApiKey, repos.keys.get(key.key_id))
+    assert dataclasses.replace(stored, write_logs=()) == key
+    # The write log as the store keeps it: one log, or every shard; never used yet.
+    assert stored.write_logs and all(type(log) is KeyWriteLog for log in stored.write_logs)
+    assert [log.shard for log in stored.write_logs] == list(range(len(stored.write_logs)))
+    assert all(log.seq == 0 and log.times == () for log in stored.write_logs) and stored.writes == []
+    assert repos.keys.get("key_missing00") is None
+
+    with_key, _, _ = repos.documents.get_with_key(key.key_id)
+    assert exactly(ApiKey, with_key) == stored
+    assert [exactly(ApiKey, k) for k in repos.keys.list_for_workspace(WS)] == [stored]
+    assert repos.workspaces.get(WS).key_count == 1
+
+    revoked = exactly(ApiKey, repos.keys.revoke(key.key_id, 99))
+    assert revoked == dataclasses.replace(stored, revoked_at=99)
+    assert repos.keys.get(key.key_id) == revoked
+    assert repos.keys.revoke(key.key_id, 150) == revoked  # once
+    assert repos.keys.revoke("key_missing00", 150) is None
+    assert repos.workspaces.get(WS).key_count == 0
+
+
+def test_the_key_cap_reports_the_workspace_as_a_record(repos):
+    make_workspace(repos)
+    first = ApiKey(key_id="key_cap000001", workspace_id=WS, key_hash="b" * 64, name="one", created_ms=1)
+    repos.keys.create(first, 1)
+    with pytest.raises(KeyCapReached) as refused:
+        repos.keys.create(dataclasses.replace(first, key_id="key_cap000002"), 1)
+    assert exactly(Workspace, refused.value.workspace).key_count == 1
+    with pytest.raises(KeyCapReached) as missing:
+        repos.keys.create(dataclasses.replace(first, key_id="key_cap000003", workspace_id="ws_missing"), None)
+    assert missing.value.workspace is None
 
 
 # ------------------------------------------------------------------ OAuth (ports/oauth.py; helper s3-oauth)

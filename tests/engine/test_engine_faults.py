@@ -191,4 +191,4 @@ def test_forty_concurrent_edits_through_one_key_under_its_limit_get_no_429(stora
     results, failures = run_together([lambda i=i: one(i) for i in range(40)])
     assert failures == [] and results == [2] * 40, results
     assert counted.calls / 40 <= 5, counted.calls  # was ~10 per acknowledged edit
-    assert len(ctx.keys.get(key.key_id)["writes"]) == 40
+    assert len(ctx.keys.get(key.key_id).writes) == 40

@@ -4,7 +4,6 @@ composition root (the only module outside the adapters that imports one)."""
 from __future__ import annotations
 
 import ast
-import re
 from pathlib import Path
 
 import pytest
@@ -123,6 +122,7 @@ def test_every_aws_repository_raises_the_ports_errors_only():
 # The records the ports speak so far (chalicelib/ports/records.py; docs/architecture.md "Records").
 TYPED = ("Feedback", "Reply", "Event", "Webhook", "WebhookSecret", "WebhookDelivery", "User", "DashboardSession",
          "Member", "AccountToken", "ActivityEntry", "PendingInvalidation", "RateLog")
+TYPED += ("Workspace", "ApiKey", "KeyWriteLog")
 TYPED += ("OAuthClient", "AuthorizationCode", "OAuthGrant", "AccessToken", "RefreshToken")  # ports/oauth.py
 DYNAMODB_WORDS = ("PK", "SK", "GSI", "s3_key", "ConditionalCheckFailed", "LastEvaluatedKey", "TransactWriteItems")
 
@@ -146,6 +146,30 @@ def test_records_and_ports_speak_storage_language():
     assert fields == []
 
 
+# Ports whose every method takes and returns records (no `Record` dict, no dict of fields).
+TYPED_PORTS = ("WorkspaceRepository", "ApiKeyRepository")
+TYPED_PORTS += ("OAuthRepository",)  # chalicelib/ports/oauth.py (imported by repositories.py)
+
+
+def test_typed_ports_take_and_return_no_dicts():
+    import inspect
+    import re
+
+    import chalicelib.ports.repositories as repositories
+
+    untyped = []
+    for name in TYPED_PORTS:
+        for method, function in vars(getattr(repositories, name)).items():
+            if not inspect.isfunction(function) or method.startswith("_"):
+                continue
+            for arg, annotation in function.__annotations__.items():
+                if re.search(r"\b(Record|dict|Dict|Any)\b", str(annotation)):
+                    untyped.append(f"{name}.{method} {arg}: {annotation}")
+    assert untyped == []
+    key_member = repositories.DocumentRepository.get_with_key.__annotations__["return"]
+    assert str(key_member).startswith("tuple[Optional[ApiKey],")
+
+
 def test_typed_records_are_frozen():
     import dataclasses
 
@@ -155,22 +179,3 @@ def test_typed_records_are_frozen():
         cls = getattr(records, name)
         assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, name
 
-
-# Ports whose every signature speaks records (no dict, no `Record`, no Any): an aggregate is
-# added here once it is typed (issue 25 item 2).
-RECORDS_ONLY = ["chalicelib.ports.oauth.OAuthRepository"]
-
-
-@pytest.mark.parametrize("port", RECORDS_ONLY)
-def test_typed_ports_take_and_return_no_dict(port):
-    import importlib
-    import typing
-
-    module, name = port.rsplit(".", 1)
-    protocol = getattr(importlib.import_module(module), name)
-    methods = {n: f for n, f in vars(protocol).items() if callable(f) and not n.startswith("_")}
-    assert methods
-    found = [f"{n}({arg}): {hint!r}" for n, f in methods.items()
-             for arg, hint in typing.get_type_hints(f).items()
-             if re.search(r"\b(dict|Dict|Mapping|Any)\b", repr(hint))]
-    assert found == []

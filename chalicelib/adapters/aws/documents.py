@@ -21,6 +21,7 @@ from chalicelib.adapters.aws.keys import (
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
 from chalicelib.adapters.aws.workspaces import with_write_logs
+from chalicelib.ports.records import ApiKey
 from chalicelib.ports.records import ActivityEntry, Event, OutcomeUnknown, WriteRefused
 from chalicelib.ports.records import (
     BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, StaleDocument,
@@ -230,8 +231,8 @@ class DocumentRepository:
 
     def get_with_key(self, key_id: str, document_id: Optional[str] = None,
                      idempotency_digest: Optional[str] = None
-                     ) -> tuple[Optional[dict], Optional[dict], Optional[dict]]:
-        """The API key item, and the document and idempotency record when asked
+                     ) -> tuple[Optional[ApiKey], Optional[dict], Optional[dict]]:
+        """The API key (with its write log), and the document and idempotency record when asked
         for, in one round trip: (key item, document, idempotency record)."""
         keys = [api_key_key(key_id), *write_shard_keys(key_id)]
         if document_id:

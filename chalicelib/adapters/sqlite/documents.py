@@ -17,6 +17,8 @@ from chalicelib.adapters.sqlite.people import insert_activity
 from chalicelib.adapters.sqlite.db import Database, one, row_dict
 from chalicelib.adapters.sqlite.feedback import insert_event
 from chalicelib.adapters.sqlite.rates import try_claim
+from chalicelib.adapters.sqlite.workspaces import api_key_record
+from chalicelib.ports.records import ApiKey
 from chalicelib.ports.records import ActivityEntry, Event
 from chalicelib.ports.records import (
     DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, StaleDocument, WriteRefused,
@@ -132,9 +134,9 @@ class DocumentRepository:
 
     def get_with_key(self, key_id: str, document_id: Optional[str] = None,
                      idempotency_digest: Optional[str] = None
-                     ) -> tuple[Optional[dict], Optional[dict], Optional[dict]]:
+                     ) -> tuple[Optional[ApiKey], Optional[dict], Optional[dict]]:
         with self.db.snapshot() as conn:
-            key_item = one(conn, "SELECT * FROM api_keys WHERE key_id = ?", (key_id,))
+            key_item = api_key_record(one(conn, "SELECT * FROM api_keys WHERE key_id = ?", (key_id,)))
             doc = _document(conn, document_id) if document_id else None
             idem = one(conn, "SELECT * FROM idempotency WHERE key_id = ? AND key_digest = ?",
                        (key_id, idempotency_digest)) if idempotency_digest else None
