@@ -35,8 +35,8 @@ __all__ = [
     "Workspace", "WorkspaceFields", "ApiKey", "KeyWriteLog",
 ]
 
-# A stored record as the adapters hand it over (field names in docs/architecture.md), for
-# the aggregates not typed yet (documents, versions, share links).
+# A plain dict: an adapter's row or item, a JSON object. No port takes or returns one
+# any more (every aggregate has its record; tests/unit/test_layers.py TYPED_PORTS).
 Record = dict[str, Any]
 
 R = TypeVar("R", bound="DataclassInstance")
@@ -473,3 +473,98 @@ class Quota:
         if limit is not None and storage_bytes + self.add_bytes + new_file_bytes > limit:
             return "storage"
         return None
+
+
+# ------------------------------------------------------------------ documents, versions, share links (DocumentRepository)
+
+__all__ += ["Document", "DocumentListing", "Version", "ShareLink", "StoredIdempotency"]
+
+
+@dataclass(frozen=True)
+class Version:
+    """One published version of a document: its page is the blob at `blob_key`
+    (ports/repositories.version_key); `format` "markdown" keeps the source beside it
+    (source_key), `files` are a bundle's files ({path, size_bytes, sha256}, stored
+    once per workspace: file_key). Numbers are never reused."""
+    version_id: str
+    number: int
+    created_ms: int
+    size_bytes: int
+    blob_key: str
+    note: Optional[str] = None
+    format: Optional[str] = None  # None: HTML as published; "markdown"
+    files: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Document:
+    """A document of a workspace: its metadata, counters, the latest version's
+    summary and its share link's settings. `deleting` is set once a delete began
+    (hidden from lists and share links until it is purged)."""
+    document_id: str
+    workspace_id: str
+    title: str
+    share_id: str
+    created_ms: int
+    updated_ms: int
+    version_count: int  # the number of the latest version (numbers stay when old ones are deleted)
+    latest_version_id: str
+    latest_size: int
+    description: str = ""
+    open_feedback_count: int = 0
+    versions_deleted: int = 0
+    passphrase_hash: Optional[str] = None
+    passphrase_epoch: int = 0  # moves on every passphrase change: unlock cookies name it
+    share_enabled: bool = True
+    share_expires_ms: Optional[int] = None  # None: the link never expires
+    share_access: str = "public"  # public | workspace
+    latest_content: Optional[str] = None  # "markdown", "files", "markdown files" or None (plain HTML)
+    feedback_activity_ms: Optional[int] = None  # the last comment or reply
+    deleting: bool = False
+    # The document's usage where a store counts it on the document itself (None: the
+    # store counts it from the versions): the bytes and versions counted in the
+    # workspace's usage, and whether any version ever had files.
+    stored_bytes: Optional[int] = None
+    counted_versions: Optional[int] = None
+    has_files: bool = False
+
+
+@dataclass(frozen=True)
+class DocumentListing:
+    """A document as a listing gives it (DocumentRepository.list_page/list_all): what
+    the listing's answer, "find", the most-viewed ranking and the file sweep read.
+    `get` the Document for anything else."""
+    document_id: str
+    workspace_id: str
+    title: str
+    share_id: str
+    created_ms: int
+    updated_ms: int
+    version_count: int
+    latest_version_id: str
+    description: str = ""
+    open_feedback_count: int = 0
+    versions_deleted: int = 0
+    share_enabled: bool = True
+    share_expires_ms: Optional[int] = None
+    share_access: str = "public"
+    deleting: bool = False
+
+
+@dataclass(frozen=True)
+class ShareLink:
+    """A live share link: which document of which workspace `share_id` opens."""
+    share_id: str
+    document_id: str
+    workspace_id: str
+
+
+@dataclass(frozen=True)
+class StoredIdempotency:
+    """The answer stored for an Idempotency-Key (IdempotencyRecord is its claim):
+    replayed while `expires_at` (epoch seconds) is ahead, for the same `request_hash`."""
+    key_id: str
+    key_digest: str
+    request_hash: str
+    response_json: str
+    expires_at: int

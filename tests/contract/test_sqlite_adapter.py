@@ -249,7 +249,7 @@ def test_the_orphan_sweep_works_on_the_file_store(repos):
     ctx, documents, workspaces = services_on(repos)
     _, key = workspaces.create_workspace("Sweep", "free")
     doc = publish(documents, key.api_key)
-    workspace_id = repos.documents.get(doc.document_id)["workspace_id"]
+    workspace_id = repos.documents.get(doc.document_id).workspace_id
     repos.blobs.put_html(version_key(workspace_id, doc.document_id, "v_orphan"), b"<p>never committed</p>")
     ctx.clock.now += GRACE_SECONDS + 10 ** 9  # far past the grace period (file times are real)
     assert sweep_orphans(ctx)["deleted"] == 1
@@ -385,7 +385,7 @@ def test_the_old_snapshot_format_is_imported_once_and_kept(aws_storage, data_dir
     workspace = embedded.workspaces.get(embedded.keys.get(who.key_id).workspace_id)
     assert workspace.document_count == 1 and workspace.key_count == 1
     assert AccountService(new_ctx).session(session.session_id).email == "o@example.com"
-    assert embedded.documents.get_share(doc.share_url.rsplit("/", 1)[1])["document_id"] == doc.document_id
+    assert embedded.documents.get_share(doc.share_url.rsplit("/", 1)[1]).document_id == doc.document_id
     # Writes go on where they stopped: version 3, the cap counted from the imported count.
     third = publish(new_documents, key.api_key, html="<p>three</p>", document_id=doc.document_id)
     assert third.version_number == 3

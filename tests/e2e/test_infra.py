@@ -1109,7 +1109,7 @@ def orphan_sweep_calls(aws_storage, clock, monkeypatch):
     who = credentials_from_key(key.api_key)
     kept = DocumentService(ctx).publish(who, PublishRequest(title="Kept", html="<p>kept</p>")).response
     gone = DocumentService(ctx).publish(who, PublishRequest(title="Gone", html="<p>gone</p>")).response
-    ws = ctx.documents.get(kept.document_id)["workspace_id"]
+    ws = ctx.documents.get(kept.document_id).workspace_id
     ctx.documents.begin_delete(ctx.documents.get(gone.document_id))  # a delete cut off half-way
     ctx.blobs.put_html(f"documents/{ws}/{kept.document_id}/v_orphan.html", b"<p>orphan</p>")
     ctx.blobs.put_file(f"files/{ws}/{'0' * 64}", b"unreferenced")
