@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 # A plain dict: an adapter's row or item, a JSON object. No port takes or returns one
-# any more (every aggregate has its record; tests/unit/test_layers.py TYPED_PORTS).
+# any more: every aggregate has its record (tests/unit/test_layers.py, test_no_port_speaks_plain_dicts).
 Record = dict[str, Any]
 
 R = TypeVar("R", bound="DataclassInstance")
