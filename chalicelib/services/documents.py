@@ -307,6 +307,9 @@ class DocumentService:
                 raise ValidationFailed.field("Idempotency-Key", "must be 1 to 255 characters")
             digest = hashlib.sha256(idempotency_key.encode()).hexdigest()
         actor, doc, idem = self._load(who, request.document_id, digest, seen=seen)
+        if request.base_version_id is not None and request.document_id is None:
+            raise ValidationFailed.field("base_version_id", "needs document_id: it names the version of that "
+                                                            "document the new version builds on")
         if prepared is not None:
             data, content = prepared.page, prepared
         elif request.upload_id is not None:

@@ -144,3 +144,20 @@ def test_a_request_without_a_body_is_not_refused_for_its_content_type(client, wo
     r = client.http.post("/api/v1/publish", headers={"X-Api-Key": key, "Content-Type": "text/plain"},
                          body=b'{"title": "a", "html": "<p>b</p>"}')
     assert r.status_code == 415 and _error(r)["code"] == "unsupported_media_type"
+
+
+def test_base_version_id_without_document_id_is_refused(client, workspace):
+    """Reproduction: a script meaning to append a version but missing `document_id`
+    sent `base_version_id` (the version it read) and got a new document: the guard it
+    asked for silently did nothing. Without a document it names no version: 422."""
+    _, key = workspace
+    doc = publish(client, key)
+    r = post_json(client, "/api/v1/publish", {"title": "Doc", "html": "<p>y</p>",
+                                              "base_version_id": doc["version_id"]}, key)
+    assert r.status_code == 422, r.body
+    assert _error(r)["details"]["fields"][0]["field"] == "base_version_id"
+    listing = json.loads(client.http.get("/api/v1/documents", headers=auth(key)).body)
+    assert len(listing["documents"]) == 1  # nothing created
+    r = post_json(client, "/api/v1/publish", {"title": "Doc", "html": "<p>y</p>", "document_id": doc["document_id"],
+                                              "base_version_id": doc["version_id"]}, key)
+    assert r.status_code == 200, r.body
