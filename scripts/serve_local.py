@@ -71,7 +71,9 @@ def _patch_unsupported_methods() -> None:
     from chalice.local import ChaliceRequestHandler, RouteMatcher
 
     def method_not_allowed(self):
-        length = int(self.headers.get("content-length") or 0)
+        length = _declared_length(self)
+        if length is None:
+            return _unreadable_length(self)
         if length:
             self.rfile.read(length)
         app = self.local_gateway._app_object
@@ -114,8 +116,10 @@ def _patch_admission() -> None:
 
     def refusal(self) -> bool:
         """Send the refusal and True, or False to go on."""
-        declared = (self.headers.get("content-length") or "0").strip()
-        size = int(declared) if declared.isdigit() else 0
+        size = _declared_length(self)
+        if size is None:
+            _unreadable_length(self)
+            return True
         try:
             headers = {name: value for name, value in self.headers.items()}
             app = self.local_gateway._app_object
@@ -156,6 +160,26 @@ def _patch_admission() -> None:
     handler.handle_expect_100 = handle_expect_100
     for name in ("do_GET", "do_PUT", "do_POST", "do_HEAD", "do_DELETE", "do_PATCH", "do_OPTIONS"):
         setattr(handler, name, generic_handle)
+
+
+def _declared_length(handler) -> "int | None":
+    """The request's Content-Length (0 without one), or None when it is not a number
+    of bytes (chalice local's int() would raise and drop the connection unanswered)."""
+    declared = (handler.headers.get("content-length") or "0").strip()
+    return int(declared) if declared.isascii() and declared.isdigit() else None
+
+
+def _unreadable_length(handler) -> None:
+    """400 `invalid_request` (a header the server cannot read, contract section 4), then close:
+    the body's end is unknown."""
+    from chalicelib.entrypoints import bounds
+    from chalicelib.errors import BadRequest
+
+    error = BadRequest("The Content-Length header is not a number of bytes.")
+    answer = bounds.refusal_response(handler.command, handler.path, error).to_dict()
+    handler.close_connection = True
+    handler._send_http_response(answer["statusCode"], {**dict(answer["headers"]), "Connection": "close"},
+                                answer["body"])
 
 
 def _drain(handler) -> None:
