@@ -517,16 +517,17 @@ class DocumentService:
             self.ctx.backoff(attempt)
             now_ms = self.ctx.now_ms()
             decision, slot = self._slot(actor, now_ms)
-            if before is None:
+            if before is None:  # first, and again after another write made a newer version
                 fmt, files, before = self._editable(doc)
-            # The engine works on the stored UTF-8 bytes: no decode, no re-encode.
-            # A Markdown document is edited in its source and rendered again.
-            outcome = apply_edits_utf8(before, request.edits)
-            if not outcome.html:  # the same rule as publish: a document is never empty
-                raise ValidationFailed.field("edits", "the edits would leave the document empty")
-            data = checked_size(outcome.html)
-            content = (content_files.markdown_content(data, doc["title"]) if fmt == "markdown"
-                       else content_files.Content(page=data))
+                # The engine works on the stored UTF-8 bytes: no decode, no re-encode.
+                # A Markdown document is edited in its source and rendered again, once per
+                # version edited (a retry while the key is busy reuses the page).
+                outcome = apply_edits_utf8(before, request.edits)
+                if not outcome.html:  # the same rule as publish: a document is never empty
+                    raise ValidationFailed.field("edits", "the edits would leave the document empty")
+                data = checked_size(outcome.html)
+                content = (content_files.markdown_content(data, doc["title"]) if fmt == "markdown"
+                           else content_files.Content(page=data))
             version_id = new_version_id()
             object_key = version_key(actor.workspace_id, document_id, version_id)
             version = _version_record(version_id, doc["version_count"] + 1, request.note, now_ms, object_key,
