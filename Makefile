@@ -78,7 +78,7 @@ lint-infra: package
 	$(BIN)/cfn-lint $(BUILD_DIR)/sam.json
 
 deploy: lint-infra
-	STAGE=$(STAGE) STACK=$(STACK) BUILD_DIR=$(BUILD_DIR) infra/deploy.sh
+	STAGE=$(STAGE) STACK=$(STACK) BUILD_DIR=$(BUILD_DIR) PYTHON=$(BIN)/python infra/deploy.sh
 
 openapi: $(BIN)/.installed
 	$(BIN)/python -m scripts.export_openapi

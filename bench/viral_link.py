@@ -227,7 +227,7 @@ def run(name: str, flush: str, cache: str, args, meter: Meter, current: dict) ->
     first = documents.publish(who, PublishRequest(title="Viral", html="<p>v1</p>")).response
     for n in (2, 3):
         documents.publish(who, PublishRequest(title="Viral", html=f"<p>v{n}</p>", document_id=first.document_id))
-    share_id = setup.documents.get(first.document_id)["share_id"]
+    share_id = setup.documents.get(first.document_id).share_id
 
     # Each instance: its own context (clock) and view service (buffer, link cache), as in Lambda.
     clocks = [FakeClock(clock.now) for _ in range(args.instances)]

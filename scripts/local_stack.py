@@ -95,7 +95,7 @@ def ensure_dev_workspace(data_dir: Path) -> tuple[str, bool]:
     if wanted:
         credentials = auth.credentials_from_key(wanted)
         item = service.ctx.keys.get(credentials.key_id)
-        if item is not None and item.get("revoked_at") is None and item["workspace_id"] == DEV_WORKSPACE_ID:
+        if item is not None and item.revoked_at is None and item.workspace_id == DEV_WORKSPACE_ID:
             _write_private(key_file, wanted)
             return wanted, False
     # Make room under the free plan's one-key cap, then create the key.

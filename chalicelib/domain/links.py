@@ -1,8 +1,8 @@
 """Share-link lifecycle rules (pure, no I/O): expiry, disable, and how long a
 cache may keep an answer.
 
-A document item carries `share_enabled` (absent: true) and `share_expires_ms`
-(absent: never). A link is expired *at* its expiry instant (now >= expiry).
+A document carries `share_enabled` (default true) and `share_expires_ms`
+(None: never). A link is expired *at* its expiry instant (now >= expiry).
 
 Edge coherence (docs/sharing.md): every publicly cacheable share answer may be
 kept by a shared cache at most EDGE_TTL_SECONDS, and never past the link's
@@ -12,10 +12,22 @@ expiry, so an expired link is never served from a cache after
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Optional
+from typing import Any, Mapping, Optional, Protocol
 
-from chalicelib.ports.records import Record
 from chalicelib.errors import ValidationFailed
+
+
+class LinkSettings(Protocol):
+    """A document's share link settings (ports/records.Document and DocumentListing)."""
+
+    @property
+    def share_enabled(self) -> bool: ...
+
+    @property
+    def share_expires_ms(self) -> Optional[int]: ...
+
+    @property
+    def share_access(self) -> str: ...
 
 MAX_EXPIRY_DAYS = 366
 MAX_EXPIRY_MS = MAX_EXPIRY_DAYS * 24 * 3600 * 1000
@@ -38,21 +50,21 @@ def parse_expiry(value: Optional[str], now_ms: int) -> Optional[int]:
     return expires_ms
 
 
-def enabled(doc: Record) -> bool:
-    return doc.get("share_enabled", True) is not False
+def enabled(doc: LinkSettings) -> bool:
+    return doc.share_enabled is not False
 
 
-def expires_ms(doc: Record) -> Optional[int]:
-    value = doc.get("share_expires_ms")
+def expires_ms(doc: LinkSettings) -> Optional[int]:
+    value = doc.share_expires_ms
     return int(value) if value is not None else None
 
 
-def expired(doc: Record, now_ms: int) -> bool:
+def expired(doc: LinkSettings, now_ms: int) -> bool:
     moment = expires_ms(doc)
     return moment is not None and now_ms >= moment
 
 
-def cache_seconds(doc: Record, now_ms: int, ceiling: int = EDGE_TTL_SECONDS) -> int:
+def cache_seconds(doc: LinkSettings, now_ms: int, ceiling: int = EDGE_TTL_SECONDS) -> int:
     """How long a cache may keep a public answer of this link: at most `ceiling`,
     and never beyond the expiry (rounded down: a cached copy dies before the link)."""
     moment = expires_ms(doc)
@@ -61,14 +73,14 @@ def cache_seconds(doc: Record, now_ms: int, ceiling: int = EDGE_TTL_SECONDS) -> 
     return max(0, min(ceiling, (moment - now_ms) // 1000))
 
 
-def withdraws(before: Record, changes: Record, now_ms: int) -> bool:
-    """Does changing `before` by `changes` (document item fields) withdraw access that
+def withdraws(before: LinkSettings, changes: Mapping[str, Any], now_ms: int) -> bool:
+    """Does changing `before` by `changes` (document fields) withdraw access that
     a cache may still be serving? Disabling the link does; so does moving its expiry
     earlier to a moment a copy cached before the change could outlive (cached copies
     live at most EDGE_TTL_SECONDS, so a later expiry needs nothing)."""
     if "share_enabled" in changes and enabled(before) and changes["share_enabled"] is False:
         return True
-    if changes.get("share_access") == "workspace" and (before.get("share_access") or "public") == "public":
+    if changes.get("share_access") == "workspace" and (before.share_access or "public") == "public":
         return True  # a public copy at the edge must not outlive the move to members only
     new = changes.get("share_expires_ms")
     if new is not None:

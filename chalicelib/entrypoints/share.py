@@ -595,7 +595,7 @@ def share_threads(share_id, mark):
     if not _MARK.match(mark or ""):
         raise errors.NotFound("No such page.")
     doc, threads = registry.feedback().threads(share_id, _cookie(UNLOCK_COOKIE))
-    protected = bool(doc.get("passphrase_hash"))
+    protected = bool(doc.passphrase_hash)
     seconds = registry.sharing().cache_seconds(doc)
     return _public_json({"threads": [t.model_dump(mode="json") for t in threads]},
                         cache_page(seconds), protected)

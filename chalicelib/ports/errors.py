@@ -23,7 +23,11 @@ kinds are answered by the service that expects them.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from chalicelib.ports.records import Workspace
+    from chalicelib.ports.records import Document
 
 
 class StorageError(Exception):
@@ -37,9 +41,12 @@ class Conflict(StorageError):
 
 
 class StaleDocument(Conflict):
-    """The document changed (or vanished, or is being deleted) since it was read."""
+    """The document changed (or vanished, or is being deleted) since it was read;
+    `current`: the document as the store has it now, when the refusal read it."""
 
-    def __init__(self, current: Optional[Any] = None):
+    current: Optional[Document]
+
+    def __init__(self, current: Optional[Document] = None):
         super().__init__("document changed")
         self.current = current
 
@@ -71,9 +78,12 @@ class QuotaExceeded(StorageError):
 
 
 class DocumentCapReached(QuotaExceeded):
-    """The workspace holds its plan's maximum of documents."""
+    """The workspace holds its plan's maximum of documents; `workspace` as stored at
+    the refusal (its `document_count`), None if there is no such workspace."""
 
-    def __init__(self, workspace: Optional[Any] = None):
+    workspace: Optional[Workspace]
+
+    def __init__(self, workspace: Optional[Workspace] = None):
         super().__init__(workspace, "document cap reached")
 
 
@@ -85,9 +95,12 @@ class ClientCapReached(QuotaExceeded):
 
 
 class KeyCapReached(QuotaExceeded):
-    """The workspace holds its plan's maximum of active API keys."""
+    """The workspace holds its plan's maximum of active API keys; `workspace` as stored
+    at the refusal (its `key_count`), None if there is no such workspace."""
 
-    def __init__(self, workspace: Optional[Any] = None):
+    workspace: Optional[Workspace]
+
+    def __init__(self, workspace: Optional[Workspace] = None):
         super().__init__(workspace, "key cap reached")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Mapping, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Optional, TypedDict, TypeVar
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -32,10 +32,11 @@ __all__ = [
     "KeyCapReached", "NotFound", "OutcomeUnknown", "QuotaExceeded", "StaleDocument", "StorageError",
     "StorageUnavailable", "Unavailable", "UserExists", "WriteRefused", "definitely_not_applied",
     "ReplyCapReached", "WebhookCapReached",
+    "Workspace", "WorkspaceFields", "ApiKey", "KeyWriteLog",
 ]
 
 # A stored record as the adapters hand it over (field names in docs/architecture.md), for
-# the aggregates not typed yet (workspaces, keys, documents, versions, share links, OAuth).
+# the aggregates not typed yet (documents, versions, share links, OAuth).
 Record = dict[str, Any]
 
 R = TypeVar("R", bound="DataclassInstance")
@@ -52,6 +53,66 @@ def from_fields(cls: type[R], values: Mapping[str, Any]) -> R:
 def fields_of(record: DataclassInstance) -> dict[str, Any]:
     """A record's fields by name (a shallow copy: nested JSON stays as it is)."""
     return {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+
+
+# ------------------------------------------------------------------ workspaces and their API keys
+
+@dataclass(frozen=True)
+class Workspace:
+    """A workspace: its plan, name and (Pro) branding, and the counts kept with it, each
+    changed in the same atomic step as what it counts: live documents (the plan's cap),
+    active API keys, and the usage of its live versions (`version_total`, and
+    `storage_bytes` with each bundle file counted once)."""
+    workspace_id: str
+    name: str
+    plan: str
+    created_ms: int
+    document_count: int = 0
+    key_count: int = 0
+    version_total: int = 0
+    storage_bytes: int = 0
+    brand_name: Optional[str] = None
+    brand_tagline: Optional[str] = None
+
+
+class WorkspaceFields(TypedDict, total=False):
+    """What `WorkspaceRepository.set_fields` may change (None removes a brand field)."""
+    name: str
+    plan: str
+    brand_name: Optional[str]
+    brand_tagline: Optional[str]
+
+
+@dataclass(frozen=True)
+class KeyWriteLog:
+    """One shard of an API key's write log: the times (ms) of its accepted writes still
+    counted, and the sequence number a write's slot claim (RateSlot) is conditional on.
+    A store that keeps one log per key has shard 0 only; one that spreads the log has
+    every shard, also the empty ones."""
+    shard: int
+    seq: int
+    times: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """An API key, by its id (derived from the SHA-256 of the key: `key_hash`; the key
+    itself is never stored). `revoked_at` and `last_used_at` are epoch milliseconds;
+    `write_logs` is the key's write limit as stored (`writes`: all its times)."""
+    key_id: str
+    workspace_id: str
+    key_hash: str
+    name: str
+    created_ms: int
+    prefix: Optional[str] = None  # what the dashboard shows of the key ("dpk_AbCdEf…")
+    revoked_at: Optional[int] = None
+    last_used_at: Optional[int] = None
+    write_logs: tuple[KeyWriteLog, ...] = ()
+
+    @property
+    def writes(self) -> list[int]:
+        """Every accepted write time still kept, oldest first (all shards together)."""
+        return sorted(t for log in self.write_logs for t in log.times)
 
 
 # ------------------------------------------------------------------ feedback and the event log
@@ -324,3 +385,98 @@ class Quota:
         if limit is not None and storage_bytes + self.add_bytes + new_file_bytes > limit:
             return "storage"
         return None
+
+
+# ------------------------------------------------------------------ documents, versions, share links (DocumentRepository)
+
+__all__ += ["Document", "DocumentListing", "Version", "ShareLink", "StoredIdempotency"]
+
+
+@dataclass(frozen=True)
+class Version:
+    """One published version of a document: its page is the blob at `blob_key`
+    (ports/repositories.version_key); `format` "markdown" keeps the source beside it
+    (source_key), `files` are a bundle's files ({path, size_bytes, sha256}, stored
+    once per workspace: file_key). Numbers are never reused."""
+    version_id: str
+    number: int
+    created_ms: int
+    size_bytes: int
+    blob_key: str
+    note: Optional[str] = None
+    format: Optional[str] = None  # None: HTML as published; "markdown"
+    files: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Document:
+    """A document of a workspace: its metadata, counters, the latest version's
+    summary and its share link's settings. `deleting` is set once a delete began
+    (hidden from lists and share links until it is purged)."""
+    document_id: str
+    workspace_id: str
+    title: str
+    share_id: str
+    created_ms: int
+    updated_ms: int
+    version_count: int  # the number of the latest version (numbers stay when old ones are deleted)
+    latest_version_id: str
+    latest_size: int
+    description: str = ""
+    open_feedback_count: int = 0
+    versions_deleted: int = 0
+    passphrase_hash: Optional[str] = None
+    passphrase_epoch: int = 0  # moves on every passphrase change: unlock cookies name it
+    share_enabled: bool = True
+    share_expires_ms: Optional[int] = None  # None: the link never expires
+    share_access: str = "public"  # public | workspace
+    latest_content: Optional[str] = None  # "markdown", "files", "markdown files" or None (plain HTML)
+    feedback_activity_ms: Optional[int] = None  # the last comment or reply
+    deleting: bool = False
+    # The document's usage where a store counts it on the document itself (None: the
+    # store counts it from the versions): the bytes and versions counted in the
+    # workspace's usage, and whether any version ever had files.
+    stored_bytes: Optional[int] = None
+    counted_versions: Optional[int] = None
+    has_files: bool = False
+
+
+@dataclass(frozen=True)
+class DocumentListing:
+    """A document as a listing gives it (DocumentRepository.list_page/list_all): what
+    the listing's answer, "find", the most-viewed ranking and the file sweep read.
+    `get` the Document for anything else."""
+    document_id: str
+    workspace_id: str
+    title: str
+    share_id: str
+    created_ms: int
+    updated_ms: int
+    version_count: int
+    latest_version_id: str
+    description: str = ""
+    open_feedback_count: int = 0
+    versions_deleted: int = 0
+    share_enabled: bool = True
+    share_expires_ms: Optional[int] = None
+    share_access: str = "public"
+    deleting: bool = False
+
+
+@dataclass(frozen=True)
+class ShareLink:
+    """A live share link: which document of which workspace `share_id` opens."""
+    share_id: str
+    document_id: str
+    workspace_id: str
+
+
+@dataclass(frozen=True)
+class StoredIdempotency:
+    """The answer stored for an Idempotency-Key (IdempotencyRecord is its claim):
+    replayed while `expires_at` (epoch seconds) is ahead, for the same `request_hash`."""
+    key_id: str
+    key_digest: str
+    request_hash: str
+    response_json: str
+    expires_at: int

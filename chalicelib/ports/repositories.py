@@ -3,96 +3,113 @@ DynamoDB + S3 (`chalicelib.adapters.aws`, deployed) and SQLite + files
 (`chalicelib.adapters.sqlite`, `make run`). Both give every rule the same meaning;
 tests/contract runs one suite against both.
 
-Records are plain dicts (the fields named in docs/architecture.md); numbers are
+Records are the typed records of chalicelib/ports/records.py (plain dicts, `Record`,
+for the aggregates not typed yet; fields in docs/architecture.md); numbers are
 ints, times are epoch milliseconds (`*_ms`) or seconds (`expires_at`). Every
 multi-record change is one atomic step: it applies whole or not at all.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Iterator, Iterable, Optional, Protocol, TypedDict
 
 from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.records import (
-    ActivityEntry, DashboardSession, Event, Feedback, RateLog, IdempotencyRecord, Quota, RateClaim, RateSlot, Record, Reply, User,
+    ApiKey, Workspace, WorkspaceFields,
 )
+from chalicelib.ports.records import (
+    ActivityEntry, DashboardSession, Event, Feedback, RateLog, IdempotencyRecord, Quota, RateClaim, RateSlot, Reply, User,
+)
+from chalicelib.ports.records import Document, DocumentListing, ShareLink, StoredIdempotency, Version
 from chalicelib.ports.views import ViewCounterRepository
 from chalicelib.ports.webhooks import WebhookRepository
 
 
 class WorkspaceRepository(Protocol):
-    def get(self, workspace_id: str) -> Optional[Record]:
-        """The workspace with its `document_count` and `key_count`, or None."""
+    def get(self, workspace_id: str) -> Optional[Workspace]:
+        """The workspace with its counts and usage, or None."""
 
-    def create(self, workspace: Record) -> None:
-        """Store a new workspace (counts start at 0)."""
+    def create(self, workspace: Workspace) -> None:
+        """Store a new workspace (its counts and usage start at 0, whatever it says)."""
 
-    def set_plan(self, workspace_id: str, plan: str) -> Record:
+    def set_plan(self, workspace_id: str, plan: str) -> Workspace:
         """Change the plan; returns the workspace as stored."""
 
-    def set_fields(self, workspace_id: str, fields: Record) -> Record:
-        """Set fields (None removes one); returns the workspace as stored."""
+    def set_fields(self, workspace_id: str, fields: WorkspaceFields) -> Workspace:
+        """Set fields (None removes a brand field); returns the workspace as stored."""
 
 
 class ApiKeyRepository(Protocol):
-    def get(self, key_id: str) -> Optional[Record]:
-        """The key record (hash, workspace_id, revoked_at, last_used_at, `writes`: every
-        accepted write time still kept), or None. Its write log is either one log
-        (`writes` + `writes_seq`: RateSlot shard 0) or shards (`write_logs`: a list of
-        {"shard", "seq", "log"}, every shard the adapter has, also empty ones)."""
+    def get(self, key_id: str) -> Optional[ApiKey]:
+        """The key with its write log (`write_logs`: one shard, or every shard the
+        adapter keeps, also empty ones; RateSlot claims one), or None."""
 
-    def create(self, record: Record, max_keys: Optional[int]) -> None:
-        """Store a key and count it in the workspace's `key_count`, atomically;
-        KeyCapReached if `max_keys` active keys exist already."""
+    def create(self, key: ApiKey, max_keys: Optional[int]) -> None:
+        """Store a key (not revoked, never used, an empty write log) and count it in the
+        workspace's `key_count`, atomically; KeyCapReached if `max_keys` active keys
+        exist already or the workspace does not."""
 
-    def revoke(self, key_id: str, now_ms: int) -> Optional[Record]:
-        """Mark revoked and free its place in the count (once); the record, or None if unknown."""
+    def revoke(self, key_id: str, now_ms: int) -> Optional[ApiKey]:
+        """Mark revoked and free its place in the count (once); the key, or None if unknown."""
 
-    def list_for_workspace(self, workspace_id: str) -> list[Record]:
+    def list_for_workspace(self, workspace_id: str) -> list[ApiKey]:
         """Every key of a workspace (revoked too), newest first."""
+
+
+class DocumentFields(TypedDict, total=False):
+    """What `DocumentRepository.update_fields` (and the `changes` of append_version) may
+    change on a document; `share_expires_ms` None clears the expiry."""
+    title: str
+    description: str
+    share_enabled: bool
+    share_expires_ms: Optional[int]
+    latest_content: Optional[str]
+    share_access: str
 
 
 class DocumentRepository(Protocol):
     """Documents, their versions, share links and idempotency records."""
 
-    def get(self, document_id: str) -> Optional[Record]:
-        """The document record (a `deleting` one too), or None."""
+    def get(self, document_id: str) -> Optional[Document]:
+        """The document (a `deleting` one too), or None."""
 
     def get_with_key(self, key_id: str, document_id: Optional[str] = None,
                      idempotency_digest: Optional[str] = None
-                     ) -> tuple[Optional[Record], Optional[Record], Optional[Record]]:
-        """(key record, document, idempotency record) in one read."""
+                     ) -> tuple[Optional[ApiKey], Optional[Document], Optional[StoredIdempotency]]:
+        """(the API key as `ApiKeyRepository.get` reads it, document, idempotency record) in one read."""
 
-    def get_many(self, document_ids: Iterable[str]) -> dict[str, Record]:
-        """The document records (`deleting` ones too) among `document_ids`, by id, in
+    def get_many(self, document_ids: Iterable[str]) -> dict[str, Document]:
+        """The documents (`deleting` ones too) among `document_ids`, by id, in
         one read (at most 100 ids: the dashboard asks for one page's documents)."""
 
-    def get_with_versions(self, document_id: str) -> tuple[Optional[Record], list[Record]]:
+    def get_with_versions(self, document_id: str) -> tuple[Optional[Document], list[Version]]:
         """The document and its versions, oldest first."""
 
-    def get_version(self, document_id: str, number: int) -> Optional[Record]: ...
+    def get_version(self, document_id: str, number: int) -> Optional[Version]: ...
 
-    def get_share(self, share_id: str) -> Optional[Record]:
-        """{share_id, document_id, workspace_id} of a live share link, or None."""
+    def get_share(self, share_id: str) -> Optional[ShareLink]:
+        """The live share link `share_id`, or None."""
 
     def get_for_share(self, share_id: str, version_number: Optional[int] = None, consistent: bool = True
-                      ) -> tuple[Optional[Record], Optional[Record], Optional[Record], Optional[Record]]:
+                      ) -> tuple[Optional[ShareLink], Optional[Document], Optional[Workspace], Optional[Version]]:
         """(share link, document, workspace, version N or None). `consistent=False`
         allows a read that may lag a just-committed write by a moment (cheaper)."""
 
-    def list_page(self, workspace_id: str, limit: int, cursor: Optional[str]) -> tuple[list[Record], Optional[str]]:
-        """Live documents, most recently updated first, as listing records: at least the
-        attributes of LISTING below (DynamoDB reads them from an index that carries no
-        more); `get` the document for anything else. The cursor is opaque and bound to
-        the workspace (BadCursor otherwise). None: no more pages."""
+    def list_page(self, workspace_id: str, limit: int, cursor: Optional[str]
+                  ) -> tuple[list[DocumentListing], Optional[str]]:
+        """Live documents, most recently updated first, as listings (LISTING below: a
+        store may read them from where it keeps no more); `get` the document for
+        anything else. The cursor is opaque and bound to the workspace (BadCursor
+        otherwise). None: no more pages."""
 
-    def list_all(self, workspace_id: str) -> list[Record]:
-        """Every live document, most recently updated first, as listing records (list_page)."""
+    def list_all(self, workspace_id: str) -> list[DocumentListing]:
+        """Every live document, most recently updated first, as listings (list_page)."""
 
-    def get_idempotency(self, key_id: str, key_digest: str) -> Optional[Record]:
-        """{request_hash, response, expires_at} or None."""
+    def get_idempotency(self, key_id: str, key_digest: str) -> Optional[StoredIdempotency]:
+        """The answer stored for (key, Idempotency-Key digest), or None."""
 
-    def create(self, doc: Record, version: Record, max_documents: int, uncapped_plans: Iterable[str],
+    def create(self, doc: Document, version: Version, max_documents: int, uncapped_plans: Iterable[str],
                slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
                activity: Optional[ActivityEntry] = None, event: Optional[Event] = None) -> None:
         """Document + version 1 + share link + guards (+ the activity log's entry and the webhook
@@ -100,32 +117,35 @@ class DocumentRepository(Protocol):
         workspace's `document_count` (DocumentCapReached at `max_documents` unless the
         plan, as stored at commit, is uncapped). GuardFailed("rate"|"idem"); QuotaReached."""
 
-    def append_version(self, doc: Record, version: Record, changes: Record,
+    def append_version(self, doc: Document, version: Version, changes: DocumentFields,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
                        quota: Optional[Quota] = None, activity: Optional[ActivityEntry] = None,
                        event: Optional[Event] = None) -> None:
-        """Version N+1 only if the document still has `doc["version_count"]` = N versions
+        """Version N+1 only if the document still has `doc.version_count` = N versions
         and is not being deleted (StaleDocument otherwise), with `changes` to its fields
         and the guards (and the quota: QuotaReached), atomically."""
 
-    def delete_version(self, doc: Record, version: Record) -> None:
+    def delete_version(self, doc: Document, version: Version) -> None:
         """Remove one version that is not the latest, atomically with the document's
         `versions_deleted` (+1) and the workspace's usage (its bytes and one version
         less). StaleDocument if the document is gone, being deleted, or the version is
         its latest or no longer there."""
 
-    def update_fields(self, doc: Record, fields: Record, activity: Optional[ActivityEntry] = None) -> Record:
-        """Change metadata (no version); StaleDocument if gone or being deleted."""
+    def update_fields(self, doc: Document, fields: DocumentFields,
+                      activity: Optional[ActivityEntry] = None) -> Document:
+        """Change metadata (no version); StaleDocument if gone or being deleted. The
+        document as changed."""
 
-    def set_passphrase(self, doc: Record, passphrase_hash: Optional[str]) -> Record:
+    def set_passphrase(self, doc: Document, passphrase_hash: Optional[str]) -> Document:
         """Store (None: remove) the passphrase hash and bump `passphrase_epoch`."""
 
-    def rotate_share(self, doc: Record, new_share_id: str) -> None:
+    def rotate_share(self, doc: Document, new_share_id: str) -> None:
         """Atomically: the document's `share_id` becomes `new_share_id`, a share link for it
         exists and the old one is gone. StaleDocument if the document's share id is no
-        longer `doc["share_id"]`, or it is gone or being deleted."""
+        longer `doc.share_id`, or it is gone or being deleted."""
 
-    def begin_delete(self, doc: Record, activity: Optional[ActivityEntry] = None, event: Optional[Event] = None) -> None:
+    def begin_delete(self, doc: Document, activity: Optional[ActivityEntry] = None,
+                     event: Optional[Event] = None) -> None:
         """Mark `deleting` (hidden from lists and share links), drop the share link and
         free the place in `document_count`, atomically; StaleDocument if already marked."""
 
@@ -249,12 +269,11 @@ def source_key(workspace_id: str, document_id: str, version_id: str) -> str:
 
 FILE_ROOT = "files/"
 
-# What a document listing record holds (DocumentRepository.list_page/list_all): what the
-# listing's answer (services/documents.summary_model), "find", the most-viewed ranking
-# and the file sweep read. The DynamoDB index behind listings carries exactly these.
-LISTING = ("created_ms", "deleting", "description", "document_id", "latest_version_id", "open_feedback_count",
-           "share_access", "share_enabled", "share_expires_ms", "share_id", "title", "updated_ms",
-           "version_count", "versions_deleted", "workspace_id")
+# What a document listing holds (DocumentRepository.list_page/list_all: the fields of
+# records.DocumentListing): what the listing's answer (services/documents.summary_model),
+# "find", the most-viewed ranking and the file sweep read. The index behind listings
+# carries exactly these.
+LISTING = tuple(sorted(f.name for f in dataclasses.fields(DocumentListing)))
 
 
 def file_prefix(workspace_id: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, TypeGuard, TypeVar, Union, cast
 from chalicelib.domain import roles
 from chalicelib.errors import ForbiddenRole, InvalidApiKey, NotFound
 from chalicelib.services import auth
-from chalicelib.ports.records import Record
+from chalicelib.ports.records import ApiKey, Document, Record, StoredIdempotency, Version
 from chalicelib.services.context import Context
 
 
@@ -32,7 +32,7 @@ class Actor:
     `client` an OAuth client's name, `surface` where the request came from
     (api, mcp, dashboard, cli): the activity log says who did what, from where."""
     workspace_id: str
-    key_item: Optional[Record] = None
+    key_item: Optional[ApiKey] = None
     write_limit_scope: Optional[str] = None
     role: str = roles.API_KEY_ROLE
     member: Optional[str] = None
@@ -113,22 +113,22 @@ def actor(ctx: Context, who: Who) -> Actor:
     if isinstance(who, Actor):
         return who
     key_item = auth.verify(who, ctx.keys.get(who.key_id))
-    return Actor(key_item["workspace_id"], key_item, surface=who.surface)
+    return Actor(key_item.workspace_id, key_item, surface=who.surface)
 
 
 def reload_key(ctx: Context, current: Actor) -> Actor:
     """Re-read the key item (after its rate slot was taken by a concurrent write)."""
     assert current.key_item is not None, "only a key's actor has a key to reload"
-    key_item = ctx.keys.get(current.key_item["key_id"])
-    if key_item is None or key_item.get("revoked_at") is not None:
+    key_item = ctx.keys.get(current.key_item.key_id)
+    if key_item is None or key_item.revoked_at is not None:
         raise InvalidApiKey("The API key is not valid or has been revoked.")
     return Actor(current.workspace_id, key_item, surface=current.surface)
 
 
-def visible(doc: Optional[Record], to: Actor, include_deleting: bool = False) -> bool:
+def visible(doc: Optional[Document], to: Actor, include_deleting: bool = False) -> TypeGuard[Document]:
     """`doc` belongs to the actor's workspace (and, unless asked, is not being deleted)."""
-    return (doc is not None and doc.get("workspace_id") == to.workspace_id
-            and (include_deleting or not doc.get("deleting")))
+    return (doc is not None and doc.workspace_id == to.workspace_id
+            and (include_deleting or not doc.deleting))
 
 
 @dataclass
@@ -137,9 +137,9 @@ class Found:
     (None only when no id was given) and what was read with it."""
     actor: Actor
     document_id: Optional[str]
-    doc: Optional[Record]
-    versions: list[Record] = field(default_factory=list)
-    idempotency: Optional[Record] = None
+    doc: Optional[Document]
+    versions: list[Version] = field(default_factory=list)
+    idempotency: Optional[StoredIdempotency] = None
 
     @property
     def id(self) -> str:
@@ -149,7 +149,7 @@ class Found:
         return self.document_id
 
     @property
-    def document(self) -> Record:
+    def document(self) -> Document:
         """The document found (find_document was given an id: it exists and is visible)."""
         if self.doc is None:
             raise document_not_found(self.document_id)
@@ -168,8 +168,9 @@ def find_document(ctx: Context, who: Who, document_id: Optional[str], *, include
     the caller is verified (a publish of a new document)."""
     document_id = canonical_document_id(document_id) if document_id else None
     lookup = document_id if well_formed_id(document_id) else None
-    versions: list[Record] = []
-    idem = None
+    versions: list[Version] = []
+    idem: Optional[StoredIdempotency] = None
+    doc: Optional[Document]
     if with_versions:
         acting = actor(ctx, who)
         doc, versions = ctx.documents.get_with_versions(lookup) if lookup else (None, [])
@@ -178,7 +179,7 @@ def find_document(ctx: Context, who: Who, document_id: Optional[str], *, include
         doc = ctx.documents.get(lookup) if lookup else None
     else:
         key_item, doc, idem = ctx.documents.get_with_key(who.key_id, lookup, idempotency_digest)
-        acting = Actor(auth.verify(who, key_item)["workspace_id"], key_item, surface=who.surface)
+        acting = Actor(auth.verify(who, key_item).workspace_id, key_item, surface=who.surface)
     if seen is not None and acting.key_item is not None:
         seen["key_item"] = acting.key_item
     if document_id and not visible(doc, acting, include_deleting):
@@ -186,9 +187,9 @@ def find_document(ctx: Context, who: Who, document_id: Optional[str], *, include
     return Found(acting, document_id, doc if document_id else None, versions, idem)
 
 
-def check_still_visible(ctx: Context, to: Actor, document_id: str) -> Record:
+def check_still_visible(ctx: Context, to: Actor, document_id: str) -> Document:
     """Re-read a document after a write lost a race; the same NotFound if it went."""
     doc = ctx.documents.get(document_id)
-    if doc is None or not visible(doc, to):
+    if not visible(doc, to):
         raise document_not_found(document_id)
     return doc

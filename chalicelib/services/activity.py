@@ -33,7 +33,7 @@ def actor_of(who: Who) -> tuple[str, str, str]:
         if who.member:
             return "member", who.member, who.surface
         if who.key_item is not None:
-            return "api_key", who.key_item["key_id"], who.surface
+            return "api_key", who.key_item.key_id, who.surface
         if who.surface == "cli":
             return "operator", "operator", "cli"
         return "member", "unknown", who.surface

@@ -13,7 +13,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from chalicelib.ports.records import Record
+from chalicelib.ports.records import ApiKey
 from chalicelib.errors import InvalidApiKey, Unauthorized
 
 KEY_PREFIX = "dpk_"
@@ -70,10 +70,10 @@ def credentials_from_key(presented: str) -> Credentials:
     return Credentials(key_id=key_id_for(digest), key_hash=digest)
 
 
-def verify(credentials: Credentials, key_item: Optional[Record]) -> Record:
-    """The key item if the presented key is genuine and not revoked."""
-    if (key_item is None or not hmac.compare_digest(key_item.get("key_hash", ""), credentials.key_hash)
-            or key_item.get("revoked_at") is not None):
+def verify(credentials: Credentials, key_item: Optional[ApiKey]) -> ApiKey:
+    """The stored key if the presented key is genuine and not revoked."""
+    if (key_item is None or not hmac.compare_digest(key_item.key_hash, credentials.key_hash)
+            or key_item.revoked_at is not None):
         raise InvalidApiKey("The API key is not valid or has been revoked.", headers=_challenge())
     return key_item
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, TypeVar
 
 from chalicelib.domain import bundles, limits
 from chalicelib.domain.markdown import PageTooLarge, Rendered, code_css, html_title, render_body
 from chalicelib.errors import UnsupportedMediaType, ValidationFailed
 from chalicelib.ports import BlobNotFound, file_key, file_prefix, source_key, version_key
+from chalicelib.ports.records import Document, Version
 
 if TYPE_CHECKING:
     from chalicelib.services.context import Context
@@ -182,7 +183,7 @@ class StoredContent:
             if stored is not None:
                 self.written.append(file_key(self.workspace_id, stored.sha256))
 
-    def touch_files(self, infos: Sequence[dict[str, Any]]) -> None:
+    def touch_files(self, infos: Sequence[Mapping[str, Any]]) -> None:
         """An edit keeps the version's files: mark them used again before committing."""
         keys = sorted({file_key(self.workspace_id, i["sha256"]) for i in infos})
         _each(self.ctx.blobs.touch, keys)
@@ -199,21 +200,21 @@ class StoredContent:
         self.written = []
 
 
-def read_source(ctx: Context, doc: dict[str, Any], version: dict[str, Any]) -> tuple[str, bytes]:
+def read_source(ctx: Context, doc: Document, version: Version) -> tuple[str, bytes]:
     """(format, source bytes) of a version: Markdown's source, or the HTML itself."""
-    fmt = version.get("format") or "html"
-    key = (source_key if fmt == "markdown" else version_key)(doc["workspace_id"], doc["document_id"],
-                                                              version["version_id"])
+    fmt = version.format or "html"
+    key = (source_key if fmt == "markdown" else version_key)(doc.workspace_id, doc.document_id,
+                                                              version.version_id)
     return fmt, ctx.blobs.get_html(key)
 
 
-def stored_content(ctx: Context, doc: dict[str, Any], version: dict[str, Any]) -> Content:
+def stored_content(ctx: Context, doc: Document, version: Version) -> Content:
     """A stored version's content as it is (page, source, files kept), to publish again."""
     fmt, source = read_source(ctx, doc, version)
-    page = source if fmt == "html" else ctx.blobs.get_html(version_key(doc["workspace_id"], doc["document_id"],
-                                                                       version["version_id"]))
+    page = source if fmt == "html" else ctx.blobs.get_html(version_key(doc.workspace_id, doc.document_id,
+                                                                       version.version_id))
     return Content(page=page, format=fmt, source=source if fmt == "markdown" else None,
-                   kept_files=list(version.get("files") or []))
+                   kept_files=[dict(f) for f in version.files])
 
 
 def read_file(ctx: Context, workspace_id: str, sha256: str) -> bytes:
@@ -224,9 +225,9 @@ def referenced_files(ctx: Context, workspace_id: str) -> set[str]:
     """SHA-256 of every file some version of a live document refers to."""
     hashes: set[str] = set()
     for doc in ctx.documents.list_all(workspace_id):
-        _, versions = ctx.documents.get_with_versions(doc["document_id"])
+        _, versions = ctx.documents.get_with_versions(doc.document_id)
         for version in versions:
-            hashes.update(f["sha256"] for f in version.get("files") or ())
+            hashes.update(f["sha256"] for f in version.files)
     return hashes
 
 

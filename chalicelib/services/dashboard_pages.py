@@ -166,7 +166,8 @@ class DashboardPages:
         if roles.allows(access.role_of(who), "list_keys"):
             key_count = sum(1 for k in self.workspaces.list_keys(workspace_id, by=who) if not k["revoked"])
         else:
-            key_count = int((self.documents.ctx.workspaces.get(workspace_id) or {}).get("key_count", 0))
+            stored = self.documents.ctx.workspaces.get(workspace_id)
+            key_count = stored.key_count if stored is not None else 0
         return WorkspacePage(workspace=workspace, key_count=key_count,
                              most_viewed=self.views.most_viewed(who))
 

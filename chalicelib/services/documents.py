@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import base64
 import builtins
+import dataclasses
 import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from chalicelib import config
-from chalicelib.ports.records import ActivityEntry, Event, Record
+from chalicelib.ports.records import (
+    ActivityEntry, ApiKey, Document, DocumentListing, Event, Record, StoredIdempotency, Version,
+)
+from chalicelib.ports.repositories import DocumentFields
 from chalicelib.ports import (
     BadCursor, BlobNotFound, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateClaim,
     RateSlot,
@@ -69,27 +73,27 @@ def share_url(share_id: str) -> str:
     return f"{config.base_url()}/d/{share_id}"
 
 
-def summary_model(doc: Record) -> DocumentSummary:
+def summary_model(doc: Union[Document, DocumentListing]) -> DocumentSummary:
     return DocumentSummary(
-        document_id=doc["document_id"], title=doc["title"], description=doc.get("description", ""),
-        share_url=share_url(doc["share_id"]), created_at=rfc3339(doc["created_ms"]),
-        updated_at=rfc3339(doc["updated_ms"]), version_count=live_versions(doc),
-        latest_version_id=doc["latest_version_id"],
-        open_feedback_count=doc.get("open_feedback_count", 0),
+        document_id=doc.document_id, title=doc.title, description=doc.description,
+        share_url=share_url(doc.share_id), created_at=rfc3339(doc.created_ms),
+        updated_at=rfc3339(doc.updated_ms), version_count=live_versions(doc),
+        latest_version_id=doc.latest_version_id,
+        open_feedback_count=doc.open_feedback_count,
         share_enabled=links.enabled(doc), share_expires_at=rfc3339(links.expires_ms(doc)),
-        share_access=doc.get("share_access") or "public",
+        share_access=doc.share_access or "public",  # type: ignore[arg-type]  # public | workspace
     )
 
 
-def live_versions(doc: Record) -> int:
+def live_versions(doc: Union[Document, DocumentListing]) -> int:
     """How many versions a document holds (numbers stay as they were when old ones are deleted)."""
-    return int(doc["version_count"]) - int(doc.get("versions_deleted") or 0)
+    return doc.version_count - doc.versions_deleted
 
 
-def version_model(item: Record) -> VersionInfo:
-    return VersionInfo(version_id=item["version_id"], number=item["number"], note=item.get("note"),
-                       created_at=rfc3339(item["created_ms"]), size_bytes=item["size_bytes"],
-                       files=[FileInfo(**f) for f in item["files"]] if item.get("files") else None)
+def version_model(item: Version) -> VersionInfo:
+    return VersionInfo(version_id=item.version_id, number=item.number, note=item.note,
+                       created_at=rfc3339(item.created_ms), size_bytes=item.size_bytes,
+                       files=[FileInfo(**f) for f in item.files] if item.files else None)
 
 
 def document_exclusions(include_html: bool, include_source: bool) -> Optional[set[str]]:
@@ -101,21 +105,16 @@ def document_exclusions(include_html: bool, include_source: bool) -> Optional[se
 
 
 def _version_record(version_id: str, number: int, note: Optional[str], now_ms: int, object_key: str,
-                    page: bytes, fmt: str, files: Optional[list[Record]]) -> Record:
+                    page: bytes, fmt: str, files: Optional[Sequence[Mapping[str, Any]]]) -> Version:
     """The stored version: `format` only for Markdown, `files` only for a bundle."""
-    version = {"version_id": version_id, "number": number, "note": note, "created_ms": now_ms,
-               "size_bytes": len(page), "blob_key": object_key}
-    if fmt != "html":
-        version["format"] = fmt
-    if files:
-        version["files"] = files
-    return version
+    return Version(version_id=version_id, number=number, note=note, created_ms=now_ms, size_bytes=len(page),
+                   blob_key=object_key, format=fmt if fmt != "html" else None, files=tuple(files or ()))
 
 
-def _content_kind(version: Record) -> Optional[str]:
+def _content_kind(version: Version) -> Optional[str]:
     """The document's `latest_content`: what its latest version holds besides plain HTML."""
-    kind = " ".join(k for k, present in (("markdown", version.get("format") == "markdown"),
-                                         ("files", bool(version.get("files")))) if present)
+    kind = " ".join(k for k, present in (("markdown", version.format == "markdown"),
+                                         ("files", bool(version.files))) if present)
     return kind or None
 
 
@@ -137,21 +136,17 @@ def workspace_write_scopes(workspace_id: str) -> list[str]:
     return [ratelimits.scope_key("workspace-writes", workspace_id, str(i)) for i in range(WORKSPACE_WRITE_SHARDS)]
 
 
-def distinct_files(infos: Optional[Sequence[Record]]) -> dict[str, int]:
+def distinct_files(infos: Optional[Sequence[Mapping[str, Any]]]) -> dict[str, int]:
     """{sha256: size_bytes} of a version's files: what storage counts once per workspace."""
     return {str(f["sha256"]): int(f["size_bytes"]) for f in infos or ()}
 
 
-def write_logs(key_item: Record) -> list[ShardLog]:
-    """The key's write log as the adapter keeps it: shards (`write_logs`, DynamoDB),
-    or one log on the key record (`writes` + `writes_seq`, SQLite)."""
-    shards = key_item.get("write_logs")
-    if shards:
-        return [ShardLog(s["shard"], s["seq"], s["log"]) for s in shards]
-    return [ShardLog(0, key_item.get("writes_seq", 0), key_item.get("writes", []))]
+def write_logs(key: ApiKey) -> list[ShardLog]:
+    """The key's write log as the adapter keeps it: its shards (DynamoDB), or one log (shard 0, SQLite)."""
+    return [ShardLog(log.shard, log.seq, list(log.times)) for log in key.write_logs] or [ShardLog(0, 0, [])]
 
 
-def _gave_up(doc: Optional[Record], key_busy: bool, doing: str) -> DocpubError:
+def _gave_up(doc: Optional[Document], key_busy: bool, doing: str) -> DocpubError:
     """Every attempt lost a race: say which. Racing writes through one API key
     contend for its write-limit slot (nothing about the document changed), so
     that is a 429 "retry in a second" (a refusal: nothing stored, no slot used),
@@ -160,7 +155,7 @@ def _gave_up(doc: Optional[Record], key_busy: bool, doing: str) -> DocpubError:
         return RateLimited(1, f"Too many simultaneous writes with this API key while {doing}; "
                               "try again in 1 second.")
     return VersionConflict(f"The document kept changing while {doing}; retry.",
-                           {"latest_version_id": doc["latest_version_id"] if doc else None})
+                           {"latest_version_id": doc.latest_version_id if doc else None})
 
 
 class DocumentService:
@@ -171,14 +166,14 @@ class DocumentService:
 
     def _load(self, who: Who, document_id: Optional[str] = None, idempotency_digest: Optional[str] = None,
               include_deleting: bool = False, seen: Optional[Record] = None
-              ) -> tuple[Actor, Optional[Record], Optional[Record]]:
+              ) -> tuple[Actor, Optional[Document], Optional[StoredIdempotency]]:
         """Verify the caller and read the document (and idempotency record) in one round trip."""
         found = access.find_document(self.ctx, who, document_id, include_deleting=include_deleting,
                                      idempotency_digest=idempotency_digest, seen=seen)
         return found.actor, found.doc, found.idempotency
 
     def _load_document(self, who: Who, document_id: str, include_deleting: bool = False,
-                       seen: Optional[Record] = None) -> tuple[Actor, Record]:
+                       seen: Optional[Record] = None) -> tuple[Actor, Document]:
         """Verify the caller and read an existing document (the one NotFound otherwise)."""
         found = access.find_document(self.ctx, who, document_id, include_deleting=include_deleting, seen=seen)
         return found.actor, found.document
@@ -190,10 +185,10 @@ class DocumentService:
         decision, claim = claim_sharded(write_logs(actor.key_item), now_ms, rate.limit, rate.window_seconds)
         if claim is None:
             raise decision.refuse(limits.write_refusal(decision.retry_after or 1))
-        slot = RateSlot(actor.key_item["key_id"], claim.expected_seq, claim.new_log, now_ms, claim.shard)
+        slot = RateSlot(actor.key_item.key_id, claim.expected_seq, claim.new_log, now_ms, claim.shard)
         return decision, slot
 
-    def _quota(self, actor: Actor, doc: Optional[Record], add_bytes: int, now_ms: int,
+    def _quota(self, actor: Actor, doc: Optional[Document], add_bytes: int, now_ms: int,
                files: Optional[dict[str, int]] = None) -> Quota:
         """The workspace-wide bounds of one more version (claimed in its transaction)."""
         live = 0 if doc is None else live_versions(doc)
@@ -220,7 +215,7 @@ class DocumentService:
         return RateClaim(scopes[claim.shard], claim.expected_seq, claim.new_log,
                          now_ms // 1000 + rate.window_seconds + ratelimits.EXPIRY_MARGIN_SECONDS)
 
-    def _quota_error(self, exc: QuotaReached, quota: Quota, doc: Optional[Record], now_ms: int) -> DocpubError:
+    def _quota_error(self, exc: QuotaReached, quota: Quota, doc: Optional[Document], now_ms: int) -> DocpubError:
         plan = exc.plan or "free"
         entitlements = plans.entitlements(plan)
         upgrade, extra = upgrade_offer(quota.workspace_id) if plan != "pro" else ("", {})
@@ -239,12 +234,12 @@ class DocumentService:
             f"Delete old versions or documents{', or ' + upgrade if upgrade else ''}.",
             {"entitlement": "max_storage_bytes", "limit": cap, "current": exc.current, **extra})
 
-    def rate_limit_headers(self, key_item: Optional[Record]) -> dict[str, str]:
+    def rate_limit_headers(self, key_item: Optional[ApiKey]) -> dict[str, str]:
         """The key's current X-RateLimit-* (no slot claimed)."""
         if key_item is None:
             return {}
         rate = limits.write_rate()
-        return current_headers(key_item.get("writes", []), self.ctx.now_ms(), rate.limit, rate.window_seconds)
+        return current_headers(key_item.writes, self.ctx.now_ms(), rate.limit, rate.window_seconds)
 
     def _with_rate_headers(self, write: Callable[[Record], WriteResult]) -> WriteResult:
         """Every publish/edit answer carries X-RateLimit-*: refusals and replays too."""
@@ -282,8 +277,8 @@ class DocumentService:
         try:
             content = content_files.stored_content(self.ctx, found.document, version)
         except BlobNotFound:
-            raise VersionContentMissing(version["version_id"]) from None
-        request = PublishRequest(title=found.document["title"], html="(restored)", note=note,  # type: ignore[call-arg]
+            raise VersionContentMissing(version.version_id) from None
+        request = PublishRequest(title=found.document.title, html="(restored)", note=note,  # type: ignore[call-arg]
                                  document_id=found.id, base_version_id=base_version_id)
         return self.publish(found.actor, request, content=content)
 
@@ -334,9 +329,9 @@ class DocumentService:
             return replay
         version_id = new_version_id()
         document_id = request.document_id or new_document_id()
-        share_id = doc["share_id"] if doc else new_share_id()
+        share_id = doc.share_id if doc else new_share_id()
         object_key = version_key(actor.workspace_id, document_id, version_id)
-        if doc is not None and request.base_version_id and request.base_version_id != doc["latest_version_id"]:
+        if doc is not None and request.base_version_id and request.base_version_id != doc.latest_version_id:
             raise self._conflict(doc)
         objects = content_files.StoredContent(self.ctx, actor.workspace_id, document_id, version_id)
         stored = False
@@ -351,20 +346,21 @@ class DocumentService:
                 if not stored:
                     objects.put(content)
                     stored = True
-                version: Record = _version_record(version_id, (doc["version_count"] + 1) if doc else 1, request.note,
+                version = _version_record(version_id, (doc.version_count + 1) if doc else 1, request.note,
                                                   now_ms, object_key, content.page, content.format, content.file_infos())
                 response = PublishResponse(document_id=document_id, version_id=version_id,
-                                           version_number=version["number"], share_url=share_url(share_id))
+                                           version_number=version.number, share_url=share_url(share_id))
                 idem_record = self._idem_record(actor, digest, request_hash, response, now_ms)
                 # The activity log's line is stored in the same atomic step as the version.
                 logged = activity.entry(self.ctx, actor, actor.workspace_id, "document.publish", document_id,
-                                        {"title": title, "version": version["number"]})
+                                        {"title": title, "version": version.number})
                 try:
                     if doc is None:
                         self._create(actor, document_id, share_id, request, title, version, slot, idem_record,
                                      link_changes, quota, logged)
                     else:
-                        changes = {"title": title, "latest_content": _content_kind(version), **link_changes}
+                        changes: DocumentFields = {"title": title, "latest_content": _content_kind(version),
+                                                   **link_changes}
                         if request.description is not None:
                             changes["description"] = request.description
                         self.ctx.documents.append_version(doc, version, changes, slot, idem_record, quota,
@@ -374,7 +370,7 @@ class DocumentService:
                     raise self._quota_error(exc, quota, doc, now_ms) from exc  # refused: nothing committed
                 except GuardFailed as exc:
                     if exc.which == "idem" and actor.key_item is not None and digest is not None:
-                        replay = self._replay(self.ctx.documents.get_idempotency(actor.key_item["key_id"], digest),
+                        replay = self._replay(self.ctx.documents.get_idempotency(actor.key_item.key_id, digest),
                                               request_hash)
                         if replay is not None:
                             return replay
@@ -403,32 +399,32 @@ class DocumentService:
                     UploadService(self.ctx).discard(actor.workspace_id, request.upload_id)
                 self.ctx.nudge_outbox()
                 if doc is not None and links.withdraws(doc, link_changes, now_ms):
-                    cdn.withdraw(self.ctx, doc["share_id"], "link settings")
+                    cdn.withdraw(self.ctx, doc.share_id, "link settings")
                 return WriteResult(response, decision.headers() if decision else {})
             raise _gave_up(doc, key_busy, "publishing")
         finally:
             if stored:
                 objects.discard()
 
-    def _published(self, doc: Optional[Record], version: Record, changes: Record) -> Event:
+    def _published(self, doc: Document, version: Version, changes: DocumentFields) -> Event:
         """The `document.published` event of a new document or version (written with it)."""
-        after = {**(doc or {}), **changes, "version_count": version["number"],
-                 "latest_version_id": version["version_id"], "latest_size": version["size_bytes"],
-                 "updated_ms": version["created_ms"]}
-        return self._event("document.published", after, version["created_ms"])
+        after = dataclasses.replace(doc, **changes, version_count=version.number,
+                                    latest_version_id=version.version_id, latest_size=version.size_bytes,
+                                    updated_ms=version.created_ms)
+        return self._event("document.published", after, version.created_ms)
 
     @staticmethod
-    def _event(kind: str, doc: Record, now_ms: int) -> Event:
+    def _event(kind: str, doc: Document, now_ms: int) -> Event:
         from chalicelib.services.events import make_event
 
-        return make_event(kind, doc["workspace_id"], doc["document_id"], now_ms,
+        return make_event(kind, doc.workspace_id, doc.document_id, now_ms,
                           summary_model(doc).model_dump(mode="json"))
 
-    def _link_changes(self, request: Union[PublishRequest, UpdateDocumentRequest]) -> Record:
-        """Document item fields for the link settings a publish/PATCH body gives:
+    def _link_changes(self, request: Union[PublishRequest, UpdateDocumentRequest]) -> DocumentFields:
+        """Document fields for the link settings a publish/PATCH body gives:
         `share_enabled`, and `share_expires_ms` (None: clear it)."""
         given = request.model_fields_set
-        changes: Record = {}
+        changes: DocumentFields = {}
         if "share_enabled" in given and request.share_enabled is not None:
             changes["share_enabled"] = request.share_enabled
         if "share_expires_at" in given:
@@ -438,25 +434,25 @@ class DocumentService:
         return changes
 
     def _create(self, actor: Actor, document_id: str, share_id: str, request: PublishRequest, title: str,
-                version: Record, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
-                link_changes: Optional[Record] = None, quota: Optional[Quota] = None,
+                version: Version, slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
+                link_changes: Optional[DocumentFields] = None, quota: Optional[Quota] = None,
                 logged: Optional[ActivityEntry] = None) -> None:
         # The cap is a condition of the transaction (no read of the workspace first):
         # it holds unless the workspace's plan at commit time is uncapped.
         max_documents = limits.FREE_MAX_DOCUMENTS
-        doc = {"document_id": document_id, "workspace_id": actor.workspace_id, "title": title,
-               "description": request.description or "", "share_id": share_id,
-               "created_ms": version["created_ms"], "updated_ms": version["created_ms"],
-               "version_count": 1, "latest_version_id": version["version_id"],
-               "latest_size": version["size_bytes"], "open_feedback_count": 0,
-               "latest_content": _content_kind(version)}
-        doc.update({k: v for k, v in (link_changes or {}).items() if v is not None})
+        links_given: dict[str, Any] = {k: v for k, v in (link_changes or {}).items() if v is not None}
+        doc = Document(document_id=document_id, workspace_id=actor.workspace_id, title=title,
+                       description=request.description or "", share_id=share_id,
+                       created_ms=version.created_ms, updated_ms=version.created_ms,
+                       version_count=1, latest_version_id=version.version_id,
+                       latest_size=version.size_bytes, open_feedback_count=0,
+                       latest_content=_content_kind(version), **links_given)
         try:
             self.ctx.documents.create(doc, version, max_documents, plans.UNCAPPED_PLANS, slot, idem, quota,
                                       activity=logged,
-                                      event=self._published(None, version, doc))
+                                      event=self._published(doc, version, {}))
         except DocumentCapReached as exc:
-            current = (exc.workspace or {}).get("document_count", max_documents)
+            current = exc.workspace.document_count if exc.workspace is not None else max_documents
             upgrade, extra = upgrade_offer(actor.workspace_id)
             raise PlanLimitReached(
                 f"The free plan holds at most {max_documents} documents; delete one, publish a new "
@@ -468,17 +464,17 @@ class DocumentService:
         if digest is None or actor.key_item is None or request_hash is None:
             return None
         now = now_ms // 1000
-        return IdempotencyRecord(actor.key_item["key_id"], digest, request_hash, response.model_dump_json(),
+        return IdempotencyRecord(actor.key_item.key_id, digest, request_hash, response.model_dump_json(),
                                  now + IDEMPOTENCY_TTL_SECONDS, now)
 
-    def _replay(self, idem: Optional[Record], request_hash: Optional[str]) -> Optional[WriteResult]:
-        if idem is None or idem.get("expires_at", 0) < self.ctx.now_ms() // 1000:
+    def _replay(self, idem: Optional[StoredIdempotency], request_hash: Optional[str]) -> Optional[WriteResult]:
+        if idem is None or idem.expires_at < self.ctx.now_ms() // 1000:
             return None
-        if idem["request_hash"] != request_hash:
+        if idem.request_hash != request_hash:
             raise ValidationFailed(
                 "Idempotency-Key was already used with a different request body; use a new key.",
                 {"fields": [{"field": "Idempotency-Key", "message": "reused with a different body"}]})
-        return WriteResult(PublishResponse.model_validate_json(idem["response"]), {"Idempotent-Replayed": "true"})
+        return WriteResult(PublishResponse.model_validate_json(idem.response_json), {"Idempotent-Replayed": "true"})
 
     def _discard(self, object_key: str) -> None:
         try:
@@ -494,10 +490,10 @@ class DocumentService:
         log.warning("write outcome unknown; object left for the orphan sweep", extra={"blob_key": object_key})
 
     @staticmethod
-    def _conflict(doc: Record) -> VersionConflict:
+    def _conflict(doc: Document) -> VersionConflict:
         return VersionConflict(
-            f"base_version_id is not the latest version; the latest is {doc['latest_version_id']}.",
-            {"latest_version_id": doc["latest_version_id"]})
+            f"base_version_id is not the latest version; the latest is {doc.latest_version_id}.",
+            {"latest_version_id": doc.latest_version_id})
 
     # ---------------------------------------------------------------- edit
 
@@ -509,7 +505,7 @@ class DocumentService:
     def _edit(self, who: Who, document_id: str, request: EditRequest, seen: Record) -> WriteResult:
         actor, doc = self._load_document(who, document_id, seen=seen)
         self._count_session_write(actor)
-        if request.base_version_id and request.base_version_id != doc["latest_version_id"]:
+        if request.base_version_id and request.base_version_id != doc.latest_version_id:
             raise self._conflict(doc)
         before = None
         key_busy = False
@@ -526,20 +522,20 @@ class DocumentService:
                 if not outcome.html:  # the same rule as publish: a document is never empty
                     raise ValidationFailed.field("edits", "the edits would leave the document empty")
                 data = checked_size(outcome.html)
-                content = (content_files.markdown_content(data, doc["title"]) if fmt == "markdown"
+                content = (content_files.markdown_content(data, doc.title) if fmt == "markdown"
                            else content_files.Content(page=data))
             version_id = new_version_id()
             object_key = version_key(actor.workspace_id, document_id, version_id)
-            version = _version_record(version_id, doc["version_count"] + 1, request.note, now_ms, object_key,
+            version = _version_record(version_id, doc.version_count + 1, request.note, now_ms, object_key,
                                       content.page, fmt, files)
-            quota = self._quota(actor, doc, version["size_bytes"], now_ms,  # 429 before anything is stored
+            quota = self._quota(actor, doc, version.size_bytes, now_ms,  # 429 before anything is stored
                                 distinct_files(files))
             objects = content_files.StoredContent(self.ctx, actor.workspace_id, document_id, version_id)
             objects.put(content)
             objects.touch_files(files or [])  # an edit keeps the version's files
             try:
                 logged = activity.entry(self.ctx, actor, actor.workspace_id, "document.edit", document_id,
-                                        {"title": doc.get("title"), "version": version["number"]})
+                                        {"title": doc.title, "version": version.number})
                 self.ctx.documents.append_version(doc, version, {}, slot, None, quota, activity=logged,
                                                   event=self._published(doc, version, {}))
             except QuotaReached as exc:
@@ -568,36 +564,36 @@ class DocumentService:
             summary = EditSummary(edits_applied=outcome.edits_applied, replacements=outcome.replacements,
                                   size_bytes_before=len(before), size_bytes_after=len(data))
             response = EditResponse(document_id=document_id, version_id=version_id,
-                                    version_number=version["number"], share_url=share_url(doc["share_id"]),
+                                    version_number=version.number, share_url=share_url(doc.share_id),
                                     summary=summary)
             return WriteResult(response, decision.headers() if decision else {})
         raise _gave_up(doc, key_busy, "editing")
 
-    def _editable(self, doc: Record) -> tuple[str, Optional[list[Record]], bytes]:
+    def _editable(self, doc: Document) -> tuple[str, Optional[Sequence[Mapping[str, Any]]], bytes]:
         """(format, files, the bytes edits apply to) of the latest version. A plain HTML
         page (no `latest_content` on the document) needs no read of its version record."""
-        if not doc.get("latest_content"):
-            return "html", None, self._read_bytes(doc, doc["latest_version_id"])
-        version = self.ctx.documents.get_version(doc["document_id"], doc["version_count"])
+        if not doc.latest_content:
+            return "html", None, self._read_bytes(doc, doc.latest_version_id)
+        version = self.ctx.documents.get_version(doc.document_id, doc.version_count)
         if version is None:
-            raise VersionContentMissing(doc["latest_version_id"])
-        fmt = version.get("format") or "html"
+            raise VersionContentMissing(doc.latest_version_id)
+        fmt = version.format or "html"
         if fmt == "markdown":
             try:
-                return fmt, version.get("files"), content_files.read_source(self.ctx, doc, version)[1]
+                return fmt, version.files, content_files.read_source(self.ctx, doc, version)[1]
             except BlobNotFound:
-                raise VersionContentMissing(version["version_id"]) from None
-        return fmt, version.get("files"), self._read_bytes(doc, version["version_id"])
+                raise VersionContentMissing(version.version_id) from None
+        return fmt, version.files, self._read_bytes(doc, version.version_id)
 
-    def _read_html(self, doc: Record, version_id: str) -> str:
+    def _read_html(self, doc: Document, version_id: str) -> str:
         return self._read_bytes(doc, version_id).decode("utf-8")
 
-    def _read_bytes(self, doc: Record, version_id: str) -> bytes:
+    def _read_bytes(self, doc: Document, version_id: str) -> bytes:
         try:
-            return self.ctx.blobs.get_html(version_key(doc["workspace_id"], doc["document_id"], version_id))
+            return self.ctx.blobs.get_html(version_key(doc.workspace_id, doc.document_id, version_id))
         except BlobNotFound:
             error = VersionContentMissing(version_id)
-            log.error("version content missing", extra={"document_id": doc["document_id"], "version_id": version_id,
+            log.error("version content missing", extra={"document_id": doc.document_id, "version_id": version_id,
                                                          "request_id": (error.details or {}).get("request_id")})
             raise error from None
 
@@ -609,8 +605,8 @@ class DocumentService:
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
         doc, versions, document_id = found.document, found.versions, found.id
         html = fmt = source = None
-        wanted = version_id or doc["latest_version_id"]
-        chosen = next((v for v in versions if v["version_id"] == wanted), None)
+        wanted = version_id or doc.latest_version_id
+        chosen = next((v for v in versions if v.version_id == wanted), None)
         if version_id is not None and chosen is None:
             raise NotFound(f"No version {version_id} of document {document_id}.")
         if include_html:
@@ -627,7 +623,7 @@ class DocumentService:
         listed = versions[-limits.VERSIONS_LISTED:]  # the newest, oldest first among them
         return DocumentDetail(**summary_model(doc).model_dump(), versions=[version_model(v) for v in listed],
                               versions_truncated=len(listed) < len(versions),
-                              passphrase_protected=bool(doc.get("passphrase_hash")), html=html,
+                              passphrase_protected=bool(doc.passphrase_hash), html=html,
                               views_total=views_total, last_viewed_at=last_viewed_at,
                               format=fmt, source=source)  # type: ignore[arg-type]  # html or markdown
 
@@ -635,8 +631,8 @@ class DocumentService:
     def download(self, who: Who, document_id: str, version_id: Optional[str] = None) -> "downloads.Download":
         """The owner's download of a version (the latest by default): .html, .md or .zip."""
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
-        wanted = version_id or found.document["latest_version_id"]
-        version = next((v for v in found.versions if v["version_id"] == wanted), None)
+        wanted = version_id or found.document.latest_version_id
+        version = next((v for v in found.versions if v.version_id == wanted), None)
         if version is None:
             raise NotFound(f"No version {wanted} of document {found.id}.")
         try:
@@ -645,15 +641,16 @@ class DocumentService:
             raise VersionContentMissing(wanted) from None
 
     @requires("get_document")
-    def get_html(self, who: Who, document_id: str, version_number: Optional[int] = None) -> tuple[dict, dict[str, Any], str]:  # type: ignore[type-arg]
+    def get_html(self, who: Who, document_id: str, version_number: Optional[int] = None
+                 ) -> tuple[Document, Version, str]:
         """(document, version, html) of the latest or a numbered version."""
         found = access.find_document(self.ctx, access.actor(self.ctx, who), document_id)
         doc, document_id = found.document, found.id
-        number = version_number or doc["version_count"]
+        number = version_number or doc.version_count
         version = self.ctx.documents.get_version(document_id, number)
         if version is None:
             raise NotFound(f"No version {number} of document {document_id}.")
-        return doc, version, self._read_html(doc, version["version_id"])
+        return doc, version, self._read_html(doc, version.version_id)
 
     @requires("list_documents")
     def list(self, who: Who, limit: int = 20, cursor: Optional[str] = None,
@@ -669,12 +666,12 @@ class DocumentService:
         return DocumentList(documents=self._list_items(items),
                             next_cursor=cursors.seal(actor.workspace_id, "documents", next_cursor))
 
-    def _list_items(self, items: Sequence[Record]) -> builtins.list[DocumentListItem]:
+    def _list_items(self, items: Sequence[DocumentListing]) -> builtins.list[DocumentListItem]:
         """Summaries with their views (one counter read per page, not per document)."""
-        totals = self.ctx.views.totals([i["document_id"] for i in items])
+        totals = self.ctx.views.totals([i.document_id for i in items])
         listed = []
         for item in items:
-            views_total, last_ms = totals.get(item["document_id"], (0, None))
+            views_total, last_ms = totals.get(item.document_id, (0, None))
             listed.append(DocumentListItem(**summary_model(item).model_dump(), views_total=views_total,
                                            last_viewed_at=rfc3339(last_ms)))
         return listed
@@ -692,8 +689,8 @@ class DocumentService:
         needle = fold(query)
         ranked = []
         for position, item in enumerate(self.ctx.documents.list_all(actor.workspace_id)):
-            title = fold(item["title"])
-            description = fold(item.get("description", ""))
+            title = fold(item.title)
+            description = fold(item.description)
             if title == needle:
                 rank = 0
             elif title.startswith(needle):
@@ -717,7 +714,8 @@ class DocumentService:
     @requires("update_document")
     def update(self, who: Who, document_id: str, request: UpdateDocumentRequest) -> DocumentDetail:
         document_id = canonical_document_id(document_id)
-        fields = request.model_dump(exclude_unset=True, exclude_none=True,
+        fields: DocumentFields = request.model_dump(  # type: ignore[assignment]  # title, description
+            exclude_unset=True, exclude_none=True,
                                     exclude={"share_enabled", "share_expires_at", "share_access"})
         fields.update(self._link_changes(request))
         if not fields:
@@ -728,29 +726,29 @@ class DocumentService:
         share_fields = set(fields) & {"share_enabled", "share_expires_ms", "share_access"}
         logged = activity.entry(self.ctx, actor, actor.workspace_id,
                                 "share.settings" if share_fields == set(fields) else "document.update",
-                                document_id, {"title": fields.get("title") or doc.get("title"),
+                                document_id, {"title": fields.get("title") or doc.title,
                                               "fields": ", ".join(sorted(fields))})
         try:
             self.ctx.documents.update_fields(doc, fields, activity=logged)
         except StaleDocument as exc:
             raise document_not_found(document_id) from exc
         if links.withdraws(doc, fields, self.ctx.now_ms()):
-            cdn.withdraw(self.ctx, doc["share_id"], "link settings")
+            cdn.withdraw(self.ctx, doc.share_id, "link settings")
         return self.get(actor, document_id)
 
     @requires("delete_document")
     def delete(self, who: Who, document_id: str) -> None:
         document_id = canonical_document_id(document_id)
         actor, doc = self._load_document(who, document_id, include_deleting=True)  # key + document: one round trip
-        if not doc.get("deleting"):
+        if not doc.deleting:
             try:
                 self.ctx.documents.begin_delete(doc, activity=activity.entry(
-                    self.ctx, actor, actor.workspace_id, "document.delete", document_id, {"title": doc.get("title")}),
+                    self.ctx, actor, actor.workspace_id, "document.delete", document_id, {"title": doc.title}),
                     event=self._event("document.deleted", doc, self.ctx.now_ms()))
                 self.ctx.nudge_outbox()
             except StaleDocument:
                 pass  # a concurrent delete got there first; finish the job with it
-        cdn.withdraw(self.ctx, doc["share_id"], "delete")
+        cdn.withdraw(self.ctx, doc.share_id, "delete")
         self.finish_delete(doc)
 
     @requires("list_versions")
@@ -774,37 +772,37 @@ class DocumentService:
         document_id = canonical_document_id(document_id)
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
         doc, versions = found.document, found.versions
-        version = next((v for v in versions if v["version_id"] == version_id), None)
+        version = next((v for v in versions if v.version_id == version_id), None)
         if version is None:
             raise NotFound(f"No version {version_id} of document {document_id}.")
-        if version_id == doc["latest_version_id"]:
+        if version_id == doc.latest_version_id:
             raise self._latest_kept(doc)
         try:
             self.ctx.documents.delete_version(doc, version)
         except StaleDocument:
             doc = access.check_still_visible(self.ctx, found.actor, document_id)
-            if doc["latest_version_id"] == version_id:
+            if doc.latest_version_id == version_id:
                 raise self._latest_kept(doc) from None
             raise NotFound(f"No version {version_id} of document {document_id}.") from None
-        self._discard(version_key(doc["workspace_id"], document_id, version_id))
-        cdn.withdraw(self.ctx, doc["share_id"], "version deleted")
+        self._discard(version_key(doc.workspace_id, document_id, version_id))
+        cdn.withdraw(self.ctx, doc.share_id, "version deleted")
 
     @staticmethod
-    def _latest_kept(doc: Record) -> VersionConflict:
+    def _latest_kept(doc: Document) -> VersionConflict:
         return VersionConflict(
             "The latest version cannot be deleted: publish a new version first, or delete the document.",
-            {"latest_version_id": doc["latest_version_id"]})
+            {"latest_version_id": doc.latest_version_id})
 
-    def finish_delete(self, doc: Record) -> None:
+    def finish_delete(self, doc: Document) -> None:
         """Remove everything of a document marked `deleting`; safe to repeat."""
-        self.ctx.blobs.delete_prefix(document_prefix(doc["workspace_id"], doc["document_id"]))
-        self.ctx.feedback.delete_for_document(doc["document_id"])
-        self.ctx.views.delete_for_document(doc["document_id"])
+        self.ctx.blobs.delete_prefix(document_prefix(doc.workspace_id, doc.document_id))
+        self.ctx.feedback.delete_for_document(doc.document_id)
+        self.ctx.views.delete_for_document(doc.document_id)
         # The document record goes last, so an interrupted delete can be found and finished.
-        self.ctx.documents.purge(doc["document_id"])
-        if "files" in (doc.get("latest_content") or ""):
+        self.ctx.documents.purge(doc.document_id)
+        if "files" in (doc.latest_content or ""):
             # Free the files no other version uses (the orphan sweep catches the rest).
-            content_files.sweep_files(self.ctx, doc["workspace_id"])
+            content_files.sweep_files(self.ctx, doc.workspace_id)
 
 
 def _encode_offset(offset: int) -> str:

@@ -19,10 +19,11 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 from chalicelib.domain import bundles, limits
 from chalicelib.ports import source_key, version_key
+from chalicelib.ports.records import Document, Version
 from chalicelib.services.content import delete_older_than, read_file, read_source
 
 if TYPE_CHECKING:
@@ -52,19 +53,19 @@ def _elsewhere(ctx: Context, key: str, filename: str, content_type: str) -> Opti
     return ctx.blobs.download_url(key, content_type, REDIRECT_SECONDS, filename=filename)
 
 
-def package(ctx: Context, doc: dict[str, Any], version: dict[str, Any]) -> Download:
+def package(ctx: Context, doc: Document, version: Version) -> Download:
     """A version as one file: the page (.html), the Markdown source (.md), or for a
     bundle a .zip of the index page (index.html or index.md) and the files at their
     paths; redirected to storage when too large for a Lambda response (see above)."""
     fmt, source = read_source(ctx, doc, version)
-    name = bundles.slug(doc["title"])
-    files = version.get("files") or []
+    name = bundles.slug(doc.title)
+    files = version.files
     if not files:
         filename, content_type = ((f"{name}.md", "text/markdown; charset=utf-8") if fmt == "markdown"
                                   else (f"{name}.html", "text/html; charset=utf-8"))
         if len(source) > limits.INLINE_RESPONSE_BYTES:
-            key = (source_key if fmt == "markdown" else version_key)(doc["workspace_id"], doc["document_id"],
-                                                                      version["version_id"])
+            key = (source_key if fmt == "markdown" else version_key)(doc.workspace_id, doc.document_id,
+                                                                      version.version_id)
             url = _elsewhere(ctx, key, filename, content_type)
             if url is not None:
                 return Download(filename, content_type, url=url)
@@ -73,14 +74,14 @@ def package(ctx: Context, doc: dict[str, Any], version: dict[str, Any]) -> Downl
     filename = f"{name}.zip"
 
     def build() -> bytes:
-        contents = [(f["path"], read_file(ctx, doc["workspace_id"], f["sha256"])) for f in files]
+        contents = [(f["path"], read_file(ctx, doc.workspace_id, f["sha256"])) for f in files]
         return bundles.write_zip(index_name, source, contents)
 
     if len(source) + sum(int(f["size_bytes"]) for f in files) > limits.INLINE_RESPONSE_BYTES:
         # What the archive holds, by content: equal manifests make equal archives.
         manifest = json.dumps([index_name, hashlib.sha256(source).hexdigest(),
                                [[f["path"], f["sha256"]] for f in files]], separators=(",", ":"))
-        key = zip_key(doc["workspace_id"], hashlib.sha256(manifest.encode()).hexdigest())
+        key = zip_key(doc.workspace_id, hashlib.sha256(manifest.encode()).hexdigest())
         url = _elsewhere(ctx, key, filename, "application/zip")
         if url is not None:
             if not ctx.blobs.touch(key):  # built before: just marked used again

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from pydantic import ValidationError
 
-from chalicelib.ports.records import Record
+from chalicelib.ports.records import Document, Version
 from chalicelib.domain import plans
 from chalicelib.domain.diffs import LineDiff, line_diff
 from chalicelib.domain import limits
@@ -33,9 +33,9 @@ FEATURE_MESSAGES = {
 
 @dataclass(frozen=True)
 class VersionPair:
-    document: Record
-    old: Record
-    new: Record
+    document: Document
+    old: Version
+    new: Version
     diff: LineDiff
 
 
@@ -49,7 +49,7 @@ def publish_request(**fields: Any) -> PublishRequest:
 
 def require_feature(ctx: Context, workspace_id: str, feature: str) -> None:
     workspace = ctx.workspaces.get(workspace_id)
-    plan = (workspace or {}).get("plan", "free")
+    plan = workspace.plan if workspace is not None else "free"
     if not getattr(plans.entitlements(plan), feature):
         raise FeatureNotInPlan(FEATURE_MESSAGES.get(feature, f"{feature} is a Pro feature."),
                                {"feature": feature})
@@ -121,11 +121,11 @@ class EditingService:
         """Publish an older version's HTML again, as the newest version."""
         actor = access.actor(self.ctx, who)
         found = access.find_document(self.ctx, actor, document_id)
-        if number == found.document["version_count"]:
+        if number == found.document.version_count:
             raise NoChange(f"Version {number} is already the latest version.")
         # As it was: its page, its Markdown source and its files.
         return self.documents.restore(actor, found.id, number, f"Restored version {number}",
-                                      base_version_id=found.document["latest_version_id"])
+                                      base_version_id=found.document.latest_version_id)
 
     @requires("diff_versions")
     def compare(self, who: Who, document_id: str, old_number: int, new_number: int) -> VersionPair:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional, Sequence
 
 from chalicelib.ports import records
-from chalicelib.ports.records import Record
+from chalicelib.ports.records import Document
 from chalicelib.domain import limits
 from chalicelib.errors import NotFound, PlanLimitReached, ValidationFailed
 from chalicelib.models import (
@@ -110,15 +110,15 @@ class FeedbackService:
         anchor = submission.anchor.model_dump(exclude_none=True) if submission.anchor else None
         for _attempt in range(ratelimits.CLAIM_ATTEMPTS):
             # The slot is claimed in the feedback's own transaction: a refused post uses none.
-            claim = ratelimits.next_claim(self.ctx, ratelimits.viewer_scope("feedback", doc["document_id"], client_ip),
+            claim = ratelimits.next_claim(self.ctx, ratelimits.viewer_scope("feedback", doc.document_id, client_ip),
                                           limits.viewer_rate(), what)
             now_ms = self.ctx.now_ms()
             item = records.Feedback(
-                feedback_id=feedback_id, document_id=doc["document_id"], workspace_id=doc["workspace_id"],
+                feedback_id=feedback_id, document_id=doc.document_id, workspace_id=doc.workspace_id,
                 version_id=access.version_id, version_number=access.version_number, message=submission.message,
                 name=submission.name or None, quote=submission.quote or (anchor["quote"] if anchor else None),
                 anchor=anchor, status="open", created_ms=now_ms)
-            event = make_event("feedback.created", doc["workspace_id"], doc["document_id"], now_ms,
+            event = make_event("feedback.created", doc.workspace_id, doc.document_id, now_ms,
                                event_payload(feedback_model(item)), feedback_id=feedback_id, wakes=True)
             try:
                 self.ctx.feedback.create(item, claim, event)
@@ -137,16 +137,16 @@ class FeedbackService:
         found = self.sharing.access(share_id, unlock_cookie)
         doc = found.doc
         what = limits.REFUSALS["feedback"]
-        scope = ratelimits.viewer_scope("feedback", doc["document_id"], client_ip)
-        return self._reply(lambda: self._thread_of(doc["workspace_id"], feedback_id, doc["document_id"]),
+        scope = ratelimits.viewer_scope("feedback", doc.document_id, client_ip)
+        return self._reply(lambda: self._thread_of(doc.workspace_id, feedback_id, doc.document_id),
                            request.message, request.name or None, "viewer",
                            lambda: ratelimits.next_claim(self.ctx, scope, limits.viewer_rate(), what), what)
 
-    def threads(self, share_id: str, unlock_cookie: Optional[str]) -> tuple[Record, builtins.list[Feedback]]:
+    def threads(self, share_id: str, unlock_cookie: Optional[str]) -> tuple[Document, builtins.list[Feedback]]:
         """(the link's document, its open threads with replies, newest first) for the share page."""
         found = self.sharing.access(share_id, unlock_cookie)
         doc = found.doc
-        items, _cursor = self.ctx.feedback.page(doc["workspace_id"], doc["document_id"], "open", MAX_LIMIT, None)
+        items, _cursor = self.ctx.feedback.page(doc.workspace_id, doc.document_id, "open", MAX_LIMIT, None)
         return doc, self._with_replies(items)
 
     # ---------------------------------------------------------------- owners
@@ -230,7 +230,7 @@ class FeedbackService:
                 self.ctx.feedback.set_status(item, resolved, now_ms, event)
             except FeedbackGone:
                 doc = self.ctx.documents.get(item.document_id)
-                if doc is None or doc.get("deleting"):
+                if doc is None or doc.deleting:
                     raise NotFound(f"No feedback {feedback_id} in this workspace.") from None
                 continue  # changed concurrently: look again
             if event is not None:

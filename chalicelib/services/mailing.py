@@ -9,7 +9,7 @@ import logging
 from typing import Any, Optional
 
 from chalicelib import rendering
-from chalicelib.ports.records import Record
+from chalicelib.ports.records import Record, Workspace
 from chalicelib.errors import ServiceUnavailable
 from chalicelib.ports.mail import MailUndeliverable, OutgoingMail
 from chalicelib.services.context import Context
@@ -33,10 +33,10 @@ def render(kind: str, to: str, branding: Optional[Record] = None, **values: Any)
                         html=rendering.page(f"mail/{kind}.html", **values), kind=kind)
 
 
-def branding_of(workspace: Optional[Record]) -> Record:
+def branding_of(workspace: Optional[Workspace]) -> Record:
     """A Pro workspace's own name and tagline on its messages (as on its share pages)."""
-    if workspace and workspace.get("plan") == "pro" and workspace.get("brand_name"):
-        return {"brand_name": workspace["brand_name"], "brand_tagline": workspace.get("brand_tagline")}
+    if workspace is not None and workspace.plan == "pro" and workspace.brand_name:
+        return {"brand_name": workspace.brand_name, "brand_tagline": workspace.brand_tagline}
     return {}
 
 

@@ -43,12 +43,12 @@ def sweep_orphans(ctx: Context, grace_seconds: int = GRACE_SECONDS) -> Record:
         if document_id not in known:
             known.clear()
             doc, versions = ctx.documents.get_with_versions(document_id)
-            if doc is not None and doc.get("deleting"):
+            if doc is not None and doc.deleting:
                 DocumentService(ctx).finish_delete(doc)  # idempotent, safe beside a running delete
                 finished += 1
                 known[document_id] = None
             else:
-                known[document_id] = {v["version_id"] for v in versions} if doc else set()
+                known[document_id] = {v.version_id for v in versions} if doc else set()
         versions_known = known[document_id]
         if versions_known is None:
             continue  # removed with its document

@@ -70,7 +70,7 @@ class PeopleService:
         for membership in members.workspaces_of(self.ctx, email):
             workspace = self.ctx.workspaces.get(membership.workspace_id)
             if workspace is not None:
-                out.append({"workspace_id": workspace["id"], "name": workspace["name"],
+                out.append({"workspace_id": workspace.workspace_id, "name": workspace.name,
                             "role": membership.role})
         return out
 
@@ -104,7 +104,7 @@ class PeopleService:
             expires_at=now_ms // 1000 + seconds + 3600))
         mailing.send(self.ctx, mailing.render(
             "invite", email, mailing.branding_of(workspace), link=dashboard_url("join", token=token),
-            inviter=who.member or "The workspace's operator", workspace_name=workspace["name"], role=role,  # type: ignore[union-attr]
+            inviter=who.member or "The workspace's operator", workspace_name=workspace.name, role=role,  # type: ignore[union-attr]
             role_article=roles.ARTICLES[role], days=seconds // 86400))
         activity.record(self.ctx, who, workspace_id, "member.invite", email, {"role": role})
         return {"email": email, "role": role, "expires_at": rfc3339(now_ms + seconds * 1000)}
@@ -127,7 +127,7 @@ class PeopleService:
         workspace = self.ctx.workspaces.get(record.workspace_id)
         if workspace is None:
             return None
-        return Invitation(record.email, record.role, record.workspace_id, workspace["name"],
+        return Invitation(record.email, record.role, record.workspace_id, workspace.name,
                           record.invited_by, rfc3339(record.expires_ms))
 
     def accept(self, token: Optional[str], email: str) -> Invitation:

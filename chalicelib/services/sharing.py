@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from chalicelib.ports.records import Record
+from chalicelib.ports.records import Document, ShareLink, Version, Workspace
 from chalicelib import config
 from chalicelib.domain import limits, links, plans, strength
 from chalicelib.errors import FeatureNotInPlan, Gone, NotFound, RateLimited, Unauthorized, ValidationFailed
@@ -24,7 +24,7 @@ from chalicelib.ports import BlobNotFound, StaleDocument, version_key
 from chalicelib.services import access, cdn, ratelimits
 from chalicelib.services.context import Context, new_share_id
 from chalicelib.services import activity
-from chalicelib.services.access import Who, requires
+from chalicelib.services.access import Actor, Who, requires
 
 MIN_PASSPHRASE, MAX_PASSPHRASE = limits.PASSPHRASE_CHARS
 UNLOCK_MAX_AGE_SECONDS = 7 * 24 * 3600
@@ -70,8 +70,13 @@ class ViewerCookies:
         return value if isinstance(value, ViewerCookies) else ViewerCookies(unlock=value)
 
 
-def members_only(doc: dict[str, Any]) -> bool:
-    return doc.get("share_access") == "workspace"
+# What storage says about a share link (DocumentRepository.get_for_share): the link,
+# its document, the document's workspace and the version asked for.
+ShareLookup = tuple[Optional[ShareLink], Optional[Document], Optional[Workspace], Optional[Version]]
+
+
+def members_only(doc: Document) -> bool:
+    return doc.share_access == "workspace"
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,13 @@ class Branding:
     plan: str
     brand_name: Optional[str] = None
     brand_tagline: Optional[str] = None
+
+    @staticmethod
+    def of(workspace: Optional[Workspace]) -> "Branding":
+        """The branding of a link's workspace (free, unbranded if it is gone)."""
+        if workspace is None:
+            return Branding("free")
+        return Branding(workspace.plan, workspace.brand_name, workspace.brand_tagline)
 
     @property
     def docpub_mark(self) -> bool:
@@ -95,8 +107,8 @@ class Branding:
 class Access:
     """A viewer's verified access to one version of a shared document."""
     share_id: str
-    doc: Record
-    workspace: Record
+    doc: Document
+    workspace: Optional[Workspace]
     version_id: str
     version_number: int
     cache_seconds: int = links.EDGE_TTL_SECONDS
@@ -105,7 +117,7 @@ class Access:
     @property
     def protected(self) -> bool:
         """Not for every viewer alike (passphrase, or members only): never in a shared cache."""
-        return bool(self.doc.get("passphrase_hash")) or members_only(self.doc)
+        return bool(self.doc.passphrase_hash) or members_only(self.doc)
 
 
 @dataclass(frozen=True)
@@ -145,7 +157,7 @@ class LivePage:
 @dataclass(frozen=True)
 class ContentRef:
     """A version's immutable content, verified readable by this viewer."""
-    doc: Record
+    doc: Document
     version_id: str
     protected: bool
     cache_seconds: int = links.EDGE_TTL_SECONDS
@@ -177,12 +189,12 @@ def refuse_weak_passphrase(passphrase: str) -> None:
         raise ValidationFailed.field("passphrase", f"is too easy to guess: {reason}")
 
 
-def failure_scope(doc: dict[str, Any]) -> str:
+def failure_scope(doc: Document) -> str:
     """The document's failed-unlock budget. Keyed by the passphrase's epoch and the
     share identifier as well, so setting a new passphrase or rotating the link
     starts a fresh budget (a stranger's guessing cannot outlast either)."""
-    return ratelimits.scope_key("unlock-failures", doc["document_id"], str(doc.get("passphrase_epoch", 0)),
-                                doc.get("share_id") or "")
+    return ratelimits.scope_key("unlock-failures", doc.document_id, str(doc.passphrase_epoch),
+                                doc.share_id or "")
 
 
 @dataclass(frozen=True)
@@ -227,29 +239,29 @@ class ShareService:
 
     # ---------------------------------------------------------------- resolve
 
-    def lookup(self, share_id: str, version_number: Optional[int] = None, consistent: bool = True) -> tuple[Any, ...]:
+    def lookup(self, share_id: str, version_number: Optional[int] = None, consistent: bool = True) -> ShareLookup:
         """What storage says about a link (share, document, workspace, version N);
         `access(..., looked_up=...)` judges it. The view beacon caches this briefly."""
         if not share_id or not _SHARE_ID.match(share_id):
             raise NotFound("No such link.")
         return self.ctx.documents.get_for_share(share_id, version_number, consistent=consistent)
 
-    def _resolve(self, share_id: str, version_number: Optional[int] = None, looked_up: Optional[tuple[Any, ...]] = None
-                 ) -> tuple[dict, dict[str, Any], Optional[dict]]:
+    def _resolve(self, share_id: str, version_number: Optional[int] = None, looked_up: Optional[ShareLookup] = None
+                 ) -> tuple[Document, Optional[Workspace], Optional[Version]]:
         share, doc, workspace, version = looked_up or self.lookup(share_id, version_number)
-        if (share is None or doc is None or doc.get("deleting") or doc.get("share_id") != share_id
+        if (share is None or doc is None or doc.deleting or doc.share_id != share_id
                 or not links.enabled(doc)):
             raise NotFound("No such link.")  # unknown, deleted, rotated away or disabled
         if links.expired(doc, self.ctx.now_ms()):
             raise Gone("This link has expired.")
-        return doc, workspace or {}, version
+        return doc, workspace, version
 
-    def cache_seconds(self, doc: Record) -> int:
+    def cache_seconds(self, doc: Document) -> int:
         """How long a shared cache may keep a public answer of this link (<= 60 s, never past expiry)."""
         return links.cache_seconds(doc, self.ctx.now_ms())
 
     def access(self, share_id: str, unlock_cookie: "Union[str, ViewerCookies, None]" = None,
-               version_number: Optional[int] = None, looked_up: Optional[tuple[Any, ...]] = None) -> Access:
+               version_number: Optional[int] = None, looked_up: Optional[ShareLookup] = None) -> Access:
         """Resolve a link to a version the viewer may see. Raises NotFound (unknown,
         deleted, no such version), MembersOnly (a workspace link, not a member's pass)
         or Locked (protected and not unlocked). A member needs no passphrase. `looked_up`:
@@ -261,16 +273,16 @@ class ShareService:
         if members_only(doc):
             if not self.member_pass_valid(doc, cookies.member):
                 raise MembersOnly("This document is shared with the members of its workspace only.")
-        elif doc.get("passphrase_hash") and not self.cookie_unlocks(doc, cookies.unlock):
+        elif doc.passphrase_hash and not self.cookie_unlocks(doc, cookies.unlock):
             raise Locked("This document is protected by a passphrase.")
         ttl = self.cache_seconds(doc)
         if version_number is None:
-            return Access(share_id, doc, workspace, doc["latest_version_id"], doc["version_count"], ttl,
-                          "files" in (doc.get("latest_content") or ""))
+            return Access(share_id, doc, workspace, doc.latest_version_id, doc.version_count, ttl,
+                          "files" in (doc.latest_content or ""))
         if version is None:
             raise NotFound("No such version.")
-        return Access(share_id, doc, workspace, version["version_id"], version["number"], ttl,
-                      bool(version.get("files")))
+        return Access(share_id, doc, workspace, version.version_id, version.number, ttl,
+                      bool(version.files))
 
     def page(self, share_id: str, version_number: Optional[int] = None,
              unlock_cookie: Optional[str] = None) -> SharePage:
@@ -280,16 +292,15 @@ class ShareService:
             return SharePage(share_id=share_id, locked=True, protected=True, members_only=True)
         except Locked:
             return SharePage(share_id=share_id, locked=True, protected=True)
-        ws = access.workspace
         return SharePage(
-            share_id=share_id, locked=False, protected=access.protected, title=access.doc["title"],
+            share_id=share_id, locked=False, protected=access.protected, title=access.doc.title,
             version_id=access.version_id, version_number=access.version_number,
-            version_count=access.doc["version_count"], latest=version_number is None,
-            branding=Branding(ws.get("plan", "free"), ws.get("brand_name"), ws.get("brand_tagline")),
+            version_count=access.doc.version_count, latest=version_number is None,
+            branding=Branding.of(access.workspace),
             content_token=(self._grant(access.doc, CONTENT_SALT, access.version_id) if access.protected
                            else None),
             cache_seconds=access.cache_seconds, has_files=access.has_files,
-            description=access.doc.get("description") or "")
+            description=access.doc.description or "")
 
     def card(self, share_id: str) -> tuple[str, bytes, int]:
         """(ETag, PNG, cache seconds) of the link's preview card: its title and the
@@ -299,16 +310,15 @@ class ShareService:
         from chalicelib.ports import document_prefix
 
         doc, workspace, _ = self._resolve(share_id)
-        if doc.get("passphrase_hash") or members_only(doc):
+        if doc.passphrase_hash or members_only(doc):
             raise NotFound("No such link.")
-        name = Branding(workspace.get("plan", "free"), workspace.get("brand_name"),
-                        workspace.get("brand_tagline")).card_name
-        key = cards.card_key(doc["title"], name)
-        object_key = f"{document_prefix(doc['workspace_id'], doc['document_id'])}card-{key}.png"
+        name = Branding.of(workspace).card_name
+        key = cards.card_key(doc.title, name)
+        object_key = f"{document_prefix(doc.workspace_id, doc.document_id)}card-{key}.png"
         try:
             data = self.ctx.blobs.get_html(object_key)
         except BlobNotFound:
-            data = cards.render_card(doc["title"], name)
+            data = cards.render_card(doc.title, name)
             self.ctx.blobs.put_file(object_key, data)
         return key, data, self.cache_seconds(doc)
 
@@ -318,9 +328,14 @@ class ShareService:
         from chalicelib.services import downloads
 
         access = self.access(share_id, unlock_cookie, version_number)
-        version = {"version_id": access.version_id}
-        if access.has_files or version_number is not None or access.doc.get("latest_content"):
-            version = self.ctx.documents.get_version(access.doc["document_id"], access.version_number) or version
+        doc = access.doc
+        # The latest version of a plain HTML document is described by its document: no read.
+        version: Optional[Version] = Version(
+            version_id=doc.latest_version_id, number=doc.version_count, created_ms=doc.updated_ms,
+            size_bytes=doc.latest_size, blob_key=version_key(doc.workspace_id, doc.document_id, doc.latest_version_id))
+        if access.has_files or version_number is not None or doc.latest_content:
+            version = self.ctx.documents.get_version(doc.document_id, access.version_number) or version
+        assert version is not None
         try:
             return downloads.package(self.ctx, access.doc, version)
         except BlobNotFound as exc:
@@ -331,7 +346,7 @@ class ShareService:
         NotFound, Gone, Locked); counts no view."""
         found = self.access(share_id, unlock_cookie)
         doc = found.doc
-        return LivePage(doc["version_count"], doc["latest_version_id"], int(doc.get("feedback_activity_ms") or 0),
+        return LivePage(doc.version_count, doc.latest_version_id, int(doc.feedback_activity_ms or 0),
                         found.protected, found.cache_seconds)
 
     def open_content(self, share_id: str, version_id: str, unlock_cookie: Optional[str] = None,
@@ -342,7 +357,7 @@ class ShareService:
             raise NotFound("No such version.")
         doc, _workspace, _ = self._resolve(share_id)
         cookies = ViewerCookies.of(unlock_cookie)
-        protected = bool(doc.get("passphrase_hash")) or members_only(doc)
+        protected = bool(doc.passphrase_hash) or members_only(doc)
         token_ok = self._grant_valid(doc, content_token, CONTENT_SALT, CONTENT_TOKEN_SECONDS, version_id)
         if members_only(doc):
             if not (self.member_pass_valid(doc, cookies.member) or token_ok):
@@ -353,9 +368,9 @@ class ShareService:
 
     def open_file(self, ref: ContentRef, path: str) -> "FileRef":
         """A bundle file of the version `ref` opened (its access already checked)."""
-        _, versions = self.ctx.documents.get_with_versions(ref.doc["document_id"])
-        version = next((v for v in versions if v["version_id"] == ref.version_id), None)
-        entry = next((f for f in (version or {}).get("files") or () if f["path"] == path), None)
+        _, versions = self.ctx.documents.get_with_versions(ref.doc.document_id)
+        version = next((v for v in versions if v.version_id == ref.version_id), None)
+        entry = next((f for f in (version.files if version else ()) if f["path"] == path), None)
         if entry is None:
             raise NotFound("No such file in this document.")
         return FileRef(ref, path, entry["sha256"], entry["size_bytes"])
@@ -367,45 +382,45 @@ class ShareService:
 
         if ref.size_bytes <= limits.INLINE_RESPONSE_BYTES:
             return None
-        return self.ctx.blobs.download_url(file_key(ref.content.doc["workspace_id"], ref.sha256), content_type,
+        return self.ctx.blobs.download_url(file_key(ref.content.doc.workspace_id, ref.sha256), content_type,
                                            FILE_REDIRECT_SECONDS)
 
     def read_file(self, ref: "FileRef") -> bytes:
         from chalicelib.services import content
 
         try:
-            return content.read_file(self.ctx, ref.content.doc["workspace_id"], ref.sha256)
+            return content.read_file(self.ctx, ref.content.doc.workspace_id, ref.sha256)
         except BlobNotFound as exc:
             raise NotFound("No such file in this document.") from exc
 
     def read_content(self, ref: ContentRef) -> bytes:
         try:
-            return self.ctx.blobs.get_html(version_key(ref.doc["workspace_id"], ref.doc["document_id"],
+            return self.ctx.blobs.get_html(version_key(ref.doc.workspace_id, ref.doc.document_id,
                                                        ref.version_id))
         except BlobNotFound as exc:
             raise NotFound("No such version.") from exc
 
     # ---------------------------------------------------------------- unlock
 
-    def cookie_unlocks(self, doc: Record, cookie: Optional[str]) -> bool:
+    def cookie_unlocks(self, doc: Document, cookie: Optional[str]) -> bool:
         return self._grant_valid(doc, cookie, UNLOCK_SALT, UNLOCK_MAX_AGE_SECONDS)
 
     # ---------------------------------------------------------------- member passes
 
-    def member_pass(self, share_id: str, who) -> tuple[str, int, str]:
+    def member_pass(self, share_id: str, who: Actor) -> tuple[str, int, str]:
         """(cookie value, max age, path) letting the member `who` (a dashboard Actor)
         open a workspace-only link of their workspace; NotFound for anything else."""
         from chalicelib.services import members
 
         doc, _workspace, _ = self._resolve(share_id)
-        if not (who.member and members.role_in(self.ctx, doc["workspace_id"], who.member)):
+        if not (who.member and members.role_in(self.ctx, doc.workspace_id, who.member)):
             raise NotFound("This document is shared with the members of its workspace only, "
                            "and you are not one of them.")
-        value = _serializer(MEMBER_SALT).dumps({"d": doc["document_id"], "m": who.member,
+        value = _serializer(MEMBER_SALT).dumps({"d": doc.document_id, "m": who.member,
                                                 "t": self.ctx.now_ms() // 1000})
         return value, MEMBER_PASS_SECONDS, share_path(share_id)
 
-    def member_pass_valid(self, doc: Record, value: Optional[str]) -> bool:
+    def member_pass_valid(self, doc: Document, value: Optional[str]) -> bool:
         if not value or len(value) > 1000:
             return False
         from itsdangerous import BadSignature
@@ -416,21 +431,21 @@ class ShareService:
             data = _serializer(MEMBER_SALT).loads(value)
         except BadSignature:
             return False
-        if not isinstance(data, dict) or data.get("d") != doc["document_id"] or not isinstance(data.get("t"), int):
+        if not isinstance(data, dict) or data.get("d") != doc.document_id or not isinstance(data.get("t"), int):
             return False
         if not 0 <= self.ctx.now_ms() // 1000 - data["t"] < MEMBER_PASS_SECONDS:
             return False
-        return members.role_in(self.ctx, doc["workspace_id"], data.get("m")) is not None
+        return members.role_in(self.ctx, doc.workspace_id, data.get("m")) is not None
 
-    def _grant(self, doc: Record, salt: str, version_id: Optional[str] = None) -> str:
+    def _grant(self, doc: Document, salt: str, version_id: Optional[str] = None) -> str:
         """A signed grant for this document and passphrase epoch, issued now (and
         for one version only, when `version_id` is given). The salt is its purpose."""
-        grant = {"d": doc["document_id"], "e": doc.get("passphrase_epoch", 0), "t": self.ctx.now_ms() // 1000}
+        grant = {"d": doc.document_id, "e": doc.passphrase_epoch, "t": self.ctx.now_ms() // 1000}
         if version_id is not None:
             grant["v"] = version_id
         return _serializer(salt).dumps(grant)
 
-    def _grant_valid(self, doc: Record, value: Optional[str], salt: str, max_age: int,
+    def _grant_valid(self, doc: Document, value: Optional[str], salt: str, max_age: int,
                      version_id: Optional[str] = None) -> bool:
         if not value:
             return False
@@ -443,8 +458,8 @@ class ShareService:
         if not isinstance(data, dict):
             return False
         issued = data.get("t")
-        return (data.get("d") == doc["document_id"]
-                and data.get("e") == doc.get("passphrase_epoch", 0)
+        return (data.get("d") == doc.document_id
+                and data.get("e") == doc.passphrase_epoch
                 and (version_id is None or data.get("v") == version_id)
                 and isinstance(issued, int)
                 and 0 <= self.ctx.now_ms() // 1000 - issued < max_age)
@@ -455,20 +470,20 @@ class ShareService:
         over the per-IP limit → RateLimited (the passphrase is then not even checked).
         A viewer who already holds a valid cookie is never refused: the cookie is renewed."""
         doc, _workspace, _ = self._resolve(share_id)
-        if not doc.get("passphrase_hash") or self.cookie_unlocks(doc, unlock_cookie):
+        if not doc.passphrase_hash or self.cookie_unlocks(doc, unlock_cookie):
             return self._cookie(doc)  # nothing to unlock (public link, or unlocked already)
         # Guessing from many addresses: a budget of failures per document for everyone.
         budget = failure_scope(doc)
         ratelimits.check(self.ctx, budget, limits.unlock_failure_rate(),
                          "Too many wrong passphrases were tried for this document")
-        self._consume_attempt("unlock", doc["document_id"], client_ip)
-        if not self._verify(doc["passphrase_hash"], passphrase or ""):
+        self._consume_attempt("unlock", doc.document_id, client_ip)
+        if not self._verify(doc.passphrase_hash, passphrase or ""):
             ratelimits.record(self.ctx, budget, limits.unlock_failure_rate(), "Too many wrong passphrases")
             raise WrongPassphrase("That passphrase is not right.")
         return self._cookie(doc)
 
     @requires("get_document")
-    def failed_unlocks(self, who, document_id: str) -> FailedUnlocks:
+    def failed_unlocks(self, who: Who, document_id: str) -> FailedUnlocks:
         """For the owner: wrong passphrases tried on this document within the budget's window."""
         doc = self._owned(who, document_id, allow_free=True)
         budget, window = limits.unlock_failure_rate()
@@ -476,9 +491,9 @@ class ShareService:
         return FailedUnlocks(count=len(times), last_ms=times[-1] if times else None, window_seconds=window,
                              budget=budget)
 
-    def _cookie(self, doc: Record) -> Unlocked:
+    def _cookie(self, doc: Document) -> Unlocked:
         value = self._grant(doc, UNLOCK_SALT)
-        return Unlocked(UNLOCK_COOKIE, value, UNLOCK_MAX_AGE_SECONDS, share_path(doc["share_id"]))
+        return Unlocked(UNLOCK_COOKIE, value, UNLOCK_MAX_AGE_SECONDS, share_path(doc.share_id))
 
     @staticmethod
     def _verify(passphrase_hash: str, passphrase: str) -> bool:
@@ -500,7 +515,7 @@ class ShareService:
     # ---------------------------------------------------------------- passphrase (owners)
 
     @requires("set_passphrase")
-    def set_passphrase(self, who, document_id: str, passphrase: str) -> None:
+    def set_passphrase(self, who: Who, document_id: str, passphrase: str) -> None:
         if not isinstance(passphrase, str) or not MIN_PASSPHRASE <= len(passphrase) <= MAX_PASSPHRASE:
             raise ValidationFailed.field("passphrase", f"must be {MIN_PASSPHRASE} to {MAX_PASSPHRASE} characters")
         doc = self._owned(who, document_id, allow_free=False)
@@ -509,25 +524,25 @@ class ShareService:
             self.ctx.documents.set_passphrase(doc, _hasher().hash(passphrase))
         except StaleDocument as exc:
             raise access.document_not_found(document_id) from exc
-        cdn.withdraw(self.ctx, doc["share_id"], "passphrase")  # set or changed: narrows access
-        activity.record(self.ctx, who, doc["workspace_id"], "share.passphrase_set", doc["document_id"],
-                        {"title": doc.get("title")})
+        cdn.withdraw(self.ctx, doc.share_id, "passphrase")  # set or changed: narrows access
+        activity.record(self.ctx, who, doc.workspace_id, "share.passphrase_set", doc.document_id,
+                        {"title": doc.title})
 
     @requires("clear_passphrase")
-    def clear_passphrase(self, who, document_id: str) -> None:
+    def clear_passphrase(self, who: Who, document_id: str) -> None:
         # A workspace moved back to free may still remove a passphrase it set on Pro.
         doc = self._owned(who, document_id, allow_free=True)
         try:
             self.ctx.documents.set_passphrase(doc, None)
         except StaleDocument as exc:
             raise access.document_not_found(document_id) from exc
-        activity.record(self.ctx, who, doc["workspace_id"], "share.passphrase_removed", doc["document_id"],
-                        {"title": doc.get("title")})
+        activity.record(self.ctx, who, doc.workspace_id, "share.passphrase_removed", doc.document_id,
+                        {"title": doc.title})
 
     # ---------------------------------------------------------------- rotate (owners)
 
     @requires("rotate_share_link")
-    def rotate(self, who, document_id: str) -> ShareRotated:
+    def rotate(self, who: Who, document_id: str) -> ShareRotated:
         """Give the document a new share id: the old link is 404 at once (its share
         item goes in the same transaction that adds the new one) and the CDN is asked
         to drop it. Feedback, versions and settings stay with the document."""
@@ -540,18 +555,18 @@ class ShareService:
             except StaleDocument:
                 doc = access.check_still_visible(self.ctx, found.actor, found.id)  # rotated meanwhile
                 continue
-            cdn.withdraw(self.ctx, doc["share_id"], "rotate")
-            activity.record(self.ctx, found.actor, doc["workspace_id"], "share.rotate", doc["document_id"],
-                            {"title": doc.get("title")})
+            cdn.withdraw(self.ctx, doc.share_id, "rotate")
+            activity.record(self.ctx, found.actor, doc.workspace_id, "share.rotate", doc.document_id,
+                            {"title": doc.title})
             return ShareRotated(share_url=config.base_url() + share_path(new_id))
         raise RateLimited(1, "The link is being rotated by another request; retry in 1 s.")
 
-    def _owned(self, who: Who, document_id: str, allow_free: bool) -> Record:
+    def _owned(self, who: Who, document_id: str, allow_free: bool) -> Document:
         found = access.find_document(self.ctx, access.actor(self.ctx, who), document_id)
         doc, actor = found.document, found.actor
-        workspace = self.ctx.workspaces.get(actor.workspace_id) or {}
-        if not plans.entitlements(workspace.get("plan", "free")).passphrase_links and not (
-                allow_free and doc.get("passphrase_hash")):
+        workspace = self.ctx.workspaces.get(actor.workspace_id)
+        if not plans.entitlements(workspace.plan if workspace else "free").passphrase_links and not (
+                allow_free and doc.passphrase_hash):
             raise FeatureNotInPlan("Passphrase-protected links are a Pro feature; upgrade to use them.",
                                    {"feature": "passphrase_links"})
         return doc

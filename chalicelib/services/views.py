@@ -39,8 +39,8 @@ from chalicelib.models import DayViews, DocumentStats, VersionViews
 from chalicelib.ports.views import ViewCounts
 from chalicelib.services import access
 from chalicelib.services.context import Context, rfc3339
-from chalicelib.services.sharing import ShareService
-from chalicelib.services.access import requires
+from chalicelib.services.sharing import Access, ShareLookup, ShareService
+from chalicelib.services.access import Who, requires
 
 
 # Most viewed: ranks the workspace's most recently updated documents (a
@@ -67,7 +67,7 @@ class ViewBuffer:
 
     MAX_KEYS = 10_000  # a flood of distinct documents writes at once rather than grow
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._pending: dict[tuple[str, str, str], list[int]] = {}
         self._last_flush_ms: Optional[int] = None
@@ -106,16 +106,16 @@ class LinkCache:
 
     MAX_ENTRIES = 1_000
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: dict[tuple, tuple[int, tuple]] = {}
+        self._entries: dict[tuple[str, Optional[int]], tuple[int, ShareLookup]] = {}
 
-    def get(self, key: tuple[Any, ...], now_ms: int) -> Optional[tuple[Any, ...]]:
+    def get(self, key: tuple[str, Optional[int]], now_ms: int) -> Optional[ShareLookup]:
         with self._lock:
             found = self._entries.get(key)
         return found[1] if found and found[0] > now_ms else None
 
-    def put(self, key: tuple[Any, ...], value: tuple[Any, ...], until_ms: int) -> None:
+    def put(self, key: tuple[str, Optional[int]], value: ShareLookup, until_ms: int) -> None:
         with self._lock:
             if len(self._entries) >= self.MAX_ENTRIES:
                 self._entries.clear()
@@ -135,7 +135,7 @@ class ViewService:
         self.buffer = ViewBuffer()
         self.links = LinkCache()
 
-    def _granted(self, share_id: str, version_number: Optional[int], unlock_cookie: Optional[str]):
+    def _granted(self, share_id: str, version_number: Optional[int], unlock_cookie: Optional[str]) -> Access:
         sharing = ShareService(self.ctx)
         ttl_ms = int(config.share_cache_seconds() * 1000)
         if ttl_ms <= 0:
@@ -169,7 +169,7 @@ class ViewService:
         if rules.is_prefetch(headers):
             return Recorded(False, "prefetch")
         granted = self._granted(share_id, version_number, unlock_cookie)
-        document_id = granted.doc["document_id"]
+        document_id = granted.doc.document_id
         now_ms = self.ctx.now_ms()
         window_seconds = config.view_rate_window_seconds()
         window, retry = rules.rate_window(now_ms, window_seconds)
@@ -186,10 +186,10 @@ class ViewService:
         return window, self.ctx.views.counts(document_id, window[0], window[-1])
 
     @requires("get_document_stats")
-    def stats(self, who, document_id: str, days: int = rules.DEFAULT_STATS_DAYS) -> DocumentStats:
+    def stats(self, who: Who, document_id: str, days: int = rules.DEFAULT_STATS_DAYS) -> DocumentStats:
         found = access.find_document(self.ctx, who, document_id, with_versions=True)
-        versions = sorted(found.versions, key=lambda v: v["number"])
-        return self.stats_for(found.id, [v["version_id"] for v in versions], days)
+        versions = sorted(found.versions, key=lambda v: v.number)
+        return self.stats_for(found.id, [v.version_id for v in versions], days)
 
     def stats_for(self, document_id: str, version_ids: list[str], days: int) -> DocumentStats:
         """Stats of a document the caller was already allowed to read."""
@@ -212,20 +212,20 @@ class ViewService:
                 for document_id, counts in found.items()}
 
     @requires("list_documents")
-    def most_viewed(self, who, days: int = 30, limit: int = 5) -> list[Ranked]:
+    def most_viewed(self, who: Who, days: int = 30, limit: int = 5) -> list[Ranked]:
         """The workspace's documents with the most views in the last `days` days
         (ties: more all-time views first); documents never viewed are left out."""
         actor = access.actor(self.ctx, who)
         ranked = []
         docs = [doc for doc in self.ctx.documents.list_all(actor.workspace_id)[:MOST_VIEWED_SCAN]
-                if not doc.get("deleting")]
+                if not doc.deleting]
         window = rules.window(self.ctx.now_ms(), days)
-        found = self.ctx.views.counts_many([doc["document_id"] for doc in docs], window[0], window[-1])
+        found = self.ctx.views.counts_many([doc.document_id for doc in docs], window[0], window[-1])
         for doc in docs:
-            counts = found[doc["document_id"]]
+            counts = found[doc.document_id]
             if counts.total:
                 in_window = sum(counts.days.get(day, 0) for day in window)
-                ranked.append(Ranked(doc["document_id"], doc["title"], in_window, counts.total))
+                ranked.append(Ranked(doc.document_id, doc.title, in_window, counts.total))
         ranked.sort(key=lambda r: (-r.views_in_window, -r.views_total, r.title))
         return ranked[:limit]
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Literal, Optional, cast
 
-from chalicelib.ports.records import Record
+from chalicelib.ports.records import ApiKey, Workspace as WorkspaceRecord
 from chalicelib.ports import KeyCapReached
 from chalicelib.domain import limits, plans
 from chalicelib.errors import FeatureNotInPlan, NotFound, PlanLimitReached, ValidationFailed
@@ -15,6 +15,7 @@ from chalicelib.services.context import Context, new_workspace_id, rfc3339
 from chalicelib.services import access, activity
 from chalicelib.services.access import Who, requires
 
+PlanName = Literal["free", "pro"]
 MAX_WORKSPACE_NAME = 100
 MAX_KEY_NAME = 100
 MAX_BRAND_NAME = 80
@@ -62,37 +63,38 @@ def upgrade_offer(workspace_id: str) -> tuple[str, dict[str, str]]:
     return "ask the workspace's administrator to upgrade it to Pro", {}
 
 
-def workspace_model(item: Record) -> Workspace:
+def workspace_model(item: WorkspaceRecord) -> Workspace:
     return Workspace(
-        id=item["id"], name=item["name"], brand_name=item.get("brand_name"),
-        brand_tagline=item.get("brand_tagline"), plan=item["plan"],
-        document_count=item.get("document_count", 0),
-        entitlements=plans.entitlements(item["plan"]),
-        usage=Usage(documents=item.get("document_count", 0), versions=max(0, int(item.get("version_total") or 0)),
-                    storage_bytes=max(0, int(item.get("storage_bytes") or 0))),
+        id=item.workspace_id, name=item.name, brand_name=item.brand_name,
+        brand_tagline=item.brand_tagline, plan=cast(PlanName, item.plan),  # one of plans.PLANS (set_plan checks)
+        document_count=item.document_count,
+        entitlements=plans.entitlements(item.plan),
+        usage=Usage(documents=item.document_count, versions=max(0, item.version_total),
+                    storage_bytes=max(0, item.storage_bytes)),
     )
 
 
-def key_summary(item: Record) -> Record:
-    return {"key_id": item["key_id"], "name": item.get("name", ""), "prefix": item.get("prefix", ""),
-            "created_at": rfc3339(item.get("created_ms")), "last_used_at": rfc3339(item.get("last_used_at")),
-            "revoked": item.get("revoked_at") is not None}
+def key_summary(item: ApiKey) -> dict[str, Any]:
+    """What the dashboard's key list shows of a key (never its hash)."""
+    return {"key_id": item.key_id, "name": item.name, "prefix": item.prefix or "",
+            "created_at": rfc3339(item.created_ms), "last_used_at": rfc3339(item.last_used_at),
+            "revoked": item.revoked_at is not None}
 
 
 class WorkspaceService:
     def __init__(self, ctx: Context):
         self.ctx = ctx
 
-    def authenticate(self, credentials: auth.Credentials) -> Record:
-        """The verified key item for presented credentials (one GetItem)."""
+    def authenticate(self, credentials: auth.Credentials) -> ApiKey:
+        """The verified key for presented credentials (one storage read)."""
         return auth.verify(credentials, self.ctx.keys.get(credentials.key_id))
 
     @requires("get_workspace_info")
-    def me(self, who) -> MeResponse:
+    def me(self, who: Who) -> MeResponse:
         """The caller's workspace: `who` is API-key credentials or an authenticated Actor."""
         from chalicelib.services.access import Actor
 
-        workspace_id = who.workspace_id if isinstance(who, Actor) else self.authenticate(who)["workspace_id"]
+        workspace_id = who.workspace_id if isinstance(who, Actor) else self.authenticate(who).workspace_id
         return MeResponse(workspace=self.get_workspace(workspace_id))
 
     def get_workspace(self, workspace_id: str) -> Workspace:
@@ -108,8 +110,8 @@ class WorkspaceService:
             raise ValidationFailed.field("name", f"must be 1 to {MAX_WORKSPACE_NAME} characters")
         self._check_plan(plan)
         workspace_id = workspace_id or new_workspace_id()
-        self.ctx.workspaces.create({"id": workspace_id, "name": name, "plan": plan,
-                                    "created_ms": self.ctx.now_ms()})
+        self.ctx.workspaces.create(WorkspaceRecord(workspace_id=workspace_id, name=name, plan=plan,
+                                                   created_ms=self.ctx.now_ms()))
         key = self.create_key(workspace_id, "default", api_key=api_key, operator=True) if with_key else None
         return self.get_workspace(workspace_id), key
 
@@ -147,14 +149,13 @@ class WorkspaceService:
                            limits.KEYS_CREATED_PER_WORKSPACE, limits.REFUSALS["key-creation"])
         secret = api_key or auth.generate_api_key()
         credentials = auth.credentials_from_key(secret)
-        max_keys = plans.entitlements(workspace["plan"]).max_api_keys
-        record = {"key_id": credentials.key_id, "key_hash": credentials.key_hash,
-                  "workspace_id": workspace_id, "name": name, "prefix": auth.display_prefix(secret),
-                  "created_ms": self.ctx.now_ms()}
+        max_keys = plans.entitlements(workspace.plan).max_api_keys
+        record = ApiKey(key_id=credentials.key_id, key_hash=credentials.key_hash, workspace_id=workspace_id,
+                        name=name, prefix=auth.display_prefix(secret), created_ms=self.ctx.now_ms())
         try:
             self.ctx.keys.create(record, max_keys)
         except KeyCapReached as exc:
-            current = (exc.workspace or {}).get("key_count", max_keys)
+            current = exc.workspace.key_count if exc.workspace is not None else max_keys
             upgrade, extra = upgrade_offer(workspace_id)
             raise PlanLimitReached(
                 f"The free plan allows {max_keys} API key; revoke it, or {upgrade} for more.",
@@ -162,20 +163,20 @@ class WorkspaceService:
         activity.record(self.ctx, who, workspace_id, "key.create", credentials.key_id, {"name": name})
         return CreatedKey(credentials.key_id, secret, workspace_id, name)
 
-    def revoke_key(self, key_id: str, workspace_id: Optional[str] = None, by: Optional[Who] = None) -> Record:
+    def revoke_key(self, key_id: str, workspace_id: Optional[str] = None, by: Optional[Who] = None) -> dict[str, Any]:
         # Ids we never issue are 404 without a lookup (DynamoDB refuses keys over 2 KB).
         if by is not None:
             workspace_id = by.workspace_id if isinstance(by, access.Actor) else workspace_id
             self._as(by, "revoke_key", workspace_id)  # type: ignore[arg-type]  # the role first: a viewer learns nothing of keys
         item = self.ctx.keys.get(key_id) if re.fullmatch(r"key_[0-9a-f]{20}", key_id or "") else None
-        if item is None or (workspace_id is not None and item["workspace_id"] != workspace_id):
+        if item is None or (workspace_id is not None and item.workspace_id != workspace_id):
             raise NotFound("No such API key.")
-        who = self._as(by, "revoke_key", item["workspace_id"])
+        who = self._as(by, "revoke_key", item.workspace_id)
         revoked = key_summary(self.ctx.keys.revoke(key_id, self.ctx.now_ms()) or item)
-        activity.record(self.ctx, who, item["workspace_id"], "key.revoke", key_id, {"name": item.get("name")})
+        activity.record(self.ctx, who, item.workspace_id, "key.revoke", key_id, {"name": item.name})
         return revoked
 
-    def list_keys(self, workspace_id: str, by: Optional[Who] = None) -> list[Record]:
+    def list_keys(self, workspace_id: str, by: Optional[Who] = None) -> list[dict[str, Any]]:
         self._as(by, "list_keys", workspace_id)
         return [key_summary(i) for i in self.ctx.keys.list_for_workspace(workspace_id)]
 
@@ -186,7 +187,7 @@ class WorkspaceService:
         item = self.ctx.workspaces.get(workspace_id)
         if item is None:
             raise NotFound("No such workspace.")
-        if not plans.entitlements(item["plan"]).custom_branding:
+        if not plans.entitlements(item.plan).custom_branding:
             raise FeatureNotInPlan("Custom branding is a Pro feature.", {"feature": "custom_branding"})
         name = (brand_name or "").strip()
         tagline = (brand_tagline or "").strip()

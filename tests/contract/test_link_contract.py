@@ -2,11 +2,13 @@
 and on SQLite, plus the SQLite migration that adds them to an existing database."""
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 
 import pytest
 
 from chalicelib.ports import StaleDocument
+from chalicelib.ports.records import Version
 from tests.contract.test_repository_contract import WS, create, make_workspace, new_doc, repos  # noqa: F401
 from tests.helpers import run_together
 
@@ -14,44 +16,44 @@ from tests.helpers import run_together
 def test_link_settings_round_trip(repos):
     make_workspace(repos)
     doc = create(repos, 1)
-    stored = repos.documents.get(doc["document_id"])
-    assert stored.get("share_enabled", True) is True and stored.get("share_expires_ms") is None
+    stored = repos.documents.get(doc.document_id)
+    assert stored.share_enabled is True and stored.share_expires_ms is None
     repos.documents.update_fields(stored, {"share_enabled": False, "share_expires_ms": 1_800_000_000_000})
-    stored = repos.documents.get(doc["document_id"])
-    assert stored["share_enabled"] is False and stored["share_expires_ms"] == 1_800_000_000_000
+    stored = repos.documents.get(doc.document_id)
+    assert stored.share_enabled is False and stored.share_expires_ms == 1_800_000_000_000
     repos.documents.update_fields(stored, {"share_enabled": True, "share_expires_ms": None})
-    stored = repos.documents.get(doc["document_id"])
-    assert stored["share_enabled"] is True and stored.get("share_expires_ms") is None
+    stored = repos.documents.get(doc.document_id)
+    assert stored.share_enabled is True and stored.share_expires_ms is None
     # A new version can carry link settings too.
-    version = {"version_id": "v_1_2", "number": 2, "note": None, "created_ms": 5000, "size_bytes": 3,
-               "blob_key": "documents/x/y/v_1_2.html"}
+    version = Version(version_id="v_1_2", number=2, note=None, created_ms=5000, size_bytes=3,
+                      blob_key="documents/x/y/v_1_2.html")
     repos.documents.append_version(stored, version, {"title": "T2", "share_expires_ms": 1_900_000_000_000}, None, None)
-    _, found, _, _ = repos.documents.get_for_share(doc["share_id"])
-    assert found["share_expires_ms"] == 1_900_000_000_000 and found["title"] == "T2"
+    _, found, _, _ = repos.documents.get_for_share(doc.share_id)
+    assert found.share_expires_ms == 1_900_000_000_000 and found.title == "T2"
 
 
 def test_create_with_link_settings(repos):
     make_workspace(repos)
     doc, version = new_doc(7)
-    doc.update({"share_enabled": False, "share_expires_ms": 1_800_000_000_000})
+    doc = dataclasses.replace(doc, share_enabled=False, share_expires_ms=1_800_000_000_000)
     repos.documents.create(doc, version, 5, ("pro",), None, None)
-    stored = repos.documents.get(doc["document_id"])
-    assert stored["share_enabled"] is False and stored["share_expires_ms"] == 1_800_000_000_000
+    stored = repos.documents.get(doc.document_id)
+    assert stored.share_enabled is False and stored.share_expires_ms == 1_800_000_000_000
 
 
 def test_rotate_moves_the_link_atomically(repos):
     make_workspace(repos)
     doc = create(repos, 1)
     repos.documents.rotate_share(doc, "rotated0000000000000001")
-    assert repos.documents.get_for_share(doc["share_id"])[0] is None  # the old link: gone
+    assert repos.documents.get_for_share(doc.share_id)[0] is None  # the old link: gone
     share, found, workspace, _ = repos.documents.get_for_share("rotated0000000000000001")
-    assert share["document_id"] == doc["document_id"] and found["share_id"] == "rotated0000000000000001"
-    assert workspace["id"] == WS
+    assert share.document_id == doc.document_id and found.share_id == "rotated0000000000000001"
+    assert workspace.workspace_id == WS
     # Rotating from a stale read changes nothing.
     with pytest.raises(StaleDocument):
         repos.documents.rotate_share(doc, "rotated0000000000000002")
     assert repos.documents.get_for_share("rotated0000000000000002")[0] is None
-    assert repos.documents.get(doc["document_id"])["share_id"] == "rotated0000000000000001"
+    assert repos.documents.get(doc.document_id).share_id == "rotated0000000000000001"
 
 
 def test_racing_rotations_from_one_read_let_exactly_one_through(repos):
@@ -60,7 +62,7 @@ def test_racing_rotations_from_one_read_let_exactly_one_through(repos):
     results, failures = run_together([
         lambda n=n: repos.documents.rotate_share(doc, f"racer{n:018d}") for n in range(6)])
     assert len(results) == 1 and failures == ["StaleDocument"] * 5
-    current = repos.documents.get(doc["document_id"])["share_id"]
+    current = repos.documents.get(doc.document_id).share_id
     live = [n for n in range(6) if repos.documents.get_for_share(f"racer{n:018d}")[0] is not None]
     assert [f"racer{n:018d}" for n in live] == [current]
 
@@ -111,7 +113,7 @@ def test_sqlite_migration_adds_link_columns_to_an_existing_database(tmp_path):
     conn.close()
     repos = repositories(folder, shared=False)
     doc = repos.documents.get("d1")
-    assert doc["title"] == "Old" and doc["share_enabled"] is True and "share_expires_ms" not in doc
+    assert doc.title == "Old" and doc.share_enabled is True and doc.share_expires_ms is None
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == len(sqlite_db.MIGRATIONS) >= 2
     repos.cdn_pending.add("/d/s1*", "delete", 1, "E")
     assert len(repos.cdn_pending.list(5)) == 1

@@ -38,7 +38,7 @@ def test_listing_records_answer_what_the_whole_documents_say(services, ctx, cloc
     # The records hold at least LISTING (what the adapter promises), whatever the adapter.
     from chalicelib.ports.repositories import LISTING
 
-    ws = ctx.documents.get(plain.document_id)["workspace_id"]
+    ws = ctx.documents.get(plain.document_id).workspace_id
     for record in ctx.documents.list_all(ws):
-        full = ctx.documents.get(record["document_id"])
-        assert {k: record.get(k) for k in LISTING} == {k: full.get(k) for k in LISTING}
+        full = ctx.documents.get(record.document_id)
+        assert {k: getattr(record, k) for k in LISTING} == {k: getattr(full, k) for k in LISTING}

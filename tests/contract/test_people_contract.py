@@ -9,7 +9,7 @@ import pytest
 
 from chalicelib.ports import BadCursor, Repositories
 from chalicelib.ports.people import LastOwner, MemberExists, NotMember
-from chalicelib.ports.records import AccountToken, ActivityEntry, DashboardSession, Member, User
+from chalicelib.ports.records import AccountToken, ActivityEntry, DashboardSession, Member, User, Workspace
 from tests.helpers import run_together
 
 WS = "ws_people"
@@ -38,7 +38,7 @@ def person(repos, email, workspace_id=WS):
 
 
 def setup(repos, *people, workspace_id=WS):
-    repos.workspaces.create({"id": workspace_id, "name": "People", "plan": "free", "created_ms": 1})
+    repos.workspaces.create(Workspace(workspace_id, "People", "free", 1))
     for n, (email, role) in enumerate(people):
         person(repos, email, workspace_id)
         repos.people.add_member(Member(workspace_id=workspace_id, email=email, role=role, created_ms=10 + n))
@@ -46,7 +46,7 @@ def setup(repos, *people, workspace_id=WS):
 
 def test_members_list_both_ways(repos):
     setup(repos, ("a@x.io", "owner"), ("b@x.io", "viewer"))
-    repos.workspaces.create({"id": "ws_two", "name": "Two", "plan": "free", "created_ms": 1})
+    repos.workspaces.create(Workspace("ws_two", "Two", "free", 1))
     repos.people.add_member(Member(workspace_id="ws_two", email="b@x.io", role="editor", created_ms=50,
                                    added_by="a@x.io"))
     assert repos.people.list_members(WS) == [Member(WS, "a@x.io", "owner", 10), Member(WS, "b@x.io", "viewer", 11)]
@@ -84,7 +84,7 @@ def test_two_owners_demoting_each_other_at_once_leave_one(repos):
 
 def test_removal_ends_that_persons_sessions_in_that_workspace_only(repos):
     setup(repos, ("a@x.io", "owner"), ("b@x.io", "editor"))
-    repos.workspaces.create({"id": "ws_two", "name": "Two", "plan": "free", "created_ms": 1})
+    repos.workspaces.create(Workspace("ws_two", "Two", "free", 1))
     repos.people.add_member(Member(workspace_id="ws_two", email="b@x.io", role="owner", created_ms=50))
     for digest, ws in (("s1", WS), ("s2", "ws_two")):
         repos.sessions.create(DashboardSession(session_hash=digest, email="b@x.io", workspace_id=ws, created_ms=1,

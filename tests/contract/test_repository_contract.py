@@ -13,7 +13,7 @@ from chalicelib.ports import (
     BadCursor, BlobNotFound, DocumentCapReached, FeedbackGone, GuardFailed, IdempotencyRecord, KeyCapReached,
     RateClaim, RateSlot, Repositories, StaleDocument, UserExists, version_key,
 )
-from chalicelib.ports.records import Feedback, RateLog, User
+from chalicelib.ports.records import ApiKey, Document, Feedback, RateLog, User, Version, Workspace, fields_of
 from tests.helpers import FakeClock, run_together
 
 WS = "ws_contract"
@@ -32,17 +32,17 @@ def repos(request, tmp_path) -> Repositories:
 
 
 def make_workspace(repos, workspace_id=WS, plan="free"):
-    repos.workspaces.create({"id": workspace_id, "name": "Contract", "plan": plan, "created_ms": 1})
+    repos.workspaces.create(Workspace(workspace_id, "Contract", plan, 1))
 
 
 def new_doc(n: int, workspace_id=WS, updated_ms=None):
     document_id = f"00000000-0000-4000-8000-{n:012d}"
     ms = updated_ms if updated_ms is not None else 1000 + n
-    doc = {"document_id": document_id, "workspace_id": workspace_id, "title": f"Doc {n}", "description": "",
-           "share_id": f"share{n:06d}{workspace_id}", "created_ms": ms, "updated_ms": ms, "version_count": 1,
-           "latest_version_id": f"v_{n}_1", "latest_size": 10, "open_feedback_count": 0}
-    version = {"version_id": f"v_{n}_1", "number": 1, "note": None, "created_ms": ms, "size_bytes": 10,
-               "blob_key": version_key(workspace_id, document_id, f"v_{n}_1")}
+    doc = Document(document_id=document_id, workspace_id=workspace_id, title=f"Doc {n}", description="",
+                   share_id=f"share{n:06d}{workspace_id}", created_ms=ms, updated_ms=ms, version_count=1,
+                   latest_version_id=f"v_{n}_1", latest_size=10, open_feedback_count=0)
+    version = Version(version_id=f"v_{n}_1", number=1, note=None, created_ms=ms, size_bytes=10,
+                      blob_key=version_key(workspace_id, document_id, f"v_{n}_1"))
     return doc, version
 
 
@@ -53,8 +53,8 @@ def create(repos, n, workspace_id=WS, slot=None, idem=None, updated_ms=None):
 
 
 def add_key(repos, key_id="k1", workspace_id=WS, max_keys=None, created_ms=1):
-    repos.keys.create({"key_id": key_id, "key_hash": "h" * 64, "workspace_id": workspace_id, "name": "default",
-                       "prefix": "dp_x", "created_ms": created_ms}, max_keys)
+    repos.keys.create(ApiKey(key_id=key_id, key_hash="h" * 64, workspace_id=workspace_id, name="default",
+                             prefix="dp_x", created_ms=created_ms), max_keys)
 
 
 # ------------------------------------------------------------------ caps
@@ -63,7 +63,7 @@ def test_ten_racing_creates_on_free_make_exactly_five(repos):
     make_workspace(repos)
     results, failures = run_together([lambda n=n: create(repos, n) for n in range(10)])
     assert len(results) == 5 and failures == ["DocumentCapReached"] * 5
-    assert repos.workspaces.get(WS)["document_count"] == 5
+    assert repos.workspaces.get(WS).document_count == 5
     assert len(repos.documents.list_all(WS)) == 5
 
 
@@ -73,10 +73,10 @@ def test_the_cap_reports_the_workspace_and_ignores_uncapped_plans(repos):
         create(repos, n)
     with pytest.raises(DocumentCapReached) as refused:
         create(repos, 5)
-    assert refused.value.workspace["document_count"] == 5
+    assert type(refused.value.workspace) is Workspace and refused.value.workspace.document_count == 5
     repos.workspaces.set_plan(WS, "pro")
     create(repos, 5)
-    assert repos.workspaces.get(WS)["document_count"] == 6
+    assert repos.workspaces.get(WS).document_count == 6
 
 
 def test_a_create_in_a_missing_workspace_is_refused(repos):
@@ -88,15 +88,15 @@ def test_racing_key_creates_respect_the_key_cap_and_revokes_free_places(repos):
     make_workspace(repos)
     results, failures = run_together([lambda n=n: add_key(repos, f"k{n}", max_keys=1) for n in range(8)])
     assert len(results) == 1 and failures == ["KeyCapReached"] * 7
-    assert repos.workspaces.get(WS)["key_count"] == 1
+    assert repos.workspaces.get(WS).key_count == 1
     [key] = repos.keys.list_for_workspace(WS)
-    revoked = run_together([lambda: repos.keys.revoke(key["key_id"], 5)] * 4)[0]
-    assert all(r["revoked_at"] == 5 for r in revoked)
-    assert repos.workspaces.get(WS)["key_count"] == 0  # freed once, not four times
+    revoked = run_together([lambda: repos.keys.revoke(key.key_id, 5)] * 4)[0]
+    assert all(r.revoked_at == 5 for r in revoked)
+    assert repos.workspaces.get(WS).key_count == 0  # freed once, not four times
     add_key(repos, "k-new", max_keys=1, created_ms=2)
     with pytest.raises(KeyCapReached):
         add_key(repos, "k-more", max_keys=1)
-    assert [k["key_id"] for k in repos.keys.list_for_workspace(WS)][0] == "k-new"  # newest first
+    assert [k.key_id for k in repos.keys.list_for_workspace(WS)][0] == "k-new"  # newest first
 
 
 # ------------------------------------------------------------------ versions
@@ -107,62 +107,62 @@ def test_twenty_racing_publishes_make_gapless_versions_none_lost(repos):
 
     def publish(i):
         while True:
-            current = repos.documents.get(doc["document_id"])
-            number = current["version_count"] + 1
-            version = {"version_id": f"v_race_{i}", "number": number, "note": f"n{i}", "created_ms": 2000 + i,
-                       "size_bytes": i, "blob_key": version_key(WS, doc["document_id"], f"v_race_{i}")}
+            current = repos.documents.get(doc.document_id)
+            number = current.version_count + 1
+            version = Version(version_id=f"v_race_{i}", number=number, note=f"n{i}", created_ms=2000 + i,
+                              size_bytes=i, blob_key=version_key(WS, doc.document_id, f"v_race_{i}"))
             try:
                 repos.documents.append_version(current, version, {"title": f"T{i}"}, None, None)
                 return number
             except StaleDocument as exc:
-                assert exc.current is None or exc.current["version_count"] >= number
+                assert exc.current is None or exc.current.version_count >= number
 
     numbers, failures = run_together([lambda i=i: publish(i) for i in range(20)])
     assert failures == [] and sorted(numbers) == list(range(2, 22))
-    stored, versions = repos.documents.get_with_versions(doc["document_id"])
-    assert [v["number"] for v in versions] == list(range(1, 22))
-    assert {v["version_id"] for v in versions} == {"v_1_1"} | {f"v_race_{i}" for i in range(20)}
-    assert stored["version_count"] == 21 and stored["latest_version_id"] == versions[-1]["version_id"]
-    assert repos.documents.get_version(doc["document_id"], 21)["version_id"] == versions[-1]["version_id"]
-    assert versions[-1]["blob_key"].endswith(versions[-1]["version_id"] + ".html")
+    stored, versions = repos.documents.get_with_versions(doc.document_id)
+    assert [v.number for v in versions] == list(range(1, 22))
+    assert {v.version_id for v in versions} == {"v_1_1"} | {f"v_race_{i}" for i in range(20)}
+    assert stored.version_count == 21 and stored.latest_version_id == versions[-1].version_id
+    assert repos.documents.get_version(doc.document_id, 21).version_id == versions[-1].version_id
+    assert versions[-1].blob_key.endswith(versions[-1].version_id + ".html")
 
 
 def test_a_version_for_a_stale_or_deleting_document_is_refused(repos):
     make_workspace(repos)
     doc = create(repos, 1)
-    version = {"version_id": "v2", "number": 2, "created_ms": 5, "size_bytes": 1, "blob_key": "documents/x"}
+    version = Version(version_id="v2", number=2, created_ms=5, size_bytes=1, blob_key="documents/x")
     repos.documents.append_version(doc, version, {}, None, None)
     with pytest.raises(StaleDocument) as stale:
-        repos.documents.append_version(doc, dict(version, version_id="v2b"), {}, None, None)
-    assert stale.value.current["version_count"] == 2
-    current = repos.documents.get(doc["document_id"])
+        repos.documents.append_version(doc, dataclasses.replace(version, version_id="v2b"), {}, None, None)
+    assert stale.value.current.version_count == 2
+    current = repos.documents.get(doc.document_id)
     repos.documents.begin_delete(current)
     with pytest.raises(StaleDocument):
-        repos.documents.append_version(current, dict(version, number=3, version_id="v3"), {}, None, None)
+        repos.documents.append_version(current, dataclasses.replace(version, number=3, version_id="v3"), {}, None, None)
     with pytest.raises(StaleDocument):
         repos.documents.begin_delete(current)  # once
-    assert repos.documents.get(doc["document_id"])["deleting"] is True
-    assert repos.documents.list_all(WS) == [] and repos.documents.get_share(doc["share_id"]) is None
-    assert repos.workspaces.get(WS)["document_count"] == 0
-    repos.documents.purge(doc["document_id"])
-    repos.documents.purge(doc["document_id"])  # safe to repeat
-    assert repos.documents.get_with_versions(doc["document_id"]) == (None, [])
+    assert repos.documents.get(doc.document_id).deleting is True
+    assert repos.documents.list_all(WS) == [] and repos.documents.get_share(doc.share_id) is None
+    assert repos.workspaces.get(WS).document_count == 0
+    repos.documents.purge(doc.document_id)
+    repos.documents.purge(doc.document_id)  # safe to repeat
+    assert repos.documents.get_with_versions(doc.document_id) == (None, [])
 
 
 def test_metadata_and_passphrase_changes(repos):
     make_workspace(repos)
     doc = create(repos, 1)
-    assert repos.documents.update_fields(doc, {"title": "New"})["title"] == "New"
+    assert repos.documents.update_fields(doc, {"title": "New"}).title == "New"
     first = repos.documents.set_passphrase(doc, "hash1")
-    assert first["passphrase_hash"] == "hash1" and first["passphrase_epoch"] == 1
+    assert first.passphrase_hash == "hash1" and first.passphrase_epoch == 1
     second = repos.documents.set_passphrase(doc, None)
-    assert "passphrase_hash" not in second and second["passphrase_epoch"] == 2
-    other_workspace = dict(doc, workspace_id="ws_other")
+    assert second.passphrase_hash is None and second.passphrase_epoch == 2
+    other_workspace = dataclasses.replace(doc, workspace_id="ws_other")
     with pytest.raises(StaleDocument):
         repos.documents.update_fields(other_workspace, {"title": "Stolen"})
-    share, found, workspace, version = repos.documents.get_for_share(doc["share_id"], 1)
-    assert share["document_id"] == doc["document_id"] and found["title"] == "New"
-    assert workspace["id"] == WS and version["version_id"] == "v_1_1"
+    share, found, workspace, version = repos.documents.get_for_share(doc.share_id, 1)
+    assert share.document_id == doc.document_id and found.title == "New"
+    assert workspace.workspace_id == WS and version.version_id == "v_1_1"
     assert repos.documents.get_for_share("nope") == (None, None, None, None)
 
 
@@ -197,14 +197,14 @@ def test_the_sixty_first_write_in_sixty_seconds_is_refused(repos):
         slot = slot_for(repos, "k1", 10_000 + i)
         if slot is None:
             break
-        current = repos.documents.get(doc["document_id"])
-        repos.documents.append_version(current, {"version_id": f"v{i}", "number": current["version_count"] + 1,
-                                                 "created_ms": 10_000 + i, "size_bytes": 1, "blob_key": "k"},
+        current = repos.documents.get(doc.document_id)
+        repos.documents.append_version(current, Version(version_id=f"v{i}", number=current.version_count + 1,
+                                                        created_ms=10_000 + i, size_bytes=1, blob_key="k"),
                                        {}, slot, None)
         accepted += 1
     assert accepted == 60
     key = repos.keys.get("k1")
-    assert len(key["writes"]) == 60 and writes_claimed(repos, "k1") == 60 and key["last_used_at"] == 10_059
+    assert len(key.writes) == 60 and writes_claimed(repos, "k1") == 60 and key.last_used_at == 10_059
     assert slot_for(repos, "k1", 10_000 + 60_000) is not None  # the window slid past the first write
 
 
@@ -226,7 +226,7 @@ def test_a_revoked_key_gets_no_slot(repos):
     with pytest.raises(GuardFailed) as refused:
         create(repos, 1, slot=slot)
     assert refused.value.which == "rate"
-    assert repos.workspaces.get(WS)["document_count"] == 0
+    assert repos.workspaces.get(WS).document_count == 0
 
 
 def test_idempotent_replay(repos):
@@ -239,14 +239,14 @@ def test_idempotent_replay(repos):
     assert refused.value.which == "idem"
     assert len(repos.documents.list_all(WS)) == 1
     stored = repos.documents.get_idempotency("k1", "d" * 64)
-    assert (stored["request_hash"], stored["response"], stored["expires_at"]) == (
+    assert (stored.request_hash, stored.response_json, stored.expires_at) == (
         "hash-a", '{"document_id": "x"}', 1000)
     key_item, _, idem = repos.documents.get_with_key("k1", None, "d" * 64)
-    assert key_item["key_id"] == "k1" and idem["request_hash"] == "hash-a"
+    assert key_item.key_id == "k1" and idem.request_hash == "hash-a"
     # Another key's record of the same digest is separate; an expired record may be replaced.
     assert repos.documents.get_idempotency("k2", "d" * 64) is None
     create(repos, 3, idem=IdempotencyRecord("k1", "d" * 64, "hash-c", "{}", expires_at=9000, now=1001))
-    assert repos.documents.get_idempotency("k1", "d" * 64)["request_hash"] == "hash-c"
+    assert repos.documents.get_idempotency("k1", "d" * 64).request_hash == "hash-c"
 
 
 def test_racing_idempotent_creates_commit_once(repos):
@@ -255,7 +255,7 @@ def test_racing_idempotent_creates_commit_once(repos):
     records = [IdempotencyRecord("k1", "e" * 64, "same", "{}", 1000, 10) for _ in range(6)]
     results, failures = run_together([lambda n=n, r=r: create(repos, n, idem=r) for n, r in enumerate(records)])
     assert len(results) == 1 and failures == ["GuardFailed"] * 5
-    assert repos.workspaces.get(WS)["document_count"] == 1
+    assert repos.workspaces.get(WS).document_count == 1
 
 
 # ------------------------------------------------------------------ per-IP limits (sliding logs)
@@ -284,19 +284,19 @@ def test_feedback_counts_are_exact_under_races(repos):
     make_workspace(repos)
     doc = create(repos, 1)
     results, failures = run_together(
-        [lambda n=n: repos.feedback.create(feedback_item(n, doc["document_id"]), None) for n in range(12)])
-    assert failures == [] and repos.documents.get(doc["document_id"])["open_feedback_count"] == 12
+        [lambda n=n: repos.feedback.create(feedback_item(n, doc.document_id), None) for n in range(12)])
+    assert failures == [] and repos.documents.get(doc.document_id).open_feedback_count == 12
     # Every item resolved by three racers at once: each counts once.
     targets = [repos.feedback.get(f"fb_{n:08d}") for n in range(5)] * 3
     results, failures = run_together([lambda f=f: repos.feedback.set_status(f, True, 999) for f in targets])
     assert len(results) == 5 and failures == ["FeedbackGone"] * 10
-    assert repos.documents.get(doc["document_id"])["open_feedback_count"] == 7
+    assert repos.documents.get(doc.document_id).open_feedback_count == 7
     resolved = repos.feedback.get("fb_00000000")
     assert resolved.status == "resolved" and resolved.resolved_ms == 999
     repos.feedback.set_status(resolved, False, 1000)
     reopened = repos.feedback.get("fb_00000000")
     assert reopened.status == "open" and reopened.resolved_ms is None
-    assert repos.documents.get(doc["document_id"])["open_feedback_count"] == 8
+    assert repos.documents.get(doc.document_id).open_feedback_count == 8
     with pytest.raises(FeedbackGone):
         repos.feedback.set_status(reopened, False, 1001)
 
@@ -304,14 +304,14 @@ def test_feedback_counts_are_exact_under_races(repos):
 def test_feedback_needs_a_live_document_and_its_rate_claim(repos):
     make_workspace(repos)
     doc = create(repos, 1)
-    repos.feedback.create(feedback_item(1, doc["document_id"]), RateClaim("fb#ip", 0, [1], 99))
+    repos.feedback.create(feedback_item(1, doc.document_id), RateClaim("fb#ip", 0, [1], 99))
     with pytest.raises(GuardFailed):
-        repos.feedback.create(feedback_item(2, doc["document_id"]), RateClaim("fb#ip", 0, [2], 99))
+        repos.feedback.create(feedback_item(2, doc.document_id), RateClaim("fb#ip", 0, [2], 99))
     assert repos.feedback.get("fb_00000002") is None
-    repos.documents.begin_delete(repos.documents.get(doc["document_id"]))
+    repos.documents.begin_delete(repos.documents.get(doc.document_id))
     with pytest.raises(StaleDocument):
-        repos.feedback.create(feedback_item(3, doc["document_id"]), None)
-    assert repos.feedback.delete_for_document(doc["document_id"]) == 1
+        repos.feedback.create(feedback_item(3, doc.document_id), None)
+    assert repos.feedback.delete_for_document(doc.document_id) == 1
     assert repos.feedback.get("fb_00000001") is None
 
 
@@ -326,12 +326,12 @@ def test_document_pages_cover_everything_once_newest_first(repos):
     seen, cursor, pages = [], None, 0
     while True:
         page, cursor = repos.documents.list_page(WS, 3, cursor)
-        seen += [d["document_id"] for d in page]
+        seen += [d.document_id for d in page]
         pages += 1
         assert pages < 10
         if cursor is None:
             break
-    assert seen == [d["document_id"] for d in repos.documents.list_all(WS)]
+    assert seen == [d.document_id for d in repos.documents.list_all(WS)]
     assert len(seen) == len(set(seen)) == 7
     assert seen[:2] == sorted(seen[:2], reverse=True)  # the tie is broken by id, consistently
     _, cursor = repos.documents.list_page(WS, 3, None)
@@ -348,14 +348,14 @@ def test_many_documents_in_one_read(repos):
     make_workspace(repos, plan="pro")
     docs = [create(repos, n) for n in range(3)]
     missing = "00000000-0000-4000-8000-999999999999"
-    wanted = [docs[0]["document_id"], docs[2]["document_id"], missing, docs[0]["document_id"]]
+    wanted = [docs[0].document_id, docs[2].document_id, missing, docs[0].document_id]
     found = repos.documents.get_many(wanted)
-    assert sorted(found) == sorted([docs[0]["document_id"], docs[2]["document_id"]])
-    assert found[docs[2]["document_id"]]["title"] == "Doc 2"
-    assert found[docs[0]["document_id"]]["share_id"] == docs[0]["share_id"]
+    assert sorted(found) == sorted([docs[0].document_id, docs[2].document_id])
+    assert found[docs[2].document_id].title == "Doc 2"
+    assert found[docs[0].document_id].share_id == docs[0].share_id
     assert repos.documents.get_many([]) == {}
-    repos.documents.begin_delete(repos.documents.get(docs[2]["document_id"]))
-    assert repos.documents.get_many([docs[2]["document_id"]])[docs[2]["document_id"]]["deleting"]
+    repos.documents.begin_delete(repos.documents.get(docs[2].document_id))
+    assert repos.documents.get_many([docs[2].document_id])[docs[2].document_id].deleting
 
 
 def test_feedback_pages_and_their_cursors(repos):
@@ -363,19 +363,19 @@ def test_feedback_pages_and_their_cursors(repos):
     doc = create(repos, 1)
     other = create(repos, 2)
     for n in range(5):
-        repos.feedback.create(feedback_item(n, doc["document_id"]), None)
-    repos.feedback.create(feedback_item(9, other["document_id"]), None)
+        repos.feedback.create(feedback_item(n, doc.document_id), None)
+    repos.feedback.create(feedback_item(9, other.document_id), None)
     repos.feedback.set_status(repos.feedback.get("fb_00000001"), True, 5)
     seen, cursor = [], None
     while True:
-        page, cursor = repos.feedback.page(WS, doc["document_id"], "open", 2, cursor)
+        page, cursor = repos.feedback.page(WS, doc.document_id, "open", 2, cursor)
         seen += [f.feedback_id for f in page]
         if cursor is None:
             break
     assert seen == ["fb_00000004", "fb_00000003", "fb_00000002", "fb_00000000"]
     everything, _ = repos.feedback.page(WS, None, None, 50, None)
     assert [f.feedback_id for f in everything][:2] == ["fb_00000009", "fb_00000004"] and len(everything) == 6
-    _, doc_cursor = repos.feedback.page(WS, doc["document_id"], None, 1, None)
+    _, doc_cursor = repos.feedback.page(WS, doc.document_id, None, 1, None)
     with pytest.raises(BadCursor):
         repos.feedback.page(WS, None, None, 1, doc_cursor)  # the document listing's cursor
     with pytest.raises(BadCursor):
@@ -445,14 +445,14 @@ def test_racing_writers_on_many_threads_leave_consistent_counts(repos):
     make_workspace(repos, plan="pro")
     for n in range(6):
         create(repos, n)
-    live = [repos.documents.get(d["document_id"]) for d in repos.documents.list_all(WS)]  # whole documents
+    live = [repos.documents.get(d.document_id) for d in repos.documents.list_all(WS)]  # whole documents
     jobs = [lambda d=d: repos.documents.begin_delete(d) for d in live[:3]] * 2
     jobs += [lambda n=n: create(repos, 100 + n) for n in range(4)]
     jobs += [lambda n=n: add_key(repos, f"key{n}") for n in range(3)]
     run_together(jobs)
-    assert repos.workspaces.get(WS)["document_count"] == len(repos.documents.list_all(WS)) == 7
-    assert repos.workspaces.get(WS)["key_count"] == 3
-    assert json.loads(json.dumps(repos.workspaces.get(WS)))["id"] == WS  # plain data
+    assert repos.workspaces.get(WS).document_count == len(repos.documents.list_all(WS)) == 7
+    assert repos.workspaces.get(WS).key_count == 3
+    assert json.loads(json.dumps(fields_of(repos.workspaces.get(WS))))["workspace_id"] == WS  # plain data
 
 
 # ------------------------------------------------------------------ through the services
@@ -483,8 +483,8 @@ def test_services_racing_publishes_to_one_document(services):
         for i in range(1, 21)])
     assert failures == [] and sorted(results) == list(range(2, 22))
     doc, versions = ctx.documents.get_with_versions(first.document_id)
-    assert [v["number"] for v in versions] == list(range(1, 22))
-    bodies = {ctx.blobs.get_html(v["blob_key"]) for v in versions}
+    assert [v.number for v in versions] == list(range(1, 22))
+    bodies = {ctx.blobs.get_html(v.blob_key) for v in versions}
     assert bodies == {f"<p>{i}</p>".encode() for i in range(21)}  # every version's HTML is there
     assert len(ctx.blobs.list_keys("documents/")) == 21  # and nothing else
 
@@ -503,7 +503,7 @@ def test_services_refuse_the_sixty_first_write_and_replay_idempotently(services)
         documents.publish(who, PublishRequest(title=f"D{i}", html="<p>x</p>"))
     with pytest.raises(RateLimited):
         documents.publish(who, PublishRequest(title="61st", html="<p>x</p>"))
-    assert len(ctx.documents.list_all(ctx.documents.get(first.response.document_id)["workspace_id"])) == 60
+    assert len(ctx.documents.list_all(ctx.documents.get(first.response.document_id).workspace_id)) == 60
 
 
 @pytest.mark.slow  # about a minute on moto: `make test` runs it, `make test-fast` does not
@@ -531,7 +531,7 @@ def test_services_forty_concurrent_edits_of_one_document(services):
     # most win; the count depends on the machine's load (moto serialises transactions)
     assert len(acknowledged) >= 20 and len(set(acknowledged)) == len(acknowledged)
     doc, versions = ctx.documents.get_with_versions(first.document_id)
-    assert [v["number"] for v in versions] == list(range(1, len(acknowledged) + 2))
-    latest = ctx.blobs.get_html(versions[-1]["blob_key"]).decode()
-    assert all(ctx.blobs.get_html(v["blob_key"]) for v in versions)  # every version's HTML is there
+    assert [v.number for v in versions] == list(range(1, len(acknowledged) + 2))
+    latest = ctx.blobs.get_html(versions[-1].blob_key).decode()
+    assert all(ctx.blobs.get_html(v.blob_key) for v in versions)  # every version's HTML is there
     assert sum(f"<p>e{i}</p>" in latest for i in range(40)) == len(acknowledged)  # no edit lost

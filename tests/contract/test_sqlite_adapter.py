@@ -18,6 +18,7 @@ import pytest
 from chalicelib.adapters.sqlite import DATABASE_FILE, repositories
 from chalicelib.adapters.sqlite.db import SCHEMA_VERSION, Database
 from chalicelib.ports import BlobNotFound, StorageUnavailable, WriteRefused, version_key
+from chalicelib.ports.records import Workspace
 
 PROJECT = Path(__file__).resolve().parents[2]
 TABLES = {"workspaces", "api_keys", "documents", "versions", "share_links", "idempotency", "rate_logs",
@@ -121,7 +122,7 @@ def test_migration_9_counts_the_files_already_stored(repos, data_dir):
     doc = documents.publish(who, PublishRequest(title="B", html="<p>1</p>", files=[a, b])).response  # type: ignore[call-arg]
     documents.publish(who, PublishRequest(title="B", html="<p>2</p>", document_id=doc.document_id,  # type: ignore[call-arg]
                                           files=[a, {**a, "path": "copy.css"}]))
-    counted = repos.workspaces.get(ws.id)["storage_bytes"]
+    counted = repos.workspaces.get(ws.id).storage_bytes
     assert counted == 8 + 8 + 150
     conn = repos.documents.db.connection()  # back to schema 8: pages counted, files not
     conn.execute("DROP TABLE workspace_files")
@@ -160,7 +161,7 @@ def test_every_write_takes_the_lock_before_it_reads(repos):
 def test_a_locked_database_refuses_writes_cleanly_and_still_serves_reads(repos, monkeypatch):
     from chalicelib.adapters.sqlite import db as db_module
 
-    repos.workspaces.create({"id": "ws1", "name": "A", "plan": "free", "created_ms": 1})
+    repos.workspaces.create(Workspace("ws1", "A", "free", 1))
     other = sqlite3.connect(repos.documents.db.path, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
     try:
@@ -177,10 +178,10 @@ def test_a_locked_database_refuses_writes_cleanly_and_still_serves_reads(repos, 
         thread.start()
         thread.join()
         assert isinstance(result[0], WriteRefused) and result[0].code.startswith("SQLITE_BUSY")
-        assert repos.workspaces.get("ws1")["plan"] == "free"  # WAL: reads go on
+        assert repos.workspaces.get("ws1").plan == "free"  # WAL: reads go on
     finally:
         other.execute("ROLLBACK")
-    assert repos.workspaces.set_plan("ws1", "pro")["plan"] == "pro"
+    assert repos.workspaces.set_plan("ws1", "pro").plan == "pro"
 
 
 def test_a_locked_database_is_503_not_500(sqlite_storage, client, monkeypatch):
@@ -248,7 +249,7 @@ def test_the_orphan_sweep_works_on_the_file_store(repos):
     ctx, documents, workspaces = services_on(repos)
     _, key = workspaces.create_workspace("Sweep", "free")
     doc = publish(documents, key.api_key)
-    workspace_id = repos.documents.get(doc.document_id)["workspace_id"]
+    workspace_id = repos.documents.get(doc.document_id).workspace_id
     repos.blobs.put_html(version_key(workspace_id, doc.document_id, "v_orphan"), b"<p>never committed</p>")
     ctx.clock.now += GRACE_SECONDS + 10 ** 9  # far past the grace period (file times are real)
     assert sweep_orphans(ctx)["deleted"] == 1
@@ -381,10 +382,10 @@ def test_the_old_snapshot_format_is_imported_once_and_kept(aws_storage, data_dir
     assert detail.open_feedback_count == 1
     assert new_documents.get_html(who, doc.document_id, 1)[2] == "<p>one</p>"
     assert [d.document_id for d in new_documents.list(who).documents] == [doc.document_id]
-    workspace = embedded.workspaces.get(embedded.keys.get(who.key_id)["workspace_id"])
-    assert workspace["document_count"] == 1 and workspace["key_count"] == 1
+    workspace = embedded.workspaces.get(embedded.keys.get(who.key_id).workspace_id)
+    assert workspace.document_count == 1 and workspace.key_count == 1
     assert AccountService(new_ctx).session(session.session_id).email == "o@example.com"
-    assert embedded.documents.get_share(doc.share_url.rsplit("/", 1)[1])["document_id"] == doc.document_id
+    assert embedded.documents.get_share(doc.share_url.rsplit("/", 1)[1]).document_id == doc.document_id
     # Writes go on where they stopped: version 3, the cap counted from the imported count.
     third = publish(new_documents, key.api_key, html="<p>three</p>", document_id=doc.document_id)
     assert third.version_number == 3
@@ -396,7 +397,7 @@ def test_opening_a_data_folder_imports_an_old_snapshot(data_dir):
           "plan": {"S": "pro"}, "created_ms": {"N": "5"}, "document_count": {"N": "0"}, "key_count": {"N": "0"}}
     (data_dir / "dynamodb-items.json").write_text(json.dumps({"items": [ws]}))
     opened = repositories(data_dir, shared=False)
-    assert opened.workspaces.get("ws_1")["name"] == "Kept"
+    assert opened.workspaces.get("ws_1").name == "Kept"
     assert (data_dir / "dynamodb-items.json.imported").exists()
 
 

@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from chalicelib.ports.records import Event, Feedback, Reply, Webhook, WebhookDelivery, WebhookSecret
+from chalicelib.ports.records import ApiKey, KeyCapReached, KeyWriteLog, Workspace
 from tests.contract.test_repository_contract import WS, create, make_workspace, repos  # noqa: F401
 
 ANCHOR = {"quote": "the results", "prefix": "see ", "suffix": " below"}
@@ -21,11 +22,11 @@ def exactly(cls, value):
 def test_feedback_replies_and_events_come_back_as_records(repos):
     make_workspace(repos)
     doc = create(repos, 1)
-    feedback = Feedback(feedback_id="fb_typed0001", document_id=doc["document_id"], workspace_id=WS,
+    feedback = Feedback(feedback_id="fb_typed0001", document_id=doc.document_id, workspace_id=WS,
                         version_id="v_1_1", version_number=1, message="Typed", name="Ann", quote="the results",
                         anchor=ANCHOR, status="open", created_ms=100)
     event = Event(event_id="ev_typed0001", workspace_id=WS, type="feedback.created", created_ms=100,
-                  document_id=doc["document_id"], feedback_id=feedback.feedback_id, wakes=True,
+                  document_id=doc.document_id, feedback_id=feedback.feedback_id, wakes=True,
                   payload={"feedback_id": feedback.feedback_id, "nested": {"n": 1}})
     position = repos.feedback.activity_head(WS, 50)
     repos.feedback.create(feedback, None, event)
@@ -34,13 +35,13 @@ def test_feedback_replies_and_events_come_back_as_records(repos):
     assert stored == feedback
     assert [exactly(Feedback, f) for f in repos.feedback.get_many([feedback.feedback_id, "fb_missing00"])] \
         == [feedback]
-    page, _ = repos.feedback.page(WS, doc["document_id"], None, 10, None)
+    page, _ = repos.feedback.page(WS, doc.document_id, None, 10, None)
     assert [exactly(Feedback, f) for f in page] == [feedback]
 
     events, _ = repos.feedback.activity_since(WS, None, position, 101, 10)
     assert [exactly(Event, e) for e in events] == [event]
 
-    reply = Reply(reply_id="rp_typed0001", feedback_id=feedback.feedback_id, document_id=doc["document_id"],
+    reply = Reply(reply_id="rp_typed0001", feedback_id=feedback.feedback_id, document_id=doc.document_id,
                   workspace_id=WS, message="Thanks", author="owner", created_ms=200)
     assert repos.feedback.add_reply(stored, reply, 200, False, None) is False
     replies = repos.feedback.replies([feedback.feedback_id, "fb_none00000"])
@@ -59,8 +60,8 @@ def test_the_outbox_hands_back_events(repos):
     make_workspace(repos)
     doc = create(repos, 1)
     event = Event(event_id="ev_outbox0001", workspace_id=WS, type="document.published", created_ms=500,
-                  document_id=doc["document_id"], payload={"title": "Doc 1"})
-    feedback = Feedback(feedback_id="fb_outbox001", document_id=doc["document_id"], workspace_id=WS,
+                  document_id=doc.document_id, payload={"title": "Doc 1"})
+    feedback = Feedback(feedback_id="fb_outbox001", document_id=doc.document_id, workspace_id=WS,
                         version_id="v_1_1", message="m", created_ms=500)
     repos.feedback.create(feedback, None, event)
     pending = repos.webhooks.pending_events(10)
@@ -87,8 +88,8 @@ def test_webhooks_and_deliveries_come_back_as_records(repos):
     assert repos.webhooks.get(hook.webhook_id) == dataclasses.replace(hook, secrets=rotated)
 
     event = Event(event_id="ev_hook00001", workspace_id=WS, type="document.published", created_ms=500,
-                  document_id=doc["document_id"], payload={"title": "Doc 1"})
-    repos.feedback.create(Feedback(feedback_id="fb_hook00001", document_id=doc["document_id"], workspace_id=WS,
+                  document_id=doc.document_id, payload={"title": "Doc 1"})
+    repos.feedback.create(Feedback(feedback_id="fb_hook00001", document_id=doc.document_id, workspace_id=WS,
                                    version_id="v_1_1", message="m", created_ms=500), None, event)
     delivery = WebhookDelivery(delivery_id="msg_typed0001", webhook_id=hook.webhook_id, workspace_id=WS,
                                event_id=event.event_id, event_created_ms=event.created_ms, event=event.type,
@@ -112,3 +113,119 @@ def test_webhooks_and_deliveries_come_back_as_records(repos):
     assert repos.webhooks.record(outcome, done) is True
     assert [exactly(WebhookDelivery, d) for d in repos.webhooks.deliveries(hook.webhook_id, 10)] == [done]
     assert repos.webhooks.due(10**15, 10) == []
+
+
+# ------------------------------------------------------------------ workspaces and API keys
+
+def test_workspaces_come_back_as_records(repos):
+    workspace = Workspace(workspace_id=WS, name="Typed", plan="pro", created_ms=7, brand_name="Acme <Labs>",
+                          brand_tagline="Reports")
+    repos.workspaces.create(dataclasses.replace(workspace, document_count=9, key_count=9))  # counts start at 0
+    assert exactly(Workspace, repos.workspaces.get(WS)) == workspace
+    assert repos.workspaces.get("ws_missing") is None
+
+    assert exactly(Workspace, repos.workspaces.set_plan(WS, "free")) == dataclasses.replace(workspace, plan="free")
+    cleared = repos.workspaces.set_fields(WS, {"brand_name": None, "brand_tagline": None, "name": "Renamed"})
+    assert exactly(Workspace, cleared) == dataclasses.replace(workspace, plan="free", name="Renamed",
+                                                              brand_name=None, brand_tagline=None)
+    assert repos.workspaces.get(WS) == cleared
+
+    create(repos, 1)  # counted with the document, in its own atomic step
+    counted = exactly(Workspace, repos.workspaces.get(WS))
+    assert (counted.document_count, counted.key_count) == (1, 0)
+    assert type(counted.version_total) is int and type(counted.storage_bytes) is int
+
+
+def test_api_keys_come_back_as_records(repos):
+    make_workspace(repos)
+    key = ApiKey(key_id="key_typed0001", workspace_id=WS, key_hash="a" * 64, name="CI", prefix="dpk_AbCdEf…",
+                 created_ms=10)
+    repos.keys.create(key, 2)
+
+    stored = exactly(ApiKey, repos.keys.get(key.key_id))
+    assert dataclasses.replace(stored, write_logs=()) == key
+    # The write log as the store keeps it: one log, or every shard; never used yet.
+    assert stored.write_logs and all(type(log) is KeyWriteLog for log in stored.write_logs)
+    assert [log.shard for log in stored.write_logs] == list(range(len(stored.write_logs)))
+    assert all(log.seq == 0 and log.times == () for log in stored.write_logs) and stored.writes == []
+    assert repos.keys.get("key_missing00") is None
+
+    with_key, _, _ = repos.documents.get_with_key(key.key_id)
+    assert exactly(ApiKey, with_key) == stored
+    assert [exactly(ApiKey, k) for k in repos.keys.list_for_workspace(WS)] == [stored]
+    assert repos.workspaces.get(WS).key_count == 1
+
+    revoked = exactly(ApiKey, repos.keys.revoke(key.key_id, 99))
+    assert revoked == dataclasses.replace(stored, revoked_at=99)
+    assert repos.keys.get(key.key_id) == revoked
+    assert repos.keys.revoke(key.key_id, 150) == revoked  # once
+    assert repos.keys.revoke("key_missing00", 150) is None
+    assert repos.workspaces.get(WS).key_count == 0
+
+
+def test_the_key_cap_reports_the_workspace_as_a_record(repos):
+    make_workspace(repos)
+    first = ApiKey(key_id="key_cap000001", workspace_id=WS, key_hash="b" * 64, name="one", created_ms=1)
+    repos.keys.create(first, 1)
+    with pytest.raises(KeyCapReached) as refused:
+        repos.keys.create(dataclasses.replace(first, key_id="key_cap000002"), 1)
+    assert exactly(Workspace, refused.value.workspace).key_count == 1
+    with pytest.raises(KeyCapReached) as missing:
+        repos.keys.create(dataclasses.replace(first, key_id="key_cap000003", workspace_id="ws_missing"), None)
+    assert missing.value.workspace is None
+
+
+# ------------------------------------------------------------------ documents, versions, share links (DocumentRepository)
+
+def test_documents_versions_share_links_and_idempotency_come_back_as_records(repos):
+    from chalicelib.ports import IdempotencyRecord
+    from chalicelib.ports.records import Document, DocumentListing, ShareLink, StoredIdempotency, Version
+    from chalicelib.ports.repositories import LISTING
+    from tests.contract.test_repository_contract import add_key, new_doc
+
+    make_workspace(repos, plan="pro")
+    add_key(repos)
+    doc, first = new_doc(1)
+    doc = dataclasses.replace(doc, description="typed", share_enabled=False, share_expires_ms=1_900_000_000_000,
+                              share_access="workspace")
+    idem = IdempotencyRecord("k1", "d" * 64, "hash-a", '{"document_id": "x"}', expires_at=1000, now=10)
+    repos.documents.create(doc, first, 5, ("pro",), None, idem)
+    assert exactly(Document, repos.documents.get(doc.document_id)) == doc
+    assert {k: exactly(Document, v) for k, v in repos.documents.get_many([doc.document_id]).items()} \
+        == {doc.document_id: doc}
+
+    files = ({"path": "style.css", "size_bytes": 12, "sha256": "ab" * 32},)
+    second = Version(version_id="v_typed_2", number=2, created_ms=5000, size_bytes=40,
+                     blob_key="documents/ws/d/v_typed_2.html", note="two", format="markdown", files=files)
+    repos.documents.append_version(doc, second, {"title": "Two", "latest_content": "markdown files"}, None, None)
+    after = dataclasses.replace(doc, title="Two", latest_content="markdown files", version_count=2,
+                                latest_version_id=second.version_id, latest_size=second.size_bytes,
+                                updated_ms=second.created_ms)
+    stored, versions = repos.documents.get_with_versions(doc.document_id)
+    assert exactly(Document, stored) == after
+    assert [exactly(Version, v) for v in versions] == [first, second]
+    assert exactly(Version, repos.documents.get_version(doc.document_id, 2)) == second
+    assert all(type(f["size_bytes"]) is int for f in second.files)
+
+    share, found, workspace, shown = repos.documents.get_for_share(doc.share_id, 2)
+    assert exactly(ShareLink, share) == ShareLink(doc.share_id, doc.document_id, WS)
+    assert exactly(Workspace, workspace) == repos.workspaces.get(WS)
+    assert exactly(ShareLink, repos.documents.get_share(doc.share_id)) == share
+    assert exactly(Document, found) == after and exactly(Version, shown) == second
+
+    listing = DocumentListing(**{name: getattr(after, name) for name in LISTING})
+    page, cursor = repos.documents.list_page(WS, 10, None)
+    assert [exactly(DocumentListing, d) for d in page] == [listing] and cursor is None
+    assert [exactly(DocumentListing, d) for d in repos.documents.list_all(WS)] == [listing]
+
+    answer = StoredIdempotency(key_id="k1", key_digest="d" * 64, request_hash="hash-a",
+                               response_json='{"document_id": "x"}', expires_at=1000)
+    assert exactly(StoredIdempotency, repos.documents.get_idempotency("k1", "d" * 64)) == answer
+    _key, with_key, replay = repos.documents.get_with_key("k1", doc.document_id, "d" * 64)
+    assert exactly(Document, with_key) == after and exactly(StoredIdempotency, replay) == answer
+
+    changed = repos.documents.update_fields(after, {"description": "changed", "share_expires_ms": None})
+    assert exactly(Document, changed) == dataclasses.replace(after, description="changed", share_expires_ms=None)
+    locked = repos.documents.set_passphrase(changed, "hash1")
+    assert exactly(Document, locked) == dataclasses.replace(changed, passphrase_hash="hash1", passphrase_epoch=1)
+    assert repos.documents.get(doc.document_id) == locked

@@ -51,7 +51,7 @@ def test_the_workspace_write_limit_holds_over_any_rolling_minute(services, clock
     assert "all keys" in refused.value.message
     # Refused: nothing written, no slot taken.
     doc, versions = services.documents.ctx.documents.get_with_versions(document_id)
-    assert doc["version_count"] == 120 and len(versions) == 120
+    assert doc.version_count == 120 and len(versions) == 120
     clock.now = boundary + 59  # the 120 writes of :59 have left the window
     assert _publish(services, keys[0], "<p>later</p>", document_id).response.version_number == 121
 
@@ -134,13 +134,13 @@ def test_a_file_over_the_quota_is_refused_and_nothing_is_half_written(services, 
     assert "adds 1,008 bytes" in refused.value.message  # its page and its one new file
     ctx = services.documents.ctx
     doc, versions = ctx.documents.get_with_versions(v1.document_id)
-    assert doc["version_count"] == 2 and len(versions) == 2
+    assert doc.version_count == 2 and len(versions) == 2
     assert _usage(services, key) == 1070
     import hashlib
 
     from chalicelib.ports import file_prefix
 
-    stored = {key.rsplit("/", 1)[1] for key, _ in ctx.blobs.list_keys(file_prefix(doc["workspace_id"]))}
+    stored = {key.rsplit("/", 1)[1] for key, _ in ctx.blobs.list_keys(file_prefix(doc.workspace_id))}
     assert hashlib.sha256(CSS.encode()).hexdigest() in stored
     assert hashlib.sha256(big.encode()).hexdigest() not in stored  # the refused version's file was removed
     with pytest.raises(PlanLimitReached):  # a new document with the file: refused the same way

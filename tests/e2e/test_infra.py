@@ -709,9 +709,19 @@ out = ""
 if args[:2] == ["sts", "get-caller-identity"]:
     out = "123456789012"
 elif args[:2] == ["cloudformation", "package"]:
+    # As the real CLI: the template, re-serialised with `--use-json`'s indent of 4.
+    source = json.loads(Path(args[args.index("--template-file") + 1]).read_text())
     target = args[args.index("--output-template-file") + 1]
-    Path(target).write_text("{}")
+    Path(target).write_text(json.dumps(source, indent=4, ensure_ascii=False))
 elif args[:2] == ["cloudformation", "deploy"]:
+    # As the real CLI and CloudFormation: over 51,200 bytes only through S3, and 1 MB at most.
+    size = Path(args[args.index("--template-file") + 1]).stat().st_size
+    if size > 51200 and "--s3-bucket" not in args:
+        print("Templates with a size greater than 51,200 bytes must be deployed via an S3 Bucket.", file=sys.stderr)
+        sys.exit(255)
+    if size > 1000000:
+        print(f"An error occurred (ValidationError): Template may not exceed 1000000 bytes ({size})", file=sys.stderr)
+        sys.exit(255)
     overrides = args[args.index("--parameter-overrides") + 1:]
     data["exists"] = True
     for item in overrides:
@@ -741,13 +751,13 @@ if out:
 '''
 
 
-def run_deploy(tmp_path: Path, state: Path, **env_extra) -> list[list[str]]:
+def run_deploy(tmp_path: Path, state: Path, template: str = "{}", **env_extra) -> list[list[str]]:
     fake = tmp_path / "aws"
     fake.write_text(FAKE_AWS.replace("PYTHON", sys.executable, 1))
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     build = tmp_path / "build"
     build.mkdir(exist_ok=True)
-    (build / "sam.json").write_text("{}")
+    (build / "sam.json").write_text(template)
     env = {"PATH": os.environ["PATH"], "AWS_CLI": str(fake), "FAKE_AWS_STATE": str(state),
            "AWS_REGION": "eu-west-1", "STAGE": "prod", "BUILD_DIR": str(build), **env_extra}
     result = subprocess.run(["bash", str(ROOT / "infra" / "deploy.sh")], env=env, capture_output=True,
@@ -773,6 +783,34 @@ def test_first_deploy_points_share_links_at_cloudfront_then_keeps_it(tmp_path):
                                  "index_projection": "narrow"}))
     again = [c for c in run_deploy(tmp_path, state) if c[:2] == ["cloudformation", "deploy"]]
     assert len(again) == 1 and not any(a.startswith("PublicBaseUrl=") for a in again[0])
+
+
+def test_the_packaged_template_reaches_cloudformation_through_s3_within_its_limit(tmp_path, build):
+    """Found in review: deploy.sh passed the packaged template to `cloudformation deploy`
+    without `--s3-bucket` (refused over 51,200 bytes), and `cloudformation package
+    --use-json` writes it indented: 1.36 MB, over CloudFormation's 1 MB."""
+    from infra.package import TEMPLATE_S3_LIMIT
+
+    state = tmp_path / "state.json"
+    calls = run_deploy(tmp_path, state, template=(build / "sam.json").read_text())
+    deploys = [c for c in calls if c[:2] == ["cloudformation", "deploy"]]
+    assert deploys and all(c[c.index("--s3-bucket") + 1] == "docpub-artifacts-123456789012-eu-west-1"
+                           for c in deploys)
+    packaged = (tmp_path / "build" / "packaged.json").stat().st_size
+    assert packaged <= TEMPLATE_S3_LIMIT * 0.6, packaged  # room for more routes
+    assert json.loads((tmp_path / "build" / "packaged.json").read_text()) == json.loads((build / "sam.json").read_text())
+
+
+def test_a_template_over_cloudformations_limit_is_refused_before_deploying(tmp_path):
+    from infra.package import TEMPLATE_S3_LIMIT
+
+    state = tmp_path / "state.json"
+    fake = tmp_path / "aws"
+    big = json.dumps({"Description": "x" * (TEMPLATE_S3_LIMIT + 1)})
+    with pytest.raises(AssertionError, match="CloudFormation takes at most"):
+        run_deploy(tmp_path, state, template=big)
+    assert fake.exists()
+    assert not any(c[:2] == ["cloudformation", "deploy"] for c in json.loads(state.read_text())["calls"])
 
 
 def test_a_stack_made_before_narrow_indexes_keeps_all_projections(tmp_path):
@@ -1071,7 +1109,7 @@ def orphan_sweep_calls(aws_storage, clock, monkeypatch):
     who = credentials_from_key(key.api_key)
     kept = DocumentService(ctx).publish(who, PublishRequest(title="Kept", html="<p>kept</p>")).response
     gone = DocumentService(ctx).publish(who, PublishRequest(title="Gone", html="<p>gone</p>")).response
-    ws = ctx.documents.get(kept.document_id)["workspace_id"]
+    ws = ctx.documents.get(kept.document_id).workspace_id
     ctx.documents.begin_delete(ctx.documents.get(gone.document_id))  # a delete cut off half-way
     ctx.blobs.put_html(f"documents/{ws}/{kept.document_id}/v_orphan.html", b"<p>orphan</p>")
     ctx.blobs.put_file(f"files/{ws}/{'0' * 64}", b"unreferenced")

@@ -87,7 +87,7 @@ def test_a_retry_of_a_committed_transaction_succeeds_on_its_token(setup, faults)
     faults.commit_then_fail(times=1)
     assert edit(documents, who, document_id).version_number == 2
     doc, versions = ctx.documents.get_with_versions(document_id)
-    assert doc["version_count"] == 2 and [v["number"] for v in versions] == [1, 2]
+    assert doc.version_count == 2 and [v.number for v in versions] == [1, 2]
 
 
 def test_throttling_inside_a_transaction_is_retried(setup, faults):
@@ -105,7 +105,7 @@ def test_a_plain_write_that_meets_a_transaction_is_retried(setup, faults, clock)
     doc = ctx.documents.get(document_id)
     hook = faults.fail("dynamodb", "UpdateItem", "TransactionConflictException", 400, times=2)
     ctx.documents.update_fields(doc, {"title": "Renamed"})
-    assert hook.calls == 3 and ctx.documents.get(document_id)["title"] == "Renamed"
+    assert hook.calls == 3 and ctx.documents.get(document_id).title == "Renamed"
 
 
 def test_conflicts_past_the_bound_answer_503_with_retry_after_and_store_nothing(setup, api, faults):
@@ -120,7 +120,7 @@ def test_conflicts_past_the_bound_answer_503_with_retry_after_and_store_nothing(
     assert hook.calls == table_module.RETRY.attempts  # bounded, not 50 service-level rounds
     faults.clear()
     doc, versions = ctx.documents.get_with_versions(document_id)
-    assert doc["version_count"] == 1 and len(versions) == 1
+    assert doc.version_count == 1 and len(versions) == 1
     after = {o["Key"] for o in aws.s3().list_objects_v2(Bucket=config.bucket_name()).get("Contents", [])}
     assert after == before  # the refused version's object was discarded
 
@@ -191,4 +191,4 @@ def test_forty_concurrent_edits_through_one_key_under_its_limit_get_no_429(stora
     results, failures = run_together([lambda i=i: one(i) for i in range(40)])
     assert failures == [] and results == [2] * 40, results
     assert counted.calls / 40 <= 5, counted.calls  # was ~10 per acknowledged edit
-    assert len(ctx.keys.get(key.key_id)["writes"]) == 40
+    assert len(ctx.keys.get(key.key_id).writes) == 40

@@ -1,6 +1,7 @@
 """Passphrase protection: the Pro-only REST routes, the unlock flow, cookies, rate limit."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -75,15 +76,15 @@ def test_passphrase_route_errors(client, pro, workspace):
 def test_passphrase_is_stored_as_argon2id_only(client, services, protected):
     doc, key = protected
     item = services.documents.ctx.documents.get(doc["document_id"])
-    assert item["passphrase_hash"].startswith("$argon2id$")
-    assert PASS not in json.dumps(item, default=str)
+    assert item.passphrase_hash.startswith("$argon2id$")
+    assert PASS not in json.dumps(dataclasses.asdict(item), default=str)
     status, detail = get_json(client, f"/api/v1/documents/{doc['document_id']}", key)
     assert detail["passphrase_protected"] is True
     assert client.http.delete(f"/api/v1/documents/{doc['document_id']}/passphrase",
                               headers=auth(key)).status_code == 204
     status, detail = get_json(client, f"/api/v1/documents/{doc['document_id']}", key)
     assert detail["passphrase_protected"] is False
-    assert "passphrase_hash" not in services.documents.ctx.documents.get(doc["document_id"])
+    assert services.documents.ctx.documents.get(doc["document_id"]).passphrase_hash is None
 
 
 def test_downgraded_workspace_can_still_remove_its_passphrase(client, services, pro, protected):

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from chalicelib.ports.records import Workspace
 from tests.helpers import auth, post_json
 from tests.sharing_helpers import get_json, publish, send_feedback
 
@@ -318,12 +319,16 @@ def test_activity_positions_are_exactly_once(storage, ctx, clock):
     from chalicelib.ports.records import Feedback
     from chalicelib.services.events import make_event
 
-    ctx.workspaces.create({"id": "ws_a", "name": "A", "plan": "free", "created_ms": 1})
-    doc = {"document_id": "00000000-0000-4000-8000-000000000001", "workspace_id": "ws_a", "title": "t",
-           "description": "", "share_id": "share000001ws_aaaaaa", "created_ms": 1, "updated_ms": 1,
-           "version_count": 1, "latest_version_id": "v_1", "latest_size": 1, "open_feedback_count": 0}
-    ctx.documents.create(doc, {"version_id": "v_1", "number": 1, "note": None, "created_ms": 1, "size_bytes": 1,
-                               "blob_key": "documents/ws_a/x/v_1.html"}, 5, ("pro",), None, None)
+    ctx.workspaces.create(Workspace("ws_a", "A", "free", 1))
+    from chalicelib.ports.records import Document, Version
+
+    doc = {"document_id": "00000000-0000-4000-8000-000000000001"}
+    ctx.documents.create(
+        Document(document_id=doc["document_id"], workspace_id="ws_a", title="t", description="",
+                 share_id="share000001ws_aaaaaa", created_ms=1, updated_ms=1, version_count=1,
+                 latest_version_id="v_1", latest_size=1, open_feedback_count=0),
+        Version(version_id="v_1", number=1, note=None, created_ms=1, size_bytes=1,
+                blob_key="documents/ws_a/x/v_1.html"), 5, ("pro",), None, None)
 
     def post(n, at_ms):
         item = Feedback(feedback_id=f"fb_{n:012d}", document_id=doc["document_id"], workspace_id="ws_a",

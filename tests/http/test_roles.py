@@ -108,7 +108,7 @@ def test_every_rest_route_runs_the_role_check_and_a_viewer_key_writes_nothing(cl
     # Nothing a viewer sent changed the document.
     from chalicelib import wiring as registry
 
-    assert registry.documents().ctx.documents.get(world["document_id"])["version_count"] == 1
+    assert registry.documents().ctx.documents.get(world["document_id"]).version_count == 1
 
 
 def _tool_arguments(fn, world) -> dict:

@@ -4,6 +4,7 @@ composition root (the only module outside the adapters that imports one)."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -122,6 +123,9 @@ def test_every_aws_repository_raises_the_ports_errors_only():
 # The records the ports speak so far (chalicelib/ports/records.py; docs/architecture.md "Records").
 TYPED = ("Feedback", "Reply", "Event", "Webhook", "WebhookSecret", "WebhookDelivery", "User", "DashboardSession",
          "Member", "AccountToken", "ActivityEntry", "PendingInvalidation", "RateLog")
+# DocumentRepository's records (documents, versions, share links, idempotency answers).
+TYPED += ("Document", "DocumentListing", "Version", "ShareLink", "StoredIdempotency")
+TYPED += ("Workspace", "ApiKey", "KeyWriteLog")
 DYNAMODB_WORDS = ("PK", "SK", "GSI", "s3_key", "ConditionalCheckFailed", "LastEvaluatedKey", "TransactWriteItems")
 
 
@@ -144,6 +148,47 @@ def test_records_and_ports_speak_storage_language():
     assert fields == []
 
 
+SQL_WORDS = ("rowid", "row", "rows", "column", "columns", "sql", "sqlite", "table")
+
+
+def test_record_fields_speak_no_sql():
+    """No SQLite word among a record's fields either (an adapter's columns stay in the adapter)."""
+    import dataclasses
+    import re
+
+    import chalicelib.ports.records as records
+
+    pattern = re.compile(r"(^|_)(" + "|".join(SQL_WORDS) + r")(_|$)")
+    typed = [v for v in vars(records).values() if isinstance(v, type) and dataclasses.is_dataclass(v)]
+    assert [f"{t.__name__}.{f.name}" for t in typed for f in dataclasses.fields(t) if pattern.search(f.name)] == []
+
+
+# Ports whose every method takes and returns records (no `Record` dict, no dict of fields).
+TYPED_PORTS = ("WorkspaceRepository", "ApiKeyRepository")
+TYPED_PORTS += ("DocumentRepository",)
+# A mapping by id of records is typed (DocumentRepository.get_many: dict[str, Document]).
+_RECORDS_BY_ID = re.compile(r"dict\[str, (?!Any\b|Record\b)[A-Z]\w*\]")
+
+
+def test_typed_ports_take_and_return_no_dicts():
+    import inspect
+    import re
+
+    import chalicelib.ports.repositories as repositories
+
+    untyped = []
+    for name in TYPED_PORTS:
+        for method, function in vars(getattr(repositories, name)).items():
+            if not inspect.isfunction(function) or method.startswith("_"):
+                continue
+            for arg, annotation in function.__annotations__.items():
+                if re.search(r"\b(Record|dict|Dict|Any)\b", _RECORDS_BY_ID.sub("", str(annotation))):
+                    untyped.append(f"{name}.{method} {arg}: {annotation}")
+    assert untyped == []
+    key_member = repositories.DocumentRepository.get_with_key.__annotations__["return"]
+    assert str(key_member).startswith("tuple[Optional[ApiKey],")
+
+
 def test_typed_records_are_frozen():
     import dataclasses
 
@@ -152,3 +197,14 @@ def test_typed_records_are_frozen():
     for name in TYPED:
         cls = getattr(records, name)
         assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, name
+
+
+# SQL's statements and clauses: none in a port's source (record fields: test_record_fields_speak_no_sql).
+SQL_STATEMENT_WORDS = ("SELECT", "INSERT", "WHERE", "PRAGMA", "ROWID")
+
+
+def test_ports_speak_no_sql():
+    pattern = re.compile(r"\b(" + "|".join(SQL_STATEMENT_WORDS) + r")\b")
+    found = [f"{_rel(p)}:{n}: {m.group(0)}" for p in _sources(CHALICELIB / "ports")
+             for n, line in enumerate(p.read_text().splitlines(), 1) for m in pattern.finditer(line)]
+    assert found == []

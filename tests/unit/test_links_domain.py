@@ -2,6 +2,8 @@
 and which changes withdraw access."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from chalicelib.domain import links
@@ -10,25 +12,33 @@ from chalicelib.errors import ValidationFailed
 NOW = 1_795_000_000_000  # ms
 
 
+def settings(fields=None):
+    """A document's link settings (ports.records.Document has these attributes)."""
+    fields = fields or {}
+    return SimpleNamespace(share_enabled=fields.get("share_enabled", True),
+                           share_expires_ms=fields.get("share_expires_ms"),
+                           share_access=fields.get("share_access", "public"))
+
+
 def test_expired_exactly_at_the_instant():
-    doc = {"share_expires_ms": NOW}
+    doc = settings({"share_expires_ms": NOW})
     assert not links.expired(doc, NOW - 1)
     assert links.expired(doc, NOW) and links.expired(doc, NOW + 1)
-    assert not links.expired({}, NOW) and not links.expired({"share_expires_ms": None}, NOW)
+    assert not links.expired(settings(), NOW) and not links.expired(settings({"share_expires_ms": None}), NOW)
 
 
 @pytest.mark.parametrize("left_ms, seconds", [
     (None, 60), (3_600_000, 60), (60_000, 60), (59_999, 59), (25_000, 25), (999, 0), (0, 0), (-5_000, 0)])
 def test_cache_lifetime_never_outlives_the_link(left_ms, seconds):
-    doc = {} if left_ms is None else {"share_expires_ms": NOW + left_ms}
+    doc = settings({} if left_ms is None else {"share_expires_ms": NOW + left_ms})
     assert links.cache_seconds(doc, NOW) == seconds
     if left_ms is not None:
         assert NOW + links.cache_seconds(doc, NOW) * 1000 <= max(NOW, NOW + left_ms)
 
 
 def test_enabled_unless_explicitly_false():
-    assert links.enabled({}) and links.enabled({"share_enabled": True})
-    assert not links.enabled({"share_enabled": False})
+    assert links.enabled(settings()) and links.enabled(settings({"share_enabled": True}))
+    assert not links.enabled(settings({"share_enabled": False}))
 
 
 @pytest.mark.parametrize("before, changes, withdraws", [
@@ -43,7 +53,7 @@ def test_enabled_unless_explicitly_false():
     ({}, {"title": "x"}, False),
 ])
 def test_which_changes_withdraw(before, changes, withdraws):
-    assert links.withdraws(before, changes, NOW) is withdraws
+    assert links.withdraws(settings(before), changes, NOW) is withdraws
 
 
 def test_parse_expiry_window():

@@ -18,6 +18,7 @@ from chalicelib.adapters.mail import build_mailer
 from chalicelib.adapters.mail.outbox import OutboxMailer, read_outbox
 from chalicelib.adapters.mail.smtp import SmtpMailer
 from chalicelib.ports.mail import MailUndeliverable, OutgoingMail
+from chalicelib.ports.records import Workspace
 from chalicelib.services import mailing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,10 +50,10 @@ def test_html_part_escapes_what_it_shows(tmp_path):
 
 def test_branding_appears_on_a_pro_workspaces_messages():
     branded = mailing.render("invite", "x@example.com", mailing.branding_of(
-        {"plan": "pro", "brand_name": "Acme Docs", "brand_tagline": "Reports"}),
+        Workspace("ws_1", "Acme", "pro", 1, brand_name="Acme Docs", brand_tagline="Reports")),
         link="http://h/i", inviter="a", workspace_name="Acme", role="viewer", role_article="a", days=7)
     plain = mailing.render("invite", "x@example.com", mailing.branding_of(
-        {"plan": "free", "brand_name": "Acme Docs"}),
+        Workspace("ws_1", "Acme", "free", 1, brand_name="Acme Docs")),
         link="http://h/i", inviter="a", workspace_name="Acme", role="viewer", role_article="a", days=7)
     assert "Acme Docs · Reports" in branded.html and "Acme Docs" not in plain.html
 

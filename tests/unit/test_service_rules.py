@@ -126,7 +126,7 @@ def test_deleting_a_document_deletes_its_feedback_without_importing_feedback(ctx
     from chalicelib.ports.records import Feedback
 
     item = Feedback(feedback_id="fb_direct0000", document_id=document_id, workspace_id=ctx.documents.get(
-        document_id)["workspace_id"], version_id="v_x", version_number=1, message="m", name=None, quote=None,
+        document_id).workspace_id, version_id="v_x", version_number=1, message="m", name=None, quote=None,
         status="open", created_ms=ctx.now_ms())
     ctx.feedback.create(item, None)
     documents.DocumentService(ctx).delete(who, document_id)

@@ -9,6 +9,7 @@ import tracemalloc
 
 import pytest
 
+from chalicelib.ports.records import Document, Version
 from chalicelib.services.context import Context
 from chalicelib.services.maintenance import sweep_orphans
 
@@ -44,7 +45,10 @@ class Documents:
         self.real = real
 
     def get_with_versions(self, document_id):
-        return {"document_id": document_id}, [{"version_id": "v0"}, {"version_id": "v1"}]
+        doc = Document(document_id=document_id, workspace_id="ws", title="t", share_id="s", created_ms=0,
+                       updated_ms=0, version_count=2, latest_version_id="v1", latest_size=1)
+        return doc, [Version(version_id=f"v{n}", number=n + 1, created_ms=0, size_bytes=1, blob_key="k")
+                     for n in range(2)]
 
     def __getattr__(self, name):
         return getattr(self.real, name)

@@ -36,7 +36,7 @@ def link(storage, clock, monkeypatch):
 
 
 def view(views: ViewService, doc: dict, n: int, version: int | None = None):
-    return views.record(doc["share_id"], version, None, f"198.51.100.{n % 250}", CHROME, {})
+    return views.record(doc.share_id, version, None, f"198.51.100.{n % 250}", CHROME, {})
 
 
 def calls_of(operation: str) -> Faults:
@@ -54,12 +54,12 @@ def test_views_are_added_up_and_written_once_per_interval(link, clock, monkeypat
         for n in range(1, 200):  # 199 more within the same second: added up
             view(views, doc, n)
         assert updates.calls - written_first == 199  # only the per-address cap items
-        assert views.buffer.pending() == 199 and views.totals(doc["document_id"])[0] == 1
+        assert views.buffer.pending() == 199 and views.totals(doc.document_id)[0] == 1
         clock.advance(1)
         view(views, doc, 200)  # the next beacon after the interval writes them
     finally:
         faults.clear()
-    assert views.buffer.pending() == 0 and views.totals(doc["document_id"])[0] == 201
+    assert views.buffer.pending() == 0 and views.totals(doc.document_id)[0] == 201
     # one write per counter item (day, version, total) for the 200 views of the second flush
     counter_writes = [b for b in updates.bodies if b["Key"]["PK"]["S"].startswith("VIEWS#")]
     assert len(counter_writes) == 6
@@ -69,7 +69,7 @@ def test_without_an_interval_every_view_is_written(link):
     ctx, views, doc = link
     for n in range(5):
         view(views, doc, n)
-    assert views.buffer.pending() == 0 and views.totals(doc["document_id"])[0] == 5
+    assert views.buffer.pending() == 0 and views.totals(doc.document_id)[0] == 5
 
 
 def test_without_an_interval_a_view_stamped_before_the_last_flush_is_written():
@@ -105,7 +105,7 @@ def test_a_failed_flush_keeps_the_views_for_the_next_one(link, clock, monkeypatc
     monkeypatch.setattr(ctx.views, "add_view", real)
     clock.advance(1)
     view(views, doc, 11)
-    assert views.buffer.pending() == 0 and views.totals(doc["document_id"])[0] == 12
+    assert views.buffer.pending() == 0 and views.totals(doc.document_id)[0] == 12
 
 
 def test_per_version_counts_live_in_their_own_items(link):
@@ -113,23 +113,23 @@ def test_per_version_counts_live_in_their_own_items(link):
     for n, version in enumerate((1, 2, 3, 3, None)):
         view(views, doc, n, version)
     items = aws.dynamodb().query(TableName=config.table_name(), KeyConditionExpression="PK = :pk",
-                                 ExpressionAttributeValues={":pk": {"S": f"VIEWS#{doc['document_id']}"}})["Items"]
+                                 ExpressionAttributeValues={":pk": {"S": f"VIEWS#{doc.document_id}"}})["Items"]
     assert not any(name.startswith("v#") for item in items for name in item)  # nothing grows with versions
     per_version = [i for i in items if i["SK"]["S"].startswith("P#")]
     assert len({i["SK"]["S"].rsplit("#", 1)[0] for i in per_version}) == 3
-    stats = views.stats_for(doc["document_id"], [], 30)
-    counts = views.counts(doc["document_id"], 30)[1]
+    stats = views.stats_for(doc.document_id, [], 30)
+    counts = views.counts(doc.document_id, 30)[1]
     assert stats.views_total == 5 and sorted(counts.versions.values()) == [1, 1, 3]
 
 
 def test_counts_written_by_the_old_layout_are_still_read(link):
     ctx, views, doc = link
-    version_id = doc["latest_version_id"]
+    version_id = doc.latest_version_id
     aws.dynamodb().put_item(TableName=config.table_name(), Item={
-        "PK": {"S": f"VIEWS#{doc['document_id']}"}, "SK": {"S": "T#03"}, "views": {"N": "7"},
+        "PK": {"S": f"VIEWS#{doc.document_id}"}, "SK": {"S": "T#03"}, "views": {"N": "7"},
         f"v#{version_id}": {"N": "7"}, "last_ms": {"N": "1"}})
     view(views, doc, 0)
-    counts = views.counts(doc["document_id"], 30)[1]
+    counts = views.counts(doc.document_id, 30)[1]
     assert counts.total == 8 and counts.versions[version_id] == 8
 
 
@@ -174,4 +174,4 @@ def test_pages_never_use_the_beacons_cache(link, monkeypatch):
     view(views, doc, 0)
     ctx.documents.update_fields(doc, {"share_enabled": False})
     with pytest.raises(NotFound):
-        ShareService(ctx).page(doc["share_id"])
+        ShareService(ctx).page(doc.share_id)

@@ -9,7 +9,7 @@ key's rate slot and the idempotency record commit together or not at all.
 from __future__ import annotations
 
 import dataclasses
-from typing import Iterable, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 from chalicelib.adapters.aws.events import add_event
 from chalicelib.adapters.aws.rates import add_rate_claim
@@ -20,8 +20,13 @@ from chalicelib.adapters.aws.keys import (
     idempotency_key, share_key, version_item_key, workspace_key, write_shard_key, write_shard_keys,
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
-from chalicelib.adapters.aws.workspaces import with_write_logs
+from chalicelib.adapters.aws.workspaces import with_write_logs, workspace_record
+from chalicelib.ports.records import ApiKey
 from chalicelib.ports.records import ActivityEntry, Event, OutcomeUnknown, WriteRefused
+from chalicelib.ports.records import (
+    Document, DocumentListing, ShareLink, StoredIdempotency, Version, Workspace, fields_of, from_fields,
+)
+from chalicelib.ports.repositories import DocumentFields
 from chalicelib.ports.records import (
     BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, StaleDocument,
 )
@@ -105,11 +110,11 @@ def _add_window(tx: Transaction, quota: Quota, guards: dict) -> None:
 
 
 
-def _file_counts(versions: Iterable[dict]) -> dict[str, int]:
+def _file_counts(versions: Iterable[Version]) -> dict[str, int]:
     """sha256 -> how many of `versions` refer to it (a file twice in one version counts once)."""
     counts: dict[str, int] = {}
     for version in versions:
-        for sha in {f["sha256"] for f in version.get("files") or ()}:
+        for sha in {f["sha256"] for f in version.files}:
             counts[sha] = counts.get(sha, 0) + 1
     return counts
 
@@ -194,21 +199,51 @@ class FileRefs:
 FILE_ATTEMPTS = 5  # a release whose counts moved under it reads them again
 
 
-def version_item(version: dict) -> dict:
+def version_item(version: Version) -> dict[str, Any]:
     """A version record as its item: the blob's key is stored as `s3_key` (the item's
-    name for it since the first release; old items keep working)."""
-    item = {k: v for k, v in version.items() if k != "blob_key"}
-    item["s3_key"] = version["blob_key"]
+    name for it since the first release; old items keep working); `format` and
+    `files` only when there are some."""
+    item = {k: v for k, v in fields_of(version).items() if k not in ("blob_key", "files", "format")}
+    item["s3_key"] = version.blob_key
+    if version.format is not None:
+        item["format"] = version.format
+    if version.files:
+        item["files"] = [dict(f) for f in version.files]
     return item
 
 
-def version_record(item: Optional[dict]) -> Optional[dict]:
-    """A version item as the port's record (`blob_key`, no `s3_key`)."""
+def version_record(item: Optional[Mapping[str, Any]]) -> Optional[Version]:
+    """A version item as the port's record (`blob_key`, no `s3_key`; a file's size an int)."""
     if item is None:
         return None
-    record = {k: v for k, v in item.items() if k != "s3_key"}
-    record["blob_key"] = item.get("s3_key")
-    return record
+    files = tuple({**f, "size_bytes": int(f["size_bytes"])} for f in item.get("files") or ())
+    return from_fields(Version, {**item, "blob_key": item.get("s3_key"), "files": files})
+
+
+def document_record(item: Optional[Mapping[str, Any]]) -> Optional[Document]:
+    """A document item as the port's record (its keys and index keys left behind)."""
+    return from_fields(Document, item) if item is not None else None
+
+
+# A new document's item leaves out what reads as absent (`deleting` is a condition:
+# attribute_not_exists) and what the adapter counts itself (`create` sets the usage).
+_NOT_STORED_NEW = ("deleting", "stored_bytes", "counted_versions", "has_files")
+
+
+def document_item(doc: Document) -> dict[str, Any]:
+    """A new document's attributes (None values are not stored)."""
+    return {k: v for k, v in fields_of(doc).items() if k not in _NOT_STORED_NEW and v is not None}
+
+
+def _share(share_id: str, item: Optional[Mapping[str, Any]]) -> Optional[ShareLink]:
+    return from_fields(ShareLink, {**item, "share_id": share_id}) if item is not None else None
+
+
+def _idempotency(key_id: str, key_digest: str, item: Optional[Mapping[str, Any]]) -> Optional[StoredIdempotency]:
+    if item is None:
+        return None
+    return StoredIdempotency(key_id=key_id, key_digest=key_digest, request_hash=item["request_hash"],
+                             response_json=item["response"], expires_at=int(item["expires_at"]))
 
 
 @storage_errors
@@ -217,21 +252,22 @@ class DocumentRepository:
         self.table = table or Table()
 
     # reads
-    def get(self, document_id: str) -> Optional[dict]:
-        return self.table.get(document_key(document_id))
+    def get(self, document_id: str) -> Optional[Document]:
+        return document_record(self.table.get(document_key(document_id)))
 
-    def get_many(self, document_ids: Iterable[str]) -> dict[str, dict]:
+    def get_many(self, document_ids: Iterable[str]) -> dict[str, Document]:
         """One BatchGetItem (its limit is 100 keys)."""
         wanted = sorted(set(document_ids))[:100]
         if not wanted:
             return {}
         found = self.table.batch_get([document_key(document_id) for document_id in wanted])
-        return {document_id: item for document_id, item in zip(wanted, found) if item is not None}
+        return {document_id: from_fields(Document, item) for document_id, item in zip(wanted, found)
+                if item is not None}
 
     def get_with_key(self, key_id: str, document_id: Optional[str] = None,
                      idempotency_digest: Optional[str] = None
-                     ) -> tuple[Optional[dict], Optional[dict], Optional[dict]]:
-        """The API key item, and the document and idempotency record when asked
+                     ) -> tuple[Optional[ApiKey], Optional[Document], Optional[StoredIdempotency]]:
+        """The API key (with its write log), and the document and idempotency record when asked
         for, in one round trip: (key item, document, idempotency record)."""
         keys = [api_key_key(key_id), *write_shard_keys(key_id)]
         if document_id:
@@ -240,41 +276,43 @@ class DocumentRepository:
             keys.append(idempotency_key(key_id, idempotency_digest))
         found = self.table.batch_get(keys)
         key_item = with_write_logs(found[0], found[1:1 + WRITE_SHARDS])
-        doc = found[1 + WRITE_SHARDS] if document_id else None
-        idem = found[-1] if idempotency_digest else None
+        doc = document_record(found[1 + WRITE_SHARDS]) if document_id else None
+        idem = (_idempotency(key_id, idempotency_digest, found[-1]) if idempotency_digest else None)
         return key_item, doc, idem
 
-    def get_with_versions(self, document_id: str) -> tuple[Optional[dict], list[dict]]:
+    def get_with_versions(self, document_id: str) -> tuple[Optional[Document], list[Version]]:
         """Document and all its versions (oldest first) in one query of its partition."""
         items = self.table.query_all("PK = :pk", {":pk": document_pk(document_id)}, consistent=True)
-        doc = next((i for i in items if i["SK"] == "META"), None)
+        doc = document_record(next((i for i in items if i["SK"] == "META"), None))
         versions = [version_record(i) for i in items if i["SK"].startswith("V#")]
         return doc, [v for v in versions if v is not None]
 
-    def get_version(self, document_id: str, number: int) -> Optional[dict]:
+    def get_version(self, document_id: str, number: int) -> Optional[Version]:
         return version_record(self.table.get(version_item_key(document_id, number)))
 
-    def get_share(self, share_id: str) -> Optional[dict]:
-        return self.table.get(share_key(share_id))
+    def get_share(self, share_id: str) -> Optional[ShareLink]:
+        return _share(share_id, self.table.get(share_key(share_id)))
 
-    def list_page(self, workspace_id: str, limit: int, cursor: Optional[str]) -> tuple[list[dict], Optional[str]]:
+    def list_page(self, workspace_id: str, limit: int, cursor: Optional[str]
+                  ) -> tuple[list[DocumentListing], Optional[str]]:
         start = decode_cursor(cursor, ("PK", "SK", "GSI1PK", "GSI1SK"))
         if start is not None and start["GSI1PK"]["S"] != documents_index_pk(workspace_id):
             raise BadCursor("cursor belongs to another listing")
         items, last = self.table.query("GSI1PK = :pk", {":pk": documents_index_pk(workspace_id)},
                                        index="GSI1", limit=limit, start_key=start, forward=False,
                                        projected=DOCUMENT_LISTING)
-        return items, encode_cursor(last)
+        return [from_fields(DocumentListing, i) for i in items], encode_cursor(last)
 
-    def list_all(self, workspace_id: str) -> list[dict]:
-        return self.table.query_all("GSI1PK = :pk", {":pk": documents_index_pk(workspace_id)},
-                                    index="GSI1", forward=False, projected=DOCUMENT_LISTING)
+    def list_all(self, workspace_id: str) -> list[DocumentListing]:
+        return [from_fields(DocumentListing, i) for i in
+                self.table.query_all("GSI1PK = :pk", {":pk": documents_index_pk(workspace_id)},
+                                     index="GSI1", forward=False, projected=DOCUMENT_LISTING)]
 
-    def get_idempotency(self, key_id: str, key_digest: str) -> Optional[dict]:
-        return self.table.get(idempotency_key(key_id, key_digest))
+    def get_idempotency(self, key_id: str, key_digest: str) -> Optional[StoredIdempotency]:
+        return _idempotency(key_id, key_digest, self.table.get(idempotency_key(key_id, key_digest)))
 
     # writes
-    def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
+    def create(self, doc: Document, version: Version, max_documents: int, uncapped_plans: Iterable[str],
                slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
                activity: Optional[ActivityEntry] = None,
                event: Optional[Event] = None) -> None:
@@ -288,7 +326,7 @@ class DocumentRepository:
         values = {":one": 1, ":max": max_documents, **plans}
         counted: dict = {}
         names = {"#plan": "plan"} if plans else {}
-        usage, refs, held = self._files_usage(doc["workspace_id"], quota)
+        usage, refs, held = self._files_usage(doc.workspace_id, quota)
         if usage is not None and quota is not None:
             add, room, quota_names, quota_values = _usage_update(usage)
             update += " " + add
@@ -299,17 +337,17 @@ class DocumentRepository:
             if quota.files:
                 counted["has_files"] = True
         ws_index = tx.update(
-            workspace_key(doc["workspace_id"]), update, condition,
+            workspace_key(doc.workspace_id), update, condition,
             names=names or None, values=values, return_old=True,
         )
-        tx.put({**document_key(doc["document_id"]), **doc, **counted,
-                "GSI1PK": documents_index_pk(doc["workspace_id"]),
-                "GSI1SK": documents_sort_key(doc["updated_ms"], doc["document_id"])},
+        tx.put({**document_key(doc.document_id), **document_item(doc), **counted,
+                "GSI1PK": documents_index_pk(doc.workspace_id),
+                "GSI1SK": documents_sort_key(doc.updated_ms, doc.document_id)},
                "attribute_not_exists(PK)")
-        tx.put({**version_item_key(doc["document_id"], version["number"]), **version_item(version)},
+        tx.put({**version_item_key(doc.document_id, version.number), **version_item(version)},
                "attribute_not_exists(PK)")
-        tx.put({**share_key(doc["share_id"]), "document_id": doc["document_id"],
-                "workspace_id": doc["workspace_id"]}, "attribute_not_exists(PK)")
+        tx.put({**share_key(doc.share_id), "document_id": doc.document_id,
+                "workspace_id": doc.workspace_id}, "attribute_not_exists(PK)")
         if activity is not None:
             tx.put(activity_item(activity), "attribute_not_exists(PK)")
         add_event(tx, event)
@@ -318,7 +356,7 @@ class DocumentRepository:
             _add_window(tx, quota, guards)
         if refs is not None and quota is not None:
             guards.update({f"files{i}": index for i, index in enumerate(refs.add(tx, quota.files, held))})
-        refused = self._commit_version(tx, doc["document_id"], version, guards, usage)
+        refused = self._commit_version(tx, doc.document_id, version, guards, usage)
         if refused is not None:
             if refused.failed(ws_index):
                 old = refused.old_items[ws_index] or {}
@@ -327,34 +365,34 @@ class DocumentRepository:
                     plan, used = old.get("plan", ""), int(old.get("storage_bytes", 0))
                     raise QuotaReached(usage.refusal(plan, used) or "storage", used, plan,
                                        adding=usage.add_bytes) from refused
-                raise DocumentCapReached(refused.old_items[ws_index]) from refused
+                raise DocumentCapReached(workspace_record(refused.old_items[ws_index])) from refused
             raise refused
 
-    def append_version(self, doc: dict, version: dict, changes: dict,
+    def append_version(self, doc: Document, version: Version, changes: DocumentFields,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
                        quota: Optional[Quota] = None, activity: Optional[ActivityEntry] = None,
                        event: Optional[Event] = None) -> None:
         """Store version N+1 only if the document still has N versions (optimistic concurrency)."""
         tx = Transaction()
-        sets = {"version_count": version["number"], "latest_version_id": version["version_id"],
-                "latest_size": version["size_bytes"], "updated_ms": version["created_ms"],
-                "GSI1SK": documents_sort_key(version["created_ms"], doc["document_id"]), **changes}
-        usage, refs, held = self._files_usage(doc["workspace_id"], quota)
+        sets: dict[str, Any] = {"version_count": version.number, "latest_version_id": version.version_id,
+                                "latest_size": version.size_bytes, "updated_ms": version.created_ms,
+                                "GSI1SK": documents_sort_key(version.created_ms, doc.document_id), **changes}
+        usage, refs, held = self._files_usage(doc.workspace_id, quota)
         if quota is not None and quota.files:
             sets["has_files"] = True  # begin_delete releases its versions' files
         names = {f"#a{i}": k for i, k in enumerate(sets)}
         values = {f":a{i}": v for i, v in enumerate(sets.values())}
-        values.update({":prev": doc["version_count"], ":ws": doc["workspace_id"]})
+        values.update({":prev": doc.version_count, ":ws": doc.workspace_id})
         update = "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(sets)))
         if quota is not None:
             update += " ADD stored_bytes :sb, counted_versions :sone"
             values.update({":sb": quota.add_bytes, ":sone": 1})
         doc_index = tx.update(
-            document_key(doc["document_id"]), update,
+            document_key(doc.document_id), update,
             LIVE_DOCUMENT + " AND version_count = :prev",
             names=names, values=values, return_old=True,
         )
-        tx.put({**version_item_key(doc["document_id"], version["number"]), **version_item(version)},
+        tx.put({**version_item_key(doc.document_id, version.number), **version_item(version)},
                "attribute_not_exists(PK)")
         if activity is not None:
             tx.put(activity_item(activity), "attribute_not_exists(PK)")
@@ -362,15 +400,15 @@ class DocumentRepository:
         guards = Guards.add(tx, slot, idem)
         if quota is not None and usage is not None:
             add, room, quota_names, quota_values = _usage_update(usage)
-            guards["usage"] = tx.update(workspace_key(doc["workspace_id"]), add, f"attribute_exists(PK) AND {room}",
+            guards["usage"] = tx.update(workspace_key(doc.workspace_id), add, f"attribute_exists(PK) AND {room}",
                                         names=quota_names, values=quota_values, return_old=True)
             _add_window(tx, quota, guards)
             if refs is not None:
                 guards.update({f"files{i}": index for i, index in enumerate(refs.add(tx, quota.files, held))})
-        refused = self._commit_version(tx, doc["document_id"], version, guards, usage)
+        refused = self._commit_version(tx, doc.document_id, version, guards, usage)
         if refused is not None:
             if refused.failed(doc_index) or refused.failed(doc_index + 1):
-                raise StaleDocument(refused.old_items[doc_index]) from refused
+                raise StaleDocument(document_record(refused.old_items[doc_index])) from refused
             raise refused
 
     def _files_usage(self, workspace_id: str, quota: Optional[Quota]
@@ -385,7 +423,7 @@ class DocumentRepository:
         new_bytes = sum(size for sha, size in quota.files.items() if held.get(sha) is None)
         return dataclasses.replace(quota, add_bytes=quota.add_bytes + new_bytes), refs, held
 
-    def _commit_version(self, tx: Transaction, document_id: str, version: dict,
+    def _commit_version(self, tx: Transaction, document_id: str, version: Version,
                         guards: dict, quota: Optional[Quota] = None) -> Optional[ConditionFailed]:
         """Commit a transaction that stores `version`. None: it is stored (also when
         the answer was lost but the write was not). A guard's refusal (rate slot,
@@ -402,7 +440,7 @@ class DocumentRepository:
             return exc
         return None
 
-    def _settled(self, exc: Exception, document_id: str, version: dict) -> bool:
+    def _settled(self, exc: Exception, document_id: str, version: Version) -> bool:
         """After a write whose outcome is unknown (a timeout or 5xx, or a retry that
         failed conditions an earlier attempt may have changed): read what is true.
         True if our version is stored (the write committed); False otherwise: for
@@ -415,18 +453,19 @@ class DocumentRepository:
         is caught by the read: the version is there.)"""
         if isinstance(exc, ConditionFailed) and not exc.retried:
             return False
-        stored = self.table.get(version_item_key(document_id, version["number"]))
-        return stored is not None and stored.get("version_id") == version["version_id"]
+        stored = self.table.get(version_item_key(document_id, version.number))
+        return stored is not None and stored.get("version_id") == version.version_id
 
-    def update_fields(self, doc: dict, fields: dict, activity: Optional[ActivityEntry] = None) -> dict:
+    def update_fields(self, doc: Document, fields: DocumentFields,
+                      activity: Optional[ActivityEntry] = None) -> Document:
         """Change metadata (no version); refuses a document being deleted. With `activity`,
         its log entry is written in the same transaction (still one call)."""
         names = {f"#a{i}": k for i, k in enumerate(fields)}
         values = {f":a{i}": v for i, v in enumerate(fields.values())}
-        values[":ws"] = doc["workspace_id"]
+        values[":ws"] = doc.workspace_id
         if activity is not None:
             tx = Transaction()
-            tx.update(document_key(doc["document_id"]),
+            tx.update(document_key(doc.document_id),
                       "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(fields))),
                       LIVE_DOCUMENT, names=names, values=values)
             tx.put(activity_item(activity), "attribute_not_exists(PK)")
@@ -434,80 +473,90 @@ class DocumentRepository:
                 tx.commit()
             except ConditionFailed as exc:
                 raise StaleDocument(None) from exc
-            return {**doc, **fields}
+            return dataclasses.replace(doc, **fields)
         try:
-            return self.table.update(  # type: ignore[return-value]
-                document_key(doc["document_id"]),
+            return self._changed(self.table.update(
+                document_key(doc.document_id),
                 "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(fields))),
                 LIVE_DOCUMENT,
-                names=names, values=values)
+                names=names, values=values))
         except ConditionFailed as exc:
             raise StaleDocument(None) from exc
 
+    @staticmethod
+    def _changed(item: Optional[Mapping[str, Any]]) -> Document:
+        """The document as an update left it (its new attributes)."""
+        doc = document_record(item)
+        if doc is None:  # the update's condition required the item
+            raise StaleDocument(None)
+        return doc
+
     def get_for_share(self, share_id: str, version_number: Optional[int] = None, consistent: bool = True
-                      ) -> tuple[Optional[dict], Optional[dict], Optional[dict], Optional[dict]]:
-        """(share item, document, workspace, version N) for a share link: a GetItem
+                      ) -> tuple[Optional[ShareLink], Optional[Document], Optional[Workspace], Optional[Version]]:
+        """(share link, document, workspace, version N) for a share link: a GetItem
         of the share, then one BatchGetItem of the rest. `consistent=False`: eventually
         consistent reads (half the read units; the view beacon, services/views.py)."""
-        share = self.table.get(share_key(share_id), consistent=consistent)
+        share = _share(share_id, self.table.get(share_key(share_id), consistent=consistent))
         if share is None:
             return None, None, None, None
-        keys = [document_key(share["document_id"]), workspace_key(share["workspace_id"])]
+        keys = [document_key(share.document_id), workspace_key(share.workspace_id)]
         if version_number is not None:
-            keys.append(version_item_key(share["document_id"], version_number))
+            keys.append(version_item_key(share.document_id, version_number))
         found = self.table.batch_get(keys, consistent=consistent)
-        return share, found[0], found[1], (found[2] if version_number is not None else None)
+        return (share, document_record(found[0]), workspace_record(found[1]),
+                version_record(found[2]) if version_number is not None else None)
 
-    def set_passphrase(self, doc: dict, passphrase_hash: Optional[str]) -> dict:
+    def set_passphrase(self, doc: Document, passphrase_hash: Optional[str]) -> Document:
         """Store (or, with None, remove) the passphrase hash; every change bumps
         `passphrase_epoch`, which unlock cookies embed, so old cookies stop working."""
         update = ("SET passphrase_hash = :h ADD passphrase_epoch :one" if passphrase_hash is not None
                   else "REMOVE passphrase_hash ADD passphrase_epoch :one")
-        values = {":one": 1, ":ws": doc["workspace_id"]}
+        values: dict[str, Any] = {":one": 1, ":ws": doc.workspace_id}
         if passphrase_hash is not None:
             values[":h"] = passphrase_hash
         try:
-            return self.table.update(  # type: ignore[return-value]
-                document_key(doc["document_id"]), update,
+            return self._changed(self.table.update(
+                document_key(doc.document_id), update,
                 LIVE_DOCUMENT,
-                values=values)
+                values=values))
         except ConditionFailed as exc:
             raise StaleDocument(None) from exc
 
-    def rotate_share(self, doc: dict, new_share_id: str) -> None:
+    def rotate_share(self, doc: Document, new_share_id: str) -> None:
         """Move the link to a new share id in one transaction: the document points at it,
         the new share item exists and the old one is gone (the old link is 404 at once).
         StaleDocument if the document's share id changed (or it went) since `doc` was read."""
         tx = Transaction()
-        tx.update(document_key(doc["document_id"]), "SET share_id = :new", LIVE_DOCUMENT + " AND share_id = :old",
-                  values={":new": new_share_id, ":old": doc["share_id"], ":ws": doc["workspace_id"]})
-        tx.delete(share_key(doc["share_id"]))
-        tx.put({**share_key(new_share_id), "document_id": doc["document_id"],
-                "workspace_id": doc["workspace_id"]}, "attribute_not_exists(PK)")
+        tx.update(document_key(doc.document_id), "SET share_id = :new", LIVE_DOCUMENT + " AND share_id = :old",
+                  values={":new": new_share_id, ":old": doc.share_id, ":ws": doc.workspace_id})
+        tx.delete(share_key(doc.share_id))
+        tx.put({**share_key(new_share_id), "document_id": doc.document_id,
+                "workspace_id": doc.workspace_id}, "attribute_not_exists(PK)")
         try:
             tx.commit()
         except ConditionFailed as exc:
             raise StaleDocument(None) from exc
 
-    def begin_delete(self, doc: dict, activity: Optional[ActivityEntry] = None, event: Optional[Event] = None) -> None:
+    def begin_delete(self, doc: Document, activity: Optional[ActivityEntry] = None,
+                     event: Optional[Event] = None) -> None:
         """Step 1 of delete, atomically: hide the document from lists and share
         links and free its place in the plan count. The item stays, marked
         `deleting`, so a retried DELETE can find it and finish the cleanup. Its
         versions' files lose their references (one Query of its versions, only for a
         document that ever had files); a file no other version refers to is freed."""
-        counts = _file_counts(self.get_with_versions(doc["document_id"])[1]) if doc.get("has_files") else {}
+        counts = _file_counts(self.get_with_versions(doc.document_id)[1]) if doc.has_files else {}
         for _attempt in range(FILE_ATTEMPTS):
             tx = Transaction()
-            tx.update(document_key(doc["document_id"]), "SET deleting = :yes REMOVE GSI1PK, GSI1SK",
+            tx.update(document_key(doc.document_id), "SET deleting = :yes REMOVE GSI1PK, GSI1SK",
                       "attribute_exists(PK) AND attribute_not_exists(deleting)", values={":yes": True})
-            tx.delete(share_key(doc["share_id"]))
-            freed, file_indexes = FileRefs(self.table, doc["workspace_id"]).release(tx, counts) if counts else (0, [])
+            tx.delete(share_key(doc.share_id))
+            freed, file_indexes = FileRefs(self.table, doc.workspace_id).release(tx, counts) if counts else (0, [])
             # Its usage leaves the workspace's (counted on the document since issue 24).
-            tx.update(workspace_key(doc["workspace_id"]),
+            tx.update(workspace_key(doc.workspace_id),
                       "SET document_count = document_count - :one ADD storage_bytes :mb, version_total :mv",
                       "document_count > :zero", values={":one": 1, ":zero": 0,
-                                                        ":mb": -int(doc.get("stored_bytes", 0)) - freed,
-                                                        ":mv": -int(doc.get("counted_versions", 0))})
+                                                        ":mb": -int(doc.stored_bytes or 0) - freed,
+                                                        ":mv": -int(doc.counted_versions or 0)})
             if activity is not None:
                 tx.put(activity_item(activity), "attribute_not_exists(PK)")
             add_event(tx, event)
@@ -520,27 +569,27 @@ class DocumentRepository:
                 raise StaleDocument(None) from exc
         raise WriteRefused("file counts kept moving")
 
-    def delete_version(self, doc: dict, version: dict) -> None:
+    def delete_version(self, doc: Document, version: Version) -> None:
         """One old version: its item, the document's counters, the workspace's usage
         (its page, and the files no other version of the workspace refers to)."""
-        counted = "counted_versions" in doc
-        counts = _file_counts([version]) if doc.get("has_files") else {}
+        counted = doc.counted_versions is not None
+        counts = _file_counts([version]) if doc.has_files else {}
         for _attempt in range(FILE_ATTEMPTS):
             tx = Transaction()
-            tx.delete(version_item_key(doc["document_id"], version["number"]), "version_id = :vid",
-                      values={":vid": version["version_id"]})
+            tx.delete(version_item_key(doc.document_id, version.number), "version_id = :vid",
+                      values={":vid": version.version_id})
             update = "ADD versions_deleted :one"
-            values = {":one": 1, ":ws": doc["workspace_id"], ":vid": version["version_id"]}
+            values: dict[str, Any] = {":one": 1, ":ws": doc.workspace_id, ":vid": version.version_id}
             if counted:
                 update += ", stored_bytes :mb, counted_versions :mone"
-                values.update({":mb": -int(version["size_bytes"]), ":mone": -1})
-            tx.update(document_key(doc["document_id"]), update, LIVE_DOCUMENT + " AND latest_version_id <> :vid",
+                values.update({":mb": -int(version.size_bytes), ":mone": -1})
+            tx.update(document_key(doc.document_id), update, LIVE_DOCUMENT + " AND latest_version_id <> :vid",
                       values=values)
-            freed, file_indexes = FileRefs(self.table, doc["workspace_id"]).release(tx, counts) if counts else (0, [])
+            freed, file_indexes = FileRefs(self.table, doc.workspace_id).release(tx, counts) if counts else (0, [])
             if counted or freed:
-                tx.update(workspace_key(doc["workspace_id"]), "ADD storage_bytes :mb, version_total :mone",
+                tx.update(workspace_key(doc.workspace_id), "ADD storage_bytes :mb, version_total :mone",
                           "attribute_exists(PK)",
-                          values={":mb": -(int(version["size_bytes"]) if counted else 0) - freed,
+                          values={":mb": -(int(version.size_bytes) if counted else 0) - freed,
                                   ":mone": -1 if counted else 0})
             try:
                 tx.commit()

@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Iterable, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 from chalicelib.adapters.sqlite import cursors
 from chalicelib.adapters.sqlite.people import insert_activity
 from chalicelib.adapters.sqlite.db import Database, one, row_dict
 from chalicelib.adapters.sqlite.feedback import insert_event
 from chalicelib.adapters.sqlite.rates import try_claim
-from chalicelib.ports.records import ActivityEntry, Event
+from chalicelib.adapters.sqlite.workspaces import api_key_record, read_workspace
+from chalicelib.ports.records import (
+    ActivityEntry, ApiKey, Document, DocumentListing, Event, ShareLink, StoredIdempotency, Version, Workspace,
+    from_fields,
+)
+from chalicelib.ports.repositories import DocumentFields
 from chalicelib.ports.records import (
     DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, StaleDocument, WriteRefused,
 )
@@ -63,12 +68,12 @@ def _new_file_bytes(tx: sqlite3.Connection, quota: Quota) -> int:
     return sum(size for sha, size in quota.files.items() if sha not in held)
 
 
-def release_files(tx: sqlite3.Connection, workspace_id: str, versions: Iterable[dict]) -> int:
+def release_files(tx: sqlite3.Connection, workspace_id: str, versions: Iterable[Version]) -> int:
     """The versions leave the workspace: their files lose a reference each (once per
     version); a file no version refers to any more is freed. Returns the bytes freed."""
     counts: dict[str, int] = {}
     for version in versions:
-        for sha in {f["sha256"] for f in version.get("files") or ()}:
+        for sha in {f["sha256"] for f in version.files}:
             counts[sha] = counts.get(sha, 0) + 1
     freed = 0
     for sha, n in counts.items():
@@ -117,8 +122,31 @@ def claim_quota(tx: sqlite3.Connection, quota: Optional[Quota], new_file_bytes: 
         raise GuardFailed("workspace-rate")  # checked above under the same write lock: never here
 
 
-def _document(tx: sqlite3.Connection, document_id: str) -> Optional[dict]:
-    return one(tx, "SELECT * FROM documents WHERE document_id = ?", (document_id,))
+def _document(tx: sqlite3.Connection, document_id: str) -> Optional[Document]:
+    return document_record(one(tx, "SELECT * FROM documents WHERE document_id = ?", (document_id,)))
+
+
+def document_record(row: Optional[Mapping[str, Any]]) -> Optional[Document]:
+    """A documents row (row_dict) as the port's record."""
+    return from_fields(Document, row) if row is not None else None
+
+
+def version_record(row: Optional[Mapping[str, Any]]) -> Optional[Version]:
+    """A versions row (row_dict) as the port's record."""
+    if row is None:
+        return None
+    files = row.get("files")
+    return from_fields(Version, {**row, "files": tuple(files) if files else ()})
+
+
+def _share(row: Optional[Mapping[str, Any]]) -> Optional[ShareLink]:
+    return from_fields(ShareLink, row) if row is not None else None
+
+
+def _idempotency(row: Optional[Mapping[str, Any]]) -> Optional[StoredIdempotency]:
+    if row is None:
+        return None
+    return from_fields(StoredIdempotency, {**row, "response_json": row["response"]})
 
 
 class DocumentRepository:
@@ -127,55 +155,57 @@ class DocumentRepository:
 
     # ---------------------------------------------------------------- reads
 
-    def get(self, document_id: str) -> Optional[dict]:
-        return self.db.one("SELECT * FROM documents WHERE document_id = ?", (document_id,))
+    def get(self, document_id: str) -> Optional[Document]:
+        return document_record(self.db.one("SELECT * FROM documents WHERE document_id = ?", (document_id,)))
 
     def get_with_key(self, key_id: str, document_id: Optional[str] = None,
                      idempotency_digest: Optional[str] = None
-                     ) -> tuple[Optional[dict], Optional[dict], Optional[dict]]:
+                     ) -> tuple[Optional[ApiKey], Optional[Document], Optional[StoredIdempotency]]:
         with self.db.snapshot() as conn:
-            key_item = one(conn, "SELECT * FROM api_keys WHERE key_id = ?", (key_id,))
+            key_item = api_key_record(one(conn, "SELECT * FROM api_keys WHERE key_id = ?", (key_id,)))
             doc = _document(conn, document_id) if document_id else None
-            idem = one(conn, "SELECT * FROM idempotency WHERE key_id = ? AND key_digest = ?",
-                       (key_id, idempotency_digest)) if idempotency_digest else None
+            idem = _idempotency(one(conn, "SELECT * FROM idempotency WHERE key_id = ? AND key_digest = ?",
+                                    (key_id, idempotency_digest))) if idempotency_digest else None
         return key_item, doc, idem
 
-    def get_many(self, document_ids: Iterable[str]) -> dict[str, dict]:
+    def get_many(self, document_ids: Iterable[str]) -> dict[str, Document]:
         wanted = sorted(set(document_ids))[:MAX_GET_MANY]
         if not wanted:
             return {}
         marks = ", ".join("?" * len(wanted))
-        return {doc["document_id"]: doc
-                for doc in self.db.all(f"SELECT * FROM documents WHERE document_id IN ({marks})", tuple(wanted))}
+        return {row["document_id"]: from_fields(Document, row)
+                for row in self.db.all(f"SELECT * FROM documents WHERE document_id IN ({marks})", tuple(wanted))}
 
-    def get_with_versions(self, document_id: str) -> tuple[Optional[dict], list[dict]]:
+    def get_with_versions(self, document_id: str) -> tuple[Optional[Document], list[Version]]:
         with self.db.snapshot() as conn:
             doc = _document(conn, document_id)
             versions = [v for r in conn.execute(
                 f"SELECT {VERSION_COLUMNS} FROM versions WHERE document_id = ? ORDER BY number",
-                (document_id,)).fetchall() if (v := row_dict(r)) is not None]
+                (document_id,)).fetchall() if (v := version_record(row_dict(r))) is not None]
         return doc, versions
 
-    def get_version(self, document_id: str, number: int) -> Optional[dict]:
-        return self.db.one(f"SELECT {VERSION_COLUMNS} FROM versions WHERE document_id = ? AND number = ?",
-                           (document_id, number))
+    def get_version(self, document_id: str, number: int) -> Optional[Version]:
+        return version_record(self.db.one(f"SELECT {VERSION_COLUMNS} FROM versions WHERE document_id = ? AND number = ?",
+                                          (document_id, number)))
 
-    def get_share(self, share_id: str) -> Optional[dict]:
-        return self.db.one("SELECT * FROM share_links WHERE share_id = ?", (share_id,))
+    def get_share(self, share_id: str) -> Optional[ShareLink]:
+        return _share(self.db.one("SELECT * FROM share_links WHERE share_id = ?", (share_id,)))
 
     def get_for_share(self, share_id: str, version_number: Optional[int] = None, consistent: bool = True
-                      ) -> tuple[Optional[dict], Optional[dict], Optional[dict], Optional[dict]]:
+                      ) -> tuple[Optional[ShareLink], Optional[Document], Optional[Workspace], Optional[Version]]:
         with self.db.snapshot() as conn:
-            share = one(conn, "SELECT * FROM share_links WHERE share_id = ?", (share_id,))
+            share = _share(one(conn, "SELECT * FROM share_links WHERE share_id = ?", (share_id,)))
             if share is None:
                 return None, None, None, None
-            doc = _document(conn, share["document_id"])
-            workspace = one(conn, "SELECT * FROM workspaces WHERE id = ?", (share["workspace_id"],))
-            version = one(conn, f"SELECT {VERSION_COLUMNS} FROM versions WHERE document_id = ? AND number = ?",
-                          (share["document_id"], version_number)) if version_number is not None else None
+            doc = _document(conn, share.document_id)
+            workspace = read_workspace(conn, share.workspace_id)
+            version = version_record(one(conn, f"SELECT {VERSION_COLUMNS} FROM versions "
+                                               "WHERE document_id = ? AND number = ?",
+                                         (share.document_id, version_number))) if version_number is not None else None
         return share, doc, workspace, version
 
-    def list_page(self, workspace_id: str, limit: int, cursor: Optional[str]) -> tuple[list[dict], Optional[str]]:
+    def list_page(self, workspace_id: str, limit: int, cursor: Optional[str]
+                  ) -> tuple[list[DocumentListing], Optional[str]]:
         listing = f"documents:{workspace_id}"
         position = cursors.decode(cursor, listing, (int, str))
         sql = "SELECT * FROM documents WHERE workspace_id = ? AND deleting = 0"
@@ -183,49 +213,52 @@ class DocumentRepository:
         if position is not None:
             sql += " AND (updated_ms < ? OR (updated_ms = ? AND document_id < ?))"
             params += (position[0], position[0], position[1])
-        rows = self.db.all(sql + " ORDER BY updated_ms DESC, document_id DESC LIMIT ?", params + (limit + 1,))
+        rows = [from_fields(DocumentListing, row) for row in
+                self.db.all(sql + " ORDER BY updated_ms DESC, document_id DESC LIMIT ?", params + (limit + 1,))]
         if len(rows) <= limit:
             return rows, None
         rows = rows[:limit]
-        return rows, cursors.encode(listing, [rows[-1]["updated_ms"], rows[-1]["document_id"]])
+        return rows, cursors.encode(listing, [rows[-1].updated_ms, rows[-1].document_id])
 
-    def list_all(self, workspace_id: str) -> list[dict]:
-        return self.db.all("SELECT * FROM documents WHERE workspace_id = ? AND deleting = 0 "
-                           "ORDER BY updated_ms DESC, document_id DESC", (workspace_id,))
+    def list_all(self, workspace_id: str) -> list[DocumentListing]:
+        return [from_fields(DocumentListing, row) for row in
+                self.db.all("SELECT * FROM documents WHERE workspace_id = ? AND deleting = 0 "
+                            "ORDER BY updated_ms DESC, document_id DESC", (workspace_id,))]
 
-    def get_idempotency(self, key_id: str, key_digest: str) -> Optional[dict]:
-        return self.db.one("SELECT * FROM idempotency WHERE key_id = ? AND key_digest = ?", (key_id, key_digest))
+    def get_idempotency(self, key_id: str, key_digest: str) -> Optional[StoredIdempotency]:
+        return _idempotency(self.db.one("SELECT * FROM idempotency WHERE key_id = ? AND key_digest = ?",
+                                        (key_id, key_digest)))
 
     # ---------------------------------------------------------------- writes
 
-    def create(self, doc: dict, version: dict, max_documents: int, uncapped_plans: Iterable[str],
+    def create(self, doc: Document, version: Version, max_documents: int, uncapped_plans: Iterable[str],
                slot: Optional[RateSlot], idem: Optional[IdempotencyRecord], quota: Optional[Quota] = None,
                activity: Optional[ActivityEntry] = None,
                event: Optional[Event] = None) -> None:
         with self.db.write() as tx:
             check_guards(tx, slot, idem)
             new_file_bytes = check_quota(tx, quota)
-            workspace = one(tx, "SELECT * FROM workspaces WHERE id = ?", (doc["workspace_id"],))
-            if workspace is None or (workspace["plan"] not in set(uncapped_plans)
-                                     and workspace["document_count"] >= max_documents):
+            workspace = read_workspace(tx, doc.workspace_id)
+            if workspace is None or (workspace.plan not in set(uncapped_plans)
+                                     and workspace.document_count >= max_documents):
                 raise DocumentCapReached(workspace)
-            if (_document(tx, doc["document_id"]) is not None
-                    or one(tx, "SELECT 1 AS x FROM share_links WHERE share_id = ?", (doc["share_id"],))):
+            if (_document(tx, doc.document_id) is not None
+                    or one(tx, "SELECT 1 AS x FROM share_links WHERE share_id = ?", (doc.share_id,))):
                 raise WriteRefused("exists")
             tx.execute("UPDATE workspaces SET document_count = document_count + 1 WHERE id = ?",
-                       (doc["workspace_id"],))
+                       (doc.workspace_id,))
             tx.execute("INSERT INTO documents (document_id, workspace_id, title, description, share_id, created_ms, "
                        "updated_ms, version_count, latest_version_id, latest_size, open_feedback_count, "
                        "share_enabled, share_expires_ms, latest_content, share_access) "
                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                       (doc["document_id"], doc["workspace_id"], doc["title"], doc.get("description") or "",
-                        doc["share_id"], doc["created_ms"], doc["updated_ms"], doc["version_count"],
-                        doc["latest_version_id"], doc["latest_size"], doc.get("open_feedback_count", 0),
-                        0 if doc.get("share_enabled") is False else 1, doc.get("share_expires_ms"),
-                        doc.get("latest_content"), doc.get("share_access") or "public"))
-            self._insert_version(tx, doc["document_id"], version)
+                       (doc.document_id, doc.workspace_id, doc.title, doc.description or "",
+                        doc.share_id, doc.created_ms, doc.updated_ms, doc.version_count,
+                        doc.latest_version_id, doc.latest_size, doc.open_feedback_count,
+                        1 if doc.share_enabled else 0, doc.share_expires_ms,
+                        doc.latest_content, doc.share_access or "public"))
+            self._insert_version(tx, doc.document_id, version)
             tx.execute("INSERT INTO share_links (share_id, document_id, workspace_id) VALUES (?, ?, ?)",
-                       (doc["share_id"], doc["document_id"], doc["workspace_id"]))
+                       (doc.share_id, doc.document_id, doc.workspace_id))
             claim_guards(tx, slot, idem)
             claim_quota(tx, quota, new_file_bytes)
             if activity is not None:
@@ -233,108 +266,116 @@ class DocumentRepository:
             insert_event(tx, event)
 
     @staticmethod
-    def _insert_version(tx: sqlite3.Connection, document_id: str, version: dict) -> None:
-        files = version.get("files")
+    def _insert_version(tx: sqlite3.Connection, document_id: str, version: Version) -> None:
+        files = [dict(f) for f in version.files]
         tx.execute("INSERT INTO versions (document_id, number, version_id, note, created_ms, size_bytes, blob_key, "
                    "format, files) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                   (document_id, version["number"], version["version_id"], version.get("note"),
-                    version["created_ms"], version["size_bytes"], version["blob_key"], version.get("format"),
+                   (document_id, version.number, version.version_id, version.note,
+                    version.created_ms, version.size_bytes, version.blob_key, version.format,
                     json.dumps(files, separators=(",", ":")) if files else None))
 
-    def append_version(self, doc: dict, version: dict, changes: dict,
+    def append_version(self, doc: Document, version: Version, changes: DocumentFields,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
                        quota: Optional[Quota] = None, activity: Optional[ActivityEntry] = None,
                        event: Optional[Event] = None) -> None:
         _check_fields(changes)
         with self.db.write() as tx:
             check_guards(tx, slot, idem)
-            current = _document(tx, doc["document_id"])
-            if (current is None or current.get("workspace_id") != doc["workspace_id"] or current.get("deleting")
-                    or current["version_count"] != doc["version_count"]
-                    or version["number"] != doc["version_count"] + 1):
+            current = _document(tx, doc.document_id)
+            if (current is None or current.workspace_id != doc.workspace_id or current.deleting
+                    or current.version_count != doc.version_count
+                    or version.number != doc.version_count + 1):
                 raise StaleDocument(current)
             new_file_bytes = check_quota(tx, quota)
-            sets = {"version_count": version["number"], "latest_version_id": version["version_id"],
-                    "latest_size": version["size_bytes"], "updated_ms": version["created_ms"], **changes}
+            sets: dict[str, Any] = {"version_count": version.number, "latest_version_id": version.version_id,
+                                    "latest_size": version.size_bytes, "updated_ms": version.created_ms, **changes}
             tx.execute(f"UPDATE documents SET {', '.join(f'{k} = ?' for k in sets)} WHERE document_id = ?",  # noqa: S608
-                       (*sets.values(), doc["document_id"]))
-            self._insert_version(tx, doc["document_id"], version)
+                       (*sets.values(), doc.document_id))
+            self._insert_version(tx, doc.document_id, version)
             claim_guards(tx, slot, idem)
             claim_quota(tx, quota, new_file_bytes)
             if activity is not None:
                 insert_activity(tx, activity)
             insert_event(tx, event)
 
-    def delete_version(self, doc: dict, version: dict) -> None:
-        def work():
+    def delete_version(self, doc: Document, version: Version) -> None:
+        def work() -> None:
             with self.db.write() as tx:
-                current = _document(tx, doc["document_id"])
-                if (current is None or current.get("deleting") or current["workspace_id"] != doc["workspace_id"]
-                        or current["latest_version_id"] == version["version_id"]):
+                current = _document(tx, doc.document_id)
+                if (current is None or current.deleting or current.workspace_id != doc.workspace_id
+                        or current.latest_version_id == version.version_id):
                     raise StaleDocument(current)
                 gone = tx.execute("DELETE FROM versions WHERE document_id = ? AND version_id = ?",
-                                  (doc["document_id"], version["version_id"])).rowcount
+                                  (doc.document_id, version.version_id)).rowcount
                 if not gone:
                     raise StaleDocument(current)
                 tx.execute("UPDATE documents SET versions_deleted = versions_deleted + 1 WHERE document_id = ?",
-                           (doc["document_id"],))
-                freed = release_files(tx, doc["workspace_id"], [version])
+                           (doc.document_id,))
+                freed = release_files(tx, doc.workspace_id, [version])
                 tx.execute("UPDATE workspaces SET storage_bytes = MAX(0, storage_bytes - ?), "
                            "version_total = MAX(0, version_total - 1) WHERE id = ?",
-                           (version["size_bytes"] + freed, doc["workspace_id"]))
+                           (version.size_bytes + freed, doc.workspace_id))
 
         self.db.deleting(work)
 
-    def update_fields(self, doc: dict, fields: dict, activity: Optional[ActivityEntry] = None) -> dict:
+    def update_fields(self, doc: Document, fields: DocumentFields,
+                      activity: Optional[ActivityEntry] = None) -> Document:
         _check_fields(fields)
         with self.db.write() as tx:
             changed = tx.execute(
                 f"UPDATE documents SET {', '.join(f'{k} = ?' for k in fields)} WHERE {LIVE}",  # noqa: S608
-                (*fields.values(), doc["document_id"], doc["workspace_id"])).rowcount
+                (*fields.values(), doc.document_id, doc.workspace_id)).rowcount
             if not changed:
                 raise StaleDocument(None)
             if activity is not None:
                 insert_activity(tx, activity)
-            return _document(tx, doc["document_id"])  # type: ignore[return-value]
+            current = _document(tx, doc.document_id)
+        if current is None:  # it was just changed under the write lock
+            raise StaleDocument(None)
+        return current
 
-    def set_passphrase(self, doc: dict, passphrase_hash: Optional[str]) -> dict:
+    def set_passphrase(self, doc: Document, passphrase_hash: Optional[str]) -> Document:
         with self.db.write() as tx:
             changed = tx.execute(
                 f"UPDATE documents SET passphrase_hash = ?, passphrase_epoch = passphrase_epoch + 1 WHERE {LIVE}",
-                (passphrase_hash, doc["document_id"], doc["workspace_id"])).rowcount
+                (passphrase_hash, doc.document_id, doc.workspace_id)).rowcount
             if not changed:
                 raise StaleDocument(None)
-            return _document(tx, doc["document_id"]) or {}  # it was just updated
+            current = _document(tx, doc.document_id)
+        if current is None:  # it was just changed under the write lock
+            raise StaleDocument(None)
+        return current
 
-    def rotate_share(self, doc: dict, new_share_id: str) -> None:
+    def rotate_share(self, doc: Document, new_share_id: str) -> None:
         with self.db.write() as tx:
             changed = tx.execute(f"UPDATE documents SET share_id = ? WHERE {LIVE} AND share_id = ?",  # noqa: S608
-                                 (new_share_id, doc["document_id"], doc["workspace_id"], doc["share_id"])).rowcount
+                                 (new_share_id, doc.document_id, doc.workspace_id, doc.share_id)).rowcount
             if not changed or one(tx, "SELECT 1 AS x FROM share_links WHERE share_id = ?", (new_share_id,)):
                 raise StaleDocument(None)  # rolled back: nothing changed
-            tx.execute("DELETE FROM share_links WHERE share_id = ?", (doc["share_id"],))
+            tx.execute("DELETE FROM share_links WHERE share_id = ?", (doc.share_id,))
             tx.execute("INSERT INTO share_links (share_id, document_id, workspace_id) VALUES (?, ?, ?)",
-                       (new_share_id, doc["document_id"], doc["workspace_id"]))
+                       (new_share_id, doc.document_id, doc.workspace_id))
 
-    def begin_delete(self, doc: dict, activity: Optional[ActivityEntry] = None, event: Optional[Event] = None) -> None:
-        def work():
+    def begin_delete(self, doc: Document, activity: Optional[ActivityEntry] = None,
+                     event: Optional[Event] = None) -> None:
+        def work() -> None:
             with self.db.write() as tx:
-                current = _document(tx, doc["document_id"])
-                workspace = one(tx, "SELECT document_count FROM workspaces WHERE id = ?", (doc["workspace_id"],))
-                if (current is None or current.get("deleting") or workspace is None
+                current = _document(tx, doc.document_id)
+                workspace = one(tx, "SELECT document_count FROM workspaces WHERE id = ?", (doc.workspace_id,))
+                if (current is None or current.deleting or workspace is None
                         or workspace["document_count"] <= 0):
                     raise StaleDocument(None)
-                tx.execute("UPDATE documents SET deleting = 1 WHERE document_id = ?", (doc["document_id"],))
-                tx.execute("DELETE FROM share_links WHERE share_id = ?", (doc["share_id"],))
+                tx.execute("UPDATE documents SET deleting = 1 WHERE document_id = ?", (doc.document_id,))
+                tx.execute("DELETE FROM share_links WHERE share_id = ?", (doc.share_id,))
                 used = one(tx, "SELECT COALESCE(SUM(size_bytes), 0) AS bytes, COUNT(*) AS n FROM versions "
-                               "WHERE document_id = ?", (doc["document_id"],))
-                with_files = [v for r in tx.execute("SELECT files FROM versions WHERE document_id = ? "
-                                                    "AND files IS NOT NULL", (doc["document_id"],)).fetchall()
-                              if (v := row_dict(r)) is not None]
-                freed = release_files(tx, doc["workspace_id"], with_files)
+                               "WHERE document_id = ?", (doc.document_id,)) or {"bytes": 0, "n": 0}
+                with_files = [v for r in tx.execute(f"SELECT {VERSION_COLUMNS} FROM versions WHERE document_id = ? "  # noqa: S608
+                                                    "AND files IS NOT NULL", (doc.document_id,)).fetchall()
+                              if (v := version_record(row_dict(r))) is not None]
+                freed = release_files(tx, doc.workspace_id, with_files)
                 tx.execute("UPDATE workspaces SET document_count = document_count - 1, "
                            "storage_bytes = MAX(0, storage_bytes - ?), version_total = MAX(0, version_total - ?) "
-                           "WHERE id = ?", (used["bytes"] + freed, used["n"], doc["workspace_id"]))
+                           "WHERE id = ?", (used["bytes"] + freed, used["n"], doc.workspace_id))
                 insert_event(tx, event)  # the webhook outbox: with the change, never apart
 
         self.db.deleting(work)  # works on a full disk too (spends the reserve)
@@ -347,7 +388,7 @@ class DocumentRepository:
                 pass
 
     def purge(self, document_id: str) -> None:
-        def work():
+        def work() -> None:
             with self.db.write() as tx:
                 tx.execute("DELETE FROM versions WHERE document_id = ?", (document_id,))
                 tx.execute("DELETE FROM share_links WHERE document_id = ?", (document_id,))
@@ -356,7 +397,7 @@ class DocumentRepository:
         self.db.deleting(work)
 
 
-def _check_fields(fields: dict) -> None:
+def _check_fields(fields: Mapping[str, Any]) -> None:
     unknown = set(fields) - set(DOCUMENT_FIELDS)
     if unknown:
         raise ValueError(f"not document fields: {sorted(unknown)}")

@@ -2,34 +2,57 @@
 one transaction, under the write lock, so the plan's key cap is exact."""
 from __future__ import annotations
 
-from typing import Optional
+import dataclasses
+import sqlite3
+from typing import Any, Mapping, Optional
 
 from chalicelib.adapters.sqlite.db import Database, one
-from chalicelib.ports.records import KeyCapReached, WriteRefused
+from chalicelib.ports.records import (
+    ApiKey, KeyCapReached, KeyWriteLog, Workspace, WorkspaceFields, WriteRefused, from_fields,
+)
 
 WORKSPACE_FIELDS = ("name", "plan", "brand_name", "brand_tagline")
+
+
+def workspace_record(row: Optional[Mapping[str, Any]]) -> Optional[Workspace]:
+    """The Workspace of a `workspaces` row (its key column is `id`)."""
+    if row is None:
+        return None
+    return from_fields(Workspace, {**row, "workspace_id": row["id"]})
+
+
+def api_key_record(row: Optional[Mapping[str, Any]]) -> Optional[ApiKey]:
+    """The ApiKey of an `api_keys` row: its one write log (`writes`, `writes_seq`) is shard 0."""
+    if row is None:
+        return None
+    log = KeyWriteLog(0, int(row.get("writes_seq") or 0), tuple(int(t) for t in row.get("writes") or ()))
+    return from_fields(ApiKey, {**row, "write_logs": (log,)})
+
+
+def read_workspace(conn: sqlite3.Connection, workspace_id: str) -> Optional[Workspace]:
+    return workspace_record(one(conn, "SELECT * FROM workspaces WHERE id = ?", (workspace_id,)))
 
 
 class WorkspaceRepository:
     def __init__(self, db: Database):
         self.db = db
 
-    def get(self, workspace_id: str) -> Optional[dict]:
-        return self.db.one("SELECT * FROM workspaces WHERE id = ?", (workspace_id,))
+    def get(self, workspace_id: str) -> Optional[Workspace]:
+        return workspace_record(self.db.one("SELECT * FROM workspaces WHERE id = ?", (workspace_id,)))
 
-    def create(self, workspace: dict) -> None:
+    def create(self, workspace: Workspace) -> None:
         with self.db.write() as tx:
-            if one(tx, "SELECT 1 AS x FROM workspaces WHERE id = ?", (workspace["id"],)):
+            if one(tx, "SELECT 1 AS x FROM workspaces WHERE id = ?", (workspace.workspace_id,)):
                 raise WriteRefused("exists")
             tx.execute("INSERT INTO workspaces (id, name, plan, created_ms, brand_name, brand_tagline) "
                        "VALUES (?, ?, ?, ?, ?, ?)",
-                       (workspace["id"], workspace["name"], workspace["plan"], workspace["created_ms"],
-                        workspace.get("brand_name"), workspace.get("brand_tagline")))
+                       (workspace.workspace_id, workspace.name, workspace.plan, workspace.created_ms,
+                        workspace.brand_name, workspace.brand_tagline))
 
-    def set_plan(self, workspace_id: str, plan: str) -> dict:
+    def set_plan(self, workspace_id: str, plan: str) -> Workspace:
         return self.set_fields(workspace_id, {"plan": plan})
 
-    def set_fields(self, workspace_id: str, fields: dict) -> dict:
+    def set_fields(self, workspace_id: str, fields: WorkspaceFields) -> Workspace:
         unknown = set(fields) - set(WORKSPACE_FIELDS)
         if unknown:
             raise ValueError(f"not workspace fields: {sorted(unknown)}")
@@ -39,40 +62,41 @@ class WorkspaceRepository:
                                  (*fields.values(), workspace_id)).rowcount
             if not changed:
                 raise WriteRefused("missing")
-            return one(tx, "SELECT * FROM workspaces WHERE id = ?", (workspace_id,)) or {}  # it was just updated
+            stored = read_workspace(tx, workspace_id)
+        assert stored is not None  # it was just updated, under the write lock
+        return stored
 
 
 class ApiKeyRepository:
     def __init__(self, db: Database):
         self.db = db
 
-    def get(self, key_id: str) -> Optional[dict]:
-        return self.db.one("SELECT * FROM api_keys WHERE key_id = ?", (key_id,))
+    def get(self, key_id: str) -> Optional[ApiKey]:
+        return api_key_record(self.db.one("SELECT * FROM api_keys WHERE key_id = ?", (key_id,)))
 
-    def create(self, record: dict, max_keys: Optional[int]) -> None:
+    def create(self, key: ApiKey, max_keys: Optional[int]) -> None:
         with self.db.write() as tx:
-            workspace = one(tx, "SELECT * FROM workspaces WHERE id = ?", (record["workspace_id"],))
-            if workspace is None or (max_keys is not None and workspace["key_count"] >= max_keys):
+            workspace = read_workspace(tx, key.workspace_id)
+            if workspace is None or (max_keys is not None and workspace.key_count >= max_keys):
                 raise KeyCapReached(workspace)
-            if one(tx, "SELECT 1 AS x FROM api_keys WHERE key_id = ?", (record["key_id"],)):
+            if one(tx, "SELECT 1 AS x FROM api_keys WHERE key_id = ?", (key.key_id,)):
                 raise WriteRefused("exists")
-            tx.execute("UPDATE workspaces SET key_count = key_count + 1 WHERE id = ?", (record["workspace_id"],))
+            tx.execute("UPDATE workspaces SET key_count = key_count + 1 WHERE id = ?", (key.workspace_id,))
             tx.execute("INSERT INTO api_keys (key_id, workspace_id, key_hash, name, prefix, created_ms) "
                        "VALUES (?, ?, ?, ?, ?, ?)",
-                       (record["key_id"], record["workspace_id"], record["key_hash"], record["name"],
-                        record.get("prefix"), record["created_ms"]))
+                       (key.key_id, key.workspace_id, key.key_hash, key.name, key.prefix, key.created_ms))
 
-    def revoke(self, key_id: str, now_ms: int) -> Optional[dict]:
+    def revoke(self, key_id: str, now_ms: int) -> Optional[ApiKey]:
         with self.db.write() as tx:
-            item = one(tx, "SELECT * FROM api_keys WHERE key_id = ?", (key_id,))
-            if item is None or item.get("revoked_at") is not None:
+            item = api_key_record(one(tx, "SELECT * FROM api_keys WHERE key_id = ?", (key_id,)))
+            if item is None or item.revoked_at is not None:
                 return item
             tx.execute("UPDATE api_keys SET revoked_at = ? WHERE key_id = ?", (now_ms, key_id))
             tx.execute("UPDATE workspaces SET key_count = key_count - 1 WHERE id = ? AND key_count > 0",
-                       (item["workspace_id"],))
-        item["revoked_at"] = now_ms
-        return item
+                       (item.workspace_id,))
+        return dataclasses.replace(item, revoked_at=now_ms)
 
-    def list_for_workspace(self, workspace_id: str) -> list[dict]:
-        return self.db.all("SELECT * FROM api_keys WHERE workspace_id = ? ORDER BY created_ms DESC, key_id DESC",
+    def list_for_workspace(self, workspace_id: str) -> list[ApiKey]:
+        rows = self.db.all("SELECT * FROM api_keys WHERE workspace_id = ? ORDER BY created_ms DESC, key_id DESC",
                            (workspace_id,))
+        return [key for row in rows if (key := api_key_record(row)) is not None]

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+from pydantic import ValidationError
+
 from chalicelib import errors
 from chalicelib.entrypoints.dashboard.web import Page, redirect, render, route, url
 from chalicelib import wiring as registry
@@ -133,7 +135,7 @@ def update_details(page: Page, document_id: str):
     try:
         request = UpdateDocumentRequest.model_validate(
             {"title": form.get("title", ""), "description": form.get("description", "")})
-    except Exception as exc:  # pydantic's error, said in the contract's words
+    except ValidationError as exc:  # pydantic's error, said in the contract's words
         from chalicelib.entrypoints.http import validation_error
 
         raise validation_error(exc) from None
@@ -216,7 +218,7 @@ def share_link(page: Page, document_id: str):
         del fields["share_expires_at"]  # unchanged (the form shows minutes): keep it, even if already past
     try:
         request = UpdateDocumentRequest.model_validate(fields)
-    except Exception as exc:  # pydantic's error, said in the contract's words
+    except ValidationError as exc:  # pydantic's error, said in the contract's words
         from chalicelib.entrypoints.http import validation_error
 
         raise validation_error(exc) from None
