@@ -605,6 +605,48 @@ def test_view_beacon_is_never_cached_and_sees_the_viewer(resources, distribution
     assert policy["QueryStringsConfig"] == {"QueryStringBehavior": "whitelist", "QueryStrings": ["v"]}
 
 
+def test_api_mcp_and_dashboard_see_the_viewers_address(resources, distribution):
+    """Finding (issue 23's closing note): the API, MCP and dashboard behaviours use the managed
+    AllViewerExceptHostHeader policy, which forwards the viewer's own headers and none that
+    CloudFront adds: CloudFront-Viewer-Address never reached the per-address limits (sign-up,
+    sign-in, reset, OAuth registration), so everyone behind one edge shared one budget. No
+    origin request policy can drop Host and add CloudFront's headers, so a viewer-request
+    function writes the viewer's address into X-Docpub-Viewer-Address (run here under Node)."""
+    import shutil
+
+    from chalicelib.entrypoints.http import VIEWER_ADDRESS_HEADER
+
+    function_arn = {"Fn::GetAtt": ["ViewerAddressFunction", "FunctionMetadata.FunctionARN"]}
+    NO_VALUE = {"Ref": "AWS::NoValue"}  # removed by CloudFormation
+    found = behaviours(distribution)
+    for pattern in ("*", "/api/*", "/mcp", "/mcp/*", "/dashboard*"):
+        assert found[pattern]["OriginRequestPolicyId"] == ALL_VIEWER_EXCEPT_HOST, pattern
+    for pattern, behaviour in found.items():
+        policy = behaviour["OriginRequestPolicyId"]
+        if policy == ALL_VIEWER_EXCEPT_HOST:  # forwards any viewer header: the function must overwrite it
+            assert behaviour["FunctionAssociations"] == [{"EventType": "viewer-request", "FunctionARN": function_arn}]
+        else:  # a whitelist that never names the header (a viewer cannot forge it) and no function price
+            assert behaviour.get("FunctionAssociations", NO_VALUE) == NO_VALUE, pattern
+            config = resources[policy["Ref"]]["Properties"]["OriginRequestPolicyConfig"]
+            assert VIEWER_ADDRESS_HEADER not in {h.lower() for h in config["HeadersConfig"].get("Headers", [])}
+    function = resources["ViewerAddressFunction"]["Properties"]
+    assert function["FunctionConfig"]["Runtime"] == "cloudfront-js-2.0" and function["AutoPublish"] is True
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the function's code is not run")
+    for viewer in ("203.0.113.7", "2001:db8:1:2::5"):
+        event = {"version": "1.0", "context": {"eventType": "viewer-request"}, "viewer": {"ip": viewer},
+                 "request": {"method": "POST", "uri": "/oauth/register", "querystring": {}, "cookies": {},
+                             "headers": {"host": {"value": "docs.example.com"},
+                                         VIEWER_ADDRESS_HEADER: {"value": "10.0.0.1"}}}}  # a forged one
+        script = function["FunctionCode"] + f"\nhandler({json.dumps(event)}).then(r => process.stdout.write(JSON.stringify(r)));"
+        ran = subprocess.run([node, "-e", script], capture_output=True, text=True, timeout=60)
+        assert ran.returncode == 0, ran.stderr
+        request = json.loads(ran.stdout)
+        assert request["headers"][VIEWER_ADDRESS_HEADER] == {"value": viewer}
+        assert request["headers"]["host"] == {"value": "docs.example.com"} and request["uri"] == "/oauth/register"
+
+
 def test_share_pages_honour_origin_cache_control(resources, distribution):
     share = behaviours(distribution)["/d/*"]
     # The view beacon's more specific pattern comes first (CloudFront takes the first match).
