@@ -480,3 +480,20 @@ class StoredIdempotency:
     request_hash: str
     response_json: str
     expires_at: int
+
+
+# ------------------------------------------------------------------ recounting a workspace's files (s3-edge)
+
+__all__ += ["FileRecount"]
+
+
+@dataclass(frozen=True)
+class FileRecount:
+    """What DocumentRepository.recount_files found and set right: `files` distinct files
+    the workspace's live versions refer to, `changed` of them (and held ones no version
+    refers to) whose count was missing or wrong, `bytes_added` to its storage usage (less
+    than 0 when counted files were freed). A second run finds nothing to change."""
+    workspace_id: str
+    files: int
+    changed: int
+    bytes_added: int

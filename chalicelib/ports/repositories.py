@@ -22,6 +22,7 @@ from chalicelib.ports.records import (
     ActivityEntry, DashboardSession, Event, Feedback, RateLog, IdempotencyRecord, Quota, RateClaim, RateSlot, Reply, User,
 )
 from chalicelib.ports.records import Document, DocumentListing, ShareLink, StoredIdempotency, Version
+from chalicelib.ports.records import FileRecount
 from chalicelib.ports.views import ViewCounterRepository
 from chalicelib.ports.webhooks import WebhookRepository
 
@@ -152,6 +153,13 @@ class DocumentRepository(Protocol):
     def purge(self, document_id: str) -> None:
         """Remove the document's versions, then the document itself (last, so an
         interrupted purge can be found and finished). Safe to repeat."""
+
+    def recount_files(self, workspace_id: str) -> FileRecount:
+        """Count the workspace's bundle files again from its live versions (each distinct
+        file once, with the number of versions referring to it) and set its file counts
+        and storage usage to match: files stored before the storage quota counted them
+        (issue 24) are counted, and a count that drifted is corrected. Idempotent;
+        refused (Unavailable) if other writes keep moving the counts meanwhile."""
 
 
 class FeedbackRepository(Protocol):
