@@ -25,7 +25,7 @@ import hashlib
 import re
 import logging
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 from urllib.parse import urlencode, urlparse
 
 from chalice import Blueprint, Response
@@ -257,8 +257,10 @@ def _unlock_page(share_id: str, version: Optional[int], status: int = 200, messa
 def _viewer_page(page: SharePage) -> Response:
     from markupsafe import Markup
 
+    # An unlocked page names its version (SharePage leaves these None only when locked).
+    assert page.title is not None and page.version_id is not None and page.version_number is not None
     base = share_path(page.share_id)
-    links = []
+    links: list[dict[str, Any]] = []
     if page.version_number > 1:
         links.append({"href": f"{base}?v={page.version_number - 1}", "text": "previous"})
     if not page.latest:
@@ -460,9 +462,10 @@ def share_card(share_id):
     """The link's 1200x630 preview card (public links only; 404 otherwise)."""
     key, data, seconds = registry.sharing().card(share_id)
     etag = f"\"card-{key}\""
-    headers = {"Content-Type": "image/png", "Cache-Control": cache_content(seconds), "ETag": etag,
-               "X-Content-Type-Options": "nosniff", "X-Robots-Tag": "noindex, nofollow",
-               "Content-Security-Policy": "default-src 'none'; sandbox"}
+    headers: dict[str, str | list[str]] = {
+        "Content-Type": "image/png", "Cache-Control": cache_content(seconds), "ETag": etag,
+        "X-Content-Type-Options": "nosniff", "X-Robots-Tag": "noindex, nofollow",
+        "Content-Security-Policy": "default-src 'none'; sandbox"}
     if _etag_matches(_request().headers.get("if-none-match"), etag):
         return EncodedResponse(body=b"", status_code=304, headers=headers)
     return EncodedResponse(body=data, status_code=200, headers=headers)

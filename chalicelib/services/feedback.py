@@ -34,7 +34,7 @@ from chalicelib.services import access, cursors, ratelimits
 from chalicelib.services.access import Who
 from chalicelib.services.events import make_event
 from chalicelib.services.context import Context, new_feedback_id, rfc3339
-from chalicelib.services.sharing import ShareService
+from chalicelib.services.sharing import ShareService, Viewer
 from chalicelib.services.access import requires
 
 STATUSES = ("open", "resolved", "all")
@@ -99,7 +99,7 @@ class FeedbackService:
     # ---------------------------------------------------------------- viewers
 
     def submit(self, share_id: str, submission: FeedbackSubmission, client_ip: str,
-               unlock_cookie: Optional[str], version_number: Optional[int] = None) -> FeedbackCreated:
+               unlock_cookie: Viewer, version_number: Optional[int] = None) -> FeedbackCreated:
         """Feedback on the version the viewer was shown (`version_number`, default the
         latest). NotFound, Locked (401) without a valid unlock cookie on a protected
         document, RateLimited over the per-IP limit."""

@@ -75,6 +75,10 @@ class ViewerCookies:
 ShareLookup = tuple[Optional[ShareLink], Optional[Document], Optional[Workspace], Optional[Version]]
 
 
+# What a viewer presents to the share service: both cookies, or the unlock cookie alone.
+Viewer = Union[str, ViewerCookies, None]
+
+
 def members_only(doc: Document) -> bool:
     return doc.share_access == "workspace"
 
@@ -260,7 +264,7 @@ class ShareService:
         """How long a shared cache may keep a public answer of this link (<= 60 s, never past expiry)."""
         return links.cache_seconds(doc, self.ctx.now_ms())
 
-    def access(self, share_id: str, unlock_cookie: "Union[str, ViewerCookies, None]" = None,
+    def access(self, share_id: str, unlock_cookie: Viewer = None,
                version_number: Optional[int] = None, looked_up: Optional[ShareLookup] = None) -> Access:
         """Resolve a link to a version the viewer may see. Raises NotFound (unknown,
         deleted, no such version), MembersOnly (a workspace link, not a member's pass)
@@ -285,7 +289,7 @@ class ShareService:
                       bool(version.files))
 
     def page(self, share_id: str, version_number: Optional[int] = None,
-             unlock_cookie: Optional[str] = None) -> SharePage:
+             unlock_cookie: Viewer = None) -> SharePage:
         try:
             access = self.access(share_id, unlock_cookie, version_number)
         except MembersOnly:
@@ -323,7 +327,7 @@ class ShareService:
         return key, data, self.cache_seconds(doc)
 
     def download(self, share_id: str, version_number: Optional[int] = None,
-                 unlock_cookie: Optional[str] = None) -> Any:
+                 unlock_cookie: Viewer = None) -> Any:
         """`?download=1`: the version as a file, under the same access rules as viewing."""
         from chalicelib.services import downloads
 
@@ -349,7 +353,7 @@ class ShareService:
         return LivePage(doc.version_count, doc.latest_version_id, int(doc.feedback_activity_ms or 0),
                         found.protected, found.cache_seconds)
 
-    def open_content(self, share_id: str, version_id: str, unlock_cookie: Optional[str] = None,
+    def open_content(self, share_id: str, version_id: str, unlock_cookie: Viewer = None,
                      content_token: Optional[str] = None) -> ContentRef:
         """Check (DynamoDB only) that this viewer may read `version_id` of the link's
         document; the entrypoint can answer a conditional GET from this alone."""

@@ -39,7 +39,7 @@ from chalicelib.models import DayViews, DocumentStats, VersionViews
 from chalicelib.ports.views import ViewCounts
 from chalicelib.services import access
 from chalicelib.services.context import Context, rfc3339
-from chalicelib.services.sharing import Access, ShareLookup, ShareService
+from chalicelib.services.sharing import Access, ShareLookup, ShareService, Viewer
 from chalicelib.services.access import Who, requires
 
 
@@ -135,7 +135,7 @@ class ViewService:
         self.buffer = ViewBuffer()
         self.links = LinkCache()
 
-    def _granted(self, share_id: str, version_number: Optional[int], unlock_cookie: Optional[str]) -> Access:
+    def _granted(self, share_id: str, version_number: Optional[int], unlock_cookie: Viewer) -> Access:
         sharing = ShareService(self.ctx)
         ttl_ms = int(config.share_cache_seconds() * 1000)
         if ttl_ms <= 0:
@@ -160,7 +160,7 @@ class ViewService:
 
     # ---------------------------------------------------------------- viewers
 
-    def record(self, share_id: str, version_number: Optional[int], unlock_cookie: Optional[str],
+    def record(self, share_id: str, version_number: Optional[int], unlock_cookie: Viewer,
                client_ip: str, user_agent: Optional[str], headers: Mapping[str, str]) -> Recorded:
         """Count one view, or not (bot, prefetch). Raises NotFound / Locked like the
         page itself, RateLimited past the per-address limit."""

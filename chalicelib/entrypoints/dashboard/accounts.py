@@ -86,7 +86,7 @@ def change_password(page: Page):
     try:
         if form.get("new_password", "") != form.get("confirm_password", ""):
             raise errors.ValidationFailed.field("confirm_password", "does not match the new password")
-        started = registry.accounts().change_password(page.session_id, form.get("current_password", ""),
+        started = registry.accounts().change_password(page.signed_in_id, form.get("current_password", ""),
                                              form.get("new_password", ""), page.client_ip())
     except errors.DocpubError as exc:
         return render(page, "account.html", status=exc.status, headers=dict(exc.headers), error=exc,

@@ -56,7 +56,7 @@ def consent_answer(page: Page):
     if request is None:
         return answer
     location = registry.oauth().decide(request, form.get("decision") == "allow", page.workspace_id,
-                                       page.session.email, by=page.actor)
+                                       page.signed_in.email, by=page.actor)
     return redirect(location, 303)
 
 

@@ -134,8 +134,8 @@ def join_form(page: Page):
 
 @route("/join", methods=("POST",))
 def join(page: Page):
-    invitation = people().accept(_token(page), page.session.email)
-    accounts().switch_workspace(page.session_id, invitation.workspace_id)
+    invitation = people().accept(_token(page), page.signed_in.email)
+    accounts().switch_workspace(page.signed_in_id, invitation.workspace_id)
     return redirect(url("/documents", m="joined"))
 
 
@@ -214,7 +214,7 @@ def remove(page: Page):
 
 @route("/workspaces/switch", methods=("POST",))
 def switch(page: Page):
-    accounts().switch_workspace(page.session_id, page.form().get("workspace_id", ""))
+    accounts().switch_workspace(page.signed_in_id, page.form().get("workspace_id", ""))
     return redirect(url("/documents", m="switched"))
 
 

@@ -9,7 +9,7 @@ import functools
 import logging
 import re
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 from urllib.parse import quote, unquote, urlencode, urlparse
 
 from chalice import Blueprint, Response
@@ -20,6 +20,10 @@ from chalicelib.entrypoints.dashboard import forms
 from chalicelib.entrypoints.http import as_error, client_ip, compress, error_response, parse_cookies
 from chalicelib.models import MAX_HTML_BYTES
 from chalicelib import wiring as registry
+
+if TYPE_CHECKING:
+    from chalicelib.services.access import Actor
+    from chalicelib.services.accounts import Session
 
 log = logging.getLogger("docpub")
 
@@ -96,9 +100,21 @@ class Page:
 
     # who
     @property
-    def actor(self):
+    def signed_in(self) -> Session:
+        """The session of a page that needs one (`route` sends anyone without one to sign in first)."""
+        assert self.session is not None, "route(signed_in=True) lets no page without a session through"
+        return self.session
+
+    @property
+    def signed_in_id(self) -> str:
+        """The session id of a page that needs one."""
+        assert self.session_id is not None and self.session is not None, "route(signed_in=True) checked it"
+        return self.session_id
+
+    @property
+    def actor(self) -> Actor:
         """The signed-in member, with their current role in the current workspace."""
-        return self.session.actor
+        return self.signed_in.actor
 
     @property
     def role(self) -> str:
@@ -106,7 +122,7 @@ class Page:
 
     @property
     def workspace_id(self) -> str:
-        return self.session.workspace_id
+        return self.signed_in.workspace_id
 
     # inputs
     @property
@@ -188,7 +204,8 @@ def render(page: Page, template: str, status: int = 200, headers: Optional[dict]
         context["my_workspaces"] = registry.people().workspaces_of(page.session.email)
     html = rendering.page("dashboard/" + template, template_globals(), session=page.session,
                           csrf_token=page.csrf_token(), base_url=config.base_url(),
-                          can=lambda operation: bool(page.session) and roles.allows(page.session.role, operation),
+                          can=lambda operation: page.session is not None and roles.allows(page.session.role,
+                                                                                           operation),
                           **context)
     return Response(body=html, status_code=status,
                     headers={"Content-Type": "text/html; charset=utf-8", **(headers or {})})
