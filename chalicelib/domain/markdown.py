@@ -102,9 +102,9 @@ class _Highlighter:
         return str(highlight(code, lexer, _formatter()))
 
 
-def _heading_text(tokens: Sequence["Token"], start: int) -> str:
+def _heading_text(stream: Sequence["Token"], start: int) -> str:
     """Plain text of the inline token after a heading_open: text and code only."""
-    inline = tokens[start + 1]
+    inline = stream[start + 1]
     parts = []
     for child in inline.children or []:
         if child.type in ("text", "code_inline"):
@@ -116,10 +116,10 @@ def _heading_text(tokens: Sequence["Token"], start: int) -> str:
     return " ".join("".join(parts).split())
 
 
-def first_heading(tokens: Sequence["Token"]) -> Optional[str]:
-    for index, item in enumerate(tokens):  # markdown-it "tokens": parse nodes, nothing secret
+def first_heading(stream: Sequence["Token"]) -> Optional[str]:
+    for index, item in enumerate(stream):  # markdown-it "tokens": parse nodes, nothing secret
         if item.type == "heading_open":
-            text = _heading_text(tokens, index)
+            text = _heading_text(stream, index)
             if text:
                 return text
     return None
@@ -155,31 +155,31 @@ class _TaskLists:
     a running index of the last token seen at each level instead of a backward scan per item),
     `todoify` on each window once its inline tokens are parsed, before linkify."""
 
-    def __init__(self, tokens: list["Token"]) -> None:
+    def __init__(self, stream: list["Token"]) -> None:
         self.todo: set[int] = set()
         last_at_level: dict[int, int] = {}
         seen = 0
-        for i in range(2, len(tokens) - 1):
-            if not _is_todo(tokens, i):
+        for i in range(2, len(stream) - 1):
+            if not _is_todo(stream, i):
                 continue
             for j in range(seen, i - 2):
-                last_at_level[tokens[j].level] = j
+                last_at_level[stream[j].level] = j
             seen = max(seen, i - 2)
             self.todo.add(i)
-            tokens[i - 2].attrSet("class", "task-list-item")
-            tokens[last_at_level.get(tokens[i - 2].level - 1, -1)].attrSet("class", "contains-task-list")
+            stream[i - 2].attrSet("class", "task-list-item")
+            stream[last_at_level.get(stream[i - 2].level - 1, -1)].attrSet("class", "contains-task-list")
 
-    def todoify(self, tokens: list["Token"], start: int, end: int) -> None:
+    def todoify(self, stream: list["Token"], start: int, end: int) -> None:
         from markdown_it.token import Token
 
         for i in range(start, end):
             if i not in self.todo:
                 continue
-            token = tokens[i]
-            assert token.children is not None
-            token.children.insert(0, Token("html_inline", "", 0, content=_checkbox(token.content)))
-            token.children[1].content = token.children[1].content[3:]
-            token.content = token.content[3:]
+            item = stream[i]
+            assert item.children is not None
+            item.children.insert(0, Token("html_inline", "", 0, content=_checkbox(item.content)))
+            item.children[1].content = item.children[1].content[3:]
+            item.content = item.content[3:]
 
 
 class _Anchors:
@@ -203,22 +203,22 @@ class _Anchors:
         self.taken.add(found)
         return found
 
-    def apply(self, tokens: list["Token"], start: int, end: int) -> None:
+    def apply(self, stream: list["Token"], start: int, end: int) -> None:
         from markdown_it.token import Token
         from mdit_py_plugins.anchors.index import slugify
 
         for index in range(start, end):
-            token = tokens[index]
-            if token.type != "heading_open":
+            item = stream[index]
+            if item.type != "heading_open":
                 continue
-            inline = tokens[index + 1]
+            inline = stream[index + 1]
             assert inline.children is not None
             title = "".join(child.content for child in inline.children
                             if child.type in ("text", "code_inline"))
-            slug = token.attrGet("id")
+            slug = item.attrGet("id")
             if not slug:
                 slug = self.unique(slugify(title))
-                token.attrSet("id", slug)
+                item.attrSet("id", slug)
             link_open = Token("link_open", "a", 1)
             link_open.attrSet("class", "header-anchor")
             link_open.attrSet("href", f"#{slug}")
@@ -232,10 +232,10 @@ _PRE = len("<pre></pre>")
 _TASK_ITEM = len(' class="task-list-item"')
 
 
-def _is_todo(tokens: Sequence["Token"], index: int) -> bool:
+def _is_todo(stream: Sequence["Token"], index: int) -> bool:
     """mdit-py-plugins tasklists' test: a list item's first paragraph starting "[ ] " or "[x] "."""
-    return (tokens[index].type == "inline" and tokens[index - 1].type == "paragraph_open"
-            and tokens[index - 2].type == "list_item_open" and _TODO.match(tokens[index].content) is not None)
+    return (stream[index].type == "inline" and stream[index - 1].type == "paragraph_open"
+            and stream[index - 2].type == "list_item_open" and _TODO.match(stream[index].content) is not None)
 
 
 def _checkbox(content: str) -> str:
@@ -262,32 +262,32 @@ class _BlockBudget:
         self.size = 0
         self.seen = 0
 
-    def count(self, tokens: Sequence["Token"], upto: int) -> None:
+    def count(self, stream: Sequence["Token"], upto: int) -> None:
         """Count tokens[seen:upto] (a token's content is set after it is pushed)."""
         size = self.size
         for index in range(self.seen, upto):
-            size += least_bytes(tokens, index)
+            size += least_bytes(stream, index)
         self.seen = max(self.seen, upto)
         self.size = size
         if size > self.max_bytes:
             raise PageTooLarge(size)
 
 
-def least_bytes(tokens: Sequence["Token"], index: int) -> int:
+def least_bytes(stream: Sequence["Token"], index: int) -> int:
     """The fewest bytes tokens[index] (a block token, before the inline stage) renders to."""
-    token = tokens[index]
-    kind = token.type
+    item = stream[index]
+    kind = item.type
     if kind == "inline":
-        return _TASK_ITEM + len(_checkbox(token.content)) if index >= 2 and _is_todo(tokens, index) else 0
+        return _TASK_ITEM + len(_checkbox(item.content)) if index >= 2 and _is_todo(stream, index) else 0
     if kind in ("paragraph_open", "paragraph_close"):
         return 0
     if kind in ("fence", "code_block"):
-        return _PRE + len(token.content)
+        return _PRE + len(item.content)
     if kind == "html_block":
-        return len(token.content)
-    if token.nesting == -1:
-        return len(token.tag) + 3
-    return len(token.tag) + 2 + (_HEADING_EXTRA if kind == "heading_open" else 0)
+        return len(item.content)
+    if item.nesting == -1:
+        return len(item.tag) + 3
+    return len(item.tag) + 2 + (_HEADING_EXTRA if kind == "heading_open" else 0)
 
 
 @functools.lru_cache(maxsize=1)
@@ -307,44 +307,44 @@ def _budgeted_state() -> Any:
     return BudgetedState
 
 
-def _parse_blocks(md: "MarkdownIt", src: str, env: dict[str, Any], tokens: list["Token"],
+def _parse_blocks(md: "MarkdownIt", src: str, env: dict[str, Any], stream: list["Token"],
                   budget: Optional[_BlockBudget]) -> None:
     """markdown-it's block stage (`ParserBlock.parse`), counting `budget` on every token made."""
     if budget is None:
-        md.block.parse(src, md, env, tokens)
+        md.block.parse(src, md, env, stream)
         return
     if not src:
         return
-    state = _budgeted_state()(src, md, env, tokens)
+    state = _budgeted_state()(src, md, env, stream)
     state.budget = budget
     md.block.tokenize(state, state.line, state.lineMax)
-    budget.count(tokens, len(tokens))
+    budget.count(stream, len(stream))
 
 
-def _windows(tokens: Sequence["Token"]) -> Iterator[tuple[int, int]]:
+def _windows(stream: Sequence["Token"]) -> Iterator[tuple[int, int]]:
     start = 0
-    for index, token in enumerate(tokens):
-        if index + 1 - start >= WINDOW_TOKENS and token.nesting <= 0 and token.type != "inline":
+    for index, item in enumerate(stream):
+        if index + 1 - start >= WINDOW_TOKENS and item.nesting <= 0 and item.type != "inline":
             yield start, index + 1
             start = index + 1
-    if start < len(tokens):
-        yield start, len(tokens)
+    if start < len(stream):
+        yield start, len(stream)
 
 
-def _render(renderer: "RendererHTML", tokens: Sequence["Token"], start: int, end: int, options: Any,
+def _render(renderer: "RendererHTML", stream: Sequence["Token"], start: int, end: int, options: Any,
             env: dict[str, Any]) -> str:
     """`RendererHTML.render` for tokens[start:end], seeing the whole stream (a block token's
     line break depends on its neighbours, e.g. a tight list's hidden paragraphs)."""
     out: list[str] = []
     for index in range(start, end):
-        token = tokens[index]
-        if token.type == "inline":
-            if token.children:
-                out.append(renderer.renderInline(token.children, options, env))
-        elif token.type in renderer.rules:
-            out.append(renderer.rules[token.type](tokens, index, options, env))
+        item = stream[index]
+        if item.type == "inline":
+            if item.children:
+                out.append(renderer.renderInline(item.children, options, env))
+        elif item.type in renderer.rules:
+            out.append(renderer.rules[item.type](stream, index, options, env))
         else:
-            out.append(renderer.renderToken(tokens, index, options, env))
+            out.append(renderer.renderToken(stream, index, options, env))
     return "".join(out)
 
 
@@ -371,25 +371,25 @@ def render_body(source: str, max_bytes: Optional[int] = None) -> tuple[str, Opti
     state = StateCore(source, md, env)
     rules[0][1](state)  # normalize
     _parse_blocks(md, state.src, env, state.tokens, None if max_bytes is None else _BlockBudget(max_bytes))
-    tokens = state.tokens
-    tasks, anchors = _TaskLists(tokens), _Anchors()
+    stream = state.tokens
+    tasks, anchors = _TaskLists(stream), _Anchors()
     renderer = cast("RendererHTML", md.renderer)
     parts: list[str] = []
     size = 0
-    for start, end in _windows(tokens):
-        window = StateCore(state.src, md, env, tokens[start:end])
+    for start, end in _windows(stream):
+        window = StateCore(state.src, md, env, stream[start:end])
         for name, fn in rules[split:]:  # inline, linkify, replacements, smartquotes, text_join
             fn(window)
             if name == "inline":  # where the tasklists plugin puts its rule
-                tasks.todoify(tokens, start, end)
-        anchors.apply(tokens, start, end)  # the anchors plugin's rule comes last
-        part = _render(renderer, tokens, start, end, options, env)
+                tasks.todoify(stream, start, end)
+        anchors.apply(stream, start, end)  # the anchors plugin's rule comes last
+        part = _render(renderer, stream, start, end, options, env)
         parts.append(part)
         if max_bytes is not None:
             size += len(part.encode("utf-8"))
             if size > max_bytes:
                 raise PageTooLarge(size)
-    return "".join(parts), first_heading(tokens)
+    return "".join(parts), first_heading(stream)
 
 
 def _plain(fragment: str) -> str:
