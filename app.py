@@ -4,7 +4,7 @@ from chalice import Chalice
 
 from chalicelib import config, logs, wiring
 from chalicelib.entrypoints.http import (
-    MULTIPART_TYPE, empty_response, handles_errors, normalise_chalice_error, refuse_without_origin_secret,
+    MULTIPART_TYPE, body_bytes, empty_response, handles_errors, normalise_chalice_error, refuse_without_origin_secret,
 )
 from chalicelib.entrypoints import bounds, pages, rest, routing
 from chalicelib.entrypoints.share import bp as share_pages, separate_sites
@@ -67,8 +67,7 @@ rest.register(app)
 def receive_upload(upload_id):
     """The embedded store's upload_url: no key, the signed token in the URL is the credential
     (outside /api/v1: its size is the one declared, not the API's body cap)."""
-    body = _request().raw_body or b""
-    wiring.uploads().receive(upload_id, (_request().query_params or {}).get("token"), body)
+    wiring.uploads().receive(upload_id, (_request().query_params or {}).get("token") or "", body_bytes(_request()))
     return empty_response(204)
 
 

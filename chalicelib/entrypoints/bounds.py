@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional
 
 from chalicelib import errors
+
+if TYPE_CHECKING:
+    from chalice import Response
 
 API_BODY_BYTES = 6 * 1024 * 1024
 FORM_BODY_BYTES = 64 * 1024
@@ -133,7 +136,7 @@ class CaseInsensitive(dict):
         return super().get(key.lower(), default)
 
 
-def refusal_response(method: str, path: str, error: errors.DocpubError):
+def refusal_response(method: str, path: str, error: errors.DocpubError) -> Response:
     """`error` shaped for the route's surface: the contract's JSON body, an RFC 6749
     body on the OAuth endpoints, or a small HTML page on pages."""
     import json
@@ -161,7 +164,7 @@ def routed(app, template: Optional[str], method: str) -> bool:
     return entry is not None and not getattr(entry.view_function, "docpub_method_not_allowed", False)
 
 
-def admit_event(request, app=None) -> Optional[object]:
+def admit_event(request, app=None) -> Optional[Response]:
     """The Lambda handler's side (app.py middleware): None to go on, or the refusal."""
     method = request.method or "GET"
     path = ((request.context or {}).get("path")) or request.path or "/"

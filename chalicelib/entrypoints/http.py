@@ -161,6 +161,12 @@ def parse_body(request, model: type[M]) -> M:
     return validate(model, data)
 
 
+def body_bytes(request) -> bytes:
+    """The request body as bytes (chalice types `raw_body` as str or bytes; it is bytes)."""
+    raw = request.raw_body
+    return raw.encode("utf-8") if isinstance(raw, str) else (raw or b"")
+
+
 def _body_text(request) -> bytes | str | None:
     """The body without copies: API Gateway hands Lambda a str, which
     `request.raw_body` would encode to bytes (and we decode again): two

@@ -22,7 +22,7 @@ from chalice import Blueprint, Response
 
 from chalicelib import errors
 from chalicelib.entrypoints.routing import method_not_allowed_view
-from chalicelib.entrypoints.http import JSON_TYPE, error_response, handles_errors
+from chalicelib.entrypoints.http import JSON_TYPE, body_bytes, error_response, handles_errors
 from chalicelib import wiring
 from chalicelib.services.auth import credentials_from_headers
 
@@ -39,7 +39,7 @@ _PASS_HEADERS = ("mcp-protocol-version", "mcp-session-id", "allow", "retry-after
 def mcp_post():
     request = bp.current_request
     credentials = _caller(request.headers)  # unknown, expired or revoked: 401 before any MCP work
-    body = request.raw_body or b""
+    body = body_bytes(request)
     _check_json(body)
     from chalicelib.entrypoints import mcp_tools  # imports the SDK: only here, only with a valid key
 

@@ -1,9 +1,11 @@
 """Storage port for OAuth 2.1 (MCP authorization): clients, codes, grants, tokens.
 
-Records are plain dicts. Every expiring record carries `expires_ms` (checked by
-the service on every read; adapters may also clean up with TTL/DELETE, but
-correctness never depends on it). Secrets (codes, access and refresh tokens)
-are only ever handed to a repository as their SHA-256 hex digest.
+It speaks the records of chalicelib/ports/records.py (`OAuthClient`,
+`AuthorizationCode`, `OAuthGrant`, `AccessToken`, `RefreshToken`). Every expiring
+record carries `expires_ms` (checked by the service on every read; adapters may
+also clean up on their own, but correctness never depends on it). Secrets (codes,
+access and refresh tokens) are only ever handed to a repository as their SHA-256
+hex digest.
 
 Atomic rules the adapters guarantee:
 - `consume_code`: a code is consumed at most once (a conditional update), so two
@@ -18,53 +20,56 @@ Atomic rules the adapters guarantee:
 from __future__ import annotations
 
 from typing import Optional, Protocol
-from chalicelib.ports.records import ClientCap, Record
+
+from chalicelib.ports.records import (
+    AccessToken, AuthorizationCode, ClientCap, OAuthClient, OAuthGrant, RefreshToken,
+)
 
 
 class OAuthRepository(Protocol):
     # clients (dynamic registration, and cached client ID metadata documents)
-    def put_client(self, client: Record, cap: Optional[ClientCap] = None) -> None:
-        """Store or replace a client (`client_id`, `expires_ms` or None, metadata); with
-        `cap`, counted in the cap's window in the same atomic step (ClientCapReached)."""
+    def put_client(self, client: OAuthClient, cap: Optional[ClientCap] = None) -> None:
+        """Store or replace a client; with `cap`, counted in the cap's window in the same
+        atomic step (ClientCapReached past it, and nothing is stored)."""
 
-    def get_client(self, client_id: str) -> Optional[Record]: ...
+    def get_client(self, client_id: str) -> Optional[OAuthClient]: ...
 
     def keep_client(self, client_id: str) -> None:
-        """A grant was completed: the client no longer expires."""
+        """A grant was completed: the client no longer expires (`expires_ms` None)."""
 
     # authorization codes
-    def put_code(self, code: Record) -> None:
-        """`code_hash`, client_id, redirect_uri, code_challenge, resource, scopes,
-        workspace_id, user, expires_ms."""
+    def put_code(self, code: AuthorizationCode) -> None: ...
 
-    def consume_code(self, code_hash: str, now_ms: int) -> tuple[Optional[Record], bool]:
-        """(the code record, True) if this call consumed it; (record, False) if it was
-        already used (record includes `grant_id` when a grant was made from it);
-        (None, False) when unknown."""
+    def consume_code(self, code_hash: str, now_ms: int) -> tuple[Optional[AuthorizationCode], bool]:
+        """(the code, True) if this call consumed it (its `used_ms` is now `now_ms`);
+        (the code, False) if it was used already (with `grant_id` when a grant was made
+        from it); (None, False) when unknown."""
 
     # grants and tokens
-    def create_grant(self, grant: Record, access: Record, refresh: Record, code_hash: Optional[str]) -> None:
+    def create_grant(self, grant: OAuthGrant, access: AccessToken, refresh: RefreshToken,
+                     code_hash: Optional[str]) -> None:
         """Store a grant with its first access and refresh tokens; link the code to it."""
 
-    def get_grant(self, grant_id: str) -> Optional[Record]: ...
+    def get_grant(self, grant_id: str) -> Optional[OAuthGrant]: ...
 
-    def list_grants(self, workspace_id: str) -> list[Record]:
+    def list_grants(self, workspace_id: str) -> list[OAuthGrant]:
         """The workspace's grants, newest first (revoked ones included)."""
 
-    def revoke_grant(self, grant_id: str, now_ms: int) -> Optional[Record]:
-        """Mark the grant revoked (idempotent); its tokens stop working at once."""
+    def revoke_grant(self, grant_id: str, now_ms: int) -> Optional[OAuthGrant]:
+        """Mark the grant revoked (idempotent: the first `revoked_ms` stays) and return it;
+        its tokens stop working at once. None: no such grant."""
 
     def touch_grant(self, grant_id: str, now_ms: int) -> None:
         """Record the grant's last use."""
 
-    def get_access(self, token_hash: str) -> tuple[Optional[Record], Optional[Record]]:
-        """(access token record, its grant) in one round trip; None where missing."""
+    def get_access(self, token_hash: str) -> tuple[Optional[AccessToken], Optional[OAuthGrant]]:
+        """(access token, its grant); None where missing."""
 
     def delete_access(self, token_hash: str) -> None: ...
 
-    def get_refresh(self, token_hash: str) -> Optional[Record]: ...
+    def get_refresh(self, token_hash: str) -> Optional[RefreshToken]: ...
 
-    def rotate_refresh(self, old_hash: str, now_ms: int, access: Record, refresh: Record) -> bool:
+    def rotate_refresh(self, old_hash: str, now_ms: int, access: AccessToken, refresh: RefreshToken) -> bool:
         """Mark the old refresh token used and store the new pair, atomically, only if
         the old one was unused and its grant not revoked. False: it was used already
         (or the grant is revoked) and nothing was stored."""

@@ -35,8 +35,8 @@ __all__ = [
     "Workspace", "WorkspaceFields", "ApiKey", "KeyWriteLog",
 ]
 
-# A stored record as the adapters hand it over (field names in docs/architecture.md), for
-# the aggregates not typed yet (documents, versions, share links, OAuth).
+# A plain dict: an adapter's row or item, a JSON object. No port takes or returns one
+# any more: every aggregate has its record (tests/unit/test_layers.py, test_no_port_speaks_plain_dicts).
 Record = dict[str, Any]
 
 R = TypeVar("R", bound="DataclassInstance")
@@ -348,6 +348,94 @@ class ClientCap:
     window: int
     limit: int
     expires_at: int  # epoch seconds: the counter's cleanup
+
+
+# ------------------------------------------------------------------ OAuth (ports/oauth.py; helper s3-oauth)
+# Codes and tokens are kept by their SHA-256 only (`code_hash`, `token_hash`): a record
+# never holds a secret. Every expiring record carries `expires_ms`, checked by the
+# service on every read; lists of scopes and URIs are tuples.
+
+__all__ += ["OAuthClient", "ClientKind", "AuthorizationCode", "OAuthGrant", "AccessToken", "RefreshToken"]
+
+ClientKind = Literal["registered", "metadata"]
+
+
+@dataclass(frozen=True)
+class OAuthClient:
+    """An app that may ask for access: `registered` by dynamic client registration
+    (RFC 7591; expires unless a grant completes, then kept: `expires_ms` None) or
+    described by the client ID metadata document at its https `client_id` (a cached
+    copy, until `expires_ms`)."""
+    client_id: str
+    kind: ClientKind
+    redirect_uris: tuple[str, ...]
+    client_name: Optional[str] = None
+    scopes: Optional[tuple[str, ...]] = None  # None: every scope
+    grant_types: tuple[str, ...] = ("authorization_code", "refresh_token")
+    client_uri: Optional[str] = None
+    logo_uri: Optional[str] = None
+    created_ms: Optional[int] = None
+    expires_ms: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class AuthorizationCode:
+    """An authorization code, by its SHA-256, bound to its client, redirect URI, code
+    challenge (S256), resource and the approver's workspace. Used once (`used_ms`);
+    `grant_id` names the grant made from it (a replayed code revokes that grant)."""
+    code_hash: str
+    client_id: str
+    redirect_uri: str
+    code_challenge: str
+    resource: str
+    scopes: tuple[str, ...]
+    workspace_id: str
+    expires_ms: int
+    user: Optional[str] = None  # the member who approved it
+    client_name: Optional[str] = None
+    used_ms: Optional[int] = None
+    grant_id: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class OAuthGrant:
+    """An app's access to a workspace, approved by `user` ("Connected apps"): its tokens
+    work until `revoked_ms` is set."""
+    grant_id: str
+    workspace_id: str
+    client_id: str
+    scopes: tuple[str, ...]
+    resource: str
+    created_ms: int
+    user: Optional[str] = None
+    client_name: Optional[str] = None
+    last_used_ms: Optional[int] = None
+    revoked_ms: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class AccessToken:
+    """An access token of a grant, by its SHA-256: for `audience` (the /mcp resource),
+    within `scopes`, until `expires_ms`."""
+    token_hash: str
+    grant_id: str
+    workspace_id: str
+    client_id: str
+    scopes: tuple[str, ...]
+    audience: str
+    expires_ms: int
+
+
+@dataclass(frozen=True)
+class RefreshToken:
+    """A refresh token of a grant, by its SHA-256: used once (`used_ms`, set in the
+    rotation that stores its successor), until `expires_ms`."""
+    token_hash: str
+    grant_id: str
+    client_id: str
+    expires_ms: int
+    created_ms: Optional[int] = None
+    used_ms: Optional[int] = None
 
 
 @dataclass

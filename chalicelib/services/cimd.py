@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Optional
+from typing import Any, Optional
 from urllib.parse import urlsplit
 
 from chalicelib import config
 from chalicelib.ports.outbound import OutboundFailed, OutboundHttp, OutboundRefused, Target
-from chalicelib.ports.records import Record
+from chalicelib.ports.records import OAuthClient
 from chalicelib.domain.clients import MAX_CLIENT_NAME, MAX_REDIRECT_URIS, valid_redirect_uri
 
 CACHE_SECONDS = 3600  # when the answer says nothing about caching
@@ -38,6 +38,8 @@ MAX_CACHE_SECONDS = 24 * 3600
 MAX_BYTES = 64 * 1024
 TIMEOUT_SECONDS = 5.0
 FETCH_SECONDS = 10.0  # connect, status line, headers and body together
+
+Document = dict[str, Any]  # a client ID metadata document: a JSON object
 
 
 class MetadataError(ValueError):
@@ -71,7 +73,7 @@ def target_of(url: str) -> Target:
     return Target("https", host, port, path, exempt=f"{host}:{port}" in _allowed_hosts())
 
 
-def fetch(outbound: OutboundHttp, url: str) -> Record:
+def fetch(outbound: OutboundHttp, url: str) -> Document:
     return fetch_with_lifetime(outbound, url)[0]
 
 
@@ -81,7 +83,7 @@ def cache_lifetime(cache_control: Optional[str], expires: Optional[str], now: Op
     import email.utils
 
     seconds: Optional[float] = None
-    directives = {}
+    directives: dict[str, str] = {}
     for part in (cache_control or "").split(","):
         name, _, value = part.strip().partition("=")
         if name:
@@ -104,7 +106,7 @@ def cache_lifetime(cache_control: Optional[str], expires: Optional[str], now: Op
     return int(min(MAX_CACHE_SECONDS, max(MIN_CACHE_SECONDS, seconds)))
 
 
-def fetch_with_lifetime(outbound: OutboundHttp, url: str) -> tuple[Record, int]:
+def fetch_with_lifetime(outbound: OutboundHttp, url: str) -> tuple[Document, int]:
     """(document, seconds to cache it), fetched through the one outbound client."""
     target = target_of(url)
     try:
@@ -131,8 +133,9 @@ def fetch_with_lifetime(outbound: OutboundHttp, url: str) -> tuple[Record, int]:
     return document, lifetime
 
 
-def client_from_document(client_id: str, document: Record) -> Record:
-    """The client record a metadata document describes (public client)."""
+def client_from_document(client_id: str, document: Document) -> OAuthClient:
+    """The client a metadata document describes (a public client; the caller sets how
+    long the copy is kept: `created_ms`, `expires_ms`)."""
     if document.get("client_id") != client_id:
         raise MetadataError("its client_id does not equal the URL it was fetched from")
     uris = document.get("redirect_uris")
@@ -142,8 +145,7 @@ def client_from_document(client_id: str, document: Record) -> Record:
     method = document.get("token_endpoint_auth_method", "none")
     if method != "none":
         raise MetadataError("token_endpoint_auth_method must be none (public client)")
-    name: Optional[str] = document.get("client_name")
-    name = name.strip()[:MAX_CLIENT_NAME] if isinstance(name, str) and name.strip() else None
-    return {"client_id": client_id, "client_name": name or urlsplit(client_id).hostname,
-            "redirect_uris": list(uris), "scopes": None,
-            "grant_types": ["authorization_code", "refresh_token"]}
+    given = document.get("client_name")
+    name = given.strip()[:MAX_CLIENT_NAME] if isinstance(given, str) and given.strip() else None
+    return OAuthClient(client_id=client_id, kind="metadata", client_name=name or urlsplit(client_id).hostname,
+                       redirect_uris=tuple(uris), scopes=None)

@@ -24,19 +24,19 @@ import base64
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass
-from typing import Callable, Iterable, Optional
+from dataclasses import dataclass, replace
+from typing import Callable, Iterable, Mapping, Optional, Union
 from urllib.parse import urlencode, urlsplit
 
 from chalicelib.ports.oauth import OAuthRepository
-from chalicelib.ports.records import ClientCap, Record
+from chalicelib.ports.records import AccessToken, AuthorizationCode, ClientCap, OAuthClient, OAuthGrant, RefreshToken
 from chalicelib.ports.errors import ClientCapReached
 from chalicelib import config, models
 from chalicelib.domain import limits, roles
 from chalicelib.domain.clients import MAX_CLIENT_NAME, MAX_PARAM, MAX_REDIRECT_URIS, valid_redirect_uri
 from chalicelib.errors import DocpubError, RateLimited
-from chalicelib.services import access, activity, members, ratelimits
-from chalicelib.services.access import Actor
+from chalicelib.services import access, activity, cimd, members, ratelimits
+from chalicelib.services.access import Actor, Who
 from chalicelib.services.context import Context, rfc3339
 
 SCOPES = ("docs:read", "docs:write", "feedback")
@@ -47,6 +47,7 @@ SCOPE_DESCRIPTIONS = {
 }
 # Which scope each MCP tool needs is declared with its operation (chalicelib/operations.py TOOL_SCOPES).
 
+GRANT_TYPES = ("authorization_code", "refresh_token")
 ACCESS_TOKEN_PREFIX = "dpa_"
 REFRESH_TOKEN_PREFIX = "dpr_"
 CODE_SECONDS = 120
@@ -63,13 +64,13 @@ LIMIT_ERRORS = {"register": "temporarily_unavailable", "authorize": "temporarily
 class OAuthError(DocpubError):
     """An RFC 6749 error: `{"error": …, "error_description": …}` on the OAuth endpoints."""
 
-    def __init__(self, error: str, description: str, status: int = 400, headers: Optional[Record] = None):
+    def __init__(self, error: str, description: str, status: int = 400, headers: Optional[dict[str, str]] = None):
         super().__init__(description, headers=headers)
         self.error = error
         self.code = error
         self.status = status
 
-    def body(self) -> Record:
+    def body(self) -> dict[str, str]:
         return {"error": self.error, "error_description": self.message}
 
 
@@ -102,7 +103,7 @@ class Principal:
 @dataclass(frozen=True)
 class AuthorizationRequest:
     """A validated authorization request, ready for the consent page."""
-    client: Record
+    client: OAuthClient
     redirect_uri: str
     state: Optional[str]
     code_challenge: str
@@ -115,11 +116,11 @@ class AuthorizationRequest:
 
     @property
     def client_name(self) -> str:
-        return str(self.client.get("client_name") or self.client["client_id"])
+        return self.client.client_name or self.client.client_id
 
-    def params(self) -> Record:
+    def params(self) -> dict[str, str]:
         """The request's parameters, as the consent form posts them back."""
-        return {"client_id": self.client["client_id"], "redirect_uri": self.redirect_uri,
+        return {"client_id": self.client.client_id, "redirect_uri": self.redirect_uri,
                 "response_type": "code", "code_challenge": self.code_challenge,
                 "code_challenge_method": "S256", "resource": self.resource, "scope": " ".join(self.scopes),
                 **({"state": self.state} if self.state is not None else {})}
@@ -210,8 +211,25 @@ def ip_scope(kind: str, client_ip: str) -> str:
     return ratelimits.scope_key(f"oauth-{kind}", key)
 
 
+# A client ID metadata document fetcher (tests inject one): the document, or (document,
+# seconds to cache it).
+MetadataFetcher = Callable[[str], Union[cimd.Document, tuple[cimd.Document, int]]]
+
+
+@dataclass(frozen=True)
+class ConnectedApp:
+    """A line of "Connected apps" (the dashboard): a grant not revoked."""
+    grant_id: str
+    client_name: str
+    client_id: str
+    scopes: tuple[str, ...]
+    user: Optional[str]
+    created_at: str
+    last_used_at: Optional[str]
+
+
 class OAuthService:
-    def __init__(self, ctx: Context, fetch_metadata: Optional[Callable[[str], Record]] = None):
+    def __init__(self, ctx: Context, fetch_metadata: Optional[MetadataFetcher] = None):
         self.ctx = ctx
         self._fetch_metadata = fetch_metadata  # tests may inject the CIMD fetcher
 
@@ -219,9 +237,7 @@ class OAuthService:
     def repo(self) -> OAuthRepository:
         return self.ctx.oauth
 
-    def _fetch_document(self, url: str) -> tuple[Record, int]:
-        from chalicelib.services import cimd
-
+    def _fetch_document(self, url: str) -> tuple[cimd.Document, int]:
         if self.ctx.outbound is None:
             raise cimd.MetadataError("this server makes no outbound requests")
         return cimd.fetch_with_lifetime(self.ctx.outbound, url)
@@ -273,23 +289,25 @@ class OAuthService:
         name = metadata.get("client_name")
         name = name.strip()[:MAX_CLIENT_NAME] if isinstance(name, str) and name.strip() else None
         now_ms = self.ctx.now_ms()
-        client = {"client_id": "dpc_" + secrets.token_urlsafe(18), "kind": "registered",
-                  "client_name": name, "redirect_uris": list(uris), "scopes": list(scopes),
-                  "grant_types": ["authorization_code", "refresh_token"], "created_ms": now_ms,
-                  "expires_ms": now_ms + UNUSED_CLIENT_SECONDS * 1000}
-        for optional in ("client_uri", "logo_uri"):
-            value = metadata.get(optional)
-            if isinstance(value, str) and value.startswith("https://") and len(value) <= MAX_PARAM:
-                client[optional] = value
+
+        def https_uri(member: str) -> Optional[str]:
+            value = metadata.get(member)
+            return value if isinstance(value, str) and value.startswith("https://") and len(value) <= MAX_PARAM \
+                else None
+
+        client = OAuthClient(client_id="dpc_" + secrets.token_urlsafe(18), kind="registered", client_name=name,
+                             redirect_uris=tuple(uris), scopes=scopes, grant_types=GRANT_TYPES,
+                             client_uri=https_uri("client_uri"), logo_uri=https_uri("logo_uri"),
+                             created_ms=now_ms, expires_ms=now_ms + UNUSED_CLIENT_SECONDS * 1000)
         self._store_new_client(client, lambda description, retry: OAuthError(
             "temporarily_unavailable", description, status=503, headers={"Retry-After": str(retry)}))
         # The server assigns a public client: no secret, whatever was asked (RFC 7591 3.2.1).
         return models.ClientRegistration(
-            client_id=str(client["client_id"]), client_id_issued_at=now_ms // 1000,
-            redirect_uris=list(uris), client_name=name, grant_types=["authorization_code", "refresh_token"],
+            client_id=client.client_id, client_id_issued_at=now_ms // 1000,
+            redirect_uris=list(uris), client_name=name, grant_types=list(GRANT_TYPES),
             response_types=["code"], token_endpoint_auth_method="none", scope=" ".join(scopes))
 
-    def client(self, client_id: Optional[str], client_ip: Optional[str] = None) -> Optional[Record]:
+    def client(self, client_id: Optional[str], client_ip: Optional[str] = None) -> Optional[OAuthClient]:
         """A usable client: registered and not expired, or a client ID metadata document
         (fetched when not cached: counted against `client_ip`'s fetch limit)."""
         if not client_id or len(client_id) > MAX_PARAM:
@@ -297,34 +315,31 @@ class OAuthService:
         if client_id.startswith("https://"):
             return self._metadata_client(client_id, client_ip)
         client = self.repo.get_client(client_id)
-        if client is None or client.get("kind") != "registered":
+        if client is None or client.kind != "registered":
             return None
-        if client.get("expires_ms") is not None and client["expires_ms"] <= self.ctx.now_ms():
+        if client.expires_ms is not None and client.expires_ms <= self.ctx.now_ms():
             return None
         return client
 
-    def _metadata_client(self, client_id: str, client_ip: Optional[str] = None) -> Optional[Record]:
-        from chalicelib.services import cimd
-
+    def _metadata_client(self, client_id: str, client_ip: Optional[str] = None) -> OAuthClient:
         now_ms = self.ctx.now_ms()
         cached = self.repo.get_client(client_id)
-        if cached is not None and cached.get("kind") == "metadata" and cached.get("expires_ms", 0) > now_ms:
+        if cached is not None and cached.kind == "metadata" and (cached.expires_ms or 0) > now_ms:
             return cached
         if client_ip is not None:
             self.limit("metadata", client_ip)  # a fetch is a request to an address a stranger chose
         try:
             fetched = (self._fetch_metadata or self._fetch_document)(client_id)
             document, lifetime = fetched if isinstance(fetched, tuple) else (fetched, cimd.CACHE_SECONDS)
-            client = cimd.client_from_document(client_id, document)
+            client = replace(cimd.client_from_document(client_id, document), created_ms=now_ms,
+                             expires_ms=now_ms + lifetime * 1000)
         except cimd.MetadataError as exc:
             raise NotRedirectable("invalid_client", f"The client ID metadata document could not be used: {exc}")
-        client.update({"kind": "metadata", "created_ms": now_ms,
-                       "expires_ms": now_ms + lifetime * 1000})
         self._store_new_client(client, lambda description, retry: NotRedirectable(
             "temporarily_unavailable", description, status=503, headers={"Retry-After": str(retry)}))
         return client
 
-    def _store_new_client(self, client: Record, refusal: Callable[[str, int], OAuthError]) -> None:
+    def _store_new_client(self, client: OAuthClient, refusal: Callable[[str, int], OAuthError]) -> None:
         """Store a new client under the service-wide cap (limits.OAUTH_NEW_CLIENTS): past it,
         `refusal(description, seconds until the window turns)` is raised and nothing is stored."""
         rate = limits.OAUTH_NEW_CLIENTS
@@ -341,49 +356,51 @@ class OAuthService:
 
     # ---------------------------------------------------------------- authorization
 
-    def check_authorization(self, params: Record, client_ip: Optional[str] = None) -> AuthorizationRequest:
+    def check_authorization(self, params: Mapping[str, object], client_ip: Optional[str] = None
+                            ) -> AuthorizationRequest:
         """Validate an authorization request. NotRedirectable when the client or the
         redirect URI is wrong (shown to the person); RedirectError otherwise (sent
         back to the client's redirect URI with `state`)."""
-        params = {k: v for k, v in params.items() if isinstance(v, str)}
-        if any(len(v) > MAX_PARAM for v in params.values()):
+        given = {k: v for k, v in params.items() if isinstance(v, str)}
+        if any(len(v) > MAX_PARAM for v in given.values()):
             raise NotRedirectable("invalid_request", "A parameter of the authorization request is too long.")
-        client = self.client(params.get("client_id"), client_ip)
+        client = self.client(given.get("client_id"), client_ip)
         if client is None:
             raise NotRedirectable("invalid_client", "This application is not registered (or its registration "
                                   "expired): ask it to connect again.", status=401)
-        redirect_uri = params.get("redirect_uri")
-        if redirect_uri is None and len(client["redirect_uris"]) == 1:
-            redirect_uri = client["redirect_uris"][0]
-        if redirect_uri not in client["redirect_uris"]:
+        redirect_uri = given.get("redirect_uri")
+        if redirect_uri is None and len(client.redirect_uris) == 1:
+            redirect_uri = client.redirect_uris[0]
+        if redirect_uri not in client.redirect_uris:
             raise NotRedirectable("invalid_request", "redirect_uri does not exactly match a redirect URI "
                                   "registered for this application.")
-        state = params.get("state")
+        state = given.get("state")
 
         assert isinstance(redirect_uri, str)  # it is one of the client's
 
         def refuse(error: str, description: str) -> RedirectError:
             return RedirectError(error, description, redirect_uri, state)
 
-        if params.get("response_type") != "code":
+        if given.get("response_type") != "code":
             raise refuse("unsupported_response_type", "response_type must be code.")
-        if not params.get("code_challenge"):
+        challenge = given.get("code_challenge")
+        if not challenge:
             raise refuse("invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256.")
-        if params.get("code_challenge_method", "plain") != "S256":
+        if given.get("code_challenge_method", "plain") != "S256":
             raise refuse("invalid_request", "code_challenge_method must be S256 (plain is not accepted).")
-        if not 43 <= len(params["code_challenge"]) <= 128:
+        if not 43 <= len(challenge) <= 128:
             raise refuse("invalid_request", "code_challenge must be a base64url SHA-256 (43 characters).")
-        resource = params.get("resource") or resource_url()
+        resource = given.get("resource") or resource_url()
         if resource.rstrip("/") != resource_url():
             raise refuse("invalid_target", f"resource must be {resource_url()}.")
         try:
-            scopes = _scopes(params.get("scope"), client.get("scopes") or SCOPES)
+            scopes = _scopes(given.get("scope"), client.scopes or SCOPES)
         except OAuthError as exc:
             raise refuse(exc.error, exc.message) from None
-        return AuthorizationRequest(client, redirect_uri, state, params["code_challenge"], resource_url(), scopes)
+        return AuthorizationRequest(client, redirect_uri, state, challenge, resource_url(), scopes)
 
     def decide(self, request: AuthorizationRequest, allow: bool, workspace_id: str, user: str,
-               scopes: Optional[Iterable[str]] = None, by=None) -> str:
+               scopes: Optional[Iterable[str]] = None, by: Optional[Who] = None) -> str:
         """The person's answer on the consent page: where to send the browser."""
         if by is not None:
             access.authorize(by, "approve_app")
@@ -398,16 +415,16 @@ class OAuthService:
             return redirect_with(request.redirect_uri, error="access_denied",
                                  error_description="No access was granted.", state=request.state, iss=issuer())
         code = secrets.token_urlsafe(32)
-        self.repo.put_code({"code_hash": digest(code), "client_id": request.client["client_id"],
-                            "client_name": request.client_name, "redirect_uri": request.redirect_uri,
-                            "code_challenge": request.code_challenge, "resource": request.resource,
-                            "scopes": list(granted), "workspace_id": workspace_id, "user": user,
-                            "expires_ms": self.ctx.now_ms() + CODE_SECONDS * 1000})
+        self.repo.put_code(AuthorizationCode(
+            code_hash=digest(code), client_id=request.client.client_id, client_name=request.client_name,
+            redirect_uri=request.redirect_uri, code_challenge=request.code_challenge, resource=request.resource,
+            scopes=granted, workspace_id=workspace_id, user=user,
+            expires_ms=self.ctx.now_ms() + CODE_SECONDS * 1000))
         return redirect_with(request.redirect_uri, code=code, state=request.state, iss=issuer())
 
     # ---------------------------------------------------------------- token endpoint
 
-    def token(self, form: Record) -> models.TokenResponse:
+    def token(self, form: Mapping[str, str]) -> models.TokenResponse:
         grant_type = form.get("grant_type")
         client_id = form.get("client_id")
         if not client_id:
@@ -425,7 +442,7 @@ class OAuthService:
             raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token.")
         return handlers[grant_type](client, form)
 
-    def _exchange_code(self, client: Record, form: Record) -> models.TokenResponse:
+    def _exchange_code(self, client: OAuthClient, form: Mapping[str, str]) -> models.TokenResponse:
         code, verifier = form.get("code"), form.get("code_verifier")
         if not code:
             raise OAuthError("invalid_request", "code is required.")
@@ -433,80 +450,81 @@ class OAuthService:
             raise OAuthError("invalid_request", "code_verifier is required (PKCE).")
         now_ms = self.ctx.now_ms()
         record, consumed = self.repo.consume_code(digest(code), now_ms)
-        if record is None or record["client_id"] != client["client_id"]:
+        if record is None or record.client_id != client.client_id:
             raise OAuthError("invalid_grant", "The authorization code is not valid.")
         if not consumed:
-            if record.get("grant_id"):  # RFC 6749 4.1.2: a replayed code revokes what it granted
-                self.repo.revoke_grant(record["grant_id"], now_ms)
+            if record.grant_id:  # RFC 6749 4.1.2: a replayed code revokes what it granted
+                self.repo.revoke_grant(record.grant_id, now_ms)
             raise OAuthError("invalid_grant", "The authorization code was already used.")
-        if record["expires_ms"] <= now_ms:
+        if record.expires_ms <= now_ms:
             raise OAuthError("invalid_grant", "The authorization code has expired.")
-        if form.get("redirect_uri", record["redirect_uri"]) != record["redirect_uri"]:
+        if form.get("redirect_uri", record.redirect_uri) != record.redirect_uri:
             raise OAuthError("invalid_grant", "redirect_uri does not match the authorization request.")
-        if not hmac.compare_digest(s256(verifier) if verifier.isascii() else "", record["code_challenge"]):
+        if not hmac.compare_digest(s256(verifier) if verifier.isascii() else "", record.code_challenge):
             raise OAuthError("invalid_grant", "code_verifier does not match the code_challenge (PKCE).")
-        if (form.get("resource") or record["resource"]).rstrip("/") != record["resource"]:
-            raise OAuthError("invalid_target", f"resource must be {record['resource']}.")
-        grant = {"grant_id": "gr_" + secrets.token_urlsafe(12), "workspace_id": record["workspace_id"],
-                 "user": record["user"], "client_id": client["client_id"],
-                 "client_name": record.get("client_name") or client.get("client_name") or client["client_id"],
-                 "scopes": record["scopes"], "resource": record["resource"], "created_ms": now_ms}
+        if (form.get("resource") or record.resource).rstrip("/") != record.resource:
+            raise OAuthError("invalid_target", f"resource must be {record.resource}.")
+        grant = OAuthGrant(grant_id="gr_" + secrets.token_urlsafe(12), workspace_id=record.workspace_id,
+                           user=record.user, client_id=client.client_id,
+                           client_name=record.client_name or client.client_name or client.client_id,
+                           scopes=record.scopes, resource=record.resource, created_ms=now_ms)
         access, refresh, answer = self._mint(grant, now_ms)
         self.repo.create_grant(grant, access, refresh, digest(code))
-        if client.get("kind") == "registered" and client.get("expires_ms") is not None:
-            self.repo.keep_client(client["client_id"])
-        approver = Actor(grant["workspace_id"], member=grant["user"], surface="dashboard")
-        activity.record(self.ctx, approver, grant["workspace_id"], "app.connect", grant["grant_id"],
-                        {"client": grant["client_name"], "scopes": " ".join(grant["scopes"])})
+        if client.kind == "registered" and client.expires_ms is not None:
+            self.repo.keep_client(client.client_id)
+        approver = Actor(grant.workspace_id, member=grant.user, surface="dashboard")
+        activity.record(self.ctx, approver, grant.workspace_id, "app.connect", grant.grant_id,
+                        {"client": grant.client_name, "scopes": " ".join(grant.scopes)})
         return answer
 
-    def _refresh(self, client: Record, form: Record) -> models.TokenResponse:
+    def _refresh(self, client: OAuthClient, form: Mapping[str, str]) -> models.TokenResponse:
         presented = form.get("refresh_token")
         if not presented:
             raise OAuthError("invalid_request", "refresh_token is required.")
         now_ms = self.ctx.now_ms()
         old_hash = digest(presented)
         record = self.repo.get_refresh(old_hash)
-        if record is None or record["client_id"] != client["client_id"]:
+        if record is None or record.client_id != client.client_id:
             raise OAuthError("invalid_grant", "The refresh token is not valid.")
-        grant = self.repo.get_grant(record["grant_id"])
-        if grant is None or grant.get("revoked_ms") is not None:
+        grant = self.repo.get_grant(record.grant_id)
+        if grant is None or grant.revoked_ms is not None:
             raise OAuthError("invalid_grant", "This access was revoked; connect again.")
-        if record.get("used_ms") is not None:
-            self.repo.revoke_grant(grant["grant_id"], now_ms)
+        if record.used_ms is not None:
+            self.repo.revoke_grant(grant.grant_id, now_ms)
             raise OAuthError("invalid_grant", "The refresh token was already used; the access it belonged to "
                              "is revoked for safety. Connect again.")
-        if record["expires_ms"] <= now_ms:
+        if record.expires_ms <= now_ms:
             raise OAuthError("invalid_grant", "The refresh token has expired; connect again.")
-        if (form.get("resource") or grant["resource"]).rstrip("/") != grant["resource"]:
-            raise OAuthError("invalid_target", f"resource must be {grant['resource']}.")
-        scopes = grant["scopes"]
+        if (form.get("resource") or grant.resource).rstrip("/") != grant.resource:
+            raise OAuthError("invalid_target", f"resource must be {grant.resource}.")
+        scopes = grant.scopes
         if form.get("scope"):
-            scopes = list(_scopes(form["scope"], grant["scopes"]))
-        access, refresh, answer = self._mint({**grant, "scopes": scopes}, now_ms)
+            scopes = _scopes(form["scope"], grant.scopes)
+        access, refresh, answer = self._mint(replace(grant, scopes=scopes), now_ms)
         if not self.repo.rotate_refresh(old_hash, now_ms, access, refresh):
-            self.repo.revoke_grant(grant["grant_id"], now_ms)  # lost a race with a reuse: same rule
+            self.repo.revoke_grant(grant.grant_id, now_ms)  # lost a race with a reuse: same rule
             raise OAuthError("invalid_grant", "The refresh token was already used; the access it belonged to "
                              "is revoked for safety. Connect again.")
         return answer
 
-    def _mint(self, grant: Record, now_ms: int) -> tuple[Record, Record, models.TokenResponse]:
+    def _mint(self, grant: OAuthGrant, now_ms: int) -> tuple[AccessToken, RefreshToken, models.TokenResponse]:
+        """New access and refresh tokens of `grant` (with the scopes it carries): the
+        records to store (their hashes) and the answer (the tokens themselves)."""
         access_token = ACCESS_TOKEN_PREFIX + secrets.token_urlsafe(32)
         refresh_token = REFRESH_TOKEN_PREFIX + secrets.token_urlsafe(32)
-        access = {"token_hash": digest(access_token), "grant_id": grant["grant_id"],
-                  "workspace_id": grant["workspace_id"], "client_id": grant["client_id"],
-                  "scopes": list(grant["scopes"]), "audience": grant["resource"],
-                  "expires_ms": now_ms + ACCESS_SECONDS * 1000}
-        refresh = {"token_hash": digest(refresh_token), "grant_id": grant["grant_id"],
-                   "client_id": grant["client_id"], "created_ms": now_ms,
-                   "expires_ms": now_ms + REFRESH_SECONDS * 1000}
+        access = AccessToken(token_hash=digest(access_token), grant_id=grant.grant_id,
+                             workspace_id=grant.workspace_id, client_id=grant.client_id, scopes=grant.scopes,
+                             audience=grant.resource, expires_ms=now_ms + ACCESS_SECONDS * 1000)
+        refresh = RefreshToken(token_hash=digest(refresh_token), grant_id=grant.grant_id,
+                               client_id=grant.client_id, created_ms=now_ms,
+                               expires_ms=now_ms + REFRESH_SECONDS * 1000)
         answer = models.TokenResponse(access_token=access_token, token_type="Bearer", expires_in=ACCESS_SECONDS,
-                                      refresh_token=refresh_token, scope=" ".join(grant["scopes"]))
+                                      refresh_token=refresh_token, scope=" ".join(grant.scopes))
         return access, refresh, answer
 
     # ---------------------------------------------------------------- revocation (RFC 7009)
 
-    def revoke(self, form: Record) -> None:
+    def revoke(self, form: Mapping[str, str]) -> None:
         """Always succeeds for the caller (RFC 7009 2.2); a refresh token ends its grant."""
         token = form.get("token")
         if not token:
@@ -515,12 +533,12 @@ class OAuthService:
         now_ms = self.ctx.now_ms()
         client_id = form.get("client_id")
         if token.startswith(REFRESH_TOKEN_PREFIX):
-            record = self.repo.get_refresh(hashed)
-            if record is not None and (client_id is None or client_id == record["client_id"]):
-                self.repo.revoke_grant(record["grant_id"], now_ms)
+            refresh = self.repo.get_refresh(hashed)
+            if refresh is not None and (client_id is None or client_id == refresh.client_id):
+                self.repo.revoke_grant(refresh.grant_id, now_ms)
         elif token.startswith(ACCESS_TOKEN_PREFIX):
-            record, _grant = self.repo.get_access(hashed)
-            if record is not None and (client_id is None or client_id == record["client_id"]):
+            access, _grant = self.repo.get_access(hashed)
+            if access is not None and (client_id is None or client_id == access.client_id):
                 self.repo.delete_access(hashed)
 
     # ---------------------------------------------------------------- the protected resource
@@ -535,23 +553,23 @@ class OAuthService:
         now_ms = self.ctx.now_ms()
         if record is None or grant is None:
             raise _invalid_token("The access token is not valid.")
-        if record["expires_ms"] <= now_ms:
+        if record.expires_ms <= now_ms:
             raise _invalid_token("The access token has expired; refresh it.")
-        if grant.get("revoked_ms") is not None:
+        if grant.revoked_ms is not None:
             raise _invalid_token("This access was revoked in the dashboard.")
-        if record.get("audience") != resource_url():
+        if record.audience != resource_url():
             raise _invalid_token("The access token was issued for another resource.")
-        role = members.role_in(self.ctx, record["workspace_id"], grant.get("user"))
+        role = members.role_in(self.ctx, record.workspace_id, grant.user)
         if role is None:
             # The approver left the workspace: their grants went with them.
-            self.repo.revoke_grant(grant["grant_id"], now_ms)
+            self.repo.revoke_grant(grant.grant_id, now_ms)
             raise _invalid_token("The person who connected this app is no longer a member of the workspace.")
-        if now_ms - grant.get("last_used_ms", 0) >= TOUCH_EVERY_MS:
-            self.repo.touch_grant(grant["grant_id"], now_ms)
+        if now_ms - (grant.last_used_ms or 0) >= TOUCH_EVERY_MS:
+            self.repo.touch_grant(grant.grant_id, now_ms)
         allowed = set(roles.ROLE_SCOPES[role])
-        return Principal(record["workspace_id"], record["grant_id"], record["client_id"],
-                         tuple(s for s in record["scopes"] if s in allowed), role, grant.get("user"),
-                         grant.get("client_name") or grant["client_id"])
+        return Principal(record.workspace_id, record.grant_id, record.client_id,
+                         tuple(s for s in record.scopes if s in allowed), role, grant.user,
+                         grant.client_name or grant.client_id)
 
     @staticmethod
     def require_scope(principal: Optional[Principal], tool: str, needed: Optional[str]) -> None:
@@ -568,36 +586,36 @@ class OAuthService:
 
     # ---------------------------------------------------------------- dashboard: connected apps
 
-    def connected_apps(self, workspace_id: str, by=None) -> list[Record]:
+    def connected_apps(self, workspace_id: str, by: Optional[Who] = None) -> list[ConnectedApp]:
         if by is not None:
             access.authorize(by, "list_apps")
-        return [{"grant_id": g["grant_id"], "client_name": g.get("client_name") or g["client_id"],
-                 "client_id": g["client_id"], "scopes": list(g.get("scopes", [])), "user": g.get("user"),
-                 "created_at": rfc3339(g.get("created_ms")), "last_used_at": rfc3339(g.get("last_used_ms"))}
-                for g in self.repo.list_grants(workspace_id) if g.get("revoked_ms") is None]
+        return [ConnectedApp(grant_id=g.grant_id, client_name=g.client_name or g.client_id, client_id=g.client_id,
+                             scopes=g.scopes, user=g.user, created_at=rfc3339(g.created_ms),
+                             last_used_at=rfc3339(g.last_used_ms))
+                for g in self.repo.list_grants(workspace_id) if g.revoked_ms is None]
 
-    def disconnect(self, workspace_id: str, grant_id: str, by=None) -> Optional[dict]:
+    def disconnect(self, workspace_id: str, grant_id: str, by: Optional[Who] = None) -> Optional[OAuthGrant]:
         from chalicelib.errors import NotFound
 
         grant = self.repo.get_grant(grant_id) if isinstance(grant_id, str) and len(grant_id) < 64 else None
-        if grant is not None and grant["workspace_id"] != workspace_id:
+        if grant is not None and grant.workspace_id != workspace_id:
             grant = None
-        if by is not None and (grant is None or grant.get("user") != getattr(by, "member", None)):
+        if by is not None and (grant is None or grant.user != getattr(by, "member", None)):
             access.authorize(by, "disconnect_app")  # anyone may disconnect their own app
         if grant is None:
             raise NotFound("No such connected app.")
         revoked = self.repo.revoke_grant(grant_id, self.ctx.now_ms())
         if by is not None:
             activity.record(self.ctx, by, workspace_id, "app.disconnect", grant_id,
-                            {"client": grant.get("client_name") or grant["client_id"]})
+                            {"client": grant.client_name or grant.client_id})
         return revoked
 
     def revoke_grants_of(self, workspace_id: str, user: str) -> int:
         """A member left: every grant they approved for the workspace ends now."""
         revoked = 0
         for grant in self.repo.list_grants(workspace_id):
-            if grant.get("user") == user and grant.get("revoked_ms") is None:
-                self.repo.revoke_grant(grant["grant_id"], self.ctx.now_ms())
+            if grant.user == user and grant.revoked_ms is None:
+                self.repo.revoke_grant(grant.grant_id, self.ctx.now_ms())
                 revoked += 1
         return revoked
 

@@ -333,13 +333,13 @@ class ShareService:
 
         access = self.access(share_id, unlock_cookie, version_number)
         doc = access.doc
-        # The latest version of a plain HTML document is described by its document: no read.
-        version: Optional[Version] = Version(
-            version_id=doc.latest_version_id, number=doc.version_count, created_ms=doc.updated_ms,
-            size_bytes=doc.latest_size, blob_key=version_key(doc.workspace_id, doc.document_id, doc.latest_version_id))
+        # The latest version of a plain HTML page needs no read: its document says enough
+        # (the page's blob is where every version's is; no source, no files).
+        version = Version(
+            version_id=access.version_id, number=access.version_number, created_ms=doc.updated_ms,
+            size_bytes=doc.latest_size, blob_key=version_key(doc.workspace_id, doc.document_id, access.version_id))
         if access.has_files or version_number is not None or doc.latest_content:
             version = self.ctx.documents.get_version(doc.document_id, access.version_number) or version
-        assert version is not None
         try:
             return downloads.package(self.ctx, access.doc, version)
         except BlobNotFound as exc:

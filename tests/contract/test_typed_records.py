@@ -229,3 +229,67 @@ def test_documents_versions_share_links_and_idempotency_come_back_as_records(rep
     locked = repos.documents.set_passphrase(changed, "hash1")
     assert exactly(Document, locked) == dataclasses.replace(changed, passphrase_hash="hash1", passphrase_epoch=1)
     assert repos.documents.get(doc.document_id) == locked
+
+
+# ------------------------------------------------------------------ OAuth (ports/oauth.py; helper s3-oauth)
+
+def test_oauth_clients_codes_grants_and_tokens_come_back_as_records(repos):
+    """Issue 25 item 2: the OAuth port took and returned dicts (the SQLite adapter's rows,
+    the DynamoDB adapter's items less their keys); both now hand back the records."""
+    from chalicelib.ports.records import AccessToken, AuthorizationCode, OAuthClient, OAuthGrant, RefreshToken
+
+    oauth = repos.oauth
+    now = 1_795_000_000_000
+    registered = OAuthClient(client_id="dpc_typed", kind="registered", redirect_uris=("https://app.example/cb",),
+                             client_name="Typed", scopes=("docs:read", "feedback"), client_uri="https://app.example",
+                             logo_uri="https://app.example/logo.png", created_ms=now, expires_ms=now + 86_400_000)
+    oauth.put_client(registered)
+    assert exactly(OAuthClient, oauth.get_client("dpc_typed")) == registered
+    oauth.keep_client("dpc_typed")
+    assert oauth.get_client("dpc_typed") == dataclasses.replace(registered, expires_ms=None)
+    url = "https://app.example/" + "m" * 1900 + ".json"
+    described = OAuthClient(client_id=url, kind="metadata", redirect_uris=("https://app.example/cb",
+                                                                            "http://127.0.0.1:8765/cb"),
+                            client_name="app.example", created_ms=now, expires_ms=now + 3_600_000)
+    oauth.put_client(described)
+    assert exactly(OAuthClient, oauth.get_client(url)) == described
+    assert described.scopes is None and oauth.get_client("dpc_none") is None
+
+    code = AuthorizationCode(code_hash="c" * 64, client_id="dpc_typed", redirect_uri="https://app.example/cb",
+                             code_challenge="p" * 43, resource="http://h/mcp", scopes=("docs:read",),
+                             workspace_id=WS, expires_ms=now + 120_000, user="ann@example.com", client_name="Typed")
+    oauth.put_code(code)
+    consumed, won = oauth.consume_code(code.code_hash, now)
+    assert won is True and exactly(AuthorizationCode, consumed) == dataclasses.replace(code, used_ms=now)
+    assert oauth.consume_code(code.code_hash, now + 1) == (dataclasses.replace(code, used_ms=now), False)
+    assert oauth.consume_code("0" * 64, now) == (None, False)
+
+    grant = OAuthGrant(grant_id="gr_typed", workspace_id=WS, client_id="dpc_typed", scopes=("docs:read",),
+                       resource="http://h/mcp", created_ms=now, user="ann@example.com", client_name="Typed")
+    access = AccessToken(token_hash="a" * 64, grant_id="gr_typed", workspace_id=WS, client_id="dpc_typed",
+                         scopes=("docs:read",), audience="http://h/mcp", expires_ms=now + 3_600_000)
+    refresh = RefreshToken(token_hash="r" * 64, grant_id="gr_typed", client_id="dpc_typed", created_ms=now,
+                           expires_ms=now + 86_400_000)
+    oauth.create_grant(grant, access, refresh, code.code_hash)
+    assert oauth.consume_code(code.code_hash, now + 2)[0] == dataclasses.replace(code, used_ms=now,
+                                                                                  grant_id="gr_typed")
+    assert exactly(OAuthGrant, oauth.get_grant("gr_typed")) == grant
+    assert [exactly(OAuthGrant, g) for g in oauth.list_grants(WS)] == [grant]
+    got_access, got_grant = oauth.get_access(access.token_hash)
+    assert (exactly(AccessToken, got_access), exactly(OAuthGrant, got_grant)) == (access, grant)
+    assert exactly(RefreshToken, oauth.get_refresh(refresh.token_hash)) == refresh
+    oauth.touch_grant("gr_typed", now + 60_000)
+    assert oauth.get_grant("gr_typed") == dataclasses.replace(grant, last_used_ms=now + 60_000)
+
+    access2 = dataclasses.replace(access, token_hash="b" * 64, expires_ms=now + 7_200_000)
+    refresh2 = RefreshToken(token_hash="s" * 64, grant_id="gr_typed", client_id="dpc_typed", created_ms=now + 5,
+                            expires_ms=now + 90_000_000)
+    assert oauth.rotate_refresh(refresh.token_hash, now + 5, access2, refresh2) is True
+    assert oauth.get_refresh(refresh.token_hash) == dataclasses.replace(refresh, used_ms=now + 5)
+    assert oauth.get_refresh(refresh2.token_hash) == refresh2
+    assert oauth.get_access(access2.token_hash)[0] == access2
+
+    revoked = dataclasses.replace(grant, last_used_ms=now + 60_000, revoked_ms=now + 9)
+    assert exactly(OAuthGrant, oauth.revoke_grant("gr_typed", now + 9)) == revoked
+    assert oauth.revoke_grant("gr_typed", now + 10) == revoked  # idempotent: the first revocation stays
+    assert oauth.revoke_grant("gr_none", now) is None

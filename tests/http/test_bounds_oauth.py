@@ -41,7 +41,7 @@ def test_the_cache_keeps_a_document_as_long_as_its_headers_say(ctx, clock):
         return DOCUMENT, 120
 
     service = OAuthService(ctx, fetch_metadata=fetch)
-    assert service.client(CLIENT)["client_name"] == "Example"
+    assert service.client(CLIENT).client_name == "Example"
     clock.advance(119)
     service.client(CLIENT)
     assert len(fetched) == 1

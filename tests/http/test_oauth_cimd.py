@@ -51,7 +51,7 @@ def test_allowlisted_host_may_be_local(monkeypatch):
 def test_document_must_name_its_own_url():
     url = "https://app.example/client.json"
     good = {"client_id": url, "client_name": "App", "redirect_uris": ["https://app.example/cb"]}
-    assert cimd.client_from_document(url, good)["client_name"] == "App"
+    assert cimd.client_from_document(url, good).client_name == "App"
     with pytest.raises(cimd.MetadataError, match="does not equal"):
         cimd.client_from_document(url, {**good, "client_id": "https://other.example/client.json"})
     with pytest.raises(cimd.MetadataError, match="redirect_uris"):
@@ -71,8 +71,8 @@ def test_documents_are_cached(ctx, clock, monkeypatch):
         return {"client_id": url, "client_name": "App", "redirect_uris": ["https://app.example/cb"]}
 
     service = OAuthService(ctx, fetch_metadata=fetch)
-    assert service.client(url)["client_name"] == "App"
-    assert service.client(url)["client_name"] == "App"
+    assert service.client(url).client_name == "App"
+    assert service.client(url).client_name == "App"
     assert fetched == [url]
     clock.advance(cimd.CACHE_SECONDS + 1)
     service.client(url)
