@@ -25,7 +25,7 @@ from chalicelib.ports.errors import (  # noqa: F401
 
 
 __all__ = [
-    "Record", "Feedback", "Reply", "Event", "FeedbackStatus", "Author", "Webhook", "WebhookSecret",
+    "Feedback", "Reply", "Event", "FeedbackStatus", "Author", "Webhook", "WebhookSecret",
     "WebhookDelivery", "DeliveryStatus", "User", "DashboardSession", "Member",
     "AccountToken", "ActivityEntry", "PendingInvalidation", "RateLog", "from_fields", "fields_of", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota", "QuotaReached", "StorageFull",
     "BadCursor", "BlobNotFound", "Conflict", "DocumentCapReached", "FeedbackGone", "GuardFailed", "InvalidCursor",
@@ -34,10 +34,6 @@ __all__ = [
     "ReplyCapReached", "WebhookCapReached",
     "Workspace", "WorkspaceFields", "ApiKey", "KeyWriteLog",
 ]
-
-# A plain dict: an adapter's row or item, a JSON object. No port takes or returns one
-# any more: every aggregate has its record (tests/unit/test_layers.py, test_no_port_speaks_plain_dicts).
-Record = dict[str, Any]
 
 R = TypeVar("R", bound="DataclassInstance")
 

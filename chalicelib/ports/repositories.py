@@ -3,8 +3,8 @@ DynamoDB + S3 (`chalicelib.adapters.aws`, deployed) and SQLite + files
 (`chalicelib.adapters.sqlite`, `make run`). Both give every rule the same meaning;
 tests/contract runs one suite against both.
 
-Records are the typed records of chalicelib/ports/records.py (plain dicts, `Record`,
-for the aggregates not typed yet; fields in docs/architecture.md); numbers are
+Records are the frozen dataclasses of chalicelib/ports/records.py (fields in
+docs/architecture.md), never plain dicts; numbers are
 ints, times are epoch milliseconds (`*_ms`) or seconds (`expires_at`). Every
 multi-record change is one atomic step: it applies whole or not at all.
 """

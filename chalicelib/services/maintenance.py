@@ -16,16 +16,15 @@ not accept at the time (services/cdn.py).
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from chalicelib.ports import FILE_ROOT
-from chalicelib.ports.records import Record
 from chalicelib.services.context import Context
 
 GRACE_SECONDS = 3600
 
 
-def sweep_orphans(ctx: Context, grace_seconds: int = GRACE_SECONDS) -> Record:
+def sweep_orphans(ctx: Context, grace_seconds: int = GRACE_SECONDS) -> dict[str, Any]:
     from chalicelib.services.documents import DocumentService
 
     now = ctx.clock()
