@@ -81,7 +81,7 @@ def workspaces_with_files(ctx: Context) -> list[str]:
     return sorted(found)
 
 
-def recount_files(ctx: Context, workspace_ids: Optional[list[str]] = None) -> Record:
+def recount_files(ctx: Context, workspace_ids: Optional[list[str]] = None) -> dict[str, Any]:
     """`make admin ARGS="[--aws] recount-files [WORKSPACE_ID ...]"`: count each workspace's
     bundle files again from its live versions and set its file counts and storage usage
     to match (DocumentRepository.recount_files). Files stored on DynamoDB before the
@@ -90,7 +90,7 @@ def recount_files(ctx: Context, workspace_ids: Optional[list[str]] = None) -> Re
     Without ids: every workspace with files in the blob store."""
     from dataclasses import asdict
 
-    results: list[Record] = []
+    results: list[dict[str, Any]] = []
     for workspace_id in workspace_ids or workspaces_with_files(ctx):
         if ctx.workspaces.get(workspace_id) is None:
             results.append({"workspace_id": workspace_id, "error": "no such workspace"})
