@@ -1,8 +1,11 @@
 """Content (issue 26): a 30 MiB bundle published, then published again with one file
 changed (time and bytes written, the second against the first); and Markdown
-rendering of a 1 MiB source against markdown-it-py alone, in the same run.
+rendering of a 1 MiB source against markdown-it-py alone, in the same run; and the worst
+Markdown sources near the 4 MiB limit (CPU time to render or refuse each, against
+markdown-it-py alone on the same source).
 
     .venv/bin/python -m bench.content [--repeat N] [--storage sqlite|aws]
+    .venv/bin/python -m bench.content --only worst [--size BYTES] [--families dense,headings,...]
 
 Publishes go through the service (DocumentService.publish) on the embedded store
 (a temporary folder) or on moto in-process; "bytes written" counts what the blob
@@ -113,19 +116,74 @@ def markdown_bench(repeat: int) -> list[list[str]]:
         floor_parser.render(source)
         floors.append(time.perf_counter() - start)
         start = time.perf_counter()
-        page = render(source, "Bench").html
+        page = render(source, "Bench", None).html  # rendered whole (publish stops past 4 MiB)
         ours.append(time.perf_counter() - start)
     floor, mine = statistics.median(floors), statistics.median(ours)
     return [[mib(len(source.encode())), ms(floor), ms(mine), ratio(mine, floor), mib(len(page.encode()))]]
+
+
+def _fill(unit: str, size: int) -> str:
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+_PROSE = "A sentence of prose with a [link](https://example.com/path) and some *emphasis* in it. " * 8 + "\n\n"
+_CODE = "".join(f"```{lang}\n" + "def f(x):\n    return {'a': [x, 2.0, \"s\"]}  # c\n" * 4 + "```\n\n"
+                for lang in ["python", "js", "c", "rust", "html", "sql", "bash", "yaml"])
+# Sources a stranger could send, each filled to the size asked: what each costs is the point.
+WORST = {
+    "dense": lambda n: markdown_source(n),  # headings, lists, a table, fenced code: the issue's finding
+    "prose": lambda n: _fill(_PROSE, n),
+    "headings": lambda n: _fill("# a\n", n),  # one repeated heading (its anchors were quadratic)
+    "tasks": lambda n: _fill("- [x] a\n", n),  # one list of task items (quadratic too)
+    "table": lambda n: "| a | b |\n|---|---|\n" + _fill("| x | y |\n", n - 20),  # one block of many rows
+    "code": lambda n: _fill(_CODE, n),  # fenced code in eight languages (Pygments' budget)
+    "references": lambda n: _fill("[a]: b\n", n),  # renders to nothing: every byte parsed, accepted
+    "emphasis": lambda n: _fill("*a ", n),  # one paragraph: one inline token
+}
+
+
+def worst_bench(size: int, families: list[str]) -> list[list[str]]:
+    """CPU time (process_time: what a Lambda is billed and limited by) of markdown-it-py alone
+    and of Docpub's publish path (render, then the size rule) on each source, once each."""
+    from markdown_it import MarkdownIt
+
+    from chalicelib.errors import DocpubError
+    from chalicelib.services.content import markdown_content
+
+    floor_parser = MarkdownIt("gfm-like")
+    floor_parser.render("warm up")
+    markdown_content(b"# warm up", None)
+    rows = []
+    for family in families:
+        source = WORST[family](size)
+        start = time.process_time()
+        floor_parser.render(source)
+        floor = time.process_time() - start
+        start = time.process_time()
+        try:
+            outcome = f"page {mib(len(markdown_content(source.encode(), 'Bench').page))}"
+        except DocpubError as exc:
+            outcome = f"{exc.status} {exc.code}"
+        mine = time.process_time() - start
+        rows.append([family, mib(len(source.encode())), f"{floor:.2f} s", f"{mine:.2f} s", ratio(mine, floor),
+                     outcome])
+        print(" | ".join(rows[-1]), flush=True)
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--storage", choices=["sqlite", "aws"], default="sqlite")
-    parser.add_argument("--only", choices=["bundle", "markdown"])
+    parser.add_argument("--only", choices=["bundle", "markdown", "worst"])
+    parser.add_argument("--size", type=int, default=4 * 1024 * 1024, help="worst: source size in bytes")
+    parser.add_argument("--families", default=",".join(WORST), help="worst: which sources, comma-separated")
     args = parser.parse_args()
     print_header("Content: bundle re-publish and Markdown rendering (issue 26)")
+    if args.only == "worst":
+        print_table(["source", "size", "markdown-it-py alone (floor)", "Docpub (render or refuse)", "ratio",
+                     "outcome"], worst_bench(args.size, args.families.split(",")))
+        return
     if args.only != "markdown":
         print_table(["store", "bundle", "first publish", "bytes written", "one file changed", "bytes written",
                      "time ratio", "bytes ratio"], bundle_bench(args.repeat, args.storage))

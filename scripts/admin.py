@@ -32,6 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("workspace_id")
     sub.add_parser("sweep-orphans", help="delete S3 objects no version refers to (older than 1 h); "
                                          "retry pending CDN invalidations")
+    recount = sub.add_parser("recount-files", help="count bundle files in each workspace's storage usage again "
+                                                   "(backfill for files stored before the quota counted them; "
+                                                   "idempotent); no id: every workspace with files")
+    recount.add_argument("workspace_ids", nargs="*")
     sub.add_parser("cdn-pending", help="CDN invalidations of withdrawn links not yet accepted (oldest first)")
     sub.add_parser("cdn-retry", help="send pending CDN invalidations again")
     login = sub.add_parser("login-link", help="a one-time dashboard sign-in link for the workspace's owner "
@@ -67,6 +71,10 @@ def run(args) -> dict:
             from chalicelib.services.maintenance import sweep_orphans
 
             return sweep_orphans(wiring.default_context())
+        if args.command == "recount-files":
+            from chalicelib.services.maintenance import recount_files
+
+            return recount_files(wiring.default_context(), args.workspace_ids)
         if args.command == "cdn-pending":
             from chalicelib.services import cdn
 

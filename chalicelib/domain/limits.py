@@ -29,8 +29,9 @@ class Rate(NamedTuple):
 HTML_BYTES = MAX_HTML_BYTES
 # Markdown source (UTF-8 bytes): the contract's 4 MiB, like HTML (section 7b: "the 4 MiB
 # limit applies to the source and to the rendered page"). Prose renders at about 1 s per MiB;
-# a source dense with tables and code blocks costs up to ~6 s per MiB and renders to a page
-# several times its size, which HTML_BYTES then refuses (docs/performance.md).
+# a source dense with tables and code blocks renders to a page several times its size:
+# rendering stops as soon as the page passes HTML_BYTES (domain/markdown.render_body), so
+# refusing it costs about a page's worth of work, not the whole source's (docs/performance.md).
 MARKDOWN_BYTES = HTML_BYTES
 # The largest file a deployed function answers itself: a Lambda response carries at most
 # 6 MB and a binary answer is base64-encoded (4/3 larger). A larger download or bundle
@@ -253,6 +254,16 @@ def checked_size(data: bytes) -> bytes:
     if len(data) > HTML_BYTES:
         raise too_large(len(data))
     return data
+
+
+def rendered_too_large(size_bytes: int) -> DocumentTooLarge:
+    """The contract's 413 for a Markdown source whose page passes the limit: rendering stops
+    there, so `size_bytes` is what the page had reached (the whole page would be larger)."""
+    return DocumentTooLarge(
+        f"The page rendered from this Markdown passes the limit of {HTML_BYTES:,} bytes ({html_size_short()}): "
+        f"rendering stopped at {size_bytes:,} bytes. Tables and code blocks render to several times "
+        "their source size: split the document, or publish fewer of them.",
+        {"limit_bytes": HTML_BYTES, "size_bytes": size_bytes})
 
 
 def too_large(size_bytes: int, edit_index: int | None = None) -> DocumentTooLarge:

@@ -9,16 +9,25 @@ The page around it is the template templates/content/markdown.html
 (services/content.render_markdown, through the one environment chalicelib/rendering.py): a readable
 measure on a desktop, full width on a phone, code blocks and tables that scroll
 sideways instead of widening the page.
+
+The work is bounded by the page, not only by the 4 MiB source (`render_body(source,
+max_bytes)`): while the block structure is parsed, a lower bound of the page's size
+(`_BlockBudget`) refuses a source of countless tiny blocks; then the inline stage and the
+renderer run a window of block tokens at a time and stop as soon as the page passes the
+limit. Task lists and heading anchors are linear re-implementations of the two plugins.
+The output is byte for byte what markdown-it and the plugins make
+(tests/unit/test_markdown_bounds.py; figures in docs/performance.md).
 """
 from __future__ import annotations
 
 import functools
 import html as html_lib
 import re
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Literal, Optional, Sequence, cast
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
+    from markdown_it.renderer import RendererHTML
     from markdown_it.token import Token
 
 # Pygments is linear but slow on pathological input: past these, code is shown plain.
@@ -31,15 +40,13 @@ HIGHLIGHT_TOTAL_CHARS = 256 * 1024
 
 @functools.lru_cache(maxsize=1)
 def _parser() -> "MarkdownIt":
+    """markdown-it's "gfm-like" preset. Task lists and heading anchors are this module's own
+    steps (`_TaskLists`, `_Anchors`): the same output as mdit-py-plugins' tasklists and anchors
+    plugins, in linear time (theirs look for a list's parent and a free slug from scratch each
+    time: 64 KiB of repeated headings took 17 s), and run a window at a time (`render_body`)."""
     from markdown_it import MarkdownIt
-    from mdit_py_plugins.anchors import anchors_plugin
-    from mdit_py_plugins.tasklists import tasklists_plugin
 
-    md = MarkdownIt("gfm-like", {"highlight": None})
-    md.use(tasklists_plugin)
-    md.use(anchors_plugin, min_level=1, max_level=6, permalink=True, permalinkSymbol="#",
-           permalinkBefore=False)
-    return md
+    return MarkdownIt("gfm-like", {"highlight": None})
 
 
 @functools.lru_cache(maxsize=1)
@@ -95,9 +102,9 @@ class _Highlighter:
         return str(highlight(code, lexer, _formatter()))
 
 
-def _heading_text(tokens: Sequence["Token"], start: int) -> str:
+def _heading_text(stream: Sequence["Token"], start: int) -> str:
     """Plain text of the inline token after a heading_open: text and code only."""
-    inline = tokens[start + 1]
+    inline = stream[start + 1]
     parts = []
     for child in inline.children or []:
         if child.type in ("text", "code_inline"):
@@ -109,10 +116,10 @@ def _heading_text(tokens: Sequence["Token"], start: int) -> str:
     return " ".join("".join(parts).split())
 
 
-def first_heading(tokens: Sequence["Token"]) -> Optional[str]:
-    for index, item in enumerate(tokens):  # markdown-it "tokens": parse nodes, nothing secret
+def first_heading(stream: Sequence["Token"]) -> Optional[str]:
+    for index, item in enumerate(stream):  # markdown-it "tokens": parse nodes, nothing secret
         if item.type == "heading_open":
-            text = _heading_text(tokens, index)
+            text = _heading_text(stream, index)
             if text:
                 return text
     return None
@@ -126,8 +133,229 @@ class Rendered:
         self.title = title
 
 
-def render_body(source: str) -> tuple[str, Optional[str]]:
-    """(HTML fragment, first heading as plain text or None)."""
+class PageTooLarge(Exception):
+    """Rendering stopped because the page's body already passes the limit: `size_bytes` is the
+    body's size when it stopped (the whole page would be larger)."""
+
+    def __init__(self, size_bytes: int) -> None:
+        super().__init__(size_bytes)
+        self.size_bytes = size_bytes
+
+
+# The inline stage and the renderer run over about this many block tokens at a time, so a
+# page that passes the limit is refused after at most one window more than the limit's worth
+# of work. A window ends after a closing or leaf block token (a heading stays whole).
+WINDOW_TOKENS = 512
+_TODO = re.compile(r"\[[ xX]][ \t\n\v\f\r]+")  # mdit-py-plugins tasklists' GFM whitespace
+
+
+class _TaskLists:
+    """GFM task lists, as mdit-py-plugins' tasklists plugin (enabled=False, no label) makes
+    them: `mark` runs once over the block tokens (classes on the item and its list, found with
+    a running index of the last token seen at each level instead of a backward scan per item),
+    `todoify` on each window once its inline tokens are parsed, before linkify."""
+
+    def __init__(self, stream: list["Token"]) -> None:
+        self.todo: set[int] = set()
+        last_at_level: dict[int, int] = {}
+        seen = 0
+        for i in range(2, len(stream) - 1):
+            if not _is_todo(stream, i):
+                continue
+            for j in range(seen, i - 2):
+                last_at_level[stream[j].level] = j
+            seen = max(seen, i - 2)
+            self.todo.add(i)
+            stream[i - 2].attrSet("class", "task-list-item")
+            stream[last_at_level.get(stream[i - 2].level - 1, -1)].attrSet("class", "contains-task-list")
+
+    def todoify(self, stream: list["Token"], start: int, end: int) -> None:
+        from markdown_it.token import Token
+
+        for i in range(start, end):
+            if i not in self.todo:
+                continue
+            item = stream[i]
+            assert item.children is not None
+            item.children.insert(0, Token("html_inline", "", 0, content=_checkbox(item.content)))
+            item.children[1].content = item.children[1].content[3:]
+            item.content = item.content[3:]
+
+
+class _Anchors:
+    """Heading ids and a "#" permalink after the text, as mdit-py-plugins' anchors plugin makes
+    them (levels 1 to 6, its GitHub-like slugify, "-1", "-2"... on a repeat), but a repeated
+    slug resumes from the last number it was given instead of counting again from 1."""
+
+    def __init__(self) -> None:
+        self.taken: set[str] = set()
+        self.next_number: dict[str, int] = {}
+
+    def unique(self, slug: str) -> str:
+        found = slug
+        if found in self.taken:
+            number = self.next_number.get(slug, 1)
+            found = f"{slug}-{number}"
+            while found in self.taken:
+                number += 1
+                found = f"{slug}-{number}"
+            self.next_number[slug] = number + 1
+        self.taken.add(found)
+        return found
+
+    def apply(self, stream: list["Token"], start: int, end: int) -> None:
+        from markdown_it.token import Token
+        from mdit_py_plugins.anchors.index import slugify
+
+        for index in range(start, end):
+            item = stream[index]
+            if item.type != "heading_open":
+                continue
+            inline = stream[index + 1]
+            assert inline.children is not None
+            title = "".join(child.content for child in inline.children
+                            if child.type in ("text", "code_inline"))
+            slug = item.attrGet("id")
+            if not slug:
+                slug = self.unique(slugify(title))
+                item.attrSet("id", slug)
+            link_open = Token("link_open", "a", 1)
+            link_open.attrSet("class", "header-anchor")
+            link_open.attrSet("href", f"#{slug}")
+            inline.children.extend([Token("text", "", 0, content=" "), link_open,
+                                    Token("html_block", "", 0, content="#"), Token("link_close", "a", -1)])
+
+
+# What a heading adds to its tags, at the least: ` id=""` and the permalink (`_Anchors`).
+_HEADING_EXTRA = len(' id=""') + len(' <a class="header-anchor" href="#">#</a>')
+_PRE = len("<pre></pre>")
+_TASK_ITEM = len(' class="task-list-item"')
+
+
+def _is_todo(stream: Sequence["Token"], index: int) -> bool:
+    """mdit-py-plugins tasklists' test: a list item's first paragraph starting "[ ] " or "[x] "."""
+    return (stream[index].type == "inline" and stream[index - 1].type == "paragraph_open"
+            and stream[index - 2].type == "list_item_open" and _TODO.match(stream[index].content) is not None)
+
+
+def _checkbox(content: str) -> str:
+    if content.startswith("[ ] "):
+        return '<input class="task-list-item-checkbox" disabled="disabled" type="checkbox">'
+    if content.startswith(("[x] ", "[X] ")):
+        return '<input class="task-list-item-checkbox" checked="checked" disabled="disabled" type="checkbox">'
+    return ""
+
+
+class _BlockBudget:
+    """A lower bound of the page's size from the block tokens made so far, kept while the block
+    structure is parsed (`_BudgetedBlocks.push`): every block token renders at least its tag
+    (`<li>`, `</li>`), a heading its id and permalink, a task its checkbox, code and raw HTML
+    blocks their content. Inline text and paragraph tags count nothing (entities and escapes
+    shrink; a tight list hides its paragraphs). So a source of a million tiny blocks (or one
+    table of a million rows) is refused once this passes the limit, long before it is parsed
+    whole. tests/unit/test_markdown_bounds.py checks it never exceeds the page rendered."""
+
+    __slots__ = ("max_bytes", "size", "seen")
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.size = 0
+        self.seen = 0
+
+    def count(self, stream: Sequence["Token"], upto: int) -> None:
+        """Count tokens[seen:upto] (a token's content is set after it is pushed)."""
+        size = self.size
+        for index in range(self.seen, upto):
+            size += least_bytes(stream, index)
+        self.seen = max(self.seen, upto)
+        self.size = size
+        if size > self.max_bytes:
+            raise PageTooLarge(size)
+
+
+def least_bytes(stream: Sequence["Token"], index: int) -> int:
+    """The fewest bytes tokens[index] (a block token, before the inline stage) renders to."""
+    item = stream[index]
+    kind = item.type
+    if kind == "inline":
+        return _TASK_ITEM + len(_checkbox(item.content)) if index >= 2 and _is_todo(stream, index) else 0
+    if kind in ("paragraph_open", "paragraph_close"):
+        return 0
+    if kind in ("fence", "code_block"):
+        return _PRE + len(item.content)
+    if kind == "html_block":
+        return len(item.content)
+    if item.nesting == -1:
+        return len(item.tag) + 3
+    return len(item.tag) + 2 + (_HEADING_EXTRA if kind == "heading_open" else 0)
+
+
+@functools.lru_cache(maxsize=1)
+def _budgeted_state() -> Any:
+    """markdown-it's StateBlock, counting a `_BlockBudget` on every block token pushed (a
+    token's content is set after its push: each push counts the tokens before it)."""
+    from markdown_it.rules_block import StateBlock
+
+    class BudgetedState(StateBlock):
+        budget: _BlockBudget
+
+        def push(self, ttype: str, tag: str, nesting: Literal[-1, 0, 1]) -> "Token":
+            made = super().push(ttype, tag, nesting)
+            self.budget.count(self.tokens, len(self.tokens) - 1)
+            return made
+
+    return BudgetedState
+
+
+def _parse_blocks(md: "MarkdownIt", src: str, env: dict[str, Any], stream: list["Token"],
+                  budget: Optional[_BlockBudget]) -> None:
+    """markdown-it's block stage (`ParserBlock.parse`), counting `budget` on every token made."""
+    if budget is None:
+        md.block.parse(src, md, env, stream)
+        return
+    if not src:
+        return
+    state = _budgeted_state()(src, md, env, stream)
+    state.budget = budget
+    md.block.tokenize(state, state.line, state.lineMax)
+    budget.count(stream, len(stream))
+
+
+def _windows(stream: Sequence["Token"]) -> Iterator[tuple[int, int]]:
+    start = 0
+    for index, item in enumerate(stream):
+        if index + 1 - start >= WINDOW_TOKENS and item.nesting <= 0 and item.type != "inline":
+            yield start, index + 1
+            start = index + 1
+    if start < len(stream):
+        yield start, len(stream)
+
+
+def _render(renderer: "RendererHTML", stream: Sequence["Token"], start: int, end: int, options: Any,
+            env: dict[str, Any]) -> str:
+    """`RendererHTML.render` for tokens[start:end], seeing the whole stream (a block token's
+    line break depends on its neighbours, e.g. a tight list's hidden paragraphs)."""
+    out: list[str] = []
+    for index in range(start, end):
+        item = stream[index]
+        if item.type == "inline":
+            if item.children:
+                out.append(renderer.renderInline(item.children, options, env))
+        elif item.type in renderer.rules:
+            out.append(renderer.rules[item.type](stream, index, options, env))
+        else:
+            out.append(renderer.renderToken(stream, index, options, env))
+    return "".join(out)
+
+
+def render_body(source: str, max_bytes: Optional[int] = None) -> tuple[str, Optional[str]]:
+    """(HTML fragment, first heading as plain text or None). With `max_bytes`, raises
+    PageTooLarge as soon as the fragment passes it: the block structure is parsed whole
+    (link references may be defined after their use), then the inline stage, task lists,
+    linkify, anchors and the renderer run a window of block tokens at a time and stop there.
+    The output is markdown-it's own (`MarkdownIt.render` with the two plugins), which
+    tests/unit/test_markdown_bounds.py checks on a corpus."""
+    from markdown_it.rules_core import StateCore
     from markdown_it.utils import OptionsDict
 
     md = _parser()
@@ -136,9 +364,32 @@ def render_body(source: str) -> tuple[str, Optional[str]]:
     settings: dict[str, Any] = {**md.options, "highlight": _Highlighter()}
     options = OptionsDict(settings)  # type: ignore[arg-type]  # the parser's own options, one changed
     env: dict[str, Any] = {}
-    tokens = md.parse(source, env)
-    body = md.renderer.render(tokens, options, env)
-    return body, first_heading(tokens)
+    rules = [(rule.name, rule.fn) for rule in md.core.ruler.__rules__ if rule.enabled]
+    names = [name for name, _fn in rules]
+    split = names.index("block") + 1
+    assert names[:split] == ["normalize", "block"]
+    state = StateCore(source, md, env)
+    rules[0][1](state)  # normalize
+    _parse_blocks(md, state.src, env, state.tokens, None if max_bytes is None else _BlockBudget(max_bytes))
+    stream = state.tokens
+    tasks, anchors = _TaskLists(stream), _Anchors()
+    renderer = cast("RendererHTML", md.renderer)
+    parts: list[str] = []
+    size = 0
+    for start, end in _windows(stream):
+        window = StateCore(state.src, md, env, stream[start:end])
+        for name, fn in rules[split:]:  # inline, linkify, replacements, smartquotes, text_join
+            fn(window)
+            if name == "inline":  # where the tasklists plugin puts its rule
+                tasks.todoify(stream, start, end)
+        anchors.apply(stream, start, end)  # the anchors plugin's rule comes last
+        part = _render(renderer, stream, start, end, options, env)
+        parts.append(part)
+        if max_bytes is not None:
+            size += len(part.encode("utf-8"))
+            if size > max_bytes:
+                raise PageTooLarge(size)
+    return "".join(parts), first_heading(stream)
 
 
 def _plain(fragment: str) -> str:

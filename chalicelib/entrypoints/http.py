@@ -46,11 +46,20 @@ def lambda_request_id(app) -> Optional[str]:
     return getattr(context, "aws_request_id", None)
 
 
+# The viewer's address as the stack's viewer-request CloudFront Function writes it (a bare
+# IP, overwriting anything the viewer sent) on the API, MCP and dashboard behaviours: their
+# managed origin request policy (AllViewerExceptHostHeader) forwards viewer headers only,
+# never CloudFront-Viewer-Address (infra/resources.yaml ViewerAddressFunction, docs/deploy.md).
+VIEWER_ADDRESS_HEADER = "x-docpub-viewer-address"
+
+
 def client_ip(request) -> str:
-    """The caller's address for per-IP limits: API Gateway's view of it, or
-    CloudFront's viewer address when the stage trusts CloudFront and the request
-    carries CloudFront's origin secret (else the header is forgeable). IPv6
-    callers are keyed by their /64, the block one subscriber usually holds."""
+    """The caller's address for per-IP limits: API Gateway's view of it, or the
+    viewer's address CloudFront gives (CloudFront-Viewer-Address on the share paths,
+    X-Docpub-Viewer-Address from the stack's function elsewhere) when the stage
+    trusts CloudFront and the request carries CloudFront's origin secret (else the
+    header is forgeable). IPv6 callers are keyed by their /64, the block one
+    subscriber usually holds."""
     import hmac
     import ipaddress
 
@@ -61,8 +70,12 @@ def client_ip(request) -> str:
         secret = config.origin_secret()
         presented = request.headers.get("x-docpub-origin-secret") or ""
         viewer = (request.headers.get("cloudfront-viewer-address") or "").strip()
-        if viewer and (not secret or hmac.compare_digest(presented.encode(), secret.encode())):
-            address = viewer.rsplit(":", 1)[0].strip("[]") if ":" in viewer else viewer
+        edge = (request.headers.get(VIEWER_ADDRESS_HEADER) or "").strip()
+        if (viewer or edge) and (not secret or hmac.compare_digest(presented.encode(), secret.encode())):
+            if viewer:  # "198.51.100.10:46532", "2001:db8::1:46532": the address, then the port
+                address = viewer.rsplit(":", 1)[0].strip("[]") if ":" in viewer else viewer
+            else:  # the bare address
+                address = edge.strip("[]")
     try:
         parsed = ipaddress.ip_address(address)
     except ValueError:

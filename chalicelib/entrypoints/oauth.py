@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 from urllib.parse import urlencode
+from typing import Mapping
 
 from chalice import Blueprint, Response
 
@@ -107,7 +108,7 @@ def authorize():
     from chalicelib.services.oauth import NotRedirectable, OAuthError, RedirectError
 
     request = bp.current_request
-    query = request.query_params or {}
+    query: Mapping[str, str] = request.query_params or {}
     params = {name: query.get(name) for name in query}
     try:
         wiring.oauth().limit("authorize", client_ip(request))

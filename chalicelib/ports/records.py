@@ -25,7 +25,7 @@ from chalicelib.ports.errors import (  # noqa: F401
 
 
 __all__ = [
-    "Record", "Feedback", "Reply", "Event", "FeedbackStatus", "Author", "Webhook", "WebhookSecret",
+    "Feedback", "Reply", "Event", "FeedbackStatus", "Author", "Webhook", "WebhookSecret",
     "WebhookDelivery", "DeliveryStatus", "User", "DashboardSession", "Member",
     "AccountToken", "ActivityEntry", "PendingInvalidation", "RateLog", "from_fields", "fields_of", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota", "QuotaReached", "StorageFull",
     "BadCursor", "BlobNotFound", "Conflict", "DocumentCapReached", "FeedbackGone", "GuardFailed", "InvalidCursor",
@@ -34,10 +34,6 @@ __all__ = [
     "ReplyCapReached", "WebhookCapReached",
     "Workspace", "WorkspaceFields", "ApiKey", "KeyWriteLog",
 ]
-
-# A plain dict: an adapter's row or item, a JSON object. No port takes or returns one
-# any more: every aggregate has its record (tests/unit/test_layers.py, test_no_port_speaks_plain_dicts).
-Record = dict[str, Any]
 
 R = TypeVar("R", bound="DataclassInstance")
 
@@ -568,3 +564,20 @@ class StoredIdempotency:
     request_hash: str
     response_json: str
     expires_at: int
+
+
+# ------------------------------------------------------------------ recounting a workspace's files (s3-edge)
+
+__all__ += ["FileRecount"]
+
+
+@dataclass(frozen=True)
+class FileRecount:
+    """What DocumentRepository.recount_files found and set right: `files` distinct files
+    the workspace's live versions refer to, `changed` of them (and held ones no version
+    refers to) whose count was missing or wrong, `bytes_added` to its storage usage (less
+    than 0 when counted files were freed). A second run finds nothing to change."""
+    workspace_id: str
+    files: int
+    changed: int
+    bytes_added: int

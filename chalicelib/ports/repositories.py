@@ -3,8 +3,8 @@ DynamoDB + S3 (`chalicelib.adapters.aws`, deployed) and SQLite + files
 (`chalicelib.adapters.sqlite`, `make run`). Both give every rule the same meaning;
 tests/contract runs one suite against both.
 
-Records are the typed records of chalicelib/ports/records.py (plain dicts, `Record`,
-for the aggregates not typed yet; fields in docs/architecture.md); numbers are
+Records are the frozen dataclasses of chalicelib/ports/records.py (fields in
+docs/architecture.md), never plain dicts; numbers are
 ints, times are epoch milliseconds (`*_ms`) or seconds (`expires_at`). Every
 multi-record change is one atomic step: it applies whole or not at all.
 """
@@ -22,6 +22,7 @@ from chalicelib.ports.records import (
     ActivityEntry, DashboardSession, Event, Feedback, RateLog, IdempotencyRecord, Quota, RateClaim, RateSlot, Reply, User,
 )
 from chalicelib.ports.records import Document, DocumentListing, ShareLink, StoredIdempotency, Version
+from chalicelib.ports.records import FileRecount
 from chalicelib.ports.views import ViewCounterRepository
 from chalicelib.ports.webhooks import WebhookRepository
 
@@ -152,6 +153,13 @@ class DocumentRepository(Protocol):
     def purge(self, document_id: str) -> None:
         """Remove the document's versions, then the document itself (last, so an
         interrupted purge can be found and finished). Safe to repeat."""
+
+    def recount_files(self, workspace_id: str) -> FileRecount:
+        """Count the workspace's bundle files again from its live versions (each distinct
+        file once, with the number of versions referring to it) and set its file counts
+        and storage usage to match: files stored before the storage quota counted them
+        (issue 24) are counted, and a count that drifted is corrected. Idempotent;
+        refused (Unavailable) if other writes keep moving the counts meanwhile."""
 
 
 class FeedbackRepository(Protocol):

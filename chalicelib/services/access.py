@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional, TypeGuard, TypeVar, Union, cast
 from chalicelib.domain import roles
 from chalicelib.errors import ForbiddenRole, InvalidApiKey, NotFound
 from chalicelib.services import auth
-from chalicelib.ports.records import ApiKey, Document, Record, StoredIdempotency, Version
+from chalicelib.ports.records import ApiKey, Document, StoredIdempotency, Version
 from chalicelib.services.context import Context
 
 
@@ -158,7 +158,7 @@ class Found:
 
 def find_document(ctx: Context, who: Who, document_id: Optional[str], *, include_deleting: bool = False,
                   with_versions: bool = False, idempotency_digest: Optional[str] = None,
-                  seen: Optional[Record] = None) -> Found:
+                  seen: Optional[dict[str, Any]] = None) -> Found:
     """Verify the caller and find `document_id` in its workspace, or raise the one NotFound.
 
     With API-key credentials the key, the document and (`idempotency_digest`) the

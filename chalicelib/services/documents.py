@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from chalicelib import config
 from chalicelib.ports.records import (
-    ActivityEntry, ApiKey, Document, DocumentListing, Event, Record, StoredIdempotency, Version,
+    ActivityEntry, ApiKey, Document, DocumentListing, Event, StoredIdempotency, Version,
 )
 from chalicelib.ports.repositories import DocumentFields
 from chalicelib.ports import (
@@ -165,7 +165,7 @@ class DocumentService:
     # ---------------------------------------------------------------- loading
 
     def _load(self, who: Who, document_id: Optional[str] = None, idempotency_digest: Optional[str] = None,
-              include_deleting: bool = False, seen: Optional[Record] = None
+              include_deleting: bool = False, seen: Optional[dict[str, Any]] = None
               ) -> tuple[Actor, Optional[Document], Optional[StoredIdempotency]]:
         """Verify the caller and read the document (and idempotency record) in one round trip."""
         found = access.find_document(self.ctx, who, document_id, include_deleting=include_deleting,
@@ -173,7 +173,7 @@ class DocumentService:
         return found.actor, found.doc, found.idempotency
 
     def _load_document(self, who: Who, document_id: str, include_deleting: bool = False,
-                       seen: Optional[Record] = None) -> tuple[Actor, Document]:
+                       seen: Optional[dict[str, Any]] = None) -> tuple[Actor, Document]:
         """Verify the caller and read an existing document (the one NotFound otherwise)."""
         found = access.find_document(self.ctx, who, document_id, include_deleting=include_deleting, seen=seen)
         return found.actor, found.document
@@ -241,9 +241,9 @@ class DocumentService:
         rate = limits.write_rate()
         return current_headers(key_item.writes, self.ctx.now_ms(), rate.limit, rate.window_seconds)
 
-    def _with_rate_headers(self, write: Callable[[Record], WriteResult]) -> WriteResult:
+    def _with_rate_headers(self, write: Callable[[dict[str, Any]], WriteResult]) -> WriteResult:
         """Every publish/edit answer carries X-RateLimit-*: refusals and replays too."""
-        seen: Record = {}
+        seen: dict[str, Any] = {}
         try:
             result = write(seen)
         except DocpubError as exc:
@@ -297,7 +297,7 @@ class DocumentService:
             ratelimits.hit(self.ctx, actor.write_limit_scope or ratelimits.scope_key(kind, actor.workspace_id),
                            limits.write_rate(), limits.REFUSALS[kind])
 
-    def _publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str], seen: Record,
+    def _publish(self, who: Who, request: PublishRequest, idempotency_key: Optional[str], seen: dict[str, Any],
                  upload: Optional[tuple[str, bytes]] = None,
                  prepared: Optional["content_files.Content"] = None,
                  taken: Optional[list[str]] = None) -> WriteResult:
@@ -520,7 +520,7 @@ class DocumentService:
         document_id = canonical_document_id(document_id)
         return self._with_rate_headers(lambda seen: self._edit(who, document_id, request, seen))
 
-    def _edit(self, who: Who, document_id: str, request: EditRequest, seen: Record) -> WriteResult:
+    def _edit(self, who: Who, document_id: str, request: EditRequest, seen: dict[str, Any]) -> WriteResult:
         actor, doc = self._load_document(who, document_id, seen=seen)
         self._count_session_write(actor)
         if request.base_version_id and request.base_version_id != doc.latest_version_id:
@@ -531,16 +531,17 @@ class DocumentService:
             self.ctx.backoff(attempt)
             now_ms = self.ctx.now_ms()
             decision, slot = self._slot(actor, now_ms)
-            if before is None:
+            if before is None:  # first, and again after another write made a newer version
                 fmt, files, before = self._editable(doc)
-            # The engine works on the stored UTF-8 bytes: no decode, no re-encode.
-            # A Markdown document is edited in its source and rendered again.
-            outcome = apply_edits_utf8(before, request.edits)
-            if not outcome.html:  # the same rule as publish: a document is never empty
-                raise ValidationFailed.field("edits", "the edits would leave the document empty")
-            data = checked_size(outcome.html)
-            content = (content_files.markdown_content(data, doc.title) if fmt == "markdown"
-                       else content_files.Content(page=data))
+                # The engine works on the stored UTF-8 bytes: no decode, no re-encode.
+                # A Markdown document is edited in its source and rendered again, once per
+                # version edited (a retry while the key is busy reuses the page).
+                outcome = apply_edits_utf8(before, request.edits)
+                if not outcome.html:  # the same rule as publish: a document is never empty
+                    raise ValidationFailed.field("edits", "the edits would leave the document empty")
+                data = checked_size(outcome.html)
+                content = (content_files.markdown_content(data, doc.title) if fmt == "markdown"
+                           else content_files.Content(page=data))
             version_id = new_version_id()
             object_key = version_key(actor.workspace_id, document_id, version_id)
             version = _version_record(version_id, doc.version_count + 1, request.note, now_ms, object_key,

@@ -9,7 +9,7 @@ import logging
 from typing import Any, Optional
 
 from chalicelib import rendering
-from chalicelib.ports.records import Record, Workspace
+from chalicelib.ports.records import Workspace
 from chalicelib.errors import ServiceUnavailable
 from chalicelib.ports.mail import MailUndeliverable, OutgoingMail
 from chalicelib.services.context import Context
@@ -25,7 +25,7 @@ SUBJECTS = {
 }
 
 
-def render(kind: str, to: str, branding: Optional[Record] = None, **values: Any) -> OutgoingMail:
+def render(kind: str, to: str, branding: Optional[dict[str, Any]] = None, **values: Any) -> OutgoingMail:
     values = {"email": to, "brand_name": None, "brand_tagline": None, **(branding or {}), **values}
     subject = SUBJECTS[kind].format(**values)
     values["subject"] = subject
@@ -33,7 +33,7 @@ def render(kind: str, to: str, branding: Optional[Record] = None, **values: Any)
                         html=rendering.page(f"mail/{kind}.html", **values), kind=kind)
 
 
-def branding_of(workspace: Optional[Workspace]) -> Record:
+def branding_of(workspace: Optional[Workspace]) -> dict[str, Any]:
     """A Pro workspace's own name and tagline on its messages (as on its share pages)."""
     if workspace is not None and workspace.plan == "pro" and workspace.brand_name:
         return {"brand_name": workspace.brand_name, "brand_tagline": workspace.brand_tagline}

@@ -16,16 +16,15 @@ not accept at the time (services/cdn.py).
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 from chalicelib.ports import FILE_ROOT
-from chalicelib.ports.records import Record
 from chalicelib.services.context import Context
 
 GRACE_SECONDS = 3600
 
 
-def sweep_orphans(ctx: Context, grace_seconds: int = GRACE_SECONDS) -> Record:
+def sweep_orphans(ctx: Context, grace_seconds: int = GRACE_SECONDS) -> dict[str, Any]:
     from chalicelib.services.documents import DocumentService
 
     now = ctx.clock()
@@ -67,3 +66,35 @@ def sweep_orphans(ctx: Context, grace_seconds: int = GRACE_SECONDS) -> Record:
     return {"checked": checked, "deleted": deleted, "deletes_finished": finished,
             "files_deleted": files_deleted, "uploads_deleted": sweep_uploads(ctx),
             "downloads_deleted": sweep_downloads(ctx), "cdn": cdn.retry_pending(ctx)}
+
+
+# ------------------------------------------------------------------ recounting bundle files (backfill)
+
+def workspaces_with_files(ctx: Context) -> list[str]:
+    """Every workspace that has bundle files in the blob store (files/<workspace>/<sha256>),
+    streamed from the listing: the ones a recount can concern."""
+    found: set[str] = set()
+    for key, _modified in ctx.blobs.iter_keys(FILE_ROOT):
+        parts = key.split("/")
+        if len(parts) == 3 and parts[1]:
+            found.add(parts[1])
+    return sorted(found)
+
+
+def recount_files(ctx: Context, workspace_ids: Optional[list[str]] = None) -> dict[str, Any]:
+    """`make admin ARGS="[--aws] recount-files [WORKSPACE_ID ...]"`: count each workspace's
+    bundle files again from its live versions and set its file counts and storage usage
+    to match (DocumentRepository.recount_files). Files stored on DynamoDB before the
+    storage quota counted them (issue 24) were in no workspace's usage, and a delete did
+    not release them; this backfills them. Idempotent: a second run changes nothing.
+    Without ids: every workspace with files in the blob store."""
+    from dataclasses import asdict
+
+    results: list[dict[str, Any]] = []
+    for workspace_id in workspace_ids or workspaces_with_files(ctx):
+        if ctx.workspaces.get(workspace_id) is None:
+            results.append({"workspace_id": workspace_id, "error": "no such workspace"})
+            continue
+        results.append(asdict(ctx.documents.recount_files(workspace_id)))
+    return {"workspaces": results, "changed": sum(int(r.get("changed", 0)) for r in results),
+            "bytes_added": sum(int(r.get("bytes_added", 0)) for r in results)}

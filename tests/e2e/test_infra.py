@@ -605,6 +605,48 @@ def test_view_beacon_is_never_cached_and_sees_the_viewer(resources, distribution
     assert policy["QueryStringsConfig"] == {"QueryStringBehavior": "whitelist", "QueryStrings": ["v"]}
 
 
+def test_api_mcp_and_dashboard_see_the_viewers_address(resources, distribution):
+    """Finding (issue 23's closing note): the API, MCP and dashboard behaviours use the managed
+    AllViewerExceptHostHeader policy, which forwards the viewer's own headers and none that
+    CloudFront adds: CloudFront-Viewer-Address never reached the per-address limits (sign-up,
+    sign-in, reset, OAuth registration), so everyone behind one edge shared one budget. No
+    origin request policy can drop Host and add CloudFront's headers, so a viewer-request
+    function writes the viewer's address into X-Docpub-Viewer-Address (run here under Node)."""
+    import shutil
+
+    from chalicelib.entrypoints.http import VIEWER_ADDRESS_HEADER
+
+    function_arn = {"Fn::GetAtt": ["ViewerAddressFunction", "FunctionMetadata.FunctionARN"]}
+    NO_VALUE = {"Ref": "AWS::NoValue"}  # removed by CloudFormation
+    found = behaviours(distribution)
+    for pattern in ("*", "/api/*", "/mcp", "/mcp/*", "/dashboard*"):
+        assert found[pattern]["OriginRequestPolicyId"] == ALL_VIEWER_EXCEPT_HOST, pattern
+    for pattern, behaviour in found.items():
+        policy = behaviour["OriginRequestPolicyId"]
+        if policy == ALL_VIEWER_EXCEPT_HOST:  # forwards any viewer header: the function must overwrite it
+            assert behaviour["FunctionAssociations"] == [{"EventType": "viewer-request", "FunctionARN": function_arn}]
+        else:  # a whitelist that never names the header (a viewer cannot forge it) and no function price
+            assert behaviour.get("FunctionAssociations", NO_VALUE) == NO_VALUE, pattern
+            config = resources[policy["Ref"]]["Properties"]["OriginRequestPolicyConfig"]
+            assert VIEWER_ADDRESS_HEADER not in {h.lower() for h in config["HeadersConfig"].get("Headers", [])}
+    function = resources["ViewerAddressFunction"]["Properties"]
+    assert function["FunctionConfig"]["Runtime"] == "cloudfront-js-2.0" and function["AutoPublish"] is True
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the function's code is not run")
+    for viewer in ("203.0.113.7", "2001:db8:1:2::5"):
+        event = {"version": "1.0", "context": {"eventType": "viewer-request"}, "viewer": {"ip": viewer},
+                 "request": {"method": "POST", "uri": "/oauth/register", "querystring": {}, "cookies": {},
+                             "headers": {"host": {"value": "docs.example.com"},
+                                         VIEWER_ADDRESS_HEADER: {"value": "10.0.0.1"}}}}  # a forged one
+        script = function["FunctionCode"] + f"\nhandler({json.dumps(event)}).then(r => process.stdout.write(JSON.stringify(r)));"
+        ran = subprocess.run([node, "-e", script], capture_output=True, text=True, timeout=60)
+        assert ran.returncode == 0, ran.stderr
+        request = json.loads(ran.stdout)
+        assert request["headers"][VIEWER_ADDRESS_HEADER] == {"value": viewer}
+        assert request["headers"]["host"] == {"value": "docs.example.com"} and request["uri"] == "/oauth/register"
+
+
 def test_share_pages_honour_origin_cache_control(resources, distribution):
     share = behaviours(distribution)["/d/*"]
     # The view beacon's more specific pattern comes first (CloudFront takes the first match).
@@ -1074,7 +1116,10 @@ class AwsCallRecorder:
                 keys = [params.get("Key") or params.get("Prefix") or ""]
             for action in self.S3[name]:
                 for key in keys:
-                    self.calls.add((f"s3:{action}", key.split("/")[0] + "/" if name != "ListObjectsV2" else "bucket"))
+                    detail = key.split("/")[0] + "/" if name != "ListObjectsV2" else "bucket"
+                    if action == "PutObject" and key.startswith("documents/") and key.rsplit("/", 1)[-1].startswith("card-"):
+                        detail = "documents/*/card-"  # a preview card, beside its document's versions
+                    self.calls.add((f"s3:{action}", detail))
         else:
             self.calls.add((f"{service}:{name}", ""))
 
@@ -1154,7 +1199,7 @@ def needed_pairs(calls: set[tuple[str, str]]) -> set[tuple[str, str]]:
             target = ({"Fn::GetAtt": ["Bucket", "Arn"]} if detail == "bucket"
                       else {"Fn::Sub": f"${{Bucket.Arn}}/{detail}*"})
         else:
-            target = {"cloudfront": cloudfront, "ssm": ssm}[service]
+            target = {"cloudfront": cloudfront, "ssm": ssm, "sqs": {"Fn::GetAtt": ["WebhookQueue", "Arn"]}}[service]
         out.add((action, json.dumps(target, sort_keys=True)))
     return out
 
@@ -1172,6 +1217,138 @@ def test_the_scheduled_sweep_may_make_exactly_the_calls_it_makes(orphan_sweep_ca
     # Attached to no other principal, and no data-access policy reaches it.
     for name, policy in of_type(resources, "AWS::IAM::Policy").items():
         assert {"Ref": role} not in policy["Properties"]["Roles"], name
+
+
+# ------------------------------------------------------------------ the share path's role
+
+@pytest.fixture
+def webhook_queue(aws_storage, monkeypatch) -> str:
+    """The queue the app nudges after an event (set before the app's context is made)."""
+    from chalicelib.adapters.aws import clients as aws
+
+    queue = aws.sqs().create_queue(QueueName="docpub-webhooks")["QueueUrl"]
+    monkeypatch.setenv("DOCPUB_WEBHOOK_QUEUE_URL", queue)
+    return queue
+
+
+@pytest.fixture
+def share_path_calls(webhook_queue, api, services, clock, monkeypatch):
+    """Drive every branch of the share path through ShareFunction's entry point
+    (entrypoints/edge.handle, function URL events) on moto: public, older-version, Markdown,
+    bundle, protected, workspace-only, withdrawn and expired links; pages, content, bundle
+    files inline and redirected, the card, the passphrase form and unlock (wrong, then
+    right), the view beacon, feedback and a viewer's reply (with the webhook nudge), live
+    and threads, and downloads of a page, a Markdown source and a zip, inline and through
+    presigned URLs (a zip built once, then reused). Record the AWS calls."""
+    from urllib.parse import urlencode
+
+    from chalicelib.adapters.aws import clients as aws
+    from chalicelib.domain import limits
+    from tests.http.test_share_function import body_of, call, url_event
+
+    monkeypatch.setattr(limits, "INLINE_RESPONSE_BYTES", 400)  # past it: a presigned S3 URL
+    _, created = services.workspaces.create_workspace("Share", "pro")
+    key = created.api_key
+
+    def publish(**body) -> dict:
+        r = api.http.post("/api/v1/publish", headers={"X-Api-Key": key, "Content-Type": "application/json"},
+                          body=json.dumps({"title": "Doc", "html": "<p>hello</p>", **body}))
+        assert r.status_code == 200, r.body[:300]
+        return json.loads(r.body)
+
+    def share(doc: dict) -> str:
+        return doc["share_url"].rsplit("/d/", 1)[1]
+
+    plain = publish(title="Plain", html="<p>" + "long " * 100 + "</p>")
+    publish(document_id=plain["document_id"], html="<p>" + "second " * 100 + "</p>")
+    markdown = publish(title="Notes", html="# Notes\n\n" + "text " * 100, format="markdown")
+    site = publish(title="Site", files=[{"path": "a.css", "content": "body{}"},
+                                        {"path": "big.txt", "content": "x" * 1000}])
+    secret = publish(title="Secret")
+    assert api.http.put(f"/api/v1/documents/{secret['document_id']}/passphrase",
+                        headers={"X-Api-Key": key, "Content-Type": "application/json"},
+                        body=json.dumps({"passphrase": "correct horse battery"})).status_code == 204
+    team = publish(title="Team", share_access="workspace")
+    withdrawn = publish(title="Withdrawn", share_enabled=False)
+    expiring = publish(title="Expiring", share_expires_at="2027-06-01T00:00:00Z")
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    as_json = {"content-type": "application/json"}
+    statuses: dict[str, int] = {}
+
+    def get(name: str, path: str, query: str = "", cookies=None, headers=None) -> dict:
+        answer = call(url_event("GET", path, query=query, cookies=cookies, headers=headers))
+        statuses[name] = answer["statusCode"]
+        return answer
+
+    def post(name: str, path: str, body: bytes, headers: dict, query: str = "", cookies=None) -> dict:
+        answer = call(url_event("POST", path, query=query, headers=headers, body=body, cookies=cookies))
+        statuses[name] = answer["statusCode"]
+        return answer
+
+    with AwsCallRecorder() as recorder:
+        s = share(plain)
+        get("page", f"/d/{s}")
+        get("older version", f"/d/{s}", "v=1")
+        get("content", f"/d/{s}/v/{plain['version_id']}")
+        get("card", f"/d/{s}/card.png", headers={"accept": "image/png"})  # drawn and stored
+        get("card again", f"/d/{s}/card.png", headers={"accept": "image/png"})  # read back
+        post("beacon", f"/d/{s}/view", b"", {}, "v=2")
+        feedback = post("feedback", f"/d/{s}/feedback", json.dumps({"message": "Looks good", "name": "Ann"}).encode(),
+                        as_json)
+        feedback_id = json.loads(body_of(feedback))["feedback_id"]
+        post("reply", f"/d/{s}/feedback/{feedback_id}/replies", json.dumps({"message": "Thanks"}).encode(), as_json)
+        get("live", f"/d/{s}/live")
+        get("threads", f"/d/{s}/threads/x1")
+        get("download page", f"/d/{s}", "download=1")  # over 400 bytes: presigned
+        get("download source", f"/d/{share(markdown)}", "download=1")
+        get("markdown page", f"/d/{share(markdown)}")
+        get("file inline", f"/d/{share(site)}/v/{site['version_id']}/a.css")
+        get("file presigned", f"/d/{share(site)}/v/{site['version_id']}/big.txt")
+        get("download zip", f"/d/{share(site)}", "download=1")  # built into downloads/ once
+        get("download zip again", f"/d/{share(site)}", "download=1")  # reused
+        get("passphrase form", f"/d/{share(secret)}")
+        post("wrong passphrase", f"/d/{share(secret)}/unlock", urlencode({"passphrase": "wrong guess here"}).encode(),
+             form)
+        unlocked = post("unlock", f"/d/{share(secret)}/unlock",
+                        urlencode({"passphrase": "correct horse battery"}).encode(), form)
+        cookie = unlocked["cookies"][0].split(";", 1)[0]
+        get("unlocked page", f"/d/{share(secret)}", cookies=[cookie])
+        get("unlocked content", f"/d/{share(secret)}/v/{secret['version_id']}", cookies=[cookie])
+        get("workspace only", f"/d/{share(team)}")
+        get("withdrawn", f"/d/{share(withdrawn)}")
+        get("unknown", "/d/nosuchlink")
+        clock.now = 1_811_808_000.0 + 60  # past 2027-06-01
+        get("expired", f"/d/{share(expiring)}")
+    assert int(aws.sqs().get_queue_attributes(QueueUrl=webhook_queue, AttributeNames=["All"])[
+        "Attributes"]["ApproximateNumberOfMessages"]) >= 1  # feedback nudged the webhook worker
+    return statuses, recorder.calls
+
+
+@pytest.mark.aws
+def test_the_share_function_may_make_exactly_the_calls_the_share_path_makes(share_path_calls, resources):
+    """Least privilege from the code's behaviour, as for the sweep: ShareFunction's role
+    grants exactly the (action, resource) pairs the share path was seen to need (it
+    reused the API's data-access and nudge policies: every table write, SES, CloudFront
+    invalidations, uploads)."""
+    statuses, calls = share_path_calls
+    assert statuses == {
+        "page": 200, "older version": 200, "content": 200, "card": 200, "card again": 200, "beacon": 204,
+        "feedback": 201, "reply": 201, "live": 200, "threads": 200, "download page": 302, "download source": 302,
+        "markdown page": 200, "file inline": 200, "file presigned": 302, "download zip": 302,
+        "download zip again": 302, "passphrase form": 200, "wrong passphrase": 401, "unlock": 303,
+        "unlocked page": 200, "unlocked content": 200, "workspace only": 303, "withdrawn": 404, "unknown": 404,
+        "expired": 410}
+    role = resources["ShareFunction"]["Properties"]["Role"]["Fn::GetAtt"][0]
+    granted = {p for p in granted_pairs(resources, role) if not p[0].startswith("logs:")}
+    needed = needed_pairs(calls)
+    assert ("sqs:SendMessage", json.dumps({"Fn::GetAtt": ["WebhookQueue", "Arn"]})) in needed  # the scenario works
+    assert needed - granted == set(), f"the share path calls AWS without permission: {sorted(needed - granted)}"
+    assert granted - needed == set(), f"granted to the share path but never called: {sorted(granted - needed)}"
+    for name, policy in of_type(resources, "AWS::IAM::Policy").items():
+        assert {"Ref": role} not in policy["Properties"]["Roles"], name
+    # Its own log group only.
+    logs = [p for p in resources[role]["Properties"]["Policies"] if p["PolicyName"] == "logs"]
+    assert logs[0]["PolicyDocument"]["Statement"][0]["Resource"] == {"Fn::GetAtt": ["ShareLogGroup", "Arn"]}
 
 
 def test_sweep_orphans_runs_on_a_schedule_and_on_demand(template, resources):
@@ -1356,12 +1533,8 @@ def test_share_paths_run_in_their_own_function_behind_a_function_url(template, r
     assert "Host" not in forwarded["HeadersConfig"]["Headers"]
     content = resources["ContentDistribution"]["Properties"]["DistributionConfig"]
     assert [o["Id"] for o in content["Origins"]] == ["share"] and content["DefaultCacheBehavior"]["TargetOriginId"] == "share"
-    # Its role: its own log group, and the data and nudge policies the API's role has.
-    role = share["Role"]["Fn::GetAtt"][0]
-    [logs] = resources[role]["Properties"]["Policies"]
-    assert logs["PolicyDocument"]["Statement"][0]["Resource"] == {"Fn::GetAtt": ["ShareLogGroup", "Arn"]}
-    for policy in ("DataAccessPolicy", "WebhookNudgePolicy"):
-        assert {"Ref": role} in resources[policy]["Properties"]["Roles"], policy
+    # Its role is its own (test_the_share_function_may_make_exactly_the_calls_the_share_path_makes).
+    assert share["Role"] != api["Role"]
     # Alarms: 5xx rate at the URL, errors, throttles (the reservation reached).
     alarms = json.dumps({n: a for n, a in of_type(resources, "AWS::CloudWatch::Alarm").items() if "Share" in n})
     for metric in ("Url5xxCount", "UrlRequestCount", '"Throttles"', '"Errors"'):

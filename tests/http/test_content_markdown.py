@@ -135,6 +135,9 @@ def test_the_size_limit_applies_to_the_rendered_page_too(client, workspace):
     assert r.status_code == 413, r.body[:200]
     error = json.loads(r.body)["error"]
     assert error["code"] == "document_too_large" and error["details"]["limit_bytes"] == 4 * 1024 * 1024
+    # Rendering stopped once the page passed the limit: the size it had reached, in the contract's shape.
+    assert set(error["details"]) == {"limit_bytes", "size_bytes"} and error["details"]["size_bytes"] > 4 * 1024 * 1024
+    assert "rendering stopped" in error["message"]
 
 
 def big_markdown(size: int) -> str:

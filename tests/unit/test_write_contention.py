@@ -68,3 +68,20 @@ def test_a_document_that_always_changes_is_still_a_version_conflict(setup):
     with pytest.raises(VersionConflict) as caught:
         service("document").publish(who, PublishRequest(title="T", html="<p>b</p>", document_id=document_id))
     assert "kept changing" in caught.value.message
+
+
+def test_a_markdown_edit_retried_while_the_key_is_busy_renders_its_page_once(setup, monkeypatch):
+    """A retry for the key's slot edits the same version: the page rendered for the first
+    attempt is reused (it was rendered again on each of up to 50 attempts, up to seconds each)."""
+    from chalicelib.services import content
+
+    who, _document_id, service = setup
+    markdown_doc = service("none").publish(who, PublishRequest(title="M", html="# a\n\ntext a",
+                                                                format="markdown")).response
+    renders = []
+    real = content.render_markdown
+    monkeypatch.setattr(content, "render_markdown", lambda *a, **k: renders.append(1) or real(*a, **k))
+    with pytest.raises(RateLimited):
+        service("key").edit(who, markdown_doc.document_id,
+                            EditRequest(edits=[{"old_string": "text a", "new_string": "text b"}]))
+    assert len(renders) == 1

@@ -16,7 +16,7 @@ from chalicelib.adapters.aws.rates import add_rate_claim
 from chalicelib.adapters.aws.people import activity_item
 from chalicelib.adapters.aws.schema import DOCUMENT_LISTING
 from chalicelib.adapters.aws.keys import (
-    WRITE_SHARDS, api_key_key, file_bucket, workspace_files_key, document_key, document_pk, documents_index_pk, documents_sort_key,
+    FILE_BUCKETS, WRITE_SHARDS, api_key_key, file_bucket, workspace_files_key, document_key, document_pk, documents_index_pk, documents_sort_key,
     idempotency_key, share_key, version_item_key, workspace_key, write_shard_key, write_shard_keys,
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
@@ -24,7 +24,7 @@ from chalicelib.adapters.aws.workspaces import with_write_logs, workspace_record
 from chalicelib.ports.records import ApiKey
 from chalicelib.ports.records import ActivityEntry, Event, OutcomeUnknown, WriteRefused
 from chalicelib.ports.records import (
-    Document, DocumentListing, ShareLink, StoredIdempotency, Version, Workspace, fields_of, from_fields,
+    Document, DocumentListing, FileRecount, ShareLink, StoredIdempotency, Version, Workspace, fields_of, from_fields,
 )
 from chalicelib.ports.repositories import DocumentFields
 from chalicelib.ports.records import (
@@ -197,6 +197,7 @@ class FileRefs:
 
 
 FILE_ATTEMPTS = 5  # a release whose counts moved under it reads them again
+RECOUNT_CHUNK = 40  # files set right in one update (an update expression holds at most 4 KB)
 
 
 def version_item(version: Version) -> dict[str, Any]:
@@ -599,6 +600,92 @@ class DocumentRepository:
                     continue  # another write changed a file's count since it was read
                 raise StaleDocument(None) from exc
         raise WriteRefused("file counts kept moving")
+
+    def recount_files(self, workspace_id: str) -> FileRecount:
+        """Files stored before the quota counted them have no reference counts (the 32
+        FILES# items) and no bytes in `storage_bytes`, and their documents no `has_files`
+        (a delete would not release them). In this order: every live document whose
+        versions hold files is marked `has_files` (from then on its deletes release what
+        is counted); the counts are read; the versions are read (consistently: a version
+        committed with a count read is seen); each bucket whose counts differ from the
+        versions is set right in a transaction with the workspace's usage, under the
+        condition that its counts are still what was read (else everything again)."""
+        changed = added = 0  # over every attempt: a chunk committed before a retry stays done
+        for _attempt in range(FILE_ATTEMPTS):
+            listed = [d.document_id for d in self.list_all(workspace_id)]
+            with_files = [doc_id for doc_id in listed if any(v.files for v in self.get_with_versions(doc_id)[1])]
+            for doc_id in with_files:
+                try:
+                    self.table.update(document_key(doc_id), "SET has_files = :yes", LIVE_DOCUMENT,
+                                      values={":yes": True, ":ws": workspace_id}, returned="NONE")
+                except ConditionFailed:
+                    pass  # deleted meanwhile: its versions no longer count
+            buckets = list(range(FILE_BUCKETS))
+            items = self.table.batch_get([workspace_files_key(workspace_id, b) for b in buckets])
+            held: dict[str, tuple[int, int]] = {}  # sha -> (references, size) as counted
+            for item in items:
+                for name, value in (item or {}).items():
+                    if name.startswith("r_"):
+                        sha = name[2:]
+                        held[sha] = (int(value), int((item or {}).get(f"s_{sha}", 0)))
+            versions: list[Version] = []
+            for doc_id in listed:
+                doc, found = self.get_with_versions(doc_id)
+                if doc is not None and not doc.deleting:
+                    versions += found
+            counts = _file_counts(versions)
+            sizes = {f["sha256"]: int(f["size_bytes"]) for v in versions for f in v.files}
+            wrong = sorted(sha for sha in set(counts) | set(held)
+                           if (held.get(sha) or (0, 0))[0] != counts.get(sha, 0))
+            try:
+                for bucket, shas in _by_bucket(wrong).items():
+                    for start in range(0, len(shas), RECOUNT_CHUNK):
+                        added += self._recount_chunk(workspace_id, bucket, shas[start:start + RECOUNT_CHUNK],
+                                                     held, counts, sizes)
+                        changed += len(shas[start:start + RECOUNT_CHUNK])
+            except ConditionFailed:
+                continue  # another write moved a count: read everything again
+            return FileRecount(workspace_id, len(counts), changed, added)
+        raise WriteRefused("file counts kept moving")
+
+    def _recount_chunk(self, workspace_id: str, bucket: int, shas: list[str], held: dict[str, tuple[int, int]],
+                       counts: dict[str, int], sizes: dict[str, int]) -> int:
+        """One transaction: these counts of one bucket set to the versions' (a file no
+        version refers to is removed), the workspace's usage moved by the bytes that
+        came or went. Returns those bytes."""
+        sets, removes, conditions, names, values = [], [], [], {}, {}
+        delta = 0
+        for i, sha in enumerate(shas):
+            names[f"#r{i}"] = f"r_{sha}"
+            was = held.get(sha)
+            if was is None:
+                conditions.append(f"attribute_not_exists(#r{i})")
+            else:
+                values[f":c{i}"] = was[0]
+                conditions.append(f"#r{i} = :c{i}")
+            want = counts.get(sha, 0)
+            if want == 0:
+                names[f"#s{i}"] = f"s_{sha}"
+                removes += [f"#r{i}", f"#s{i}"]
+                delta -= was[1] if was is not None else 0
+            else:
+                values[f":n{i}"] = want
+                sets.append(f"#r{i} = :n{i}")
+                if was is None:
+                    names[f"#s{i}"] = f"s_{sha}"
+                    values[f":s{i}"] = sizes[sha]
+                    sets.append(f"#s{i} = :s{i}")
+                    delta += sizes[sha]
+        update = " ".join(part for part in (
+            "SET " + ", ".join(sets) if sets else "", "REMOVE " + ", ".join(removes) if removes else "") if part)
+        tx = Transaction()
+        tx.update(workspace_files_key(workspace_id, bucket), update, " AND ".join(conditions),
+                  names=names, values=values or None)
+        if delta:
+            tx.update(workspace_key(workspace_id), "ADD storage_bytes :d", "attribute_exists(PK)",
+                      values={":d": delta})
+        tx.commit()
+        return delta
 
     def purge(self, document_id: str) -> None:
         """Delete the document's partition; the META item goes last, so an

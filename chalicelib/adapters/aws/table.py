@@ -21,7 +21,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from chalicelib import config
 from chalicelib.adapters.aws import clients as aws
-from chalicelib.ports.records import BadCursor, OutcomeUnknown, Record, StorageUnavailable, WriteRefused
+from chalicelib.ports.records import BadCursor, OutcomeUnknown, StorageUnavailable, WriteRefused
+
+# A DynamoDB item (or an expression's names and values) as boto3 gives and takes it.
+Item = dict[str, Any]
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -348,8 +351,8 @@ class Table:
             raise
 
     def update(self, key: dict, update: str, condition: Optional[str] = None,
-               names: Optional[Record] = None, values: Optional[Record] = None,
-               returned: str = "ALL_NEW") -> Optional[Record]:
+               names: Optional[Item] = None, values: Optional[Item] = None,
+               returned: str = "ALL_NEW") -> Optional[Item]:
         params = with_expressions({"TableName": self.name, "Key": to_item(key), "UpdateExpression": update,
                                    "ReturnValues": returned}, condition, names, values)
         try:

@@ -8,9 +8,9 @@ from typing import Any, Mapping, Optional, Sequence
 from chalicelib.adapters.aws.keys import (
     WRITE_SHARDS, api_key_key, keys_index_pk, write_shard_key, write_shard_keys, workspace_key,
 )
-from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction
+from chalicelib.adapters.aws.table import ConditionFailed, Item, Table, Transaction
 from chalicelib.ports.records import (
-    ApiKey, KeyCapReached, KeyWriteLog, Record, Workspace, WorkspaceFields, fields_of, from_fields,
+    ApiKey, KeyCapReached, KeyWriteLog, Workspace, WorkspaceFields, fields_of, from_fields,
 )
 from chalicelib.adapters.aws.errors import storage_errors
 
@@ -60,7 +60,7 @@ class WorkspaceRepository:
         return stored
 
 
-def with_write_logs(key_item: Optional[Record], shards: Sequence[Optional[Record]]) -> Optional[ApiKey]:
+def with_write_logs(key_item: Optional[Item], shards: Sequence[Optional[Item]]) -> Optional[ApiKey]:
     """The ApiKey of a key item and its write-log shard items (`write_logs`: every
     shard, also those never written; `last_used_at`: the latest of the shards')."""
     if key_item is None:
@@ -77,7 +77,7 @@ def with_write_logs(key_item: Optional[Record], shards: Sequence[Optional[Record
     return from_fields(ApiKey, {**key_item, "write_logs": tuple(logs), "last_used_at": last_used})
 
 
-def new_key_item(key: ApiKey) -> Record:
+def new_key_item(key: ApiKey) -> Item:
     """The `KEY#` item of a new key: never used, an empty write log, in the workspace's key listing."""
     fields = {k: v for k, v in fields_of(key).items() if v is not None and k not in ("write_logs", "revoked_at",
                                                                                        "last_used_at")}
