@@ -24,8 +24,10 @@ def register(app: Any, operations: tuple[Operation, ...] = OPERATIONS) -> None:
     """Add a route for every operation to `app` (a Chalice app)."""
     api = handles_errors(app)
     for op in operations:
-        app.route(op.path, methods=[op.method], name=op.name, content_types=list(op.content_types))(
-            api(_view(app, op)))
+        # A write judges its body's type in the view (parse_body, after the key), so its 415 carries
+        # the X-RateLimit-* headers like every other publish and edit answer (contract section 4).
+        content_types = ["*/*"] if op.write else list(op.content_types)
+        app.route(op.path, methods=[op.method], name=op.name, content_types=content_types)(api(_view(app, op)))
 
 
 def _view(app: Any, op: Operation) -> Callable[..., Any]:

@@ -161,3 +161,15 @@ def test_base_version_id_without_document_id_is_refused(client, workspace):
     r = post_json(client, "/api/v1/publish", {"title": "Doc", "html": "<p>y</p>", "document_id": doc["document_id"],
                                               "base_version_id": doc["version_id"]}, key)
     assert r.status_code == 200, r.body
+
+
+def test_a_publish_or_edit_refused_for_its_content_type_carries_the_rate_limit_headers(client, workspace):
+    """Contract section 4: every publish and edit answer carries X-RateLimit-*; a 415
+    (a body of a type the route does not take) came from Chalice before the view and
+    carried none, unlike the 400, 404 and 422 answers of the same routes."""
+    _, key = workspace
+    doc = publish(client, key)
+    for path in ("/api/v1/publish", f"/api/v1/documents/{doc['document_id']}/edit"):
+        r = client.http.post(path, headers={"X-Api-Key": key, "Content-Type": "text/plain"}, body=b"{}")
+        assert r.status_code == 415 and _error(r)["code"] == "unsupported_media_type"
+        assert r.headers["X-RateLimit-Limit"] == "60" and r.headers["X-RateLimit-Remaining"] == "59", r.headers
