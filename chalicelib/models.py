@@ -199,7 +199,9 @@ class ListDocumentsQuery(QueryModel):
     limit: Annotated[int, Field(ge=1, le=100)] = 20
     cursor: Optional[Annotated[str, StringConstraints(max_length=2048), Field(description=(
         "`next_cursor` of the previous page of the same listing; anything else is 422."))]] = None
-    query: Optional[Annotated[str, StringConstraints(max_length=500)]] = None
+    query: Optional[Annotated[str, StringConstraints(max_length=500), Field(description=(
+        "Case-insensitive match on title and description (exact and prefix title matches first); "
+        "empty or blank: no filter, every document (find_document alike)."))]] = None
 
 
 class ActivityQuery(QueryModel):

@@ -293,13 +293,12 @@ async def list_documents(
 async def find_document(
     query: Annotated[str, StringConstraints(max_length=500), Field(description=(
         "Words to look for in titles and descriptions (case-insensitive substring; exact title "
-        "matches first)."))],
+        "matches first); an empty query lists every document."))],
     limit: Annotated[Limit, Field(description="Page size, 1 to 100.")] = 20,
     cursor: Annotated[Optional[Cursor], Field(description="next_cursor from the previous page.")] = None,
 ) -> Annotated[CallToolResult, DocumentList]:
     def action():
-        if not query.strip():
-            raise errors.ValidationFailed.field("query", "must not be blank")
+        # A blank query is no filter, as in GET /api/v1/documents?query= (the service decides).
         parsed = validate(ListDocumentsQuery, _given(limit=limit, cursor=cursor, query=query))
         return registry.documents().list(_credentials(), parsed.limit, parsed.cursor, parsed.query)
 

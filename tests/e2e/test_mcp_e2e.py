@@ -136,7 +136,7 @@ def test_every_tool_succeeds_and_fails_with_a_coded_error(stack, key):
             await fails("list_documents", {"cursor": "not-a-cursor"}, "validation_error")
             found = await ok("find_document", {"query": "e2e PLAN v2"})
             assert found["documents"][0]["document_id"] == doc_id
-            await fails("find_document", {"query": ""}, "validation_error")
+            assert doc_id in [d["document_id"] for d in (await ok("find_document", {"query": ""}))["documents"]]
             assert (await ok("get_workspace_info", {}))["workspace"]["plan"] == "pro"
             await fails("get_workspace_info", {"workspace": "other"}, "validation_error")
             await fails("list_feedback", {"status": "closed"}, "validation_error")
