@@ -104,3 +104,19 @@ def stored_records(ctx) -> list[tuple[str, dict]]:
     tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
     return [(table, dict(row)) for table in tables
             for row in conn.execute(f"SELECT * FROM {table}")]  # noqa: S608 - names from sqlite_master
+
+
+# A page's files for the service-level tests of bundles (tests/contract).
+BUNDLE_CSS = "body { color: teal }\n" * 50   # 1,050 bytes
+BUNDLE_JS = "console.log(1);\n" * 40          # 640 bytes
+
+
+def publish_bundle(services, key: str, html: str, files, document_id=None):
+    """Publish `html` with `files` ([(path, content)]) through the document service."""
+    from chalicelib.models import PublishRequest
+    from chalicelib.services.auth import credentials_from_key
+
+    request = PublishRequest(title="Bundle", html=html, document_id=document_id,  # type: ignore[call-arg]
+                             files=[{"path": p, "content": c} for p, c in files])
+    return services.documents.publish(credentials_from_key(key), request).response
+

@@ -12,19 +12,12 @@ from __future__ import annotations
 
 import pytest
 
-from chalicelib.models import PublishRequest
+from tests.helpers import BUNDLE_CSS, BUNDLE_JS, publish_bundle
+
 from chalicelib.services.auth import credentials_from_key
 from chalicelib.services.maintenance import recount_files
 
 BOTH = pytest.mark.parametrize("storage", ["sqlite", "aws"], indirect=True)
-CSS = "body { color: teal }\n" * 50   # 1,050 bytes
-JS = "console.log(1);\n" * 40          # 640 bytes
-
-
-def _bundle(services, key, html, files, document_id=None):
-    request = PublishRequest(title="Bundle", html=html, document_id=document_id,  # type: ignore[call-arg]
-                             files=[{"path": p, "content": c} for p, c in files])
-    return services.documents.publish(credentials_from_key(key), request).response
 
 
 def _usage(services, key) -> int:
@@ -59,9 +52,9 @@ def test_files_stored_before_the_quota_counted_them_are_counted_once_and_release
     ctx = services.documents.ctx
     ws, created = services.workspaces.create_workspace("Old files", "pro")
     key = created.api_key
-    v1 = _bundle(services, key, "<p>one</p>", [("style.css", CSS), ("app.js", JS)])                  # 10 bytes
-    v2 = _bundle(services, key, "<p>two!</p>", [("style.css", CSS)], v1.document_id)                   # 11
-    other = _bundle(services, key, "<p>other</p>", [("s.css", CSS)])                                  # 12
+    v1 = publish_bundle(services, key, "<p>one</p>", [("style.css", BUNDLE_CSS), ("app.js", BUNDLE_JS)])                  # 10 bytes
+    v2 = publish_bundle(services, key, "<p>two!</p>", [("style.css", BUNDLE_CSS)], v1.document_id)                   # 11
+    other = publish_bundle(services, key, "<p>other</p>", [("s.css", BUNDLE_CSS)])                                  # 12
     counted = 10 + 11 + 12 + 1050 + 640
     assert _usage(services, key) == counted
     _as_before_the_quota_counted_files(ctx, storage, ws.id, [v1.document_id, other.document_id])
@@ -89,8 +82,8 @@ def test_a_recounted_file_stays_counted_while_a_version_uses_it(services, storag
     ctx = services.documents.ctx
     ws, created = services.workspaces.create_workspace("Drift", "pro")
     key = created.api_key
-    doc = _bundle(services, key, "<p>one</p>", [("style.css", CSS)])                                 # 10 bytes
-    _bundle(services, key, "<p>two!</p>", [("style.css", CSS)], doc.document_id)                      # 11
+    doc = publish_bundle(services, key, "<p>one</p>", [("style.css", BUNDLE_CSS)])                                 # 10 bytes
+    publish_bundle(services, key, "<p>two!</p>", [("style.css", BUNDLE_CSS)], doc.document_id)                      # 11
     _as_before_the_quota_counted_files(ctx, storage, ws.id, [doc.document_id])
     # Half a backfill: the file counted with one reference where two versions use it.
     assert recount_files(ctx, [ws.id])["workspaces"][0] == {

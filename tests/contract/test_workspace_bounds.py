@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers import BUNDLE_CSS, BUNDLE_JS, publish_bundle
+
 from chalicelib.domain import limits
 from chalicelib.errors import PlanLimitReached, RateLimited
 from chalicelib.models import PublishRequest
@@ -76,14 +78,6 @@ def test_a_write_refused_by_the_workspace_limit_takes_no_slot(services, clock, s
 
 # ------------------------------------------------------------------ bundle files in storage
 
-CSS = "body { color: teal }\n" * 50   # 1,050 bytes
-JS = "console.log(1);\n" * 40          # 640 bytes
-
-
-def _bundle(services, key, html, files, document_id=None):
-    request = PublishRequest(title="Bundle", html=html, document_id=document_id,  # type: ignore[call-arg]
-                             files=[{"path": p, "content": c} for p, c in files])
-    return services.documents.publish(credentials_from_key(key), request).response
 
 
 def _usage(services, key):
@@ -98,21 +92,21 @@ def _delete_version(services, key, document_id, version_id):
 def test_a_file_in_many_versions_counts_once_and_leaves_with_the_last_one(services, storage):
     _, created = services.workspaces.create_workspace("Files", "pro")
     key = created.api_key
-    assert len(CSS) == 1050 and len(JS) == 640
-    v1 = _bundle(services, key, "<p>one</p>", [("style.css", CSS), ("app.js", JS)])            # 10 bytes
+    assert len(BUNDLE_CSS) == 1050 and len(BUNDLE_JS) == 640
+    v1 = publish_bundle(services, key, "<p>one</p>", [("style.css", BUNDLE_CSS), ("app.js", BUNDLE_JS)])            # 10 bytes
     assert _usage(services, key) == 10 + 1050 + 640
-    v2 = _bundle(services, key, "<p>two!</p>", [("style.css", CSS), ("copy.css", CSS)], v1.document_id)  # 11
+    v2 = publish_bundle(services, key, "<p>two!</p>", [("style.css", BUNDLE_CSS), ("copy.css", BUNDLE_CSS)], v1.document_id)  # 11
     assert _usage(services, key) == 10 + 11 + 1050 + 640  # the same file twice in a version, once overall
-    other = _bundle(services, key, "<p>other</p>", [("s.css", CSS)])                          # 12
+    other = publish_bundle(services, key, "<p>other</p>", [("s.css", BUNDLE_CSS)])                          # 12
     assert _usage(services, key) == 10 + 11 + 12 + 1050 + 640
     _delete_version(services, key, v1.document_id, v1.version_id)  # app.js: no version refers to it now
     assert _usage(services, key) == 11 + 12 + 1050
     services.documents.delete(credentials_from_key(key), other.document_id)  # style.css: v2 still has it
     assert _usage(services, key) == 11 + 1050
-    v3 = _bundle(services, key, "<p>3</p>", [], v2.document_id)                               # 8
+    v3 = publish_bundle(services, key, "<p>3</p>", [], v2.document_id)                               # 8
     _delete_version(services, key, v2.document_id, v2.version_id)  # the last version using style.css
     assert _usage(services, key) == 8
-    _bundle(services, key, "<p>4</p>", [("again.css", CSS)], v3.document_id)  # counted again when it returns
+    publish_bundle(services, key, "<p>4</p>", [("again.css", BUNDLE_CSS)], v3.document_id)  # counted again when it returns
     assert _usage(services, key) == 8 + 8 + 1050
     services.documents.delete(credentials_from_key(key), v3.document_id)
     assert _usage(services, key) == 0
@@ -123,13 +117,13 @@ def test_a_file_over_the_quota_is_refused_and_nothing_is_half_written(services, 
     monkeypatch.setattr(limits, "FREE_MAX_STORAGE_BYTES", 2000)
     _, created = services.workspaces.create_workspace("Small", "free")
     key = created.api_key
-    v1 = _bundle(services, key, "<p>one</p>", [("style.css", CSS)])  # 1,060 bytes
+    v1 = publish_bundle(services, key, "<p>one</p>", [("style.css", BUNDLE_CSS)])  # 1,060 bytes
     # A new version reusing style.css adds only its page: fits.
-    _bundle(services, key, "<p>two</p>", [("style.css", CSS)], v1.document_id)
+    publish_bundle(services, key, "<p>two</p>", [("style.css", BUNDLE_CSS)], v1.document_id)
     assert _usage(services, key) == 1070
     big = "x" * 1000
     with pytest.raises(PlanLimitReached) as refused:
-        _bundle(services, key, "<p>3</p>", [("style.css", CSS), ("big.txt", big)], v1.document_id)
+        publish_bundle(services, key, "<p>3</p>", [("style.css", BUNDLE_CSS), ("big.txt", big)], v1.document_id)
     assert refused.value.details == {"entitlement": "max_storage_bytes", "limit": 2000, "current": 1070}
     assert "adds 1,008 bytes" in refused.value.message  # its page and its one new file
     ctx = services.documents.ctx
@@ -141,10 +135,10 @@ def test_a_file_over_the_quota_is_refused_and_nothing_is_half_written(services, 
     from chalicelib.ports import file_prefix
 
     stored = {key.rsplit("/", 1)[1] for key, _ in ctx.blobs.list_keys(file_prefix(doc.workspace_id))}
-    assert hashlib.sha256(CSS.encode()).hexdigest() in stored
+    assert hashlib.sha256(BUNDLE_CSS.encode()).hexdigest() in stored
     assert hashlib.sha256(big.encode()).hexdigest() not in stored  # the refused version's file was removed
     with pytest.raises(PlanLimitReached):  # a new document with the file: refused the same way
-        _bundle(services, key, "<p>new</p>", [("big.txt", big)])
+        publish_bundle(services, key, "<p>new</p>", [("big.txt", big)])
     assert _usage(services, key) == 1070
 
 
@@ -155,7 +149,7 @@ def test_racing_versions_with_the_same_new_file_count_it_once(services, storage)
     _, created = services.workspaces.create_workspace("Race", "pro")
     key = created.api_key
     results, failures = run_together([
-        lambda n=n: _bundle(services, key, f"<p>{n:03d}</p>", [("style.css", CSS)]) for n in range(6)])
+        lambda n=n: publish_bundle(services, key, f"<p>{n:03d}</p>", [("style.css", BUNDLE_CSS)]) for n in range(6)])
     assert failures == [] and len(results) == 6
     assert _usage(services, key) == 6 * 10 + 1050
     for result in results:
