@@ -105,11 +105,14 @@ def _utc_timestamp(value: str) -> str:
         if not re.fullmatch(_RFC3339, value):
             raise ValueError(value)
         parsed = datetime.fromisoformat(value.upper().replace("Z", "+00:00").replace(" ", "T"))
-        utc = parsed.astimezone(timezone.utc).replace(microsecond=0)
+        # The store keeps milliseconds: a finer fraction is cut to them (never rounded up).
+        utc = parsed.astimezone(timezone.utc)
+        utc = utc.replace(microsecond=utc.microsecond // 1000 * 1000)
     except (ValueError, OverflowError):  # no such date, or it leaves years 1-9999 once in UTC
         raise PydanticCustomError("rfc3339", "must be an RFC 3339 timestamp such as 2026-12-01T09:00:00Z") from None
     # isoformat, not strftime: "%Y" drops the leading zeros of years before 1000 on glibc.
-    return utc.replace(tzinfo=None).isoformat() + "Z"
+    # Whole seconds read as such; a fraction as its milliseconds (as rfc3339_ms answers it).
+    return utc.replace(tzinfo=None).isoformat(timespec="milliseconds" if utc.microsecond else "seconds") + "Z"
 
 
 ExpiresAt = Annotated[str, StringConstraints(max_length=40), AfterValidator(_utc_timestamp),

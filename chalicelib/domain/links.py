@@ -11,7 +11,7 @@ expiry, so an expired link is never served from a cache after
 """
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any, Mapping, Optional, Protocol
 
 from chalicelib.errors import ValidationFailed
@@ -34,6 +34,7 @@ MAX_EXPIRY_MS = MAX_EXPIRY_DAYS * 24 * 3600 * 1000
 # The longest any shared cache (CloudFront) may keep a public share answer; the
 # bound on "withdrawn at the edge" when an invalidation is late or lost.
 EDGE_TTL_SECONDS = 60
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def parse_expiry(value: Optional[str], now_ms: int) -> Optional[int]:
@@ -42,7 +43,8 @@ def parse_expiry(value: Optional[str], now_ms: int) -> Optional[int]:
     if value is None:
         return None
     moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    expires_ms = int(moment.timestamp() * 1000)
+    # Exact integer milliseconds (timestamp() * 1000 is a float: .123 could become 122).
+    expires_ms = (moment - EPOCH) // timedelta(milliseconds=1)
     if expires_ms <= now_ms:
         raise ValidationFailed.field("share_expires_at", "must be in the future")
     if expires_ms - now_ms > MAX_EXPIRY_MS:

@@ -154,3 +154,16 @@ def rfc3339(ms: int | None) -> str | None:
     if ms is None:
         return None
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@overload
+def rfc3339_ms(ms: int) -> str: ...
+@overload
+def rfc3339_ms(ms: None) -> None: ...
+def rfc3339_ms(ms: int | None) -> str | None:
+    """A moment the caller chose to the millisecond (share_expires_at): `rfc3339`, plus
+    `.mmm` when it is not a whole second, so what was sent is what is answered."""
+    if ms is None or ms % 1000 == 0:
+        return rfc3339(ms)
+    moment = datetime.fromtimestamp(ms // 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{moment}.{ms % 1000:03d}Z"

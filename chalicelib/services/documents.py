@@ -47,7 +47,7 @@ from chalicelib.services.access import (  # noqa: F401  (also imported from here
     Actor, Who, canonical_document_id, document_not_found, well_formed_id,
 )
 from chalicelib.services.context import (
-    Context, new_document_id, new_share_id, new_version_id, rfc3339,
+    Context, new_document_id, new_share_id, new_version_id, rfc3339, rfc3339_ms,
 )
 from chalicelib.services import activity
 from chalicelib.services.workspaces import upgrade_offer
@@ -80,7 +80,7 @@ def summary_model(doc: Union[Document, DocumentListing]) -> DocumentSummary:
         updated_at=rfc3339(doc.updated_ms), version_count=live_versions(doc),
         latest_version_id=doc.latest_version_id,
         open_feedback_count=doc.open_feedback_count,
-        share_enabled=links.enabled(doc), share_expires_at=rfc3339(links.expires_ms(doc)),
+        share_enabled=links.enabled(doc), share_expires_at=rfc3339_ms(links.expires_ms(doc)),
         share_access=doc.share_access or "public",  # type: ignore[arg-type]  # public | workspace
     )
 

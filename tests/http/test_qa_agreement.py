@@ -3,6 +3,7 @@ and answers must keep what the caller sent. Each reproduced at the HTTP level fi
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
 
 from tests.helpers import auth, publish
 from tests.http.test_mcp import call
@@ -33,3 +34,36 @@ def test_an_empty_find_lists_every_document_on_rest_and_mcp_alike(client, worksp
     # find_document still needs the argument (contract: `query, limit?`).
     missing = call(client, key, "find_document", {})
     assert missing["isError"] and missing["content"][0]["text"].startswith("validation_error")
+
+
+def _at(clock, days: int, fraction: str) -> str:
+    moment = datetime.fromtimestamp(clock.now, tz=timezone.utc).replace(microsecond=0) + timedelta(days=days)
+    return moment.replace(tzinfo=None).isoformat() + fraction + "Z"
+
+
+def test_share_expires_at_keeps_its_milliseconds(client, workspace, app_clock):
+    """Reproduction: share_expires_at `…T10:00:00.123Z` was stored and answered as
+    `…T10:00:00Z` (the link expired 123 ms early) although the store keeps milliseconds."""
+    _, key = workspace
+    sent = _at(app_clock, 1, ".123")
+    doc = publish(client, key, share_expires_at=sent)
+    path = f"/api/v1/documents/{doc['document_id']}"
+    got = json.loads(client.http.get(path, headers=auth(key)).body)
+    assert got["share_expires_at"] == sent
+    # PATCH and MCP answer the same; finer fractions keep their milliseconds (truncated).
+    r = client.http.patch(path, headers=auth(key), body=json.dumps({"share_expires_at": _at(app_clock, 2, ".4567")}))
+    assert r.status_code == 200 and json.loads(r.body)["share_expires_at"] == _at(app_clock, 2, ".456")
+    result = call(client, key, "update_document", {"document_id": doc["document_id"],
+                                                   "share_expires_at": _at(app_clock, 3, ".5+00:00")[:-1]})
+    assert result["structuredContent"]["share_expires_at"] == _at(app_clock, 3, ".500")
+    # Whole seconds stay whole seconds (".000" is not added).
+    r = client.http.patch(path, headers=auth(key), body=json.dumps({"share_expires_at": _at(app_clock, 1, ".000")}))
+    assert json.loads(r.body)["share_expires_at"] == _at(app_clock, 1, "")
+    # The link lives until the millisecond named, not the second before it.
+    r = client.http.patch(path, headers=auth(key), body=json.dumps({"share_expires_at": sent}))
+    assert r.status_code == 200
+    expiry = datetime.fromisoformat(sent.replace("Z", "+00:00")).timestamp()
+    app_clock.now = expiry - 0.05
+    assert client.http.get(f"/d/{doc['share_id']}").status_code == 200
+    app_clock.now = expiry + 0.0004  # (float seconds: a hair past the instant)
+    assert client.http.get(f"/d/{doc['share_id']}").status_code == 410
