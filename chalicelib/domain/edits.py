@@ -27,6 +27,9 @@ HINT_PIECES = 8
 HINT_OCCURRENCES_PER_PIECE = 6
 HINT_MAX_CANDIDATES = 32
 HINT_BUDGET_SECONDS = 0.2
+# What an edit_not_found adds on a Markdown document: its edits change the source.
+MARKDOWN_NOT_FOUND = ("'s Markdown source (old_string is matched against the Markdown as published, "
+                      "not the rendered HTML; matching is literal and case-sensitive)")
 
 
 class Edit(Protocol):
@@ -42,16 +45,16 @@ class EditOutcome:
     replacements: int
 
 
-def apply_edits(html: str, edits: Iterable[Edit]) -> EditOutcome:
-    return _apply(html, edits, utf8=False, size_bytes=len(_utf8(html)))
+def apply_edits(html: str, edits: Iterable[Edit], markdown: bool = False) -> EditOutcome:
+    return _apply(html, edits, utf8=False, size_bytes=len(_utf8(html)), markdown=markdown)
 
 
 # Above this many edits a non-ASCII document is decoded first (see below).
 MAX_EDITS_ON_BYTES = 8
 
 
-def apply_edits_utf8(data: bytes, edits: Iterable[Edit], max_edits_on_bytes: int = MAX_EDITS_ON_BYTES
-                     ) -> EditOutcome:
+def apply_edits_utf8(data: bytes, edits: Iterable[Edit], max_edits_on_bytes: int = MAX_EDITS_ON_BYTES,
+                     markdown: bool = False) -> EditOutcome:
     """apply_edits on the UTF-8 bytes of a stored document: the same result
     (encoded), counts and errors, by the cheaper of two equivalent routes.
 
@@ -61,15 +64,19 @@ def apply_edits_utf8(data: bytes, edits: Iterable[Edit], max_edits_on_bytes: int
     of up to 4 MiB (~17 ms for Japanese). But each edit then scans bytes, not
     characters: 2.6x more units in CJK text, ~1.3 ms more per edit on 4 MiB. So
     ASCII documents and short batches stay on bytes; long batches on non-ASCII
-    text are decoded, edited as str, and encoded (bench/edit_engine.py)."""
+    text are decoded, edited as str, and encoded (bench/edit_engine.py).
+
+    `markdown`: `data` is a Markdown document's source, and a missing old_string
+    says so (the caller may have copied it from the rendered HTML)."""
     edits = list(edits)
     if len(edits) <= max_edits_on_bytes or data.isascii():
-        return _apply(data, edits, utf8=True)
-    outcome = _apply(data.decode("utf-8"), edits, utf8=False, size_bytes=len(data))
+        return _apply(data, edits, utf8=True, markdown=markdown)
+    outcome = _apply(data.decode("utf-8"), edits, utf8=False, size_bytes=len(data), markdown=markdown)
     return EditOutcome(_utf8(outcome.html), outcome.edits_applied, outcome.replacements)
 
 
-def _apply(html: Any, edits: Iterable[Edit], utf8: bool, size_bytes: Optional[int] = None) -> EditOutcome:
+def _apply(html: Any, edits: Iterable[Edit], utf8: bool, size_bytes: Optional[int] = None,
+           markdown: bool = False) -> EditOutcome:
     """`size_bytes` is the UTF-8 size of `html` (its length when `utf8`): every
     edit's result size is computed from it before the result is built, so no
     string over the limit is ever made (peak memory stays a few times 4 MiB)."""
@@ -93,8 +100,8 @@ def _apply(html: Any, edits: Iterable[Edit], utf8: bool, size_bytes: Optional[in
             if hint is not None:
                 details["closest_match"] = hint
             raise EditNotFound(
-                f"edits[{index}].old_string was not found in the document "
-                "(matching is literal and case-sensitive)"
+                f"edits[{index}].old_string was not found in the document"
+                + (MARKDOWN_NOT_FOUND if markdown else " (matching is literal and case-sensitive)")
                 + (f"; the closest passage is {hint!r}" if hint else ""),
                 details,
             )

@@ -536,7 +536,7 @@ class DocumentService:
                 # The engine works on the stored UTF-8 bytes: no decode, no re-encode.
                 # A Markdown document is edited in its source and rendered again, once per
                 # version edited (a retry while the key is busy reuses the page).
-                outcome = apply_edits_utf8(before, request.edits)
+                outcome = apply_edits_utf8(before, request.edits, markdown=fmt == "markdown")
                 if not outcome.html:  # the same rule as publish: a document is never empty
                     raise ValidationFailed.field("edits", "the edits would leave the document empty")
                 data = checked_size(outcome.html)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta, timezone
 
-from tests.helpers import auth, publish
+from tests.helpers import auth, post_json, publish
 from tests.http.test_mcp import call
 
 
@@ -67,3 +67,24 @@ def test_share_expires_at_keeps_its_milliseconds(client, workspace, app_clock):
     assert client.http.get(f"/d/{doc['share_id']}").status_code == 200
     app_clock.now = expiry + 0.0004  # (float seconds: a hair past the instant)
     assert client.http.get(f"/d/{doc['share_id']}").status_code == 410
+
+
+def test_a_markdown_edit_not_found_says_old_string_is_matched_against_the_source(client, workspace):
+    """Reproduction: on a Markdown document an edit whose old_string is taken from the
+    rendered page (`<strong>bold</strong>`) answered edit_not_found without saying that
+    old_string is matched against the Markdown source, not the HTML."""
+    _, key = workspace
+    md = publish(client, key, html="# Notes\n\nSome **bold** text.\n", format="markdown")
+    edit = {"edits": [{"old_string": "<strong>bold</strong>", "new_string": "<em>bold</em>"}]}
+    r = post_json(client, f"/api/v1/documents/{md['document_id']}/edit", edit, key)
+    assert r.status_code == 422, r.body
+    error = json.loads(r.body)["error"]
+    assert error["code"] == "edit_not_found"
+    assert "Markdown source" in error["message"] and "not the rendered HTML" in error["message"]
+    result = call(client, key, "edit_document", {"document_id": md["document_id"], **edit})
+    assert result["isError"] and "Markdown source" in result["content"][0]["text"]
+    # An HTML document's message does not talk about Markdown.
+    page = publish(client, key, html="<p>Some text.</p>")
+    r = post_json(client, f"/api/v1/documents/{page['document_id']}/edit", edit, key)
+    error = json.loads(r.body)["error"]
+    assert error["code"] == "edit_not_found" and "Markdown" not in error["message"]
