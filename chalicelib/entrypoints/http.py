@@ -302,9 +302,7 @@ def parse_multipart(request, file_field: str = "file") -> tuple[dict[str, str], 
     multipart/form-data body. A repeated field or a second file is 422 naming it; empty
     text fields count as absent."""
     check_body_size(request)
-    raw = request.raw_body or b""
-    parts, files = multipart_parts(request.headers.get("content-type") or "",
-                                   raw if isinstance(raw, bytes) else raw.encode("utf-8"))
+    parts, files = multipart_parts(request.headers.get("content-type") or "", body_bytes(request))
     fields: dict[str, str] = {}
     for name, value in parts:
         if name in fields:

@@ -19,7 +19,7 @@ from typing import Mapping
 from chalice import Blueprint, Response
 
 from chalicelib import config
-from chalicelib.entrypoints.http import JSON_TYPE, as_error, client_ip, form_fields, html_response
+from chalicelib.entrypoints.http import JSON_TYPE, as_error, body_bytes, client_ip, form_fields, html_response
 from chalicelib import wiring
 
 log = logging.getLogger("docpub.oauth")
@@ -93,10 +93,11 @@ def register():
 
     request = bp.current_request
     wiring.oauth().limit("register", client_ip(request))
-    if len(request.raw_body or b"") > MAX_REGISTRATION_BYTES:
+    body = body_bytes(request)
+    if len(body) > MAX_REGISTRATION_BYTES:
         raise OAuthError("invalid_client_metadata", f"Client metadata is limited to {MAX_REGISTRATION_BYTES} bytes.")
     try:
-        metadata = json.loads(request.raw_body or b"")
+        metadata = json.loads(body)
     except ValueError:
         raise OAuthError("invalid_client_metadata", "The body is not valid JSON.") from None
     return _json(wiring.oauth().register(metadata), 201)
