@@ -25,24 +25,25 @@ def test_counts_per_day_version_and_total(repos):  # noqa: F811
     assert (empty.total, empty.days, empty.versions, empty.last_viewed_ms) == (0, {}, {}, None)
 
 
-def test_totals_of_a_page_of_documents(repos):  # noqa: F811
-    """A listing's views (contract: list items carry views_total and last_viewed_at)."""
+def _views_on_two_documents(repos):
+    """Four views of DOC (over two days and versions), one of OTHER; and a document never viewed."""
     views = repos.views
-    never = "00000000-0000-4000-8000-000000000009"
     views.add_view(DOC, "v_a", "2026-11-20", 1_000, 0)
     views.add_view(DOC, "v_b", "2026-11-21", 5_000, 7, count=3)
     views.add_view(OTHER, "v_x", "2026-11-22", 9_000, 15)
+    return views, "00000000-0000-4000-8000-000000000009"
+
+
+def test_totals_of_a_page_of_documents(repos):  # noqa: F811
+    """A listing's views (contract: list items carry views_total and last_viewed_at)."""
+    views, never = _views_on_two_documents(repos)
     assert views.totals([DOC, never, OTHER]) == {DOC: (4, 5_000), never: (0, None), OTHER: (1, 9_000)}
     assert views.totals([]) == {}
 
 
 def test_counts_of_many_documents_equal_each_documents_counts(repos):  # noqa: F811
     """The dashboard's sparklines and most-viewed panel read every listed document at once."""
-    views = repos.views
-    never = "00000000-0000-4000-8000-000000000009"
-    views.add_view(DOC, "v_a", "2026-11-20", 1_000, 0)
-    views.add_view(DOC, "v_b", "2026-11-21", 5_000, 7, count=3)
-    views.add_view(OTHER, "v_x", "2026-11-22", 9_000, 15)
+    views, never = _views_on_two_documents(repos)
     many = views.counts_many([DOC, never, OTHER], "2026-11-21", "2026-11-22")
     assert list(many) == [DOC, never, OTHER]
     for document_id, counts in many.items():
