@@ -392,23 +392,71 @@ def render_body(source: str, max_bytes: Optional[int] = None) -> tuple[str, Opti
     return "".join(parts), first_heading(stream)
 
 
+def _strip_tags(fragment: str) -> str:
+    """Each `<…>` as one space, as `re.sub(r"<[^>]*>", " ", fragment)` does, in one pass: a
+    `<` with no `>` after it ends the search (the pattern rescanned the rest for each one)."""
+    out: list[str] = []
+    done = 0
+    while True:
+        opener = fragment.find("<", done)
+        closer = fragment.find(">", opener + 1) if opener >= 0 else -1
+        if closer < 0:
+            break
+        out.append(fragment[done:opener])
+        out.append(" ")
+        done = closer + 1
+    out.append(fragment[done:])
+    return "".join(out)
+
+
 def _plain(fragment: str) -> str:
-    text = re.sub(r"<[^>]*>", " ", fragment)
-    return " ".join(html_lib.unescape(text).split())
+    return " ".join(html_lib.unescape(_strip_tags(fragment)).split())
 
 
-_TITLE = re.compile(r"<title\b[^>]*>(.*?)</title\s*>", re.IGNORECASE | re.DOTALL)
-_H1 = re.compile(r"<h1\b[^>]*>(.*?)</h1\s*>", re.IGNORECASE | re.DOTALL)
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+def _without_comments(page: str) -> str:
+    """The page less every `<!--…-->` (the shortest each time, as `<!--.*?-->` does), in one
+    pass: an unclosed `<!--` keeps the rest as it is (no later comment can close either)."""
+    out: list[str] = []
+    done = 0
+    while True:
+        opener = page.find("<!--", done)
+        closer = page.find("-->", opener + 4) if opener >= 0 else -1
+        if closer < 0:
+            break
+        out.append(page[done:opener])
+        done = closer + 3
+    out.append(page[done:])
+    return "".join(out)
+
+
+# An element's start and end tags, as `<title\b[^>]*>(.*?)</title\s*>` (IGNORECASE, DOTALL)
+# found them, but searched once each: if the first start tag has no `>` after it, or no end
+# tag follows that `>`, no later start tag has either, so the first decides. Each search is
+# linear (a literal opener; `\s*` backtracks only over its own run of spaces).
+_ELEMENTS = [(re.compile("<" + name + r"\b", re.IGNORECASE), re.compile("</" + name + r"\s*>", re.IGNORECASE))
+             for name in ("title", "h1")]
+
+
+def _element_text(page: str, start_tag: "re.Pattern[str]", end_tag: "re.Pattern[str]") -> Optional[str]:
+    found = start_tag.search(page)
+    if found is None:
+        return None
+    inside = page.find(">", found.end())
+    if inside < 0:
+        return None
+    end = end_tag.search(page, inside + 1)
+    return None if end is None else page[inside + 1:end.start()]
 
 
 def html_title(page: str) -> Optional[str]:
-    """A page's <title>, else its first <h1>, as plain text (None when neither has text)."""
-    page = _COMMENT.sub("", page) if "<!--" in page else page
-    for pattern in (_TITLE, _H1):
-        match = pattern.search(page)
-        if match:
-            text = _plain(match.group(1))
+    """A page's <title>, else its first <h1>, as plain text (None when neither has text).
+    Linear in the page: a few `find`s and one pass per step (issue 33: lazy patterns over
+    the whole page made each unclosed `<!--`, `<title>` or `<h1>` rescan the rest)."""
+    page = _without_comments(page) if "<!--" in page else page
+    for start_tag, end_tag in _ELEMENTS:
+        inner = _element_text(page, start_tag, end_tag)
+        if inner is not None:
+            text = _plain(inner)
             if text:
                 return text
     return None

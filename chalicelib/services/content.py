@@ -87,14 +87,16 @@ def markdown_content(source: bytes, title: Optional[str]) -> Content:
     return Content(page=page, format="markdown", source=source, title=rendered.title)
 
 
-def html_content(page: bytes) -> Content:
-    return Content(page=page, title=html_title(_decode(page, "html")))
+def html_content(page: bytes, title: Optional[str] = None) -> Content:
+    """An HTML page. Its title is looked for only when none is given (`require_title`)."""
+    text = _decode(page, "html")
+    return Content(page=page, title=None if title else html_title(text))
 
 
 def build(text: str, fmt: str, title: Optional[str], files: Optional[Sequence[Any]] = None) -> Content:
     """From JSON: `html` (page or Markdown source by `format`) and `files`."""
     data = limits.encoded_html(text)
-    content = markdown_content(data, title) if fmt == "markdown" else html_content(data)
+    content = markdown_content(data, title) if fmt == "markdown" else html_content(data, title)
     if files:
         content.files = bundles.from_json(files)
     return content
@@ -106,14 +108,14 @@ def from_upload(filename: str, data: bytes, title: Optional[str]) -> Content:
     if name.endswith(ZIP_UPLOADS):
         archive = bundles.read_zip(data, limits.HTML_BYTES)
         page = limits.checked_size(archive.index)
-        content = markdown_content(page, title) if archive.format == "markdown" else html_content(page)
+        content = markdown_content(page, title) if archive.format == "markdown" else html_content(page, title)
         content.files = archive.files
         return content
     if name.endswith(UPLOAD_TYPES):
         limits.checked_size(data)
         if name.endswith(MARKDOWN_UPLOADS):
             return markdown_content(data, title)
-        return html_content(data)
+        return html_content(data, title)
     raise ValidationFailed.field("file", f"must be one of {', '.join(UPLOAD_TYPES)} "
                                          f"(got {filename or 'a file without a name'!r})")
 

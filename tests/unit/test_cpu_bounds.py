@@ -1,0 +1,96 @@
+"""Issue 33 (findings 1 to 3): every input the size limits allow costs at most a bounded,
+linear amount of CPU (contract section 4, "Bounds, second pass").
+
+The findings were measured in seconds: `{"title": "t", "html": "<!--" * 20000}` (80 KB)
+answered after 13.9 s (title detection ran lazy `.*?` patterns over the whole page, even
+with a title given); `"# t\\n\\n" + "![" * 1000000` took 80 s; a 500-character one-word
+title cost 6.2 s per preview card. Each test runs its input at a size where the old code
+takes many seconds and linear code milliseconds, and checks CPU time (`process_time`,
+what a Lambda is billed for) against a bound with a wide margin, or counts the work
+done. bench/adversarial.py measures every family at 256 KiB, 1 MiB and 4 MiB.
+"""
+from __future__ import annotations
+
+import html as html_lib
+import re
+import time
+from typing import Optional
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chalicelib.domain.markdown import html_title
+
+
+def cpu(fn, *args):
+    """(result, CPU seconds) of fn(*args)."""
+    start = time.process_time()
+    result = fn(*args)
+    return result, time.process_time() - start
+
+
+# ------------------------------------------------------------------ finding 1: title detection
+
+
+def _old_html_title(page: str) -> Optional[str]:
+    """The detection before issue 33 (quadratic on unclosed openers): the reference for what
+    a title is."""
+    page = re.sub(r"<!--.*?-->", "", page, flags=re.DOTALL) if "<!--" in page else page
+    for pattern in (r"<title\b[^>]*>(.*?)</title\s*>", r"<h1\b[^>]*>(.*?)</h1\s*>"):
+        match = re.search(pattern, page, re.IGNORECASE | re.DOTALL)
+        if match:
+            text = " ".join(html_lib.unescape(re.sub(r"<[^>]*>", " ", match.group(1))).split())
+            if text:
+                return text
+    return None
+
+
+KIB = 1024
+# Pages a stranger could publish (256 KiB each): openers that never close, a title of
+# unclosed tags. The old code took from 5 s to hours on each.
+UNCLOSED = {
+    "comments": lambda n: "<!--" * (n // 4),
+    "titles": lambda n: "<title>" * (n // 7),
+    "headings": lambda n: "<h1>" * (n // 4),
+    "title attributes": lambda n: "<title x" * (n // 8),
+    "closers without a bracket": lambda n: "<title></title" * (n // 14),
+    "a title of unclosed tags": lambda n: "<title>" + "<" * n + "</title>",
+    "a heading of unclosed tags": lambda n: "<h1>" + "<a " * (n // 3) + "</h1>",
+}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("family", list(UNCLOSED))
+def test_title_detection_is_linear_on_openers_that_never_close(family):
+    """Finding 1: lazy patterns over the whole page made every unclosed `<!--`, `<title>` or
+    `<h1>` rescan the rest of it (160 KB of `<!--` took 63 s). 256 KiB now takes
+    milliseconds; a quadratic scan would take minutes."""
+    page = UNCLOSED[family](256 * KIB)
+    _, seconds = cpu(html_title, page)
+    assert seconds < 1.0, f"{family}: {seconds:.2f} s of CPU"
+
+
+FRAGMENTS = ["<!--", "-->", "<!-->", "<title>", "</title>", "</TITLE \n>", "<title", "<titlex>", "<Title lang=en>",
+             "<h1>", "</h1>", "<H1 class=x>", "</h1 >", "<h10>", "<", ">", "a", "B c", " ", "\n", "&amp;", "&lt;b&gt;",
+             "<b>", "</b>", "-", "--"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS), max_size=30))
+def test_title_detection_finds_what_the_old_patterns_found(parts):
+    page = "".join(parts)
+    assert html_title(page) == _old_html_title(page)
+
+
+@pytest.mark.timeout(60)
+def test_a_publish_with_a_title_costs_no_detection(services, workspace):
+    """The finding as reported: a title given, 80 KB of `<!--`, 13.9 s to answer 200."""
+    from chalicelib.models import PublishRequest
+    from chalicelib.services.auth import credentials_from_headers
+
+    _, key = workspace
+    who = credentials_from_headers({"x-api-key": key})
+    request = PublishRequest.model_validate({"title": "t", "html": "<!--" * 20000})
+    _, seconds = cpu(services.documents.publish, who, request)
+    assert seconds < 1.0, f"{seconds:.2f} s of CPU"
