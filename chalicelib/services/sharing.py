@@ -25,6 +25,7 @@ from chalicelib.services import access, cdn, ratelimits
 from chalicelib.services.context import Context, new_share_id
 from chalicelib.services import activity
 from chalicelib.services.access import Actor, Who, requires
+from chalicelib.services.flights import SingleFlight
 
 MIN_PASSPHRASE, MAX_PASSPHRASE = limits.PASSPHRASE_CHARS
 UNLOCK_MAX_AGE_SECONDS = 7 * 24 * 3600
@@ -41,6 +42,8 @@ MEMBER_PASS_SECONDS = 12 * 3600
 ROTATE_ATTEMPTS = 5  # each lost race means another rotation committed; give up (429) after this many
 _SHARE_ID = re.compile(r"^[A-Za-z0-9_-]{16,64}$")
 _VERSION_ID = re.compile(r"^v_[A-Za-z0-9_-]{1,60}$")
+# Preview cards being drawn in this process, by object key (issue 33).
+CARD_FLIGHTS: SingleFlight[bytes] = SingleFlight()
 
 if TYPE_CHECKING:
     from argon2 import PasswordHasher
@@ -309,7 +312,8 @@ class ShareService:
     def card(self, share_id: str) -> tuple[str, bytes, int]:
         """(ETag, PNG, cache seconds) of the link's preview card: its title and the
         workspace's brand. Nothing for a protected, disabled, expired or unknown link
-        (NotFound). Drawn once per title and brand, then read from storage."""
+        (NotFound). Drawn once per title and brand, then read from storage; concurrent
+        requests for a card not stored yet wait for the one drawing it (CARD_FLIGHTS)."""
         from chalicelib.domain import cards
         from chalicelib.ports import document_prefix
 
@@ -322,9 +326,20 @@ class ShareService:
         try:
             data = self.ctx.blobs.get_html(object_key)
         except BlobNotFound:
-            data = cards.render_card(doc.title, name)
-            self.ctx.blobs.put_file(object_key, data)
+            data = CARD_FLIGHTS.run(object_key, lambda: self._draw_card(object_key, doc.title, name))
         return key, data, self.cache_seconds(doc)
+
+    def _draw_card(self, object_key: str, title: str, brand: str) -> bytes:
+        """Draw and store a card, once per process at a time (CARD_FLIGHTS): a request that
+        found nothing stored while another was drawing reads what that one stored."""
+        from chalicelib.domain import cards
+
+        try:
+            return bytes(self.ctx.blobs.get_html(object_key))
+        except BlobNotFound:
+            data = cards.render_card(title, brand)
+            self.ctx.blobs.put_file(object_key, data)
+            return data
 
     def download(self, share_id: str, version_number: Optional[int] = None,
                  unlock_cookie: Viewer = None) -> Any:

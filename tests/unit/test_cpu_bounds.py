@@ -94,3 +94,99 @@ def test_a_publish_with_a_title_costs_no_detection(services, workspace):
     request = PublishRequest.model_validate({"title": "t", "html": "<!--" * 20000})
     _, seconds = cpu(services.documents.publish, who, request)
     assert seconds < 1.0, f"{seconds:.2f} s of CPU"
+
+
+# ------------------------------------------------------------------ finding 3: preview cards
+
+
+@pytest.fixture
+def measured(monkeypatch):
+    """Every text Pillow is asked to measure while a card is laid out (calls and characters)."""
+    from PIL import ImageFont
+
+    seen = {"calls": 0, "chars": 0}
+    real = ImageFont.FreeTypeFont.getlength
+
+    def counted(self, text, *args, **kwargs):
+        seen["calls"] += 1
+        seen["chars"] += len(text)
+        return real(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(ImageFont.FreeTypeFont, "getlength", counted)
+    return seen
+
+
+@pytest.mark.timeout(60)
+def test_a_one_word_title_is_cut_in_few_measurements(measured):
+    """Finding 3: an over-long word was cut one character at a time, re-measured each time,
+    at three font sizes: 500 characters cost 6.2 s per card. The cut is now a binary search
+    over the first 200 characters."""
+    from chalicelib.domain import cards
+
+    png, seconds = cpu(cards.render_card, "W" * 500, "Acme")
+    assert png.startswith(b"\x89PNG")
+    assert measured["calls"] < 300, measured
+    assert seconds < 1.0, f"{seconds:.2f} s of CPU"
+
+
+def test_at_most_the_first_200_characters_of_a_title_are_laid_out(measured):
+    from chalicelib.domain import cards
+
+    cards.render_card("a" * 200, "Acme")
+    short = dict(measured)
+    measured.update(calls=0, chars=0)
+    cards.render_card("a" * 200 + " more words" * 2000, "Acme")
+    assert measured["chars"] <= short["chars"] * 1.5 + 2000, (short, measured)
+
+
+def test_a_long_word_still_fills_its_lines_and_ends_with_an_ellipsis():
+    from chalicelib.domain import cards
+
+    width = cards.WIDTH - 2 * cards.MARGIN
+    font, lines = cards._fit("W" * 500, width)
+    assert len(lines) == cards.MAX_LINES and lines[-1].endswith("…")
+    for line in lines:
+        assert cards._width(font, line) <= width
+    # Each full line is as long as fits: one more character would not.
+    for line in lines[:-1]:
+        assert cards._width(font, line + "W") > width
+
+
+@pytest.mark.timeout(60)
+def test_concurrent_requests_for_a_card_wait_for_one_render(services, workspace, monkeypatch):
+    """Finding 3: concurrent requests each rendered (4 at once took 25 s). Now the first
+    renders and the others wait for it; later requests read the stored card."""
+    from chalicelib.domain import cards
+    from chalicelib.models import PublishRequest
+    from chalicelib.services import sharing
+    from chalicelib.services.auth import credentials_from_headers
+    from chalicelib.wiring import new_context
+    from tests.helpers import run_together
+
+    _, key = workspace
+    who = credentials_from_headers({"x-api-key": key})
+    published = services.documents.publish(who, PublishRequest.model_validate(
+        {"title": "Quarterly report", "html": "<p>x</p>"})).response
+    share_id = published.share_url.rsplit("/", 1)[1]
+    service = sharing.ShareService(services.documents.ctx)
+    renders = []
+    real = cards.render_card
+    requests = 4
+
+    def render(title, brand):
+        renders.append(title)
+        # Hold the render until every other request has joined it (or 10 s pass on code
+        # without single flight, where each request renders and none joins).
+        flights = getattr(sharing, "CARD_FLIGHTS", None)
+        if flights is not None:
+            flights.wait_for_joined(requests - 1, timeout=10)
+        return real(title, brand)
+
+    monkeypatch.setattr(cards, "render_card", render)
+    results, failures = run_together([lambda: service.card(share_id)] * requests)
+    assert failures == [] and len(results) == requests
+    assert len({data for _, data, _ in results}) == 1
+    assert len(renders) == 1, renders
+    # Later requests (another process, too) read the stored card.
+    assert sharing.ShareService(new_context()).card(share_id)[1] == results[0][1]
+    assert len(renders) == 1
