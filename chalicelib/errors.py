@@ -69,6 +69,11 @@ class VersionConflict(DocpubError):
     status, code = 409, "version_conflict"
 
 
+class AlreadyResolved(DocpubError):
+    """Accepting a suggestion that is already resolved (accepted, or rejected) (contract 7e)."""
+    status, code = 409, "already_resolved"
+
+
 class Gone(DocpubError):
     """A share link past its `share_expires_at` (an HTML page on /d/...)."""
     status, code = 410, "gone"

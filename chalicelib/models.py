@@ -294,11 +294,29 @@ class Anchor(RequestModel):
     _quote_not_blank = field_validator("quote")(_not_blank)
 
 
+MAX_REPLACEMENT = 5000
+
+
+class Suggestion(RequestModel):
+    """A suggested edit (contract 7e): the anchor's quote replaced by `replacement`."""
+    replacement: Annotated[str, StringConstraints(max_length=MAX_REPLACEMENT), Field(
+        description="The text to put in place of the quoted passage (0 to 5,000 characters; empty deletes it).")]
+
+
 class FeedbackSubmission(RequestModel):
     message: Message
     name: Optional[ViewerName] = None
     quote: Optional[Annotated[str, StringConstraints(max_length=MAX_QUOTE)]] = None
     anchor: Optional[Anchor] = None
+    suggestion: Optional[Suggestion] = None
+
+    @field_validator("suggestion")
+    @classmethod
+    def _suggestion_needs_anchor(cls, suggestion, info):
+        if suggestion is not None and info.data.get("anchor") is None:
+            raise PydanticCustomError("suggestion_without_anchor",
+                                      "a suggestion needs an anchor (the passage it replaces)")
+        return suggestion
 
     _message_not_blank = field_validator("message")(_not_blank)
 
@@ -483,6 +501,15 @@ class Reply(ResponseModel):
     created_at: str
 
 
+class AnchorState(ResponseModel):
+    """Where an anchored comment's passage is in the document's latest version (contract 7e)."""
+    version_number: int = Field(description="The version this state is for (the latest).")
+    status: Literal["exact", "moved", "fuzzy", "orphaned"] = Field(description=(
+        "exact: the quote with its prefix and suffix; moved: the quote, in other surroundings; fuzzy: a "
+        "passage at least 80% like the quote (quote_now); orphaned: not in this version."))
+    quote_now: Optional[str] = Field(None, description="fuzzy only: the text found in place of the quote.")
+
+
 class Feedback(ResponseModel):
     feedback_id: str
     document_id: str
@@ -491,10 +518,30 @@ class Feedback(ResponseModel):
     name: Optional[str] = None
     quote: Optional[str] = None
     anchor: Optional[Anchor] = None
+    anchor_state: Optional[AnchorState] = None
+    suggestion: Optional[Suggestion] = None
     status: Literal["open", "resolved"]
     created_at: str
     resolved_at: Optional[str] = None
+    resolved_in_version: Optional[int] = Field(None, description=(
+        "An accepted suggestion: the number of the version that applied it."))
     replies: list[Reply] = Field(default_factory=list, description="Oldest first.")
+
+
+class AcceptSuggestionRequest(RequestModel):
+    base_version_id: Optional[VersionId] = None
+
+
+class AcceptedVersion(ResponseModel):
+    document_id: str
+    version_id: str
+    version_number: int
+    share_url: str
+
+
+class SuggestionAccepted(ResponseModel):
+    feedback: Feedback
+    document: AcceptedVersion
 
 
 class FeedbackList(ResponseModel):

@@ -32,7 +32,8 @@ ERROR_TEXT = {
           "`details.entitlement` names it) or `feature_not_in_plan`. (Deployed behind CloudFront with an origin "
           "secret, any request that bypasses CloudFront is 403 `forbidden`.)"),
     404: "`not_found`: no such document (or it belongs to another workspace).",
-    409: "`version_conflict`: `base_version_id` is not the latest version.",
+    409: ("`version_conflict`: `base_version_id` is not the latest version; `already_resolved`: the "
+          "suggestion was already accepted or rejected."),
     413: ("`document_too_large`: the HTML is over the size limit, or the request body is over the route's "
           "cap (6 MiB, refused unread; `details.limit_bytes` is then the cap). For an edit "
           "batch, `details.edit_index` is the first edit whose result would exceed it and "

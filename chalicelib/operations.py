@@ -350,6 +350,19 @@ OPERATIONS: tuple[Operation, ...] = (
             "Answer a viewer's feedback thread; the reply shows in the thread on the share page (and the "
             "viewer can answer back). Replying does not resolve the thread: call resolve_feedback for that. "
             "Returns the Reply.")),)),
+    Operation(
+        "accept_suggestion", "POST", "/api/v1/feedback/{feedback_id}/accept", "acceptSuggestion",
+        "Apply a suggested edit as one literal edit of the latest version; the thread is resolved in it.",
+        lambda c: wiring.suggestions().accept(c.credentials, c.path["feedback_id"], c.body.base_version_id),
+        models.SuggestionAccepted, request=models.AcceptSuggestionRequest, body_optional=True,
+        errors=(403, 404, 409, 413, 422, 429), scope=WRITE, tag="feedback", example={},
+        tools=(Tool("accept_suggestion", "Accept a suggested edit", (
+            "Apply a viewer's suggested edit (feedback whose `suggestion` is set): its quoted passage is "
+            "replaced by the suggestion's replacement in the latest version, as one literal edit (the same "
+            "rules and errors as edit_document: edit_not_found with closest_match when the passage is no "
+            "longer there, edit_ambiguous). Creates a new version and resolves the thread in it "
+            "(resolved_in_version). Accepting twice is already_resolved. To reject a suggestion, "
+            "resolve_feedback it.")),)),
     # Webhooks: REST only (a workspace's integrations, set up by people, not agents).
     Operation(
         "create_webhook", "POST", "/api/v1/webhooks", "createWebhook",

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from chalicelib.services.documents import DocumentService
     from chalicelib.services.editing import EditingService
     from chalicelib.services.feedback import FeedbackService
+    from chalicelib.services.suggestions import SuggestionService
     from chalicelib.services.oauth import OAuthService
     from chalicelib.services.sharing import ShareService
     from chalicelib.services.uploads import UploadService
@@ -168,6 +169,13 @@ def sharing() -> ShareService:
 
 
 @functools.lru_cache(maxsize=None)
+def suggestions() -> SuggestionService:
+    from chalicelib.services.suggestions import SuggestionService
+
+    return SuggestionService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
 def feedback() -> FeedbackService:
     from chalicelib.services.feedback import FeedbackService
 
@@ -237,7 +245,7 @@ def dashboard_pages() -> DashboardPages:
     return DashboardPages(documents(), workspaces(), feedback(), sharing(), views(), editing())
 
 
-_SERVICES = (documents, workspaces, sharing, feedback, webhooks, accounts, editing, views, oauth, uploads, people, activity,
+_SERVICES = (documents, workspaces, sharing, feedback, suggestions, webhooks, accounts, editing, views, oauth, uploads, people, activity,
              dashboard_pages)
 
 

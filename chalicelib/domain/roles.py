@@ -45,6 +45,7 @@ OPERATIONS: dict[str, str] = {
     "wait_for_feedback": "viewer",
     "resolve_feedback": "editor",
     "reply_to_feedback": "editor",  # the owner's side; viewers reply on share pages like anyone
+    "accept_suggestion": "editor",  # applies a suggested edit: a new version (contract 7e)
     # webhooks (workspace settings, like keys)
     "create_webhook": "editor",
     "list_webhooks": "editor",

@@ -89,6 +89,7 @@ _HINTS = {
     "insufficient_scope": "the person who connected this app did not allow that; ask them to reconnect it",
     "invalid_api_key": "the API key is unknown or revoked; configure a valid key",
     "version_conflict": "read the document again with get_document, then retry",
+    "already_resolved": "nothing to do: list_feedback shows the thread and resolved_in_version",
     "feature_not_in_plan": "this needs the Pro plan",
     "service_unavailable": "retry the same call in a second",
     "internal_error": "retry once; if it fails again, report the request_id",

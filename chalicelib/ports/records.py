@@ -132,6 +132,8 @@ class Feedback:
     status: FeedbackStatus = "open"
     resolved_ms: Optional[int] = None
     reply_count: int = 0
+    suggestion: Optional[Mapping[str, Any]] = None  # {replacement} (contract 7e); only with an anchor
+    resolved_in_version: Optional[int] = None  # the version an accepted suggestion made
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,17 @@ class Event:
     reply_id: Optional[str] = None
     wakes: bool = False
     payload: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """A suggestion accepted with the version that applies it (DocumentRepository.append_version):
+    the feedback as read (it must still be open) and the event reporting it resolved."""
+    feedback: Feedback
+    event: Optional[Event] = None
+
+
+__all__ += ["Resolution"]
 
 
 # ------------------------------------------------------------------ dashboard people and their sessions

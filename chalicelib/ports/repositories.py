@@ -22,7 +22,7 @@ from chalicelib.ports.records import (
     ActivityEntry, DashboardSession, Event, Feedback, RateLog, IdempotencyRecord, Quota, RateClaim, RateSlot, Reply, User,
 )
 from chalicelib.ports.records import Document, DocumentListing, ShareLink, StoredIdempotency, Version
-from chalicelib.ports.records import FileRecount
+from chalicelib.ports.records import FileRecount, Resolution
 from chalicelib.ports.views import ViewCounterRepository
 from chalicelib.ports.webhooks import WebhookRepository
 
@@ -121,10 +121,13 @@ class DocumentRepository(Protocol):
     def append_version(self, doc: Document, version: Version, changes: DocumentFields,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
                        quota: Optional[Quota] = None, activity: Optional[ActivityEntry] = None,
-                       event: Optional[Event] = None) -> None:
+                       event: Optional[Event] = None, resolves: Optional[Resolution] = None) -> None:
         """Version N+1 only if the document still has `doc.version_count` = N versions
         and is not being deleted (StaleDocument otherwise), with `changes` to its fields
-        and the guards (and the quota: QuotaReached), atomically."""
+        and the guards (and the quota: QuotaReached), atomically. `resolves`: an accepted
+        suggestion, resolved in the same step (`resolved_in_version` N+1, the document's
+        open count one less, its event logged) only if it is still open: FeedbackGone
+        otherwise, and nothing is written."""
 
     def delete_version(self, doc: Document, version: Version) -> None:
         """Remove one version that is not the latest, atomically with the document's

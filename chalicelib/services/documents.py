@@ -18,7 +18,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from chalicelib import config
 from chalicelib.ports.records import (
-    ActivityEntry, ApiKey, Document, DocumentListing, Event, StoredIdempotency, Version,
+    ActivityEntry, ApiKey, Document, DocumentListing, Event, Resolution, StoredIdempotency, Version,
 )
 from chalicelib.ports.repositories import DocumentFields
 from chalicelib.ports import (
@@ -520,7 +520,25 @@ class DocumentService:
         document_id = canonical_document_id(document_id)
         return self._with_rate_headers(lambda seen: self._edit(who, document_id, request, seen))
 
-    def _edit(self, who: Who, document_id: str, request: EditRequest, seen: dict[str, Any]) -> WriteResult:
+    @requires("accept_suggestion")
+    def edit_resolving(self, who: Who, document_id: str, request: EditRequest,
+                       edits_for: Callable[[str, bytes], Sequence[Any]],
+                       resolves: Callable[[Document, Version], Resolution],
+                       activity_detail: Optional[Mapping[str, Any]] = None) -> WriteResult:
+        """An accepted suggestion (services/suggestions.py): `edits_for` makes the edit from
+        the source it applies to, and the thread `resolves` is resolved in the same write."""
+        document_id = canonical_document_id(document_id)
+        return self._with_rate_headers(lambda seen: self._edit(
+            who, document_id, request, seen, edits_for=edits_for, resolves=resolves, activity_detail=activity_detail))
+
+    def _edit(self, who: Who, document_id: str, request: EditRequest, seen: dict[str, Any],
+              edits_for: Optional[Callable[[str, bytes], Sequence[Any]]] = None,
+              resolves: Optional[Callable[[Document, Version], Resolution]] = None,
+              activity_detail: Optional[Mapping[str, Any]] = None) -> WriteResult:
+        """The edit batch applied to the latest version. `edits_for(format, source)` makes
+        the batch from the version it is applied to (an accepted suggestion, located in
+        that source); `resolves(doc, version)` is the suggestion resolved in the same
+        write (FeedbackGone, with nothing written, when it is no longer open)."""
         actor, doc = self._load_document(who, document_id, seen=seen)
         self._count_session_write(actor)
         if request.base_version_id and request.base_version_id != doc.latest_version_id:
@@ -536,7 +554,8 @@ class DocumentService:
                 # The engine works on the stored UTF-8 bytes: no decode, no re-encode.
                 # A Markdown document is edited in its source and rendered again, once per
                 # version edited (a retry while the key is busy reuses the page).
-                outcome = apply_edits_utf8(before, request.edits, markdown=fmt == "markdown")
+                edits = edits_for(fmt, before) if edits_for is not None else request.edits
+                outcome = apply_edits_utf8(before, edits, markdown=fmt == "markdown")
                 if not outcome.html:  # the same rule as publish: a document is never empty
                     raise ValidationFailed.field("edits", "the edits would leave the document empty")
                 data = checked_size(outcome.html)
@@ -553,9 +572,10 @@ class DocumentService:
             objects.touch_files(files or [])  # an edit keeps the version's files
             try:
                 logged = activity.entry(self.ctx, actor, actor.workspace_id, "document.edit", document_id,
-                                        {"title": doc.title, "version": version.number})
+                                        {"title": doc.title, "version": version.number, **(activity_detail or {})})
                 self.ctx.documents.append_version(doc, version, {}, slot, None, quota, activity=logged,
-                                                  event=self._published(doc, version, {}))
+                                                  event=self._published(doc, version, {}),
+                                                  resolves=resolves(doc, version) if resolves else None)
             except QuotaReached as exc:
                 self._discard(object_key)
                 raise self._quota_error(exc, quota, doc, now_ms) from exc

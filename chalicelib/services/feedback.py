@@ -27,7 +27,8 @@ from chalicelib.ports.records import Document
 from chalicelib.domain import limits
 from chalicelib.errors import NotFound, PlanLimitReached, ValidationFailed
 from chalicelib.models import (
-    Anchor, Feedback, FeedbackCreated, FeedbackList, FeedbackSubmission, Reply, ReplyRequest, ViewerReplyRequest,
+    Anchor, Feedback, FeedbackCreated, FeedbackList, FeedbackSubmission, Reply, ReplyRequest, Suggestion,
+    ViewerReplyRequest,
 )
 from chalicelib.ports import BadCursor, FeedbackGone, GuardFailed, RateClaim, ReplyCapReached, StaleDocument
 from chalicelib.services import access, cursors, ratelimits
@@ -61,7 +62,9 @@ def feedback_model(item: records.Feedback, replies: Optional[Sequence[records.Re
     return Feedback(feedback_id=item.feedback_id, document_id=item.document_id,
                     version_id=item.version_id, message=item.message, name=item.name,
                     quote=item.quote, anchor=Anchor(**anchor) if anchor else None, status=item.status,
+                    suggestion=Suggestion(**item.suggestion) if item.suggestion is not None else None,
                     created_at=rfc3339(item.created_ms), resolved_at=rfc3339(item.resolved_ms),
+                    resolved_in_version=item.resolved_in_version if item.status == "resolved" else None,
                     replies=[reply_model(r) for r in replies or []])
 
 
@@ -117,7 +120,8 @@ class FeedbackService:
                 feedback_id=feedback_id, document_id=doc.document_id, workspace_id=doc.workspace_id,
                 version_id=access.version_id, version_number=access.version_number, message=submission.message,
                 name=submission.name or None, quote=submission.quote or (anchor["quote"] if anchor else None),
-                anchor=anchor, status="open", created_ms=now_ms)
+                anchor=anchor, status="open", created_ms=now_ms,
+                suggestion=submission.suggestion.model_dump() if submission.suggestion is not None else None)
             event = make_event("feedback.created", doc.workspace_id, doc.document_id, now_ms,
                                event_payload(feedback_model(item)), feedback_id=feedback_id, wakes=True)
             try:
@@ -237,6 +241,15 @@ class FeedbackService:
                 self.ctx.nudge_outbox()
             return model
         raise NotFound(f"No feedback {feedback_id} in this workspace.")
+
+    def thread(self, workspace_id: str, feedback_id: str) -> records.Feedback:
+        """A thread of the workspace as stored (NotFound otherwise); for services that
+        act on a thread after their own role check (suggestions)."""
+        return self._thread_of(workspace_id, feedback_id)
+
+    def answers(self, items: Sequence[records.Feedback]) -> builtins.list[Feedback]:
+        """The Feedback answers of stored threads (with their replies)."""
+        return self._with_replies(items)
 
     # ---------------------------------------------------------------- internals
 

@@ -301,6 +301,38 @@ def test_feedback_counts_are_exact_under_races(repos):
         repos.feedback.set_status(reopened, False, 1001)
 
 
+def test_append_version_resolves_an_accepted_suggestion_in_the_same_step(repos):
+    """Contract 7e: the version and the thread resolved in it are one write; a thread no
+    longer open refuses the whole write (FeedbackGone), and nothing is stored."""
+    from chalicelib.ports.records import Event, Resolution
+
+    make_workspace(repos)
+    doc = create(repos, 1)
+    item = dataclasses.replace(feedback_item(1, doc.document_id), anchor={"quote": "q"},
+                               suggestion={"replacement": "r"})
+    repos.feedback.create(item, None)
+    stored = repos.feedback.get(item.feedback_id)
+    assert stored.suggestion == {"replacement": "r"} and stored.resolved_in_version is None
+    current = repos.documents.get(doc.document_id)
+    v2 = Version(version_id="v2", number=2, note="accepted", created_ms=5000, size_bytes=10,
+                 blob_key=version_key(WS, doc.document_id, "v2"))
+    event = Event(event_id="ev_accept_1", workspace_id=WS, type="feedback.resolved", created_ms=5000,
+                  document_id=doc.document_id, feedback_id=item.feedback_id)
+    repos.documents.append_version(current, v2, {}, None, None, resolves=Resolution(stored, event))
+    done = repos.feedback.get(item.feedback_id)
+    assert (done.status, done.resolved_ms, done.resolved_in_version) == ("resolved", 5000, 2)
+    current = repos.documents.get(doc.document_id)
+    assert current.version_count == 2 and current.open_feedback_count == 0
+    v3 = dataclasses.replace(v2, version_id="v3", number=3, created_ms=6000)
+    with pytest.raises(FeedbackGone):
+        repos.documents.append_version(current, v3, {}, None, None, resolves=Resolution(stored, None))
+    assert repos.documents.get(doc.document_id).version_count == 2
+    assert repos.documents.get_version(doc.document_id, 3) is None
+    # reopening forgets the version it was accepted in
+    repos.feedback.set_status(done, False, 7000)
+    assert repos.feedback.get(item.feedback_id).resolved_in_version is None
+
+
 def test_feedback_needs_a_live_document_and_its_rate_claim(repos):
     make_workspace(repos)
     doc = create(repos, 1)

@@ -79,7 +79,8 @@ class World:
             return "no-feedback-route"
         r = client.http.post(route.replace(route.split("/")[2], self.share_id),
                              headers={"Content-Type": "application/json"},
-                             body=json.dumps({"message": "Looks good"}))
+                             body=json.dumps({"message": "Looks good", "anchor": {"quote": "Draft"},
+                                              "suggestion": {"replacement": "Final"}}))
         assert r.status_code == 201, r.body
         return json.loads(r.body)["feedback_id"]
 

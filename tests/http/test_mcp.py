@@ -14,7 +14,7 @@ TOOL_NAMES = {"publish_document", "edit_document", "get_document", "update_docum
               "list_documents", "find_document", "get_workspace_info", "list_feedback", "resolve_feedback",
               "get_document_stats",
               "set_passphrase", "rotate_share_link", "list_versions", "delete_version", "reply_to_feedback",
-              "wait_for_feedback"}
+              "wait_for_feedback", "accept_suggestion"}
 ACCEPT = "application/json, text/event-stream"
 
 

@@ -16,13 +16,13 @@ from chalicelib.adapters.aws.rates import add_rate_claim
 from chalicelib.adapters.aws.people import activity_item
 from chalicelib.adapters.aws.schema import DOCUMENT_LISTING
 from chalicelib.adapters.aws.keys import (
-    FILE_BUCKETS, WRITE_SHARDS, api_key_key, file_bucket, workspace_files_key, document_key, document_pk, documents_index_pk, documents_sort_key,
+    FILE_BUCKETS, WRITE_SHARDS, api_key_key, feedback_key, file_bucket, workspace_files_key, document_key, document_pk, documents_index_pk, documents_sort_key,
     idempotency_key, share_key, version_item_key, workspace_key, write_shard_key, write_shard_keys,
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
 from chalicelib.adapters.aws.workspaces import with_write_logs, workspace_record
 from chalicelib.ports.records import ApiKey
-from chalicelib.ports.records import ActivityEntry, Event, OutcomeUnknown, WriteRefused
+from chalicelib.ports.records import ActivityEntry, Event, FeedbackGone, OutcomeUnknown, Resolution, WriteRefused
 from chalicelib.ports.records import (
     Document, DocumentListing, FileRecount, ShareLink, StoredIdempotency, Version, Workspace, fields_of, from_fields,
 )
@@ -372,8 +372,9 @@ class DocumentRepository:
     def append_version(self, doc: Document, version: Version, changes: DocumentFields,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
                        quota: Optional[Quota] = None, activity: Optional[ActivityEntry] = None,
-                       event: Optional[Event] = None) -> None:
-        """Store version N+1 only if the document still has N versions (optimistic concurrency)."""
+                       event: Optional[Event] = None, resolves: Optional[Resolution] = None) -> None:
+        """Store version N+1 only if the document still has N versions (optimistic concurrency);
+        `resolves`: an accepted suggestion resolved in the same transaction, only if still open."""
         tx = Transaction()
         sets: dict[str, Any] = {"version_count": version.number, "latest_version_id": version.version_id,
                                 "latest_size": version.size_bytes, "updated_ms": version.created_ms,
@@ -381,13 +382,21 @@ class DocumentRepository:
         usage, refs, held = self._files_usage(doc.workspace_id, quota)
         if quota is not None and quota.files:
             sets["has_files"] = True  # begin_delete releases its versions' files
+        if resolves is not None:  # the document's item is written once per transaction: its count goes here
+            sets["feedback_activity_ms"] = version.created_ms
         names = {f"#a{i}": k for i, k in enumerate(sets)}
         values = {f":a{i}": v for i, v in enumerate(sets.values())}
         values.update({":prev": doc.version_count, ":ws": doc.workspace_id})
         update = "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(sets)))
+        adds = []
         if quota is not None:
-            update += " ADD stored_bytes :sb, counted_versions :sone"
+            adds.append("stored_bytes :sb, counted_versions :sone")
             values.update({":sb": quota.add_bytes, ":sone": 1})
+        if resolves is not None:
+            adds.append("open_feedback_count :fbminus")
+            values[":fbminus"] = -1
+        if adds:
+            update += " ADD " + ", ".join(adds)
         doc_index = tx.update(
             document_key(doc.document_id), update,
             LIVE_DOCUMENT + " AND version_count = :prev",
@@ -398,6 +407,15 @@ class DocumentRepository:
         if activity is not None:
             tx.put(activity_item(activity), "attribute_not_exists(PK)")
         add_event(tx, event)
+        feedback_index = None
+        if resolves is not None:
+            feedback_index = tx.update(
+                feedback_key(resolves.feedback.feedback_id),
+                "SET #s = :resolved, resolved_ms = :now, resolved_in_version = :number",
+                "attribute_exists(PK) AND #s = :open AND document_id = :doc", names={"#s": "status"},
+                values={":resolved": "resolved", ":open": "open", ":now": version.created_ms,
+                        ":number": version.number, ":doc": doc.document_id})
+            add_event(tx, resolves.event)
         guards = Guards.add(tx, slot, idem)
         if quota is not None and usage is not None:
             add, room, quota_names, quota_values = _usage_update(usage)
@@ -410,6 +428,8 @@ class DocumentRepository:
         if refused is not None:
             if refused.failed(doc_index) or refused.failed(doc_index + 1):
                 raise StaleDocument(document_record(refused.old_items[doc_index])) from refused
+            if refused.failed(feedback_index):
+                raise FeedbackGone() from refused
             raise refused
 
     def _files_usage(self, workspace_id: str, quota: Optional[Quota]

@@ -53,6 +53,7 @@ class FeedbackRepository:
         sort_key = feedback_sort_key(feedback.created_ms, feedback.feedback_id)
         fields = fields_of(feedback)
         fields["anchor"] = dict(feedback.anchor) if feedback.anchor else None
+        fields["suggestion"] = dict(feedback.suggestion) if feedback.suggestion is not None else None
         fields.pop("reply_count")  # counted by add_reply (absent: none)
         tx.put({**feedback_key(feedback.feedback_id), **fields,
                 "GSI1PK": feedback_workspace_pk(feedback.workspace_id), "GSI1SK": sort_key,
@@ -126,7 +127,7 @@ class FeedbackRepository:
         the expected state. Raises FeedbackGone if the state or document changed."""
         tx = Transaction()
         if resolved:
-            tx.update(feedback_key(feedback.feedback_id), "SET #s = :new, resolved_ms = :now",
+            tx.update(feedback_key(feedback.feedback_id), "SET #s = :new, resolved_ms = :now REMOVE resolved_in_version",
                       "attribute_exists(PK) AND #s = :old", names={"#s": "status"},
                       values={":new": "resolved", ":old": "open", ":now": now_ms})
             tx.update(document_key(feedback.document_id),
@@ -134,7 +135,7 @@ class FeedbackRepository:
                       "attribute_exists(PK) AND attribute_not_exists(deleting) AND open_feedback_count > :zero",
                       values={":minus": -1, ":zero": 0, ":now": now_ms})
         else:
-            tx.update(feedback_key(feedback.feedback_id), "SET #s = :new REMOVE resolved_ms",
+            tx.update(feedback_key(feedback.feedback_id), "SET #s = :new REMOVE resolved_ms, resolved_in_version",
                       "attribute_exists(PK) AND #s = :old", names={"#s": "status"},
                       values={":new": "open", ":old": "resolved"})
             tx.update(document_key(feedback.document_id),

@@ -400,10 +400,16 @@ MIGRATIONS: list[str] = [
     UPDATE workspaces SET storage_bytes = storage_bytes +
         (SELECT COALESCE(SUM(size_bytes), 0) FROM workspace_files WHERE workspace_id = workspaces.id);
     """,
+    # 9 -> 10: suggested edits (contract 7e): the replacement a comment proposes, and the
+    # version that applied it once accepted.
+    """
+    ALTER TABLE feedback ADD COLUMN suggestion TEXT;  -- JSON {replacement} or NULL
+    ALTER TABLE feedback ADD COLUMN resolved_in_version INTEGER;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
-JSON_COLUMNS = ("writes", "hits", "files", "detail", "anchor", "payload", "events", "secrets")
+JSON_COLUMNS = ("writes", "hits", "files", "detail", "anchor", "payload", "events", "secrets", "suggestion")
 
 
 def row_dict(row: Optional[sqlite3.Row]) -> Optional[dict]:

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping, Optional
 from chalicelib.adapters.sqlite import cursors
 from chalicelib.adapters.sqlite.people import insert_activity
 from chalicelib.adapters.sqlite.db import Database, one, row_dict
-from chalicelib.adapters.sqlite.feedback import insert_event
+from chalicelib.adapters.sqlite.feedback import FeedbackRepository, insert_event
 from chalicelib.adapters.sqlite.rates import try_claim
 from chalicelib.adapters.sqlite.workspaces import api_key_record, read_workspace
 from chalicelib.ports.records import (
@@ -24,7 +24,8 @@ from chalicelib.ports.records import (
 )
 from chalicelib.ports.repositories import DocumentFields
 from chalicelib.ports.records import (
-    DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, StaleDocument, WriteRefused,
+    DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, Resolution, StaleDocument,
+    WriteRefused,
 )
 
 DOCUMENT_FIELDS = ("title", "description", "share_enabled", "share_expires_ms", "latest_content", "share_access")
@@ -277,7 +278,7 @@ class DocumentRepository:
     def append_version(self, doc: Document, version: Version, changes: DocumentFields,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],
                        quota: Optional[Quota] = None, activity: Optional[ActivityEntry] = None,
-                       event: Optional[Event] = None) -> None:
+                       event: Optional[Event] = None, resolves: Optional[Resolution] = None) -> None:
         _check_fields(changes)
         with self.db.write() as tx:
             check_guards(tx, slot, idem)
@@ -297,6 +298,8 @@ class DocumentRepository:
             if activity is not None:
                 insert_activity(tx, activity)
             insert_event(tx, event)
+            if resolves is not None:
+                FeedbackRepository.accept_in(tx, resolves, version.number, version.created_ms)
 
     def delete_version(self, doc: Document, version: Version) -> None:
         def work() -> None:

@@ -12,12 +12,12 @@ from chalicelib.adapters.sqlite import cursors
 from chalicelib.adapters.sqlite.db import Database, one
 from chalicelib.adapters.sqlite.rates import try_claim
 from chalicelib.ports.records import (
-    BadCursor, Event, Feedback, FeedbackGone, GuardFailed, RateClaim, Reply, ReplyCapReached, StaleDocument,
-    WriteRefused, fields_of, from_fields,
+    BadCursor, Event, Feedback, FeedbackGone, GuardFailed, RateClaim, Reply, ReplyCapReached, Resolution,
+    StaleDocument, WriteRefused, fields_of, from_fields,
 )
 
 COLUMNS = ("feedback_id", "document_id", "workspace_id", "version_id", "version_number", "message", "name",
-           "quote", "anchor", "status", "created_ms", "resolved_ms")
+           "quote", "anchor", "status", "created_ms", "resolved_ms", "suggestion")
 REPLY_COLUMNS = ("reply_id", "feedback_id", "document_id", "workspace_id", "message", "name", "author",
                  "created_ms")
 EVENT_COLUMNS = ("event_id", "workspace_id", "document_id", "type", "feedback_id", "reply_id", "wakes",
@@ -75,7 +75,9 @@ class FeedbackRepository:
             if one(tx, "SELECT 1 AS x FROM feedback WHERE feedback_id = ?", (feedback.feedback_id,)):
                 raise WriteRefused("exists")
             values = {**fields_of(feedback), "anchor": json.dumps(dict(feedback.anchor), ensure_ascii=False)
-                      if feedback.anchor else None}
+                      if feedback.anchor else None,
+                      "suggestion": json.dumps(dict(feedback.suggestion), ensure_ascii=False)
+                      if feedback.suggestion is not None else None}
             tx.execute(f"INSERT INTO feedback ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
                        tuple(values.get(c) for c in COLUMNS))
             tx.execute("UPDATE documents SET open_feedback_count = open_feedback_count + 1, "
@@ -127,12 +129,26 @@ class FeedbackRepository:
             if (current is None or current["status"] != old or doc is None or doc.get("deleting")
                     or (resolved and doc["open_feedback_count"] <= 0)):
                 raise FeedbackGone()
-            tx.execute("UPDATE feedback SET status = ?, resolved_ms = ? WHERE feedback_id = ?",
-                       (new, now_ms if resolved else None, feedback.feedback_id))
+            tx.execute("UPDATE feedback SET status = ?, resolved_ms = ?, resolved_in_version = NULL "
+                       "WHERE feedback_id = ?", (new, now_ms if resolved else None, feedback.feedback_id))
             tx.execute("UPDATE documents SET open_feedback_count = open_feedback_count + ?, "
                        "feedback_activity_ms = ? WHERE document_id = ?",
                        (-1 if resolved else 1, now_ms, feedback.document_id))
             insert_event(tx, event)
+
+    @staticmethod
+    def accept_in(tx: sqlite3.Connection, resolution: Resolution, version_number: int, now_ms: int) -> None:
+        """Inside append_version's transaction: the suggestion resolved in `version_number`,
+        only if it is still open (FeedbackGone otherwise: the transaction rolls back)."""
+        feedback = resolution.feedback
+        changed = tx.execute("UPDATE feedback SET status = 'resolved', resolved_ms = ?, resolved_in_version = ? "
+                             "WHERE feedback_id = ? AND document_id = ? AND status = 'open'",
+                             (now_ms, version_number, feedback.feedback_id, feedback.document_id)).rowcount
+        if not changed:
+            raise FeedbackGone()
+        tx.execute("UPDATE documents SET open_feedback_count = MAX(0, open_feedback_count - 1), "
+                   "feedback_activity_ms = ? WHERE document_id = ?", (now_ms, feedback.document_id))
+        insert_event(tx, resolution.event)
 
     def page(self, workspace_id: str, document_id: Optional[str], status: Optional[str], limit: int,
              cursor: Optional[str]) -> tuple[list[Feedback], Optional[str]]:
