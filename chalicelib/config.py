@@ -109,8 +109,22 @@ def secret_key() -> str:
 
 
 def check_startup() -> None:
-    """Fail closed at cold start instead of running with an insecure fallback."""
+    """Fail closed at start instead of running with an insecure fallback: the deployed
+    function fails at init (app.py imports this), `make run` exits non-zero (scripts.local_stack)."""
     secret_key()
+    check_forwarded_address_trust()
+
+
+def check_forwarded_address_trust() -> None:
+    """A forwarded client-address header counts only with the origin secret that proves it came
+    from the operator's proxy: without it, anyone sends the header and picks the address every
+    per-address limit counts (contract 4, "Bounds, second pass")."""
+    if trust_cloudfront_ip_header() and not origin_secret().strip():
+        raise ConfigurationError(
+            "DOCPUB_TRUST_CLOUDFRONT is on but DOCPUB_ORIGIN_SECRET is empty: Docpub refuses to start, "
+            "because anyone could then send the viewer-address header and choose the client address of "
+            "every per-address limit. Set DOCPUB_ORIGIN_SECRET to the value CloudFront sends in "
+            "X-Docpub-Origin-Secret (infra/deploy.sh does), or turn DOCPUB_TRUST_CLOUDFRONT off.")
 
 
 def origin_secret() -> str:

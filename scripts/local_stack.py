@@ -316,6 +316,13 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("DOCPUB_OPERATOR_EMAILS", "*")
     if not os.environ.get("DOCPUB_SECRET_KEY"):
         os.environ["DOCPUB_SECRET_KEY"] = _local_secret(data_dir)
+    from chalicelib import config
+
+    try:
+        config.check_startup()  # what the deployed function checks at init, before anything starts
+    except config.ConfigurationError as exc:
+        print(f"make run: {exc}", file=sys.stderr, flush=True)
+        return 2
 
     (data_dir / "emulator-endpoint").unlink(missing_ok=True)  # left by the emulator-based make run
     open_embedded_storage(data_dir)
