@@ -2,8 +2,9 @@
 
 A bundle arrives as JSON `files` next to the page, or as a `.zip` whose root (or
 single top folder) holds `index.html` or `index.md`. Paths are relative,
-`/`-separated, case-sensitive and at most 255 characters; `..`, absolute paths,
-backslashes, symlinks and duplicates are refused naming the path. A zip is read
+`/`-separated and at most 255 characters; `..`, absolute paths, backslashes,
+symlinks and duplicates are refused naming the path, and two paths that are one
+file where case and Unicode form are ignored (macOS, Windows) naming both. A zip is read
 entry by entry with a running count of the bytes actually inflated, so a zip bomb
 is refused after at most the limit (plus one read chunk) was inflated, whatever
 its directory claims, and before anything is stored.
@@ -101,14 +102,53 @@ def check_path(path: str, field: str = "files") -> str:
     return path
 
 
-def _no_duplicates(paths: Iterable[str], field: str) -> None:
-    seen: set[str] = set()
-    for path in paths:
-        # NFC: two spellings of "é" would be two files a browser cannot tell apart.
-        key = unicodedata.normalize("NFC", path)
-        if key in seen:
-            raise bad_path(field, path, "appears more than once")
-        seen.add(key)
+def fold(path: str) -> str:
+    """The path as a case-insensitive, normalising file system sees it (Unicode's compatibility
+    caseless match): `A.txt` and `a.txt`, `café` in either spelling, `ﬁle` and `file`, `Ａ` and `a`
+    are one name on macOS and Windows, so the downloaded zip could not hold both."""
+    once = unicodedata.normalize("NFKC", unicodedata.normalize("NFD", path).casefold())
+    return unicodedata.normalize("NFKC", once.casefold())
+
+
+def _clash(fields: Sequence[str], first: str, second: str, why: str) -> ValidationFailed:
+    def shown(path: str) -> str:
+        return path if len(path) <= 80 else path[:77] + "..."
+
+    message = f"{shown(first)!r} and {shown(second)!r} {why}"
+    return ValidationFailed(f"{fields[0]}: {message}",
+                            {"fields": [{"field": fields[0], "message": message},
+                                        {"field": fields[1], "message": message}],
+                             "path": shown(second), "paths": [shown(first), shown(second)]})
+
+
+def _no_duplicates(paths: Sequence[str], field: str, fields: Optional[Sequence[str]] = None) -> None:
+    """422 naming both paths when two are one file on a case-insensitive system, or one is
+    a file where the other needs a folder of that name (no system can extract both)."""
+    field_of = (lambda i: fields[i]) if fields is not None else (lambda i: field)
+    files: dict[str, int] = {}
+    folders: dict[str, int] = {}
+    for index, path in enumerate(paths):
+        key = fold(path)
+        if key in files:
+            earlier = paths[files[key]]
+            if unicodedata.normalize("NFC", earlier) == unicodedata.normalize("NFC", path):
+                raise bad_path(field_of(index), path, "appears more than once")
+            raise _clash((field_of(files[key]), field_of(index)), earlier, path,
+                         "are the same path where case and Unicode form are ignored (macOS, Windows); "
+                         "rename one")
+        if key in folders:
+            first = folders[key]
+            raise _clash((field_of(first), field_of(index)), paths[first], path,
+                         "clash: the second is a file where the first needs a folder of that name")
+        parts = key.split("/")
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            if folder in files:
+                first = files[folder]
+                raise _clash((field_of(first), field_of(index)), paths[first], path,
+                             "clash: the first is a file where the second needs a folder of that name")
+            folders.setdefault(folder, index)
+        files[key] = index
 
 
 def check_limits(files: list[BundleFile]) -> None:
@@ -142,10 +182,10 @@ def from_json(entries: Sequence[Any], index_names: Iterable[str] = ()) -> list[B
         if total > MAX_BYTES:
             raise too_large(f"The files add up to more than {MAX_BYTES:,} bytes")
         files.append(make_file(path, data))
-    _no_duplicates((f.path for f in files), "files")
-    for item in files:
-        if item.path in INDEX_NAMES:
-            raise bad_path("files", item.path, "is the page's own name; send the page as `html`")
+    _no_duplicates([f.path for f in files], "files", [f"files.{i}.path" for i in range(len(files))])
+    for index, item in enumerate(files):
+        if fold(item.path) in INDEX_NAMES:
+            raise bad_path(f"files.{index}.path", item.path, "is the page's own name; send the page as `html`")
     return files
 
 
