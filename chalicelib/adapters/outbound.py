@@ -21,18 +21,44 @@ import time
 from typing import Mapping, Optional
 
 from chalicelib.domain import addresses
-from chalicelib.ports.outbound import OutboundAnswer, OutboundFailed, OutboundRefused, Target
+from chalicelib.ports.outbound import OutboundAnswer, OutboundFailed, OutboundRefused, Target, UnresolvedHost
+
+# How long a lookup may take before the host counts as unresolved (the system resolver has
+# no timeout of its own: a dead DNS server would hold the caller for tens of seconds).
+LOOKUP_SECONDS = 5.0
+
+
+def _lookup(host: str, port: int, within: float) -> list:
+    """getaddrinfo, given up on (its thread left to finish alone) after `within` seconds."""
+    result: list = []
+    failed: list = []
+
+    def run() -> None:
+        try:
+            result.extend(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except (OSError, UnicodeError) as exc:
+            failed.append(exc)
+
+    worker = threading.Thread(target=run, name="docpub-lookup", daemon=True)
+    worker.start()
+    worker.join(within)
+    if worker.is_alive():
+        raise UnresolvedHost(f"the host {host} did not resolve within {within:g} s")
+    if failed:
+        raise UnresolvedHost(f"the host {host} could not be resolved")
+    return result
 
 
 def resolve_public(host: str, port: int) -> str:
-    """Resolve once; every address must be public; the first is the one to use."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError):
-        raise OutboundRefused(f"the host {host} could not be resolved") from None
+    """Judge the host itself (numeric forms, loopback names: domain/addresses.host_refusal),
+    then resolve once; every address must be public; the first is the one to use."""
+    why = addresses.host_refusal(host)
+    if why is not None:
+        raise OutboundRefused(f"the host {host} is a non-public address ({why})")
+    infos = _lookup(host, port, LOOKUP_SECONDS)
     found = [str(info[4][0]) for info in infos]
     if not found:
-        raise OutboundRefused(f"the host {host} has no address")
+        raise UnresolvedHost(f"the host {host} has no address")
     for address in found:
         why = addresses.refusal(address)
         if why is not None:

@@ -18,6 +18,12 @@ class OutboundRefused(ValueError):
     the message says why, in words a user may read."""
 
 
+class UnresolvedHost(OutboundRefused):
+    """The host has no address now (no such name, or the resolver did not answer in time):
+    refused for this request, though a later lookup may find one (a webhook created before
+    its receiver's DNS record exists is accepted and checked again at every delivery)."""
+
+
 class OutboundFailed(Exception):
     """No complete answer: `timed_out` when a time bound ran out, else a network or
     protocol failure (the message names its kind, never anything secret)."""

@@ -11,9 +11,12 @@ Delivery: headers `webhook-id` (the delivery id, the same on every retry),
 `webhook-timestamp`, `webhook-signature` (`v1,<base64 HMAC-SHA256>` keyed with
 each active secret: after a rotation the previous secret also signs for 24 h);
 body `{"type", "timestamp", "data"}`. A non-2xx, a redirect, a timeout (10 s)
-or a refused address is retried after base, 2 x base, 4 x base ... seconds
+or a host that does not resolve is retried after base, 2 x base, 4 x base ... seconds
 (base DOCPUB_WEBHOOKS_RETRY_BASE_S, default 30) while within 24 h of the event;
-then the delivery is `failed`. Sends happen only in the worker, never in an API
+then the delivery is `failed`. A target refused by the outbound address check (not
+public, not https) is `failed` at once: no retry can change it. Creation checks the
+target the same way, so only a host whose DNS changed after creation gets there.
+Every attempt is one log line with its outcome and `error` (never the URL). Sends happen only in the worker, never in an API
 request, so a slow or broken receiver never slows the API. The clock and the
 sender are injectable (tests move time instead of sleeping).
 """
@@ -105,7 +108,7 @@ class WebhookService:
         actor = access.actor(self.ctx, who)
         sender = self.ctx.webhook_sender
         try:
-            sender.check_target(request.url, resolve=False)  # host names are checked at every delivery
+            sender.check_target(request.url)  # resolved now as at every delivery
         except sender.TargetRefused as exc:
             raise ValidationFailed.field("url", str(exc)) from None
         events = tuple(dict.fromkeys(request.events))
@@ -228,6 +231,8 @@ class WebhookService:
                         last_error=None if result.ok else result.error)
         if result.ok:
             outcome = replace(tried, status="delivered", next_attempt_ms=None)
+        elif getattr(result, "refused", False):  # the target itself is refused: no retry can help
+            outcome = replace(tried, status="failed", next_attempt_ms=None)
         else:
             delay_ms = int(config.webhook_retry_base_seconds() * 1000 * (2 ** (attempts - 1)))
             if done_ms + delay_ms - event.created_ms <= limits.WEBHOOK_RETRY_SECONDS * 1000:
@@ -235,9 +240,11 @@ class WebhookService:
             else:
                 outcome = replace(tried, status="failed", next_attempt_ms=None)
         self.ctx.webhooks.record(delivery, outcome)
-        log.info(json.dumps({"msg": "webhook delivery", "delivery_id": delivery.delivery_id,
-                             "attempt": attempts, "status": outcome.status,
-                             "response_status": result.status}))
+        # Why it did not go, never the URL (its path or query is often the receiver's secret).
+        log.log(logging.INFO if result.ok else logging.WARNING, json.dumps(
+            {"msg": "webhook delivery", "webhook_id": webhook.webhook_id, "delivery_id": delivery.delivery_id,
+             "event": delivery.event, "attempt": attempts, "status": outcome.status,
+             "response_status": result.status, "error": outcome.last_error}))
         return True
 
     def render(self, event: Event, delivery_id: str, webhook: records.Webhook,

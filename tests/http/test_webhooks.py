@@ -262,7 +262,7 @@ def test_private_targets_are_refused_at_delivery(client, workspace, receiver, pr
     _worker().run_once()
     assert receiver.received == []
     [d] = _deliveries(client, key, hook["webhook_id"])
-    assert d["status"] == "pending" and "target refused" in d["last_error"]
+    assert d["status"] == "failed" and "target refused" in d["last_error"]  # at once (issue 33)
 
 
 def test_test_ping_and_secret_rotation(client, workspace, receiver, private_ok, now_clock):
