@@ -2,7 +2,8 @@
 
 API Gateway (and chalice local) answer an unknown path with 403 "Missing
 Authentication Token"; in AWS a GatewayResponse in infra/ rewrites it to 404.
-This applies the same rewrite locally, raises the listen backlog (chalice
+This applies the same rewrite locally, hands the app the connection's peer
+address as its source IP (chalice local hard-codes 127.0.0.1), raises the listen backlog (chalice
 local keeps socketserver's 5, so a burst of connections saw resets), and
 serves until stopped. It never reloads itself: the supervisor
 (scripts.local_stack) watches the source and starts a fresh worker; this
@@ -63,6 +64,24 @@ def _patch_route_miss() -> None:
         return send(self, code, headers, body)
 
     chalice_local.ChaliceRequestHandler._send_http_response = send_http_response
+
+
+def _patch_peer_address() -> None:
+    """The app sees the connection's peer address as its source IP (API Gateway's
+    `identity.sourceIp`): chalice local writes a fixed 127.0.0.1, so every person
+    reaching `make run` shared one budget of every per-address limit (issue 33).
+    chalice local makes one gateway (and event converter) per connection, so the
+    address is set once, when the connection is set up."""
+    handler = chalice_local.ChaliceRequestHandler
+    original_setup = handler.setup
+
+    def setup(self):
+        original_setup(self)
+        peer = self.client_address[0] if isinstance(self.client_address, tuple) else ""
+        if peer:
+            self.local_gateway.event_converter.LOCAL_SOURCE_IP = peer
+
+    handler.setup = setup
 
 
 def _patch_unsupported_methods() -> None:
@@ -232,6 +251,7 @@ def main() -> int:
     logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")
     quiet_aws_logging()
     _patch_route_miss()
+    _patch_peer_address()
     _patch_unsupported_methods()
     _patch_admission()
     _raise_listen_backlog()
