@@ -14,7 +14,9 @@ from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
 from chalicelib.entrypoints.oauth import bp as oauth_blueprint
 
 config.check_startup()  # deployed without DOCPUB_SECRET_KEY: refuse to start (no public default)
-app = Chalice(app_name="docpub")
+# configure_logs=False: Chalice would add its own plain handler to the "docpub" logger, and every
+# line came out twice, plain and as JSON (issue 33); chalicelib/logs.py owns the one handler.
+app = Chalice(app_name="docpub", configure_logs=False)
 # Uploads (multipart) reach the function as bytes, base64-encoded by API Gateway.
 app.api.binary_types.append(MULTIPART_TYPE)
 logs.configure()

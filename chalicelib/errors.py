@@ -184,6 +184,17 @@ class NoChange(DocpubError):
     status, code = 422, "no_change"
 
 
+class UriTooLong(DocpubError):
+    """The request line is over the server's limit (the local server: 65,536 bytes)."""
+    status, code = 414, "uri_too_long"
+
+
+class HeadersTooLarge(DocpubError):
+    """The header block is over the server's limits (the local server: a line over 65,536
+    bytes, or more than 100 header fields)."""
+    status, code = 431, "headers_too_large"
+
+
 class RateLimited(DocpubError):
     status, code = 429, "rate_limited"
 

@@ -1,4 +1,5 @@
-"""Structured JSON logs. Never log secrets: keys, passphrases, session ids, bodies."""
+"""Structured JSON logs, one line per event. Never log secrets: keys, passphrases, session
+ids, bodies, webhook URLs (their path or query is often the receiver's secret)."""
 from __future__ import annotations
 
 import json
@@ -23,6 +24,10 @@ def configure() -> None:
         return
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
+    # One line per event: this is the only handler (a framework's own, e.g. Chalice's plain
+    # "docpub - INFO - ..." handler, would print every line a second time).
+    for other in list(logger.handlers):
+        logger.removeHandler(other)
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False

@@ -38,6 +38,10 @@ ERROR_TEXT = {
           "cap (6 MiB, refused unread; `details.limit_bytes` is then the cap). For an edit "
           "batch, `details.edit_index` is the first edit whose result would exceed it and "
           "`details.size_bytes` the size that edit would produce (nothing larger is built)."),
+    414: ("`uri_too_long`: the request line (method, path and query) is over the server's limit "
+          "(`make run`: 65,536 bytes)."),
+    431: ("`headers_too_large`: the header block is over the server's limits (`make run`: a header line "
+          "over 65,536 bytes, or more than 100 header fields)."),
     415: "`unsupported_media_type`: the body is not `application/json` (publish: nor `multipart/form-data`).",
     422: ("`validation_error` (also for a `cursor` this service did not issue to this workspace and "
           "listing, and for a passphrase that is too easy to guess, with the reason), or for edits "
@@ -50,6 +54,9 @@ ERROR_TEXT = {
     507: ("`insufficient_storage`: the embedded store's disk is full; nothing was written (reads and "
           "deletes still work)."),
 }
+
+# Answered by the server before any route runs, so every operation (OAuth ones too) lists them.
+SERVER_LIMITS = (414, 431)
 
 RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before retrying.", "required": True,
                                "schema": {"type": "integer"}}}
@@ -150,6 +157,8 @@ def _oauth_operation(op: OAuthOperation, components: dict) -> dict:
         else:
             content, text = error_body, "RFC 6749 error body (`error`, `error_description`)."
         responses[str(status)] = {"description": text, "content": content}
+    for status in SERVER_LIMITS:  # the server answers these before any route: section 3's body
+        responses[str(status)] = _error_response(status)
     doc["responses"] = responses
     return doc
 
@@ -162,6 +171,7 @@ def oauth_paths(routes: dict, components: dict) -> dict:
             paths.setdefault(op.path, {})[op.method.lower()] = _oauth_operation(op, components)
     if paths:
         model_schema(models.OAuthErrorBody, "serialization", components)
+        model_schema(models.ErrorBody, "serialization", components)
     return paths
 
 
@@ -251,7 +261,9 @@ def _operation(op: Operation, path: str, components: dict) -> dict:
         success["headers"] = op.response_headers
     if op.links:
         success["links"] = op.links
-    statuses = set(op.errors) | {400, 500, 503}  # 400: a header value that cannot be decoded
+    # 400: a header value that cannot be decoded; 414/431: a request line or header block over the
+    # server's limits (any request can be).
+    statuses = set(op.errors) | {400, 414, 431, 500, 503}
     if op.method in ("POST", "PUT", "PATCH"):
         statuses.add(507)  # a full disk (embedded store)
     if op.auth:

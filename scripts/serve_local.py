@@ -216,6 +216,91 @@ def _drain(handler) -> None:
         pass
 
 
+# What http.server reads before it gives up on a request line or a header line (and how many
+# header fields): its own limits, answered in the contract's shape (414 / 431) below.
+REQUEST_LINE_MAX_BYTES = 65536
+HEADER_LINE_MAX_BYTES = 65536
+HEADER_FIELDS_MAX = 100
+# A refused head is read and dropped up to this much (within HEAD_DRAIN_SECONDS), so the
+# client gets the answer instead of a reset; past it the connection just closes.
+HEAD_DRAIN_MAX_BYTES = 1024 * 1024
+HEAD_DRAIN_SECONDS = 1.0
+
+
+def _patch_server_errors() -> None:
+    """http.server's own refusals (a request line over 64 KiB: 414; a header line over 64 KiB
+    or more than 100 header fields: 431; an unreadable request line: 400) were an HTML page:
+    the contract's error body instead (section 3), and one access-log line, not two."""
+    from chalicelib import errors
+
+    def send_error(self, code, message=None, explain=None):
+        status = int(code)
+        if status == 414:
+            error: errors.DocpubError = errors.UriTooLong(
+                f"The request line is longer than {REQUEST_LINE_MAX_BYTES:,} bytes: shorten the URL "
+                "(long values belong in a JSON body).")
+        elif status == 431:
+            error = errors.HeadersTooLarge(
+                f"The request's headers are over the server's limits (a header line over "
+                f"{HEADER_LINE_MAX_BYTES:,} bytes, or more than {HEADER_FIELDS_MAX} header fields).")
+        elif 400 <= status < 500:
+            error = errors.BadRequest(str(message or "The request could not be read.")[:200], status=status)
+        else:
+            error = errors.InternalError(str(message or "The server could not answer.")[:200], status=status)
+        body = json.dumps(error.body()).encode()
+        self.close_connection = True
+        if status in (414, 431):
+            _drain_head(self)
+        try:
+            self.send_response(status)  # also the access-log line
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+        except OSError:
+            pass  # the client is gone: nothing to tell it
+
+    chalice_local.ChaliceRequestHandler.send_error = send_error
+
+
+def _drain_head(handler) -> None:
+    """Read and drop the rest of a refused request's head (bounded in bytes and time)."""
+    try:
+        handler.connection.settimeout(HEAD_DRAIN_SECONDS)
+        left = HEAD_DRAIN_MAX_BYTES
+        while left > 0:
+            line = handler.rfile.readline(min(left, 65537))
+            if line in (b"", b"\r\n", b"\n"):
+                break
+            left -= len(line)
+    except OSError:
+        pass
+
+
+# A client that goes away mid-answer is routine (a closed tab, a cancelled curl): one line.
+CLIENT_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError)
+
+
+def _patch_dropped_connections() -> None:
+    """socketserver prints a traceback for any exception in a handler; a client that dropped
+    its connection is one log line instead (anything else keeps its traceback)."""
+    server = chalice_local.ThreadedHTTPServer
+    original = server.handle_error
+
+    def handle_error(self, request, client_address):
+        error = sys.exc_info()[1]
+        if isinstance(error, CLIENT_GONE):
+            peer = client_address[0] if isinstance(client_address, tuple) else client_address
+            logging.getLogger("docpub.server").info("client closed the connection",
+                                                    extra={"client": peer, "error": type(error).__name__})
+            return
+        original(self, request, client_address)
+
+    server.handle_error = handle_error
+
+
 LISTEN_BACKLOG = 1024  # the kernel caps it at net.core.somaxconn
 
 
@@ -254,6 +339,8 @@ def main() -> int:
     _patch_peer_address()
     _patch_unsupported_methods()
     _patch_admission()
+    _patch_server_errors()
+    _patch_dropped_connections()
     _raise_listen_backlog()
     from chalice.cli import create_local_server
     from chalice.cli.factory import CLIFactory
