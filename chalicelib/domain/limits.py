@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from chalicelib import config
-from chalicelib.errors import DocumentTooLarge, InvalidJson
+from chalicelib.errors import DocumentTooLarge, InvalidJson, ValidationFailed
 from chalicelib.models import MAX_EDITS, MAX_HTML_BYTES
 
 
@@ -33,6 +33,11 @@ HTML_BYTES = MAX_HTML_BYTES
 # rendering stops as soon as the page passes HTML_BYTES (domain/markdown.render_body), so
 # refusing it costs about a page's worth of work, not the whole source's (docs/performance.md).
 MARKDOWN_BYTES = HTML_BYTES
+# CPU seconds (of the rendering thread) a Markdown source may take to render (issue 33): the
+# contract bounds a whole request at 10 s of one core, so the render stops (422 "too complex
+# to render", nothing stored) with room left for the rest. markdown-it-py itself costs up to
+# ~13 s per MiB on floods of `![` (docs/performance.md, bench/adversarial.py); prose about 1.
+MARKDOWN_CPU_SECONDS = 8.0
 # The largest file a deployed function answers itself: a Lambda response carries at most
 # 6 MB and a binary answer is base64-encoded (4/3 larger). A larger download or bundle
 # file is redirected (302) to a short-lived presigned S3 URL; the embedded store sends any size.
@@ -264,6 +269,14 @@ def rendered_too_large(size_bytes: int) -> DocumentTooLarge:
         f"rendering stopped at {size_bytes:,} bytes. Tables and code blocks render to several times "
         "their source size: split the document, or publish fewer of them.",
         {"limit_bytes": HTML_BYTES, "size_bytes": size_bytes})
+
+
+def too_complex_to_render() -> ValidationFailed:
+    """The contract's 422 for a Markdown source whose rendering passed MARKDOWN_CPU_SECONDS."""
+    return ValidationFailed.field(
+        "html", f"is too complex to render: it passed {MARKDOWN_CPU_SECONDS:g} s of CPU before its page was "
+                "done (long runs of unclosed brackets, emphasis marks or tags cost the most); "
+                "split the document or simplify those runs")
 
 
 def too_large(size_bytes: int, edit_index: int | None = None) -> DocumentTooLarge:

@@ -17,13 +17,23 @@ renderer run a window of block tokens at a time and stop as soon as the page pas
 limit. Task lists and heading anchors are linear re-implementations of the two plugins.
 The output is byte for byte what markdown-it and the plugins make
 (tests/unit/test_markdown_bounds.py; figures in docs/performance.md).
+
+The work is bounded by CPU time too (`WorkBudget`, issue 33): markdown-it-py is linear but
+costs up to ~13 µs a byte on some sources (floods of `![`: each bracket looks ahead for its
+label through up to 20 nested levels), so 4 MiB of them would take a minute. The budget is
+read every few hundred steps of the block stage, of the inline stage (inside one paragraph:
+a rule first in line that only counts) and of each window; past it, `TooComplex`.
 """
 from __future__ import annotations
 
 import functools
+import gc
 import html as html_lib
 import re
-from typing import TYPE_CHECKING, Any, Iterator, Literal, Optional, Sequence, cast
+import threading
+import time
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Optional, Sequence, cast
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -46,7 +56,58 @@ def _parser() -> "MarkdownIt":
     time: 64 KiB of repeated headings took 17 s), and run a window at a time (`render_body`)."""
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("gfm-like", {"highlight": None})
+    md = MarkdownIt("gfm-like", {"highlight": None})
+    # Rules that only count work against the render's WorkBudget (they never match): one
+    # before every block rule (run once per block, including blocks that make no token, such
+    # as link reference definitions), one after `text` in the inline chain (run at every
+    # position `text` does not take: each bracket, mark or tag, and every look-ahead step).
+    md.block.ruler.before(md.block.ruler.__rules__[0].name, "docpub_budget", _block_budget)
+    md.inline.ruler.after("text", "docpub_budget", _inline_budget)
+    return md
+
+
+class TooComplex(Exception):
+    """Rendering passed its WorkBudget (services/content answers 422 "too complex to render")."""
+
+
+BUDGET_KEY = "docpub_budget"  # where a render's WorkBudget is in markdown-it's env
+CHECK_EVERY = 256  # steps between two readings of the clock (a reading costs about a step)
+
+
+class WorkBudget:
+    """`seconds` of `clock` (the rendering thread's CPU time) for one render; `tick` counts a
+    step and reads the clock every CHECK_EVERY of them, `check` reads it now. Tests give it
+    a clock of their own."""
+
+    __slots__ = ("clock", "deadline", "steps")
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.thread_time) -> None:
+        self.clock = clock
+        self.deadline = clock() + seconds
+        self.steps = 0
+
+    def tick(self) -> None:
+        self.steps += 1
+        if self.steps % CHECK_EVERY == 0:
+            self.check()
+
+    def check(self) -> None:
+        if self.clock() > self.deadline:
+            raise TooComplex()
+
+
+def _block_budget(state: Any, _start: int, _end: int, _silent: bool) -> bool:
+    budget = state.env.get(BUDGET_KEY)
+    if budget is not None:
+        budget.tick()
+    return False
+
+
+def _inline_budget(state: Any, _silent: bool) -> bool:
+    budget = state.env.get(BUDGET_KEY)
+    if budget is not None:
+        budget.tick()
+    return False
 
 
 @functools.lru_cache(maxsize=1)
@@ -83,12 +144,16 @@ def _lexer(name: str) -> Any:
 
 
 class _Highlighter:
-    """markdown-it's `highlight` option with a budget across one document."""
+    """markdown-it's `highlight` option with a budget across one document (and the render's
+    WorkBudget read before each block)."""
 
-    def __init__(self) -> None:
+    def __init__(self, work: "Optional[WorkBudget]" = None) -> None:
         self.left = HIGHLIGHT_TOTAL_CHARS
+        self.work = work
 
     def __call__(self, code: str, lang: str, _attrs: Any) -> str:
+        if self.work is not None:
+            self.work.check()
         if not lang or len(code) > HIGHLIGHT_BLOCK_CHARS or len(code) > self.left:
             return ""  # markdown-it escapes and wraps it itself
         from pygments import highlight
@@ -302,6 +367,9 @@ def _budgeted_state() -> Any:
         def push(self, ttype: str, tag: str, nesting: Literal[-1, 0, 1]) -> "Token":
             made = super().push(ttype, tag, nesting)
             self.budget.count(self.tokens, len(self.tokens) - 1)
+            work = self.env.get(BUDGET_KEY)
+            if work is not None:  # a table's rows are one block: count its cells
+                work.tick()
             return made
 
     return BudgetedState
@@ -309,16 +377,17 @@ def _budgeted_state() -> Any:
 
 def _parse_blocks(md: "MarkdownIt", src: str, env: dict[str, Any], stream: list["Token"],
                   budget: Optional[_BlockBudget]) -> None:
-    """markdown-it's block stage (`ParserBlock.parse`), counting `budget` on every token made."""
-    if budget is None:
+    """markdown-it's block stage (`ParserBlock.parse`), counting `budget` on every token made
+    (and ticking the env's WorkBudget)."""
+    if budget is None and BUDGET_KEY not in env:
         md.block.parse(src, md, env, stream)
         return
     if not src:
         return
     state = _budgeted_state()(src, md, env, stream)
-    state.budget = budget
+    state.budget = budget if budget is not None else _BlockBudget(1 << 62)
     md.block.tokenize(state, state.line, state.lineMax)
-    budget.count(stream, len(stream))
+    state.budget.count(stream, len(stream))
 
 
 def _windows(stream: Sequence["Token"]) -> Iterator[tuple[int, int]]:
@@ -348,9 +417,42 @@ def _render(renderer: "RendererHTML", stream: Sequence["Token"], start: int, end
     return "".join(out)
 
 
-def render_body(source: str, max_bytes: Optional[int] = None) -> tuple[str, Optional[str]]:
+_GC_LOCK = threading.Lock()
+_GC_PAUSED = {"renders": 0, "was_enabled": False}
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a render runs (on again when the last
+    render of the process ends). A render makes hundreds of thousands of tokens that hold no
+    cycles, and each full collection walks all of them: a 1 MiB table took 4.9 s with it on,
+    2.2 s off, and four times the source cost six times the CPU (docs/performance.md)."""
+    with _GC_LOCK:
+        if _GC_PAUSED["renders"] == 0:
+            _GC_PAUSED["was_enabled"] = gc.isenabled()
+            gc.disable()
+        _GC_PAUSED["renders"] += 1
+    try:
+        yield
+    finally:
+        with _GC_LOCK:
+            _GC_PAUSED["renders"] -= 1
+            if _GC_PAUSED["renders"] == 0 and _GC_PAUSED["was_enabled"]:
+                gc.enable()
+
+
+def render_body(source: str, max_bytes: Optional[int] = None,
+                work: Optional[WorkBudget] = None) -> tuple[str, Optional[str]]:
+    """`_render_body` with the garbage collector paused (`_collector_paused`)."""
+    with _collector_paused():
+        return _render_body(source, max_bytes, work)
+
+
+def _render_body(source: str, max_bytes: Optional[int] = None,
+                work: Optional[WorkBudget] = None) -> tuple[str, Optional[str]]:
     """(HTML fragment, first heading as plain text or None). With `max_bytes`, raises
-    PageTooLarge as soon as the fragment passes it: the block structure is parsed whole
+    PageTooLarge as soon as the fragment passes it; with `work`, TooComplex as soon as the
+    render passes that budget (read in every stage). The block structure is parsed whole
     (link references may be defined after their use), then the inline stage, task lists,
     linkify, anchors and the renderer run a window of block tokens at a time and stop there.
     The output is markdown-it's own (`MarkdownIt.render` with the two plugins), which
@@ -361,9 +463,9 @@ def render_body(source: str, max_bytes: Optional[int] = None) -> tuple[str, Opti
     md = _parser()
     # This render's own options (its highlight budget): the shared parser is never changed,
     # so threads of `make run` render at once safely.
-    settings: dict[str, Any] = {**md.options, "highlight": _Highlighter()}
+    settings: dict[str, Any] = {**md.options, "highlight": _Highlighter(work)}
     options = OptionsDict(settings)  # type: ignore[arg-type]  # the parser's own options, one changed
-    env: dict[str, Any] = {}
+    env: dict[str, Any] = {} if work is None else {BUDGET_KEY: work}
     rules = [(rule.name, rule.fn) for rule in md.core.ruler.__rules__ if rule.enabled]
     names = [name for name, _fn in rules]
     split = names.index("block") + 1
@@ -385,6 +487,8 @@ def render_body(source: str, max_bytes: Optional[int] = None) -> tuple[str, Opti
         anchors.apply(stream, start, end)  # the anchors plugin's rule comes last
         part = _render(renderer, stream, start, end, options, env)
         parts.append(part)
+        if work is not None:
+            work.check()
         if max_bytes is not None:
             size += len(part.encode("utf-8"))
             if size > max_bytes:

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, TypeVar
 
 from chalicelib.domain import bundles, limits
-from chalicelib.domain.markdown import PageTooLarge, Rendered, code_css, html_title, render_body
+from chalicelib.domain.markdown import (PageTooLarge, Rendered, TooComplex, WorkBudget, code_css, html_title,
+                                        render_body)
 from chalicelib.errors import UnsupportedMediaType, ValidationFailed
 from chalicelib.ports import BlobNotFound, file_key, file_prefix, source_key, version_key
 from chalicelib.ports.records import Document, Version
@@ -56,17 +57,21 @@ def render_markdown(source: str, title: Optional[str] = None,
     """The complete page of a Markdown source (templates/content/markdown.html). `title`
     (the document's) names the page; when None the first heading does, and
     Rendered.title reports it (None if there is none). 413 as soon as the page is known to
-    pass `max_body_bytes` (None: render it whole, as bench/content.py does to time it)."""
+    pass `max_body_bytes` (None: render it whole, as bench/content.py does to time it); 422
+    "too complex to render" once it has taken limits.MARKDOWN_CPU_SECONDS of CPU."""
     from markupsafe import Markup
 
     from chalicelib import rendering
 
     try:
         # Stops as soon as the page is known to pass the limit (a dense source renders to
-        # several times its size): the work is bounded by the page, not only by the source.
-        body, heading = render_body(source, max_body_bytes)
+        # several times its size): the work is bounded by the page, not only by the source;
+        # and by CPU time (floods of brackets or marks cost markdown-it-py the most).
+        body, heading = render_body(source, max_body_bytes, WorkBudget(limits.MARKDOWN_CPU_SECONDS))
     except PageTooLarge as exc:
         raise limits.rendered_too_large(exc.size_bytes) from None
+    except TooComplex:
+        raise limits.too_complex_to_render() from None
     page = rendering.page("content/markdown.html", title=title or heading or "Document", body=Markup(body),
                           code_css=Markup(code_css()))
     return Rendered(page, heading)

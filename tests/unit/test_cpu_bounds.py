@@ -190,3 +190,75 @@ def test_concurrent_requests_for_a_card_wait_for_one_render(services, workspace,
     # Later requests (another process, too) read the stored card.
     assert sharing.ShareService(new_context()).card(share_id)[1] == results[0][1]
     assert len(renders) == 1
+
+
+# ------------------------------------------------------------------ finding 2: Markdown
+
+
+class TickingClock:
+    """A clock for a WorkBudget that moves one second each time it is read."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        return float(self.reads)
+
+
+def test_markdown_budget_is_checked_inside_one_paragraph():
+    """The budget is counted on a clock the test moves: every check reads it once. One
+    paragraph of `![` (the finding: one inline token, which the window-at-a-time rendering
+    cannot stop between) is refused part-way once the clock passes the budget."""
+    from chalicelib.domain import markdown
+
+    source = "# t\n\n" + "![" * 20_000
+    whole = TickingClock()
+    body, heading = markdown.render_body(source, None, markdown.WorkBudget(10 ** 9, whole))
+    assert heading == "t" and body.count("![") == 20_000
+    assert whole.reads > 200  # the clock is read within the paragraph, a few hundred steps apart
+    clock = TickingClock()
+    with pytest.raises(markdown.TooComplex):
+        markdown.render_body(source, None, markdown.WorkBudget(100, clock))
+    assert clock.reads == 102  # refused at the first reading past the budget, not at the end
+
+
+@pytest.mark.parametrize("unit, count", [("[a]: b\n", 5_000), ("| x | y |\n", 5_000), ("# a\n", 5_000),
+                                         ("*_", 10_000), ("<a ", 10_000)],
+                         ids=["reference definitions", "table rows", "headings", "emphasis", "open tags"])
+def test_the_budget_is_read_all_along_every_stage(unit, count):
+    """Blocks that make no token (link reference definitions), one table's rows, headings,
+    emphasis marks, unclosed tags: the clock is read in proportion to the source, so a
+    source of any of them is stopped soon after it passes its budget."""
+    from chalicelib.domain import markdown
+
+    head = "| a | b |\n|---|---|\n" if unit.startswith("|") else ""
+    clock = TickingClock()
+    markdown.render_body("# t\n\n" + head + unit * count, None, markdown.WorkBudget(10 ** 9, clock))
+    assert clock.reads > count / markdown.CHECK_EVERY * 0.9, clock.reads
+
+
+@pytest.mark.timeout(120)
+def test_a_markdown_source_too_complex_to_render_is_refused_and_nothing_stored(services, workspace, monkeypatch):
+    """Finding 2 as reported: `"# t\\n\\n" + "![" * 1000000` (2 MB) answered 200 after 80 s
+    (70 s of CPU). With the budget set to 1 s here (8 s in service), it is refused with the
+    contract's 422 naming `html` after about that much CPU, and nothing is stored."""
+    from chalicelib.domain import limits
+    from chalicelib.errors import ValidationFailed
+    from chalicelib.models import PublishRequest
+    from chalicelib.services.auth import credentials_from_headers
+
+    monkeypatch.setattr(limits, "MARKDOWN_CPU_SECONDS", 1.0, raising=False)
+    ws, key = workspace
+    who = credentials_from_headers({"x-api-key": key})
+    request = PublishRequest.model_validate({"title": "t", "format": "markdown", "html": "# t\n\n" + "![" * 1_000_000})
+    start = time.process_time()
+    with pytest.raises(ValidationFailed) as refused:
+        services.documents.publish(who, request)
+    seconds = time.process_time() - start
+    assert seconds < 4.0, f"{seconds:.2f} s of CPU"
+    error = refused.value
+    assert error.status == 422 and error.code == "validation_error"
+    assert error.details["fields"][0]["field"] == "html"
+    assert "too complex to render" in error.details["fields"][0]["message"]
+    assert services.documents.ctx.documents.list_all(ws.id) == []
