@@ -27,11 +27,12 @@ from chalicelib.ports.records import Document
 from chalicelib.domain import limits
 from chalicelib.errors import NotFound, PlanLimitReached, ValidationFailed
 from chalicelib.models import (
-    Anchor, Feedback, FeedbackCreated, FeedbackList, FeedbackSubmission, Reply, ReplyRequest, Suggestion,
+    Anchor, AnchorState, Feedback, FeedbackCreated, FeedbackList, FeedbackSubmission, Reply, ReplyRequest, Suggestion,
     ViewerReplyRequest,
 )
 from chalicelib.ports import BadCursor, FeedbackGone, GuardFailed, RateClaim, ReplyCapReached, StaleDocument
 from chalicelib.services import access, cursors, ratelimits
+from chalicelib.services.anchors import anchor_states
 from chalicelib.services.access import Who
 from chalicelib.services.events import make_event
 from chalicelib.services.context import Context, new_feedback_id, rfc3339
@@ -57,11 +58,13 @@ def reply_model(item: records.Reply) -> Reply:
                  author=item.author, created_at=rfc3339(item.created_ms))
 
 
-def feedback_model(item: records.Feedback, replies: Optional[Sequence[records.Reply]] = None) -> Feedback:
+def feedback_model(item: records.Feedback, replies: Optional[Sequence[records.Reply]] = None,
+                   anchor_state: Optional[AnchorState] = None) -> Feedback:
     anchor = item.anchor
     return Feedback(feedback_id=item.feedback_id, document_id=item.document_id,
                     version_id=item.version_id, message=item.message, name=item.name,
-                    quote=item.quote, anchor=Anchor(**anchor) if anchor else None, status=item.status,
+                    quote=item.quote, anchor=Anchor(**anchor) if anchor else None, anchor_state=anchor_state,
+                    status=item.status,
                     suggestion=Suggestion(**item.suggestion) if item.suggestion is not None else None,
                     created_at=rfc3339(item.created_ms), resolved_at=rfc3339(item.resolved_ms),
                     resolved_in_version=item.resolved_in_version if item.status == "resolved" else None,
@@ -298,7 +301,8 @@ class FeedbackService:
     def _with_replies(self, items: Sequence[records.Feedback]) -> builtins.list[Feedback]:
         with_replies = [i.feedback_id for i in items if i.reply_count]
         replies = self.ctx.feedback.replies(with_replies) if with_replies else {}
-        return [feedback_model(i, replies.get(i.feedback_id)) for i in items]
+        states = anchor_states(self.ctx, items)
+        return [feedback_model(i, replies.get(i.feedback_id), states.get(i.feedback_id)) for i in items]
 
     def _unseal_since(self, workspace_id: str, listing: str, since: str) -> str:
         try:
