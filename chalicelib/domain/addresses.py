@@ -98,7 +98,7 @@ def host_refusal(host: str) -> Optional[str]:
         literal = numeric_ipv4(name) or ""
     if literal:
         why = refusal(literal)
-        return f"{why} ({literal})" if why is not None and literal != name else why
+        return f"{literal}: {why}" if why is not None and literal != name else why
     return None
 
 

@@ -56,6 +56,7 @@ PREVIOUS_SECRET_SECONDS = 24 * 3600
 LEASE_MS = 60_000
 BATCH = 50
 SENDERS = 8
+LAST_ERROR_CHARS = 300  # `last_error` is a short reason (a long host name could make it long)
 
 
 def new_webhook_id() -> str:
@@ -228,7 +229,7 @@ class WebhookService:
         result = self.send(webhook.url, body.encode("utf-8"), headers, float(limits.WEBHOOK_TIMEOUT_SECONDS))
         done_ms = self.ctx.now_ms()
         tried = replace(delivery, attempts=attempts, response_status=result.status, updated_ms=done_ms,
-                        last_error=None if result.ok else result.error)
+                        last_error=None if result.ok else (result.error or "failed")[:LAST_ERROR_CHARS])
         if result.ok:
             outcome = replace(tried, status="delivered", next_attempt_ms=None)
         elif getattr(result, "refused", False):  # the target itself is refused: no retry can help
