@@ -205,6 +205,8 @@ class ListDocumentsQuery(QueryModel):
     query: Optional[Annotated[str, StringConstraints(max_length=500), Field(description=(
         "Case-insensitive match on title and description (exact and prefix title matches first); "
         "empty or blank: no filter, every document (find_document alike)."))]] = None
+    review_state: Optional[ReviewState] = Field(None, description=(
+        "Only documents in this review state: none, pending, changes_requested or approved."))
 
 
 class ActivityQuery(QueryModel):
@@ -342,6 +344,50 @@ class ViewerReplyRequest(RequestModel):
     _message_not_blank = field_validator("message")(_not_blank)
 
 
+# ---------------------------------------------------------------- reviews (contract 7e)
+
+MAX_REVIEW_MESSAGE = 5000
+MAX_REVIEWERS = 20
+ReviewDecision = Literal["approved", "changes_requested", "commented"]
+ReviewState = Literal["none", "pending", "changes_requested", "approved"]
+_EMAIL_SHAPE = r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$"
+
+
+def _email_address(value: str) -> str:
+    import re
+
+    if len(value) > 254 or not re.fullmatch(_EMAIL_SHAPE, value):
+        raise PydanticCustomError("email", "must be an email address")
+    return value.lower()
+
+
+EmailAddress = Annotated[str, StringConstraints(max_length=254), AfterValidator(_email_address),
+                         Field(json_schema_extra={"pattern": _EMAIL_SHAPE, "format": "email"})]
+ReviewMessage = Annotated[str, StringConstraints(max_length=MAX_REVIEW_MESSAGE)]
+
+
+class ReviewSubmission(RequestModel):
+    decision: ReviewDecision = Field(description=(
+        "approved, changes_requested, or commented (a remark that leaves the review state as it is)."))
+    message: Optional[ReviewMessage] = Field(None, description="Up to 5,000 characters.")
+    version_number: Optional[Annotated[int, Field(ge=1, description=(
+        "The version reviewed (default: the latest). A deleted or unknown version is 404."))]] = None
+
+
+class ReviewRequestBody(RequestModel):
+    reviewers: Annotated[list[EmailAddress], Field(min_length=1, max_length=MAX_REVIEWERS, description=(
+        "1 to 20 email addresses of members of the workspace; each is mailed a link to the share page."))]
+    message: Optional[ReviewMessage] = Field(None, description="Up to 5,000 characters, sent with the request.")
+
+
+class ReviewsQuery(QueryModel):
+    since: Optional[SinceToken] = None
+    wait: Optional[Annotated[int, Field(ge=0, le=MAX_WAIT_SECONDS, description=(
+        "Seconds (0 to 25) to wait for a review, feedback or a viewer reply newer than `since` (or than "
+        "now, without `since`); the answer comes as soon as there is one, else after `wait` seconds with "
+        "empty lists."))]] = None
+
+
 # ---------------------------------------------------------------- responses
 
 class RateLimitEntitlement(ResponseModel):
@@ -417,6 +463,7 @@ class DocumentSummary(ResponseModel):
     share_enabled: bool = True
     share_expires_at: Optional[str] = None
     share_access: Literal["public", "workspace"] = "public"
+    review_state: ReviewState = "none"
 
 
 class FileInfo(ResponseModel):
@@ -555,6 +602,56 @@ class FeedbackCreated(ResponseModel):
     feedback_id: str
 
 
+class Reviewer(ResponseModel):
+    kind: Literal["member", "recipient", "key", "oauth_client"] = Field(description=(
+        "member (id: the member's user id, their email), recipient (7f; id: the email), key (id: the "
+        "API key's key_id) or oauth_client (id: the OAuth client's id)."))
+    id: str
+    name: str
+    email: Optional[str] = None
+
+    @model_serializer(mode="wrap")
+    def _without_missing_email(self, handler):
+        data = handler(self)
+        if data.get("email") is None:
+            data.pop("email", None)
+        return data
+
+
+class Review(ResponseModel):
+    review_id: str
+    document_id: str
+    version_number: int
+    decision: ReviewDecision
+    message: Optional[str] = None
+    reviewer: Reviewer
+    created_at: str
+
+
+class ReviewList(ResponseModel):
+    """GET /documents/:id/reviews: the newest reviews and the document's review state; waiting
+    (`wait`/`since`), what is newer than `since`, with the feedback threads that moved."""
+    review_state: ReviewState = Field(description=(
+        "none (never requested nor reviewed), pending (requested, or a new version after any review), "
+        "changes_requested, approved: of the latest version."))
+    reviews: list[Review] = Field(description="Newest first (at most 100).")
+    feedback: Optional[list[Feedback]] = Field(None, description=(
+        "With `since` or `wait`: feedback threads with a comment or viewer reply newer than `since`."))
+    since: Optional[str] = Field(None, description=(
+        "Pass back as `since` (with `wait`) to get only what is newer than this answer."))
+
+    @model_serializer(mode="wrap")
+    def _without_feedback_unless_waiting(self, handler):
+        data = handler(self)
+        if data.get("feedback") is None:
+            data.pop("feedback", None)
+        return data
+
+
+class ReviewsRequested(ResponseModel):
+    requested: list[str] = Field(description="The addresses asked to review, lowercased, each once.")
+
+
 class DocumentDeleted(ResponseModel):
     """What the MCP tool delete_document answers (REST answers 204 with no body)."""
     document_id: str
@@ -671,15 +768,15 @@ class OAuthErrorBody(ResponseModel):
 # ------------------------------------------------------------------ webhooks (contract 7c)
 
 WebhookEvent = Literal["feedback.created", "feedback.replied", "feedback.resolved", "document.published",
-                       "document.deleted"]
+                       "document.deleted", "review.requested", "review.approved", "review.changes_requested"]
 
 
 class WebhookCreateRequest(RequestModel):
     url: Annotated[str, StringConstraints(min_length=1, max_length=2048), Field(description=(
         "An https URL whose host resolves to public addresses (checked again at every delivery)."))]
-    events: Annotated[list[WebhookEvent], Field(min_length=1, max_length=5, description=(
+    events: Annotated[list[WebhookEvent], Field(min_length=1, max_length=8, description=(
         "One or more of feedback.created, feedback.replied, feedback.resolved, document.published, "
-        "document.deleted."))]
+        "document.deleted, review.requested, review.approved, review.changes_requested."))]
 
 
 class Webhook(ResponseModel):

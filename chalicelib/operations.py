@@ -297,7 +297,8 @@ OPERATIONS: tuple[Operation, ...] = (
             idempotent=True, destructive=True),)),
     Operation(
         "list_documents", "GET", "/api/v1/documents", "listDocuments", "List (or find) the workspace's documents.",
-        lambda c: wiring.documents().list(c.credentials, c.query.limit, c.query.cursor, c.query.query),
+        lambda c: wiring.documents().list(c.credentials, c.query.limit, c.query.cursor, c.query.query,
+                                          c.query.review_state),
         models.DocumentList, query=models.ListDocumentsQuery, scope=READ,
         tools=(Tool("list_documents", "List documents", (
             "List the workspace's documents, most recently updated first, a page at a time (limit 1 to "
@@ -363,6 +364,45 @@ OPERATIONS: tuple[Operation, ...] = (
             "longer there, edit_ambiguous). Creates a new version and resolves the thread in it "
             "(resolved_in_version). Accepting twice is already_resolved. To reject a suggestion, "
             "resolve_feedback it.")),)),
+    # Reviews (contract 7e): decisions, review requests, waiting for a decision.
+    Operation(
+        "submit_review", "POST", "/api/v1/documents/{document_id}/reviews", "submitReview",
+        "Approve, request changes on, or comment on a version of a document (default: the latest).",
+        lambda c: wiring.reviews().submit(c.credentials, c.path["document_id"], c.body),
+        models.Review, status=201, request=models.ReviewSubmission, errors=(403, 404), scope=FEEDBACK,
+        tag="reviews", example={"decision": "approved", "message": "Reads well; ship it."},
+        tools=(Tool("submit_review", "Review a document", (
+            "Record a decision on a document's latest version (or version_number): approved, "
+            "changes_requested, or commented (a remark that leaves the review state as it is), with an "
+            "optional message. Returns the Review; the document's review_state follows (approved once "
+            "someone approves and nobody's latest decision on the version is changes_requested).")),)),
+    Operation(
+        "list_reviews", "GET", "/api/v1/documents/{document_id}/reviews", "listReviews",
+        "A document's reviews (newest first) and review state; with `since` and `wait`, waits for a review, "
+        "feedback or a viewer reply.",
+        lambda c: wiring.reviews().list(c.credentials, c.path["document_id"], c.query.since, c.query.wait),
+        models.ReviewList, query=models.ReviewsQuery, errors=(404,), scope=FEEDBACK, tag="reviews",
+        tools=(Tool("list_reviews", "List reviews", (
+            "List a document's reviews (decision, message, reviewer, version_number), newest first, and its "
+            "review_state: none, pending, changes_requested or approved (of the latest version)."),
+            read_only=True),
+            Tool("wait_for_review", "Wait for a review", (
+                "Wait (up to timeout_seconds, at most 25) until someone reviews the document, comments on it or "
+                "replies to a thread, and return {{review_state, reviews, feedback, since}}: what is newer than "
+                "`since`. Returns at once if there is already something; empty lists when the time ran out "
+                "(call it again). Always pass the returned `since` to the next call. Loop: publish_document, "
+                "request_review, wait_for_review; on changes_requested or feedback, edit_document or "
+                "accept_suggestion, reply, wait again; stop when review_state is approved."), read_only=True))),
+    Operation(
+        "request_review", "POST", "/api/v1/documents/{document_id}/review-requests", "requestReview",
+        "Ask members of the workspace to review the latest version; each is mailed a link to the share page.",
+        lambda c: wiring.reviews().request(c.credentials, c.path["document_id"], c.body),
+        models.ReviewsRequested, status=202, request=models.ReviewRequestBody, errors=(403, 404), scope=WRITE,
+        tag="reviews", example={"reviewers": ["ana@example.com"], "message": "Could you check the numbers?"},
+        tools=(Tool("request_review", "Ask for a review", (
+            "Ask 1 to 20 people (email addresses of members of this workspace) to review a document's latest "
+            "version: each is mailed a link to the share page, where they approve, request changes or "
+            "comment, and review_state becomes pending. Then call wait_for_review for their decision.")),)),
     # Webhooks: REST only (a workspace's integrations, set up by people, not agents).
     Operation(
         "create_webhook", "POST", "/api/v1/webhooks", "createWebhook",

@@ -22,6 +22,7 @@ from chalicelib.services.context import Context
 if TYPE_CHECKING:
     from chalicelib.services.activity import ActivityService
     from chalicelib.services.people import PeopleService
+    from chalicelib.services.reviews import ReviewService
     from chalicelib.services.accounts import AccountService
     from chalicelib.services.dashboard_pages import DashboardPages
     from chalicelib.services.documents import DocumentService
@@ -239,6 +240,13 @@ def activity() -> ActivityService:
 
 
 @functools.lru_cache(maxsize=None)
+def reviews() -> ReviewService:
+    from chalicelib.services.reviews import ReviewService
+
+    return ReviewService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
 def dashboard_pages() -> DashboardPages:
     from chalicelib.services.dashboard_pages import DashboardPages
 
@@ -246,7 +254,7 @@ def dashboard_pages() -> DashboardPages:
 
 
 _SERVICES = (documents, workspaces, sharing, feedback, suggestions, webhooks, accounts, editing, views, oauth, uploads, people, activity,
-             dashboard_pages)
+             reviews, dashboard_pages)
 
 
 def reset() -> None:

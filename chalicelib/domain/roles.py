@@ -46,6 +46,11 @@ OPERATIONS: dict[str, str] = {
     "resolve_feedback": "editor",
     "reply_to_feedback": "editor",  # the owner's side; viewers reply on share pages like anyone
     "accept_suggestion": "editor",  # applies a suggested edit: a new version (contract 7e)
+    # reviews (contract 7e): members of any role review; asking for reviews is an editor's
+    "submit_review": "viewer",
+    "list_reviews": "viewer",
+    "wait_for_review": "viewer",
+    "request_review": "editor",
     # webhooks (workspace settings, like keys)
     "create_webhook": "editor",
     "list_webhooks": "editor",

@@ -37,8 +37,8 @@ from chalicelib.models import (
     MAX_EDITS, Description, DocumentDeleted, DocumentDetail, DocumentStats, DocumentId, DocumentList, EditOperation,
     EditRequest, EditResponse, Feedback, FeedbackList, FileInput, FeedbackListQuery, GetDocumentQuery, Html,
     ListDocumentsQuery, MeResponse, Note, PassphraseRequest, PublishRequest, PublishResponse,
-    Reply, ReplyRequest, ResolveFeedbackRequest, ShareRotated, SinceToken, StatsQuery, Title,
-    UpdateDocumentRequest, VersionId,
+    Reply, ReplyRequest, ResolveFeedbackRequest, ReviewList, ReviewState, ReviewsQuery, ShareRotated, SinceToken,
+    StatsQuery, Title, UpdateDocumentRequest, VersionId,
 )
 from chalicelib.mcp_instructions import instructions, limit_words
 from chalicelib import wiring as registry
@@ -62,7 +62,7 @@ def acting_as(credentials: Union[Credentials, Principal]) -> Iterator[None]:
     if isinstance(credentials, Principal):
         tokens = (_who.set(Actor(credentials.workspace_id, write_limit_scope=credentials.write_limit_scope,
                                  role=credentials.role, member=credentials.user, client=credentials.client_name,
-                                 surface="mcp")),
+                                 surface="mcp", client_id=credentials.client_id)),
                   _principal.set(credentials))
     else:
         tokens = (_who.set(credentials), _principal.set(None))
@@ -283,10 +283,12 @@ async def list_documents(
     limit: Annotated[Limit, Field(description="Page size, 1 to 100.")] = 20,
     cursor: Annotated[Optional[Cursor], Field(description=(
         "next_cursor from the previous page; omit for the first page."))] = None,
+    review_state: Annotated[Optional[ReviewState], Field(description=(
+        "Only documents in this review state: none, pending, changes_requested or approved."))] = None,
 ) -> Annotated[CallToolResult, DocumentList]:
     def action():
-        query = validate(ListDocumentsQuery, _given(limit=limit, cursor=cursor))
-        return registry.documents().list(_credentials(), query.limit, query.cursor)
+        query = validate(ListDocumentsQuery, _given(limit=limit, cursor=cursor, review_state=review_state))
+        return registry.documents().list(_credentials(), query.limit, query.cursor, None, query.review_state)
 
     return _call(action)
 
@@ -364,6 +366,28 @@ async def wait_for_feedback(
     return _call(action)
 
 
+async def list_reviews(
+    document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
+) -> Annotated[CallToolResult, ReviewList]:
+    return _call(lambda: registry.reviews().list(_credentials(), document_id))
+
+
+async def wait_for_review(
+    document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
+    since: Annotated[Optional[SinceToken], Field(description=(
+        "`since` from the previous answer of this tool (or list_reviews) for the same document; omit the first "
+        "time to wait for anything newer than now."))] = None,
+    timeout_seconds: Annotated[int, Field(ge=0, le=25, description=(
+        "How long to wait, 0 to 25 seconds (default 25)."))] = 25,
+) -> Annotated[CallToolResult, ReviewList]:
+    def action():
+        query = validate(ReviewsQuery, _given(since=since, wait=timeout_seconds))
+        return registry.reviews().list(_credentials(), document_id, since=query.since,
+                                       wait=query.wait if query.wait is not None else 0, waiting=True)
+
+    return _call(action)
+
+
 async def get_document_stats(
     document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
     days: Annotated[int, Field(ge=1, le=90, description="Days of the window, ending today (UTC), 1 to 90.")] = 30,
@@ -385,7 +409,7 @@ def _given(**values: Any) -> dict:
 HANDWRITTEN: dict[str, Callable] = {fn.__name__: fn for fn in (
     publish_document, edit_document, get_document, update_document, rotate_share_link, set_passphrase,
     delete_document, list_documents, find_document, get_workspace_info, list_feedback, resolve_feedback,
-    reply_to_feedback, wait_for_feedback, get_document_stats)}
+    reply_to_feedback, wait_for_feedback, get_document_stats, list_reviews, wait_for_review)}
 
 
 def _annotations(tool: operations.Tool) -> ToolAnnotations:

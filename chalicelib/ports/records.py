@@ -536,6 +536,17 @@ class Document:
     stored_bytes: Optional[int] = None
     counted_versions: Optional[int] = None
     has_files: bool = False
+    # Reviews (contract 7e), kept on the document and changed in the atomic step of each
+    # review and review request (ReviewRepository): the state as of `review_version`
+    # (`none`, `pending`, `changes_requested`, `approved`; a later version is `pending`
+    # whatever this says: services/reviews.review_state), each reviewer's latest decision
+    # on that version (`<kind>:<id>` -> approved | changes_requested), the addresses asked
+    # to review (newest last), and a sequence number each of those changes is conditional on.
+    review_state: str = "none"
+    review_version: Optional[int] = None
+    review_decisions: Mapping[str, str] = field(default_factory=dict)
+    review_requested: tuple[str, ...] = ()
+    review_seq: int = 0
 
 
 @dataclass(frozen=True)
@@ -594,3 +605,38 @@ class FileRecount:
     files: int
     changed: int
     bytes_added: int
+
+
+# ------------------------------------------------------------------ reviews (contract 7e; ReviewRepository)
+
+__all__ += ["Review", "ReviewStatus"]
+
+
+@dataclass(frozen=True)
+class Review:
+    """A decision on one version of a document: `approved`, `changes_requested` or
+    `commented`, by a reviewer (`reviewer_kind` member | recipient | key | oauth_client,
+    `reviewer_id` their user id (email) / recipient email / key id / OAuth client id).
+    Reviews never change; they stay on their version."""
+    review_id: str
+    document_id: str
+    workspace_id: str
+    version_number: int
+    decision: str
+    reviewer_kind: str
+    reviewer_id: str
+    created_ms: int
+    message: Optional[str] = None
+    reviewer_name: Optional[str] = None
+    reviewer_email: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class ReviewStatus:
+    """What a document keeps of its reviews (Document.review_*), as a review or a review
+    request leaves it: written only if the document's `review_seq` and `version_count` are
+    still those it was computed from."""
+    state: str
+    version: Optional[int]
+    decisions: Mapping[str, str] = field(default_factory=dict)
+    requested: tuple[str, ...] = ()

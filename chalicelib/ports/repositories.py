@@ -365,3 +365,5 @@ class Repositories:
     webhooks: Optional[WebhookRepository] = None
     # Members, one-time account tokens, activity (chalicelib/ports/people.py PeopleRepository).
     people: Optional[object] = None
+    # Reviews and the documents' review state (chalicelib/ports/reviews.py ReviewRepository).
+    reviews: Optional[object] = None

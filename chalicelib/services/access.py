@@ -38,6 +38,7 @@ class Actor:
     member: Optional[str] = None
     client: Optional[str] = None
     surface: str = "api"
+    client_id: Optional[str] = None  # an OAuth grant's client (a review names it)
 
 
 Who = Union[auth.Credentials, Actor]

@@ -22,6 +22,7 @@ from chalicelib.ports.mail import Mailer
 from chalicelib.ports.outbound import OutboundHttp
 from chalicelib.ports.people import PeopleRepository
 from chalicelib.ports.oauth import OAuthRepository
+from chalicelib.ports.reviews import ReviewRepository
 from chalicelib.ports.webhooks import WebhookRepository
 
 
@@ -140,6 +141,10 @@ class Context:
     @property
     def people(self) -> PeopleRepository:
         return self.repos.people  # type: ignore[return-value]
+
+    @property
+    def reviews(self) -> ReviewRepository:
+        return self.repos.reviews  # type: ignore[return-value]  # set by both adapters
 
     @property
     def views(self) -> ViewCounterRepository:

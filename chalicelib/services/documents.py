@@ -27,6 +27,7 @@ from chalicelib.ports import (
     StaleDocument, definitely_not_applied, document_prefix, version_key,
 )
 from chalicelib.domain import limits, links, plans
+from chalicelib.domain import reviews as review_rules
 from chalicelib.domain.edits import apply_edits_utf8
 from chalicelib.domain.limits import checked_size, encoded_html
 from chalicelib.domain.ratelimit import ShardLog, SlotDecision, claim_sharded, current_headers
@@ -73,7 +74,11 @@ def share_url(share_id: str) -> str:
     return f"{config.base_url()}/d/{share_id}"
 
 
-def summary_model(doc: Union[Document, DocumentListing]) -> DocumentSummary:
+def summary_model(doc: Union[Document, DocumentListing], review_state: Optional[str] = None) -> DocumentSummary:
+    """The document's summary; a listing holds no review state: give `review_state` (read
+    from the Document) or it answers none."""
+    if review_state is None:
+        review_state = review_rules.state_of(doc) if isinstance(doc, Document) else "none"
     return DocumentSummary(
         document_id=doc.document_id, title=doc.title, description=doc.description,
         share_url=share_url(doc.share_id), created_at=rfc3339(doc.created_ms),
@@ -82,6 +87,7 @@ def summary_model(doc: Union[Document, DocumentListing]) -> DocumentSummary:
         open_feedback_count=doc.open_feedback_count,
         share_enabled=links.enabled(doc), share_expires_at=rfc3339_ms(links.expires_ms(doc)),
         share_access=doc.share_access or "public",  # type: ignore[arg-type]  # public | workspace
+        review_state=review_state,  # type: ignore[arg-type]  # one of domain/reviews.STATES
     )
 
 
@@ -711,10 +717,20 @@ class DocumentService:
 
     @requires("list_documents")
     def list(self, who: Who, limit: int = 20, cursor: Optional[str] = None,
-             query: Optional[str] = None) -> DocumentList:
+             query: Optional[str] = None, review_state: Optional[str] = None) -> DocumentList:
+        """A page of the workspace's documents, newest first; `query` finds (ranked),
+        `review_state` keeps those in that review state (domain/reviews.STATES)."""
         actor = access.actor(self.ctx, who)
-        if query is not None and query.strip():
-            return self._find(actor, query.strip(), limit, cursor)
+        if review_state is not None and review_state not in review_rules.STATES:
+            raise ValidationFailed.field("review_state", "must be one of " + ", ".join(review_rules.STATES))
+        searching = query is not None and bool(query.strip())
+        if review_state is not None:
+            listings = (self._ranked(actor, (query or "").strip()) if searching
+                        else self.ctx.documents.list_all(actor.workspace_id))
+            return self._kept_page(actor, listings, lambda doc: review_rules.state_of(doc) == review_state,
+                                   limit, cursor, f"review#{review_state}")
+        if searching:
+            return self._find(actor, (query or "").strip(), limit, cursor)
         raw = cursors.unseal(actor.workspace_id, "documents", cursor)
         try:
             items, next_cursor = self.ctx.documents.list_page(actor.workspace_id, limit, raw)
@@ -723,13 +739,49 @@ class DocumentService:
         return DocumentList(documents=self._list_items(items),
                             next_cursor=cursors.seal(actor.workspace_id, "documents", next_cursor))
 
-    def _list_items(self, items: Sequence[DocumentListing]) -> builtins.list[DocumentListItem]:
-        """Summaries with their views (one counter read per page, not per document)."""
-        totals = self.ctx.views.totals([i.document_id for i in items])
+    @requires("list_documents")
+    def awaiting_review(self, who: Who, email: str, limit: int = 20, cursor: Optional[str] = None) -> DocumentList:
+        """The documents `email` (a member) was asked to review and has not decided on in
+        their latest version: the dashboard's "Needs my review"."""
+        actor = access.actor(self.ctx, who)
+        reviewer = f"member:{email}"
+        return self._kept_page(actor, self.ctx.documents.list_all(actor.workspace_id),
+                               lambda doc: review_rules.awaits(doc, email, reviewer), limit, cursor,
+                               f"awaiting#{email}")
+
+    def _kept_page(self, actor: Actor, listings: Sequence[DocumentListing], keep: Callable[[Document], bool],
+                   limit: int, cursor: Optional[str], listing: str) -> DocumentList:
+        """A page of the listings whose document `keep`s, in their order: the documents are
+        read a hundred at a time (one batch read each) until the page is full."""
+        offset = _decode_offset(cursors.unseal(actor.workspace_id, listing, cursor))
+        kept: builtins.list[tuple[DocumentListing, Document]] = []
+        for start in range(0, len(listings), 100):
+            chunk = listings[start:start + 100]
+            docs = self.ctx.documents.get_many([i.document_id for i in chunk])
+            kept += [(i, d) for i in chunk if (d := docs.get(i.document_id)) is not None
+                     and access.visible(d, actor) and keep(d)]
+            if len(kept) > offset + limit:
+                break
+        page = kept[offset:offset + limit]
+        more = len(kept) > offset + limit
+        return DocumentList(
+            documents=self._list_items([i for i, _ in page], {d.document_id: d for _, d in page}),
+            next_cursor=cursors.seal(actor.workspace_id, listing, _encode_offset(offset + limit) if more else None))
+
+    def _list_items(self, items: Sequence[DocumentListing],
+                    docs: Optional[Mapping[str, Document]] = None) -> builtins.list[DocumentListItem]:
+        """Summaries with their views (one counter read per page, not per document) and
+        review states (kept on the documents: one batch read per page, unless given)."""
+        ids = [i.document_id for i in items]
+        totals = self.ctx.views.totals(ids)
+        if docs is None:
+            docs = self.ctx.documents.get_many(ids) if ids else {}
         listed = []
         for item in items:
             views_total, last_ms = totals.get(item.document_id, (0, None))
-            listed.append(DocumentListItem(**summary_model(item).model_dump(), views_total=views_total,
+            doc = docs.get(item.document_id)
+            state = review_rules.state_of(doc) if doc is not None else "none"
+            listed.append(DocumentListItem(**summary_model(item, state).model_dump(), views_total=views_total,
                                            last_viewed_at=rfc3339(last_ms)))
         return listed
 
@@ -743,6 +795,15 @@ class DocumentService:
 
     def _find(self, actor: Actor, query: str, limit: int, cursor: Optional[str]) -> DocumentList:
         offset = _decode_offset(cursors.unseal(actor.workspace_id, "find", cursor))
+        ranked = self._ranked(actor, query)
+        page = ranked[offset:offset + limit]
+        more = offset + limit < len(ranked)
+        return DocumentList(documents=self._list_items(page),
+                            next_cursor=cursors.seal(actor.workspace_id, "find",
+                                                     _encode_offset(offset + limit) if more else None))
+
+    def _ranked(self, actor: Actor, query: str) -> builtins.list[DocumentListing]:
+        """The documents matching `query`: exact title, title prefix, title, description."""
         needle = fold(query)
         ranked = []
         for position, item in enumerate(self.ctx.documents.list_all(actor.workspace_id)):
@@ -760,11 +821,7 @@ class DocumentService:
                 continue
             ranked.append((rank, position, item))  # position keeps newest-first within a rank
         ranked.sort(key=lambda r: (r[0], r[1]))
-        page = ranked[offset:offset + limit]
-        more = offset + limit < len(ranked)
-        return DocumentList(documents=self._list_items([i for _, _, i in page]),
-                            next_cursor=cursors.seal(actor.workspace_id, "find",
-                                                     _encode_offset(offset + limit) if more else None))
+        return [i for _, _, i in ranked]
 
     # ---------------------------------------------------------------- update / delete
 
@@ -854,6 +911,8 @@ class DocumentService:
         """Remove everything of a document marked `deleting`; safe to repeat."""
         self.ctx.blobs.delete_prefix(document_prefix(doc.workspace_id, doc.document_id))
         self.ctx.feedback.delete_for_document(doc.document_id)
+        if doc.review_seq:  # ever reviewed or asked for reviews
+            self.ctx.reviews.delete_for_document(doc.document_id, doc.workspace_id)
         self.ctx.views.delete_for_document(doc.document_id)
         # The document record goes last, so an interrupted delete can be found and finished.
         self.ctx.documents.purge(doc.document_id)

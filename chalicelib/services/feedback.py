@@ -298,6 +298,12 @@ class FeedbackService:
             return model
         raise ratelimits.contended(what or "The thread is busy")
 
+    def threads_by_id(self, feedback_ids: Sequence[str]) -> builtins.list[Feedback]:
+        """The threads among `feedback_ids` that still exist, in that order, as answers give
+        them (a waiting review list shows the feedback that woke it: services/reviews.py)."""
+        by_id = {i.feedback_id: i for i in self.ctx.feedback.get_many(builtins.list(feedback_ids))}
+        return self._with_replies([by_id[i] for i in feedback_ids if i in by_id])
+
     def _with_replies(self, items: Sequence[records.Feedback]) -> builtins.list[Feedback]:
         with_replies = [i.feedback_id for i in items if i.reply_count]
         replies = self.ctx.feedback.replies(with_replies) if with_replies else {}
@@ -325,7 +331,8 @@ class FeedbackService:
             except BadCursor as exc:
                 raise ValidationFailed.field("since", SINCE_MESSAGE) from exc
             left = deadline - self.ctx.clock()
-            if events or left <= 0:
+            # Reviews wake waiting agents too (services/reviews.py); a feedback list waits on.
+            if any(e.feedback_id for e in events) or left <= 0:
                 break
             self.ctx.sleep(min(limits.WAIT_READ_INTERVAL_SECONDS, left))
         ids: list[str] = []

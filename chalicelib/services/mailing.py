@@ -22,6 +22,7 @@ SUBJECTS = {
     "invite": "You are invited to {workspace_name} on Docpub",
     "exists": "You already have a Docpub account",
     "login": "Your Docpub sign-in link",
+    "review": "Review requested: {title}",
 }
 
 

@@ -48,7 +48,8 @@ from chalicelib.services.context import Context, rfc3339
 
 log = logging.getLogger("docpub.webhooks")
 
-EVENTS = ("feedback.created", "feedback.replied", "feedback.resolved", "document.published", "document.deleted")
+EVENTS = ("feedback.created", "feedback.replied", "feedback.resolved", "document.published", "document.deleted",
+          "review.requested", "review.approved", "review.changes_requested")
 TEST_EVENT = "webhook.test"
 SECRET_BYTES = 32
 PREVIOUS_SECRET_SECONDS = 24 * 3600

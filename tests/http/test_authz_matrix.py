@@ -64,6 +64,17 @@ class World:
         assert again.status_code == 200, again.body
         self.feedback_id = self._feedback(client)
         self.webhook_id = self._webhook(client)
+        self._members(services)
+
+    def _members(self, services):
+        """The people the review request's example names are members of workspace A."""
+        from chalicelib.ports.records import Member, User
+
+        op = openapi.operation_for("POST", "/api/v1/documents/{document_id}/review-requests")
+        ctx = services.documents.ctx
+        for email in (op.example or {}).get("reviewers", []) if op is not None else []:
+            ctx.users.create(User(email=email, password_hash="x", workspace_id=self.workspace_a, created_ms=1))
+            ctx.people.add_member(Member(workspace_id=self.workspace_a, email=email, role="viewer", created_ms=1))
 
     def _webhook(self, client):
         op = openapi.operation_for("POST", "/api/v1/webhooks")

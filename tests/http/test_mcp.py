@@ -14,7 +14,8 @@ TOOL_NAMES = {"publish_document", "edit_document", "get_document", "update_docum
               "list_documents", "find_document", "get_workspace_info", "list_feedback", "resolve_feedback",
               "get_document_stats",
               "set_passphrase", "rotate_share_link", "list_versions", "delete_version", "reply_to_feedback",
-              "wait_for_feedback", "accept_suggestion"}
+              "wait_for_feedback", "accept_suggestion", "submit_review", "list_reviews", "wait_for_review",
+              "request_review"}
 ACCEPT = "application/json, text/event-stream"
 
 

@@ -30,6 +30,7 @@ def repositories():
     from chalicelib.adapters.aws.webhooks import WebhookRepository
     from chalicelib.adapters.aws.workspaces import ApiKeyRepository, WorkspaceRepository
     from chalicelib.adapters.aws.people import PeopleRepository
+    from chalicelib.adapters.aws.reviews import ReviewRepository
     from chalicelib.ports import Repositories
 
     table = Table()
@@ -39,4 +40,4 @@ def repositories():
         sessions=SessionRepository(table), blobs=BlobStore(), health=AwsHealth(),
         views=ViewCounterRepository(table), kind="aws", oauth=OAuthRepository(table),
         cdn_pending=PendingInvalidationRepository(table), webhooks=WebhookRepository(table),
-        people=PeopleRepository(table))
+        people=PeopleRepository(table), reviews=ReviewRepository(table))

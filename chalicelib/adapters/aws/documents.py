@@ -223,12 +223,16 @@ def version_record(item: Optional[Mapping[str, Any]]) -> Optional[Version]:
 
 def document_record(item: Optional[Mapping[str, Any]]) -> Optional[Document]:
     """A document item as the port's record (its keys and index keys left behind)."""
-    return from_fields(Document, item) if item is not None else None
+    if item is None:
+        return None
+    requested = item.get("review_requested")
+    return from_fields(Document, {**item, "review_requested": tuple(requested) if requested else ()})
 
 
 # A new document's item leaves out what reads as absent (`deleting` is a condition:
 # attribute_not_exists) and what the adapter counts itself (`create` sets the usage).
-_NOT_STORED_NEW = ("deleting", "stored_bytes", "counted_versions", "has_files")
+_NOT_STORED_NEW = ("deleting", "stored_bytes", "counted_versions", "has_files", "review_state", "review_version",
+                   "review_decisions", "review_requested", "review_seq")
 
 
 def document_item(doc: Document) -> dict[str, Any]:
@@ -262,8 +266,8 @@ class DocumentRepository:
         if not wanted:
             return {}
         found = self.table.batch_get([document_key(document_id) for document_id in wanted])
-        return {document_id: from_fields(Document, item) for document_id, item in zip(wanted, found)
-                if item is not None}
+        return {document_id: doc for document_id, item in zip(wanted, found)
+                if (doc := document_record(item)) is not None}
 
     def get_with_key(self, key_id: str, document_id: Optional[str] = None,
                      idempotency_digest: Optional[str] = None

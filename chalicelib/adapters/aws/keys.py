@@ -168,6 +168,15 @@ def reply_key(feedback_id: str, created_ms: int, reply_id: str) -> dict:
     return {"PK": f"FB#{feedback_id}", "SK": f"R#{created_ms:015d}#{reply_id}"}
 
 
+def reviews_pk(document_id: str) -> str:
+    return f"REV#{document_id}"
+
+
+def review_key(document_id: str, created_ms: int, review_id: str) -> dict:
+    """A document's reviews, in their own partition (a document's reads never page through them)."""
+    return {"PK": reviews_pk(document_id), "SK": f"{created_ms:015d}#{review_id}"}
+
+
 def events_pk(workspace_id: str) -> str:
     return f"EV#{workspace_id}"
 

@@ -71,6 +71,7 @@ def repositories(data_dir: str | Path, shared: bool = True):
     from chalicelib.adapters.sqlite.webhooks import WebhookRepository
     from chalicelib.adapters.sqlite.workspaces import ApiKeyRepository, WorkspaceRepository
     from chalicelib.adapters.sqlite.people import PeopleRepository
+    from chalicelib.adapters.sqlite.reviews import ReviewRepository
     from chalicelib.ports import Repositories
 
     db, blobs = _shared(str(Path(data_dir).resolve())) if shared else open_storage(data_dir)
@@ -80,4 +81,4 @@ def repositories(data_dir: str | Path, shared: bool = True):
         sessions=SessionRepository(db), blobs=blobs, health=SqliteHealth(db, blobs),
         views=ViewCounterRepository(db), kind="sqlite", oauth=OAuthRepository(db),
         cdn_pending=PendingInvalidationRepository(db), webhooks=WebhookRepository(db),
-        people=PeopleRepository(db))
+        people=PeopleRepository(db), reviews=ReviewRepository(db))

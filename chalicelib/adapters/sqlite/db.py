@@ -406,10 +406,35 @@ MIGRATIONS: list[str] = [
     ALTER TABLE feedback ADD COLUMN suggestion TEXT;  -- JSON {replacement} or NULL
     ALTER TABLE feedback ADD COLUMN resolved_in_version INTEGER;
     """,
+    # 10 -> 11: reviews (contract 7e): decisions on versions, and the review state each document keeps
+    # (changed in the transaction of each review and review request).
+    """
+    ALTER TABLE documents ADD COLUMN review_state TEXT NOT NULL DEFAULT 'none'
+        CHECK (review_state IN ('none', 'pending', 'changes_requested', 'approved'));
+    ALTER TABLE documents ADD COLUMN review_version INTEGER;
+    ALTER TABLE documents ADD COLUMN review_decisions TEXT;  -- JSON {"<kind>:<id>": decision}
+    ALTER TABLE documents ADD COLUMN review_requested TEXT;  -- JSON [email, ...]
+    ALTER TABLE documents ADD COLUMN review_seq INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE reviews (
+        review_id       TEXT PRIMARY KEY,
+        document_id     TEXT NOT NULL,
+        workspace_id    TEXT NOT NULL,
+        version_number  INTEGER NOT NULL,
+        decision        TEXT NOT NULL CHECK (decision IN ('approved', 'changes_requested', 'commented')),
+        message         TEXT,
+        reviewer_kind   TEXT NOT NULL,
+        reviewer_id     TEXT NOT NULL,
+        reviewer_name   TEXT,
+        reviewer_email  TEXT,
+        created_ms      INTEGER NOT NULL
+    );
+    CREATE INDEX reviews_by_document ON reviews (document_id, created_ms, review_id);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
-JSON_COLUMNS = ("writes", "hits", "files", "detail", "anchor", "payload", "events", "secrets", "suggestion")
+JSON_COLUMNS = ("writes", "hits", "files", "detail", "anchor", "payload", "events", "secrets", "suggestion",
+                "review_decisions", "review_requested")
 
 
 def row_dict(row: Optional[sqlite3.Row]) -> Optional[dict]:

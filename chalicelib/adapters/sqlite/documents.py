@@ -129,7 +129,10 @@ def _document(tx: sqlite3.Connection, document_id: str) -> Optional[Document]:
 
 def document_record(row: Optional[Mapping[str, Any]]) -> Optional[Document]:
     """A documents row (row_dict) as the port's record."""
-    return from_fields(Document, row) if row is not None else None
+    if row is None:
+        return None
+    requested = row.get("review_requested")
+    return from_fields(Document, {**row, "review_requested": tuple(requested) if requested else ()})
 
 
 def version_record(row: Optional[Mapping[str, Any]]) -> Optional[Version]:
@@ -174,8 +177,9 @@ class DocumentRepository:
         if not wanted:
             return {}
         marks = ", ".join("?" * len(wanted))
-        return {row["document_id"]: from_fields(Document, row)
-                for row in self.db.all(f"SELECT * FROM documents WHERE document_id IN ({marks})", tuple(wanted))}
+        return {doc.document_id: doc
+                for row in self.db.all(f"SELECT * FROM documents WHERE document_id IN ({marks})", tuple(wanted))
+                if (doc := document_record(row)) is not None}
 
     def get_with_versions(self, document_id: str) -> tuple[Optional[Document], list[Version]]:
         with self.db.snapshot() as conn:
