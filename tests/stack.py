@@ -175,6 +175,26 @@ class LocalStack:
             raise RuntimeError(f"admin printed nothing (exit {out.returncode}):\n{out.stderr[-4000:]}")
         return json.loads(lines[-1])
 
+    def add_member(self, workspace_id: str, email: str, role: str = "viewer") -> None:
+        """Make `email` a member of the workspace (an account that signs in by link), in the
+        stack's own store, as an invitation accepted would."""
+        code = ("import sys\n"
+                "from chalicelib import wiring\n"
+                "from chalicelib.ports.records import Member, User\n"
+                "ctx = wiring.default_context()\n"
+                "ws, email, role = sys.argv[1:4]\n"
+                "if ctx.users.get(email) is None:\n"
+                "    ctx.users.create(User(email=email, password_hash='-', workspace_id=ws, created_ms=1,"
+                " email_verified_ms=1))\n"
+                "if ctx.people.get_member(ws, email) is None:\n"
+                "    ctx.people.add_member(Member(workspace_id=ws, email=email, role=role, created_ms=1))\n")
+        env = clean_env()
+        env.update({"DOCPUB_DATA_DIR": str(self.data_dir), "PORT": str(self.port), **self.extra_env})
+        out = subprocess.run([sys.executable, "-c", code, workspace_id, email, role], cwd=self.project_dir, env=env,
+                             capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:
+            raise RuntimeError(f"add_member failed:\n{out.stderr[-4000:]}")
+
     def client(self, key: str | None = None, **kwargs) -> httpx.Client:
         headers = {"X-Api-Key": key or self.api_key}
         return httpx.Client(base_url=self.base_url, headers=headers, timeout=60, **kwargs)

@@ -75,6 +75,8 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("editDocument",)),
     ("Feedback", "What viewers left on your share links: read it, wait for it, answer it, resolve it.",
      ("listFeedback", "replyToFeedback", "resolveFeedback")),
+    ("Reviews", "Ask members to review, record decisions, wait until a document is approved.",
+     ("requestReview", "listReviews", "submitReview")),
     ("Webhooks", "Be called when feedback arrives or a document changes (Standard Webhooks signatures).",
      ("createWebhook", "listWebhooks", "testWebhook", "listWebhookDeliveries", "rotateWebhookSecret",
       "deleteWebhook")),
@@ -86,7 +88,7 @@ SECTIONS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("OAuth", "For MCP clients that sign in instead of sending an API key (docs/mcp.md). "
               "Standard OAuth 2.1 wire formats and RFC 6749 error bodies.", ()),
 )
-TAG_SECTIONS = {"documents": "Documents", "feedback": "Feedback", "webhooks": "Webhooks",
+TAG_SECTIONS = {"documents": "Documents", "feedback": "Feedback", "reviews": "Reviews", "webhooks": "Webhooks",
                 "workspace": "Workspace and service",
                 "service": "Workspace and service", "oauth": "OAuth"}
 # Shell variables the curl examples use for path parameters, and where a reader gets one.

@@ -68,12 +68,13 @@ def test_the_inbox_reads_its_documents_in_one_query_whatever_their_number(owner,
     for n, document_id in enumerate(ids):
         assert f"Note on doc {n}" in page.text and f'href="/dashboard/documents/{document_id}"' in page.text
     assert "?v=1" in page.text  # the version each was given on
-    # Whatever the number of documents: the filter's list and one read of the page's documents.
-    assert counts == {"list_page": 1, "get_many": 1}, counts
+    # Whatever the number of documents: the filter's list (with one read of its documents' review
+    # states) and one read of the page's documents.
+    assert counts == {"list_page": 1, "get_many": 2}, counts
     counts.clear()
     filtered = owner.get(f"/dashboard/feedback?document_id={ids[0]}")
     assert "Note on doc 0" in filtered.text and "Note on doc 1" not in filtered.text
-    assert counts == {"list_page": 1, "get": 1, "get_many": 1}, counts  # + the filter's document
+    assert counts == {"list_page": 1, "get": 1, "get_many": 2}, counts  # + the filter's document
 
 
 @pytest.mark.aws

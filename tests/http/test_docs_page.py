@@ -13,7 +13,7 @@ import pytest
 
 from tests.chromium import browser  # noqa: F401  (fixture)
 
-SECTION_ORDER = ["Publish", "Documents", "Edits", "Feedback", "Webhooks", "Sharing", "Workspace and service",
+SECTION_ORDER = ["Publish", "Documents", "Edits", "Feedback", "Reviews", "Webhooks", "Sharing", "Workspace and service",
                  "OAuth"]
 OP = re.compile(r'<section class="card op" id="op-([^"]+)">(.*?)</section>', re.S)
 CURL = re.compile(r'<pre class="curl"><code>(.*?)</code></pre>', re.S)
@@ -75,7 +75,8 @@ def test_every_curl_example_runs_as_shown_against_the_local_stack(stack, tmp_pat
     Deleting the document runs last (the others use it)."""
     import httpx
 
-    key = stack.admin("create-workspace", "--name", "Docs page", "--plan", "pro")["api_key"]
+    created = stack.admin("create-workspace", "--name", "Docs page", "--plan", "pro")
+    key = created["api_key"]
     with stack.client(key) as http:
         doc = http.post("/api/v1/publish", json={"title": "Docs", "html": "<h1>Release notes</h1><p>Draft</p>"}).json()
         old_version = doc["version_id"]  # an old version once the next exists (deleteVersion)
@@ -88,6 +89,11 @@ def test_every_curl_example_runs_as_shown_against_the_local_stack(stack, tmp_pat
                                                       "events": ["feedback.created"]}).json()
     page = httpx.get(stack.base_url + "/docs").text
     document = httpx.get(stack.base_url + "/api/v1/openapi.json").json()
+    # Review requests name members of the workspace: the example's reviewers join it.
+    from chalicelib.operations import by_name
+
+    for email in by_name("request_review").example["reviewers"]:
+        stack.add_member(created["workspace_id"], email)
     documented = {op["operationId"]: {str(s) for s in op["responses"]} | {op.get("tags", [""])[0]}
                   for methods in document["paths"].values() for op in methods.values()
                   if isinstance(op, dict) and "operationId" in op}

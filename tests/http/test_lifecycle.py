@@ -30,7 +30,8 @@ def test_list_newest_updated_first_with_summary_fields(api, services, clock):
     first = body["documents"][0]
     assert set(first) == {"document_id", "title", "description", "share_url", "created_at", "updated_at",
                           "version_count", "latest_version_id", "open_feedback_count",
-                          "share_enabled", "share_expires_at", "share_access", "views_total", "last_viewed_at"}
+                          "share_enabled", "share_expires_at", "share_access", "review_state", "views_total",
+                              "last_viewed_at"}
     assert first["version_count"] == 2 and first["title"] == "A2"
     assert first["created_at"].endswith("Z") and first["updated_at"] > first["created_at"]
 
