@@ -367,3 +367,42 @@ def test_link_tools_over_http_disable_expire_and_rotate(stack, key):
             assert httpx.get(new, timeout=30).status_code == 404
 
     anyio.run(main)
+
+
+def test_the_review_loop_with_the_official_client(stack):
+    """docs/mcp.md's loop: publish, request_review (the reviewer is mailed the link),
+    wait_for_review, a decision wakes it, edit, wait again, until approved."""
+    created = stack.admin("create-workspace", "--name", "MCP reviews", "--plan", "pro")
+    reviewer = "reviewer@example.com"
+    stack.add_member(created["workspace_id"], reviewer)
+
+    async def main():
+        async with http_client(stack, created["api_key"]) as client:
+            async def call(name, args):
+                result = await client.call_tool(name, args)
+                assert result.is_error is False, (name, text(result))
+                return result.structured_content
+
+            doc = await call("publish_document", {"title": "Review loop", "html": "<p>Ship in March.</p>"})
+            doc_id = doc["document_id"]
+            assert (await call("request_review", {"document_id": doc_id, "reviewers": [reviewer]})) == {
+                "requested": [reviewer]}
+            start = await call("wait_for_review", {"document_id": doc_id, "timeout_seconds": 0})
+            assert start["review_state"] == "pending" and start["reviews"] == [] and start["feedback"] == []
+            await call("submit_review", {"document_id": doc_id, "decision": "changes_requested",
+                                         "message": "February, please."})
+            woke = await call("wait_for_review", {"document_id": doc_id, "since": start["since"]})
+            assert woke["review_state"] == "changes_requested"
+            assert [r["message"] for r in woke["reviews"]] == ["February, please."]
+            await call("edit_document", {"document_id": doc_id,
+                                         "edits": [{"old_string": "March", "new_string": "February"}]})
+            assert (await call("get_document", {"document_id": doc_id}))["review_state"] == "pending"
+            await call("submit_review", {"document_id": doc_id, "decision": "approved"})
+            done = await call("wait_for_review", {"document_id": doc_id, "since": woke["since"]})
+            assert done["review_state"] == "approved" and done["reviews"][0]["version_number"] == 2
+            result = await client.call_tool("submit_review", {"document_id": doc_id, "decision": "lgtm"})
+            assert result.is_error and text(result).startswith("validation_error: decision")
+
+    anyio.run(main)
+    mail = [m for m in stack.admin("outbox", "--limit", "20")["messages"] if m["to"] == reviewer]
+    assert mail and mail[0]["kind"] == "review"
