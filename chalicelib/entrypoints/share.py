@@ -70,7 +70,7 @@ def cache_content(seconds: int) -> str:
     revalidation is a 304 answered from DynamoDB alone)."""
     return f"public, max-age={seconds}, s-maxage={seconds}"
 # Bump when the bytes served for a version change (e.g. the injected script).
-CONTENT_REVISION = "2"
+CONTENT_REVISION = "3"
 
 STATIC = Path(__file__).resolve().parent.parent / "static" / "share"
 # Injected at the end of every served version (static/share/frame.js): it tells the
@@ -600,5 +600,6 @@ def share_threads(share_id, mark):
     doc, threads = registry.feedback().threads(share_id, _cookie(UNLOCK_COOKIE))
     protected = bool(doc.passphrase_hash)
     seconds = registry.sharing().cache_seconds(doc)
-    return _public_json({"threads": [t.model_dump(mode="json") for t in threads]},
+    return _public_json({"threads": [{**t.feedback.model_dump(mode="json"), "version_number": t.version_number}
+                                     for t in threads]},
                         cache_page(seconds), protected)

@@ -41,6 +41,7 @@ from chalicelib.services.access import requires
 
 STATUSES = ("open", "resolved", "all")
 MAX_LIMIT = 100
+ACCEPTED_SHOWN = 20  # resolved threads the share page looks at for accepted suggestions
 # A resolve that races another change of the same item looks again this many times.
 RESOLVE_ATTEMPTS = 5
 # Webhook payloads carry a thread's newest replies only, so an event stays small.
@@ -149,12 +150,18 @@ class FeedbackService:
                            request.message, request.name or None, "viewer",
                            lambda: ratelimits.next_claim(self.ctx, scope, limits.viewer_rate(), what), what)
 
-    def threads(self, share_id: str, unlock_cookie: Optional[str]) -> tuple[Document, builtins.list[Feedback]]:
-        """(the link's document, its open threads with replies, newest first) for the share page."""
+    def threads(self, share_id: str, unlock_cookie: Optional[str]) -> tuple[Document, builtins.list[InboxItem]]:
+        """(the link's document, its open threads with replies, newest first, then its newest
+        accepted suggestions (shown "accepted in version N")) for the share page, each with
+        the number of the version it was written on."""
         found = self.sharing.access(share_id, unlock_cookie)
         doc = found.doc
         items, _cursor = self.ctx.feedback.page(doc.workspace_id, doc.document_id, "open", MAX_LIMIT, None)
-        return doc, self._with_replies(items)
+        resolved, _cursor = self.ctx.feedback.page(doc.workspace_id, doc.document_id, "resolved",
+                                                   ACCEPTED_SHOWN, None)
+        items = list(items) + [i for i in resolved if i.suggestion is not None and i.resolved_in_version]
+        return doc, [InboxItem(feedback=m, version_number=i.version_number)
+                     for m, i in zip(self._with_replies(items), items)]
 
     # ---------------------------------------------------------------- owners
 

@@ -1,4 +1,5 @@
-"""The feedback inbox: threads (anchor, replies), filter, reply, resolve and reopen."""
+"""The feedback inbox: threads (anchor, replies), filter, reply, resolve and reopen, and
+suggested edits accepted (a new version) or rejected (resolved)."""
 from __future__ import annotations
 
 from urllib.parse import quote
@@ -39,3 +40,17 @@ def reply_to_feedback(page: Page, feedback_id: str):
         back = url("/feedback")
     separator = "&" if "?" in back else "?"
     return redirect(back + separator + "m=" + quote("replied") + "#fb-" + quote(feedback_id))
+
+
+@route("/feedback/{feedback_id}/accept", methods=("POST",))
+def accept_suggestion(page: Page, feedback_id: str):
+    """Apply a suggested edit (a new version; the thread resolved in it). A refusal (the
+    passage is no longer there, several places fit, a newer version) is an error page
+    naming it, and nothing changes."""
+    accepted = registry.suggestions().accept(page.actor, feedback_id)
+    back = safe_next(page.form().get("back"))
+    if not back.startswith(url("/feedback")):
+        back = url("/feedback")
+    separator = "&" if "?" in back else "?"
+    message = f"accepted in version {accepted.document.version_number}"
+    return redirect(back + separator + "m=" + quote(message) + "#fb-" + quote(feedback_id))

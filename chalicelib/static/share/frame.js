@@ -11,7 +11,9 @@
   function textNodes() {
     var out = [], walker = document.createTreeWalker(document.body || document.documentElement, NodeFilter.SHOW_TEXT, {
       acceptNode: function (n) {
-        for (var p = n.parentNode; p; p = p.parentNode) { if (p.nodeType === 1 && SKIP[p.nodeName]) return NodeFilter.FILTER_REJECT; }
+        for (var p = n.parentNode; p; p = p.parentNode) {
+          if (p.nodeType === 1 && (SKIP[p.nodeName] || (p.nodeName === "INS" && p.hasAttribute("data-docpub-id")))) return NodeFilter.FILTER_REJECT;
+        }
         return NodeFilter.FILTER_ACCEPT;
       }});
     for (var n = walker.nextNode(), at = 0; n; n = walker.nextNode()) { out.push({node: n, start: at}); at += n.data.length; }
@@ -63,20 +65,33 @@
     return best;
   }
   function clear() {
+    var added = document.querySelectorAll("ins[data-docpub-id]");
+    for (var k = 0; k < added.length; k++) added[k].parentNode.removeChild(added[k]);
     var marks = document.querySelectorAll("mark[data-docpub-id]");
     for (var i = 0; i < marks.length; i++) { var m = marks[i], parent = m.parentNode; while (m.firstChild) parent.insertBefore(m.firstChild, m); parent.removeChild(m); parent.normalize(); }
   }
-  function wrap(nodes, start, end, id) {
-    var first = null;
+  // A comment: a yellow highlight; a suggested edit: a tracked change (the quote struck
+  // through, the replacement inserted after it, as text); "text changed": a dashed mark.
+  var COMMENT = "background:rgba(255,200,40,.45);color:inherit;cursor:pointer;border-bottom:2px solid #e0a800;padding:0";
+  var STRUCK = "background:rgba(220,60,50,.15);color:#8a1c14;text-decoration:line-through;cursor:pointer;padding:0";
+  var INSERTED = "background:rgba(40,160,80,.18);color:#14532d;text-decoration:underline;cursor:pointer;padding:0 1px";
+  function wrap(nodes, start, end, a) {
+    var first = null, last = null;
     nodes.forEach(function (t) {
       var s = Math.max(start, t.start), e = Math.min(end, t.start + t.node.data.length);
       if (e <= s || !t.node.data.slice(s - t.start, e - t.start).trim()) return;
       var range = document.createRange(); range.setStart(t.node, s - t.start); range.setEnd(t.node, e - t.start);
-      var mark = document.createElement("mark"); mark.setAttribute("data-docpub-id", id);
-      mark.setAttribute("style", "background:rgba(255,200,40,.45);color:inherit;cursor:pointer;border-bottom:2px solid #e0a800;padding:0");
-      mark.title = "Open the comment";
-      try { range.surroundContents(mark); first = first || mark; } catch (e) { /* crosses an element: skipped */ }
+      var mark = document.createElement("mark"); mark.setAttribute("data-docpub-id", a.id);
+      mark.setAttribute("style", (typeof a.replacement === "string" ? STRUCK : COMMENT) + (a.changed ? ";outline:1px dashed #8a5a00" : ""));
+      mark.title = (a.changed ? "Text changed since the comment. " : "") + (typeof a.replacement === "string" ? "Open the suggested change" : "Open the comment");
+      if (a.changed) mark.setAttribute("data-docpub-changed", "1");
+      try { range.surroundContents(mark); first = first || mark; last = mark; } catch (e) { /* crosses an element: skipped */ }
     });
+    if (last && typeof a.replacement === "string" && a.replacement) {
+      var ins = document.createElement("ins"); ins.setAttribute("data-docpub-id", a.id);
+      ins.setAttribute("style", INSERTED); ins.textContent = a.replacement; ins.title = "Suggested replacement";
+      last.parentNode.insertBefore(ins, last.nextSibling);
+    }
     return first;
   }
   function highlight(list) {
@@ -87,12 +102,12 @@
       if (!a || typeof a.id !== "string" || typeof a.quote !== "string" || !a.quote) continue;
       var nodes = textNodes(), text = fullText(nodes), at = find(text, a);  // re-read: earlier marks split nodes
       if (at < 0) { missing.push(a.id); continue; }
-      (wrap(nodes, at, at + a.quote.length, a.id) ? found : missing).push(a.id);
+      (wrap(nodes, at, at + a.quote.length, a) ? found : missing).push(a.id);
     }
     post({type: "docpub:anchors", found: found, missing: missing});
   }
   document.addEventListener("click", function (e) {
-    var m = e.target && e.target.closest ? e.target.closest("mark[data-docpub-id]") : null;
+    var m = e.target && e.target.closest ? e.target.closest("mark[data-docpub-id],ins[data-docpub-id]") : null;
     if (m) { e.preventDefault(); post({type: "docpub:open", id: m.getAttribute("data-docpub-id")}); }
   }, true);
   window.addEventListener("message", function (e) {

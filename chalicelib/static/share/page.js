@@ -10,6 +10,8 @@
   var status = document.getElementById("fb-status"), open = document.getElementById("fb-open");
   var data = side ? side.dataset : {};
   var selection = null, threads = [], found = {}, frameReady = false, activity = null;
+  var suggest = document.getElementById("sg-open"), suggesting = false;
+  var replacementBox = document.getElementById("fb-suggest"), heading = document.getElementById("fb-heading");
 
   function el(tag, cls, text) { var e = document.createElement(tag); if (cls) e.className = cls; if (text != null) e.textContent = text; return e; }
   function toFrame(message) { if (frame && frame.contentWindow) frame.contentWindow.postMessage(message, "*"); }
@@ -35,6 +37,7 @@
       selection = a && typeof a.quote === "string" && a.quote.trim() ? {quote: a.quote.slice(0, 1000),
         prefix: typeof a.prefix === "string" ? a.prefix.slice(-64) : "", suffix: typeof a.suffix === "string" ? a.suffix.slice(0, 64) : ""} : null;
       open.textContent = selection ? "Feedback on selection" : (a && a.tooLong ? "Feedback (selection too long)" : "Feedback");
+      if (suggest) suggest.hidden = !selection;
     } else if (d.type === "docpub:ready") {
       frameReady = true; drawHighlights();
     } else if (d.type === "docpub:anchors") {
@@ -47,12 +50,20 @@
     }
   });
 
-  // ---------------------------------------------------------------- feedback form (general or on the selection)
-  open.addEventListener("click", function () {
+  // ---------------------------------------------------------------- feedback form (general or on the selection),
+  // or a suggested change of the selection (the replacement prefilled with the quote)
+  function openPanel(asSuggestion) {
+    suggesting = asSuggestion && !!selection;
     form.elements.quote.value = selection ? selection.quote : "";
     if (!form.elements.name.value) form.elements.name.value = savedName();
-    panel.hidden = false; status.textContent = ""; form.elements.message.focus();
-  });
+    replacementBox.hidden = !suggesting; form.elements.replacement.value = suggesting ? selection.quote : "";
+    form.elements.message.required = !suggesting;
+    heading.textContent = suggesting ? "Suggest a change" : "Send feedback";
+    panel.hidden = false; status.textContent = "";
+    (suggesting ? form.elements.replacement : form.elements.message).focus();
+  }
+  open.addEventListener("click", function () { openPanel(false); });
+  if (suggest) suggest.addEventListener("click", function () { openPanel(true); });
   document.getElementById("fb-cancel").addEventListener("click", function () { panel.hidden = true; });
   form.addEventListener("submit", function (e) {
     e.preventDefault();
@@ -62,10 +73,16 @@
       body.quote = quote;
       if (selection && selection.quote === quote) body.anchor = {quote: quote, prefix: selection.prefix, suffix: selection.suffix};
     }
+    if (suggesting) {
+      if (!body.anchor) { status.textContent = "Select the text to change in the document first."; return; }
+      body.suggestion = {replacement: form.elements.replacement.value};
+      if (!body.message.trim()) body.message = "Suggested a change";
+    }
     status.textContent = "Sending\u2026";
     postJson(form.action, body).then(function (res) {
       if (res[0] === 201) {
-        form.reset(); selection = null; open.textContent = "Feedback";
+        form.reset(); selection = null; open.textContent = "Feedback"; suggesting = false;
+        replacementBox.hidden = true; if (suggest) suggest.hidden = true;
         status.textContent = "Thank you! Your feedback was sent."; status.setAttribute("data-feedback-id", res[1].feedback_id);
         loadThreads(true);
       } else { status.textContent = errorText(res, "Could not send your feedback."); }
@@ -74,6 +91,8 @@
 
   // ---------------------------------------------------------------- threads
   var list = document.getElementById("rv-threads"), count = document.getElementById("rv-count");
+  var earlier = document.getElementById("rv-earlier"), earlierHead = document.getElementById("rv-earlier-head");
+  var accepted = document.getElementById("rv-accepted"), acceptedHead = document.getElementById("rv-accepted-head");
   var toggle = document.getElementById("rv-toggle");
   function showSide(show) { if (!side) return; side.classList.toggle("open", show); toggle.setAttribute("aria-expanded", String(show)); }
   if (toggle) toggle.addEventListener("click", function () { showSide(!side.classList.contains("open")); });
@@ -88,39 +107,74 @@
       threads = res[1].threads; drawHighlights(); render();
     }).catch(function () { /* offline: keep what is shown */ });
   }
+  // anchor_state is for the latest version: on it, a fuzzy anchor is drawn where its text is now
+  // ("text changed") and an orphaned one is listed under "On earlier versions".
+  function state(t) { return data.latest === "1" && t.anchor_state ? t.anchor_state : null; }
+  function isOpen(t) { return t.status === "open"; }
+  function orphaned(t) { var st = state(t); return !!(t.anchor && st && st.status === "orphaned"); }
   function drawHighlights() {
     if (!frameReady) return;
-    toFrame({type: "docpub:highlight", anchors: threads.filter(function (t) { return t.anchor; }).map(function (t) {
-      return {id: t.feedback_id, quote: t.anchor.quote, prefix: t.anchor.prefix || "", suffix: t.anchor.suffix || ""};
+    toFrame({type: "docpub:highlight", anchors: threads.filter(function (t) { return t.anchor && isOpen(t) && !orphaned(t); }).map(function (t) {
+      var st = state(t), changed = !!(st && st.status === "fuzzy" && st.quote_now);
+      return {id: t.feedback_id, quote: changed ? st.quote_now : t.anchor.quote, prefix: t.anchor.prefix || "",
+              suffix: t.anchor.suffix || "", changed: changed,
+              replacement: t.suggestion ? String(t.suggestion.replacement) : null};
     })});
+  }
+  function versionLink(t, text) {
+    var a = el("a", "version", text); a.href = data.share + "?v=" + encodeURIComponent(String(t.version_number || ""));
+    return a;
+  }
+  function change(t) {  // a suggested change, as a tracked change: the quote struck through, the replacement inserted
+    var q = el("blockquote", "quote change"); q.appendChild(el("del", null, t.anchor.quote));
+    if (t.suggestion.replacement) q.appendChild(el("ins", null, t.suggestion.replacement));
+    return q;
   }
   function when(iso) { var d = new Date(iso); return isNaN(d) ? "" : d.toLocaleString(); }
   function render() {
     if (!list) return;
-    list.textContent = "";
-    count.textContent = threads.length ? String(threads.length) : "";
-    document.getElementById("rv-empty").hidden = threads.length > 0;
-    threads.forEach(function (t) {
-      var card = el("li", "thread"); card.id = "t-" + t.feedback_id; card.tabIndex = -1;
-      card.setAttribute("data-feedback-id", t.feedback_id);
-      if (t.anchor) {
-        var q = el("blockquote", "quote", t.anchor.quote);
-        if (found[t.feedback_id]) {
-          q.title = "Show in the document"; q.classList.add("anchored");
-          q.addEventListener("click", function () { toFrame({type: "docpub:focus", id: t.feedback_id}); });
-        } else {
-          card.appendChild(el("p", "earlier", t.version_id === data.versionId ? "Text not found in this version"
-                                                                               : "On an earlier version"));
-        }
-        card.appendChild(q);
-      } else if (t.quote) { card.appendChild(el("blockquote", "quote", t.quote)); }
-      card.appendChild(entry(t.name, t.message, t.created_at, false));
-      var replies = el("ol", "replies");
-      (t.replies || []).forEach(function (r) { var li = el("li"); li.appendChild(entry(r.author === "owner" ? "Author" : r.name, r.message, r.created_at, r.author === "owner")); replies.appendChild(li); });
-      card.appendChild(replies);
-      card.appendChild(replyForm(t));
-      list.appendChild(card);
-    });
+    list.textContent = ""; earlier.textContent = ""; accepted.textContent = "";
+    var open = threads.filter(function (t) { return isOpen(t) && !orphaned(t); });
+    var gone = threads.filter(function (t) { return isOpen(t) && orphaned(t); });
+    var done = threads.filter(function (t) { return !isOpen(t) && t.resolved_in_version; });
+    count.textContent = open.length + gone.length ? String(open.length + gone.length) : "";
+    document.getElementById("rv-empty").hidden = open.length + gone.length > 0;
+    earlierHead.hidden = !gone.length; acceptedHead.hidden = !done.length;
+    open.forEach(function (t) { list.appendChild(card(t)); });
+    gone.forEach(function (t) { earlier.appendChild(card(t)); });
+    done.forEach(function (t) { accepted.appendChild(card(t)); });
+  }
+  function card(t) {
+    var li = el("li", "thread" + (t.suggestion ? " suggestion" : "")); li.id = "t-" + t.feedback_id; li.tabIndex = -1;
+    li.setAttribute("data-feedback-id", t.feedback_id);
+    var st = state(t);
+    if (!isOpen(t) && t.resolved_in_version) {
+      var note = el("p", "accepted", "Accepted in "); note.appendChild(versionLink({version_number: t.resolved_in_version}, "version " + t.resolved_in_version));
+      li.appendChild(note);
+    }
+    if (t.anchor) {
+      var q = t.suggestion ? change(t) : el("blockquote", "quote", t.anchor.quote);
+      if (!isOpen(t)) {
+        /* resolved: no highlight */
+      } else if (orphaned(t)) {
+        var p = el("p", "earlier", "Not in this version \u00b7 written on "); p.appendChild(versionLink(t, "version " + (t.version_number || "?")));
+        li.appendChild(p);
+      } else if (found[t.feedback_id]) {
+        q.title = "Show in the document"; q.classList.add("anchored");
+        q.addEventListener("click", function () { toFrame({type: "docpub:focus", id: t.feedback_id}); });
+        if (st && st.status === "fuzzy") li.appendChild(el("p", "changed", "Text changed"));
+      } else {
+        li.appendChild(el("p", "earlier", t.version_id === data.versionId ? "Text not found in this version"
+                                                                         : "On an earlier version"));
+      }
+      li.appendChild(q);
+    } else if (t.quote) { li.appendChild(el("blockquote", "quote", t.quote)); }
+    li.appendChild(entry(t.name, t.message, t.created_at, false));
+    var replies = el("ol", "replies");
+    (t.replies || []).forEach(function (r) { var item = el("li"); item.appendChild(entry(r.author === "owner" ? "Author" : r.name, r.message, r.created_at, r.author === "owner")); replies.appendChild(item); });
+    li.appendChild(replies);
+    if (isOpen(t)) li.appendChild(replyForm(t));
+    return li;
   }
   function entry(name, message, at, owner) {
     var box = el("div", "entry" + (owner ? " owner" : ""));
