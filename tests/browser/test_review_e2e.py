@@ -2,7 +2,7 @@
 publishes and waits; a viewer in Chromium comments on a sentence; the agent's wait
 returns that comment with its anchor; the agent edits the sentence and replies; the
 viewer, on the page still open, sees the reply and the notice of the new version, and
-shows it with one click (where the comment is then "on an earlier version")."""
+shows it with one click (where the comment follows the edited sentence, "Text changed")."""
 from __future__ import annotations
 
 import asyncio
@@ -134,7 +134,10 @@ def test_agent_waits_viewer_comments_agent_edits_and_replies_viewer_sees_it(live
         page.frame_locator("#doc").locator("#plan", has_text="in February.").wait_for()
         page.click("#rv-toggle")
         card = page.locator(f"#t-{item['feedback_id']}")
-        card.locator(".earlier", has_text="On an earlier version").wait_for()
+        # The comment follows the edited sentence (contract 7e: fuzzy), marked "Text changed".
+        card.locator(".changed", has_text="Text changed").wait_for()
+        marked = page.frame_locator("#doc").locator("mark[data-docpub-changed]")
+        assert "".join(marked.all_text_contents()) == SENTENCE.replace("March.", "February.")
         assert "Done: moved to February." in card.text_content()
         # The viewer answers back in the thread.
         card.locator("textarea").fill("Thanks!")

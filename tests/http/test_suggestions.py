@@ -185,3 +185,43 @@ def test_mcp_accept_suggestion(client, workspace):
     assert got["structuredContent"]["feedback"]["resolved_in_version"] == 2
     again = call_tool(client, key, "accept_suggestion", {"feedback_id": fid})
     assert again["isError"] is True and again["content"][0]["text"].startswith("already_resolved:")
+
+
+def test_the_share_page_lists_suggestions_and_accepted_ones(client, workspace):
+    _, key = workspace
+    doc = publish(client, key, html=HTML)
+    fid = _suggest(client, doc["share_id"])
+    threads = json.loads(client.http.get(f"/d/{doc['share_id']}/threads/f1").body)["threads"]
+    [thread] = threads
+    assert thread["suggestion"] == {"replacement": "ninety seconds"} and thread["version_number"] == 1
+    assert thread["anchor_state"]["status"] == "exact"
+    assert _accept(client, key, fid).status_code == 200
+    [thread] = json.loads(client.http.get(f"/d/{doc['share_id']}/threads/f2").body)["threads"]
+    assert thread["status"] == "resolved" and thread["resolved_in_version"] == 2
+    page = client.http.get(f"/d/{doc['share_id']}").body.decode()
+    assert 'id="sg-open"' in page and 'id="fb-replacement"' in page and "On earlier versions" in page
+
+
+def test_dashboard_inbox_accepts_and_rejects_suggestions(owner, client):
+    import re
+
+    from tests.http.test_dashboard import doc_id_from, upload
+
+    document_id = doc_id_from(upload(owner, HTML.encode(), title="Runbook"))
+    link = re.search(r'href="(?:https?://[^/"]+)?(/d/[^"/?]+)"', owner.get(f"/dashboard/documents/{document_id}").text)
+    share = link.group(1).rsplit("/", 1)[1]
+    first = _suggest(client, share)
+    second = _suggest(client, share, {"quote": "Restart the worker."}, replacement="Restart it.")
+    inbox = owner.get("/dashboard/feedback")
+    assert "<del>two minutes</del><ins>ninety seconds</ins>" in inbox.text
+    assert f"/dashboard/feedback/{first}/accept" in inbox.text and "Reject" in inbox.text
+    done = owner.post(f"/dashboard/feedback/{first}/accept", {"back": "/dashboard/feedback"}, csrf=inbox.csrf())
+    assert done.status == 303 and "accepted%20in%20version%202" in done.location
+    forged = owner.post(f"/dashboard/feedback/{second}/accept", {}, csrf="nope")
+    assert forged.status == 403
+    rejected = owner.post(f"/dashboard/feedback/{second}/resolve", {"resolved": "true"}, csrf=owner.token())
+    assert rejected.status == 303
+    resolved = owner.get("/dashboard/feedback?status=resolved")
+    assert "Suggestion accepted in version 2" in resolved.text
+    again = owner.post(f"/dashboard/feedback/{second}/accept", {}, csrf=owner.token())
+    assert again.status == 409 and "already resolved" in again.text
