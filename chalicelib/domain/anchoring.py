@@ -215,7 +215,9 @@ def _best(doc: Text, quote: str, folded_quote: str, prefix: str, suffix: str, st
     # Precise scores of the best few: the passage most like the quote around each region.
     matches: list[tuple[float, int, int]] = []
     for _score, begin, end in regions[:PRECISE]:
-        similarity, a, b = _refine(doc.folded, folded_quote, begin, end)
+        _similarity, a, b = _refine(doc.folded, folded_quote, begin, end)
+        a, b = _whole_words(doc.folded, folded_quote, a, b)
+        similarity = Levenshtein.normalized_similarity(folded_quote, doc.folded[a:b]) * 100
         if any(a < e and b > s for _sim, s, e in matches):
             continue  # the same passage, found from two regions
         matches.append((similarity, a, b))
@@ -231,6 +233,26 @@ def _best(doc: Text, quote: str, folded_quote: str, prefix: str, suffix: str, st
         if _context(doc, a, b, prefix, suffix) < CONTEXT_SUPPORT:
             return Found("orphaned")
     return Found("fuzzy", doc.text[a:b])
+
+
+def _whole_words(text: str, quote: str, a: int, b: int) -> tuple[int, int]:
+    """The passage widened to whole words where the quote's own ends are whole words, and to
+    a closing (or opening) punctuation mark the quote has too: normalised edit distance
+    favours shorter passages ("Februar" over "February.")."""
+    if quote[:1].isalnum():
+        while a > 0 and text[a - 1].isalnum() and text[a].isalnum():
+            a -= 1
+    elif quote and a > 0 and text[a - 1] == quote[0] and text[a] != quote[0]:
+        a -= 1
+    if quote[-1:].isalnum():
+        while b < len(text) and text[b].isalnum() and text[b - 1].isalnum():
+            b += 1
+    else:
+        while b < len(text) and text[b].isalnum() and text[b - 1].isalnum():
+            b += 1
+        if quote and b < len(text) and text[b] == quote[-1] and text[b - 1] != quote[-1]:
+            b += 1
+    return a, b
 
 
 def _refine(folded: str, quote: str, begin: int, end: int) -> tuple[float, int, int]:

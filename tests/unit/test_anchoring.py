@@ -79,3 +79,11 @@ def test_repeats_are_told_apart_by_their_context():
     assert locate(text, anchor).status == "exact"
     edited = Text("Say hello to Ana. And then say hello to Bo! Say hello to Cy.")
     assert locate(edited, anchor).status == "moved"
+
+
+def test_a_fuzzy_passage_ends_on_whole_words():
+    """Normalised edit distance favours shorter passages: "...in Februar" scored above
+    "...in February." (seen in the browser test)."""
+    text = Text("Short intro.We will ship the new pricing page in February. Then we rest.")
+    anchor = {"quote": "We will ship the new pricing page in March.", "prefix": "Short intro.", "suffix": " Then we rest."}
+    assert locate(text, anchor) == Found("fuzzy", "We will ship the new pricing page in February.")

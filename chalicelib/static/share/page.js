@@ -82,7 +82,7 @@
     postJson(form.action, body).then(function (res) {
       if (res[0] === 201) {
         form.reset(); selection = null; open.textContent = "Feedback"; suggesting = false;
-        replacementBox.hidden = true; if (suggest) suggest.hidden = true;
+        replacementBox.hidden = true; heading.textContent = "Send feedback"; if (suggest) suggest.hidden = true;
         status.textContent = "Thank you! Your feedback was sent."; status.setAttribute("data-feedback-id", res[1].feedback_id);
         loadThreads(true);
       } else { status.textContent = errorText(res, "Could not send your feedback."); }

@@ -1,0 +1,161 @@
+"""Suggested edits end to end (issue 34): a reviewer in Chromium selects text and
+suggests a change; the agent (the official MCP client) waits for the review loop
+(wait_for_review), sees the suggestion, accepts it; the open page shows the tracked
+change, then the new version with the thread "Accepted in version 2"; then the reviewer
+approves and the agent's wait returns `approved`.
+
+The approval is given through the API with the reviewer's own key: the share page has
+no review controls yet (contract 7e's reviews on the share page are another change)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import queue
+import threading
+import urllib.request
+
+import pytest
+
+from tests.chromium import browser  # noqa: F401  (a fixture)
+from tests.stack import LocalStack
+
+pytestmark = [pytest.mark.e2e, pytest.mark.browser]
+
+QUOTE = "two minutes"
+HTML = ("<h1>Runbook</h1><p id=intro>Read this first.</p>"
+        f"<p id=failover>The database failover takes {QUOTE} at most.</p><p>Restart the worker after it.</p>")
+
+
+@pytest.fixture(scope="module")
+def live_stack(tmp_path_factory):
+    stack = LocalStack(tmp_path_factory.mktemp("suggest") / "data",
+                       env={"DOCPUB_LIVE_POLL_SECONDS": "2"}).start()
+    yield stack
+    stack.stop()
+
+
+class Agent(threading.Thread):
+    """One MCP session of the official client on its own event loop; results go to the
+    test (which drives Chromium) through a queue."""
+
+    def __init__(self, stack, key):
+        super().__init__(daemon=True)
+        self.stack, self.key = stack, key
+        self.out: queue.Queue = queue.Queue()
+        self.change_seen = threading.Event()
+        self.start()
+
+    def get(self, timeout=60):
+        item = self.out.get(timeout=timeout)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def run(self):
+        try:
+            asyncio.run(self.script())
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            self.out.put(exc)
+
+    async def script(self):
+        import httpx2
+        from mcp.client import Client
+        from mcp.client.streamable_http import streamable_http_client
+
+        async with httpx2.AsyncClient(headers={"X-Api-Key": self.key}, timeout=60) as http:
+            async with Client(streamable_http_client(self.stack.base_url + "/mcp", http_client=http),
+                              cache=None) as client:
+                async def call(name, arguments):
+                    result = await client.call_tool(name, arguments)
+                    assert not result.is_error, result.content[0].text
+                    return result.structured_content
+
+                published = await call("publish_document", {"title": "Runbook", "html": HTML})
+                doc_id = published["document_id"]
+                since = (await call("wait_for_review", {"document_id": doc_id, "timeout_seconds": 0}))["since"]
+                self.out.put(published)
+                woke = await call("wait_for_review", {"document_id": doc_id, "since": since, "timeout_seconds": 25})
+                self.out.put(woke)
+                await asyncio.to_thread(self.change_seen.wait, 60)
+                [item] = woke["feedback"]
+                self.out.put(await call("accept_suggestion", {"feedback_id": item["feedback_id"]}))
+                decision = await call("wait_for_review", {"document_id": doc_id, "since": woke["since"],
+                                                          "timeout_seconds": 25})
+                while not decision["reviews"]:  # woken by the acceptance's own activity: wait on
+                    decision = await call("wait_for_review", {"document_id": doc_id, "since": decision["since"],
+                                                              "timeout_seconds": 25})
+                self.out.put(decision)
+
+
+def _review(stack, key, document_id, decision):
+    request = urllib.request.Request(f"{stack.base_url}/api/v1/documents/{document_id}/reviews",
+                                     data=json.dumps({"decision": decision}).encode(), method="POST",
+                                     headers={"X-Api-Key": key, "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - the local stack
+        assert response.status == 201
+        return json.loads(response.read())
+
+
+def test_reviewer_suggests_agent_accepts_reviewer_approves(live_stack, browser):  # noqa: F811
+    created = live_stack.admin("create-workspace", "--name", "Suggest", "--plan", "pro")
+    reviewer_key = live_stack.admin("create-key", created["workspace_id"], "--name", "reviewer")["api_key"]
+    agent = Agent(live_stack, created["api_key"])
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    try:
+        published = agent.get()
+        page.goto(published["share_url"])
+        frame = page.frame_locator("#doc")
+        frame.locator("#failover").wait_for()
+        frame.locator("#failover").evaluate("""(el, quote) => {
+            const text = el.firstChild, at = text.data.indexOf(quote), range = document.createRange();
+            range.setStart(text, at); range.setEnd(text, at + quote.length);
+            const s = getSelection(); s.removeAllRanges(); s.addRange(range);
+        }""", QUOTE)
+        # "Suggest a change" on the selection, the replacement prefilled with the quote.
+        page.locator("#sg-open:visible").wait_for()
+        page.click("#sg-open")
+        assert page.input_value("#fb-replacement") == QUOTE
+        page.fill("#fb-replacement", "ninety seconds")
+        page.fill("#fb-message", "It got faster.")
+        page.fill("#fb-name", "Rita")
+        page.click("#fb-form button[type=submit]")
+        page.locator("#fb-status", has_text="Thank you").wait_for()
+
+        # The agent's wait returns the suggestion.
+        woke = agent.get(timeout=30)
+        [item] = woke["feedback"]
+        assert item["suggestion"] == {"replacement": "ninety seconds"} and item["anchor"]["quote"] == QUOTE
+        assert item["anchor_state"]["status"] == "exact"
+
+        # Everyone sees it as a tracked change: the quote struck through, the replacement inserted.
+        frame.locator("ins[data-docpub-id]", has_text="ninety seconds").wait_for()
+        assert frame.locator("mark[data-docpub-id]").first.text_content() == QUOTE
+        page.screenshot(path=str(live_stack.data_dir.parent / "tracked-change.png"))
+        agent.change_seen.set()
+
+        # The agent accepts it: version 2, the thread resolved in it.
+        accepted = agent.get()
+        assert accepted["document"]["version_number"] == 2
+        assert accepted["feedback"]["status"] == "resolved" and accepted["feedback"]["resolved_in_version"] == 2
+
+        # The open page offers the new version; shown, it holds the change, and the thread is
+        # listed as accepted in it.
+        page.locator("#rv-live").filter(has_text="newer version (2)").wait_for()
+        page.click("#rv-live-show")
+        page.locator(".meta", has_text="Version 2 of 2").wait_for()
+        page.frame_locator("#doc").locator("#failover", has_text="takes ninety seconds at most.").wait_for()
+        page.click("#rv-toggle")
+        card = page.locator(f"#rv-accepted #t-{item['feedback_id']}")
+        card.locator(".accepted", has_text="Accepted in version 2").wait_for()
+        assert "ninety seconds" in card.text_content()
+
+        # The reviewer approves; the agent's wait returns approved.
+        _review(live_stack, reviewer_key, published["document_id"], "approved")
+        decision = agent.get(timeout=60)
+        assert decision["review_state"] == "approved"
+        assert [r["decision"] for r in decision["reviews"]] == ["approved"]
+    finally:
+        agent.change_seen.set()
+        context.close()
