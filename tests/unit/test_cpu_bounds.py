@@ -265,3 +265,24 @@ def test_a_markdown_source_too_complex_to_render_is_refused_and_nothing_stored(s
     assert error.details["fields"][0]["field"] == "html"
     assert "too complex to render" in error.details["fields"][0]["message"]
     assert services.documents.ctx.documents.list_all(ws.id) == []
+
+
+# ------------------------------------------------------------------ the bench stays runnable
+
+
+def test_the_adversarial_bench_fills_each_size_and_runs_its_request_paths():
+    """bench/adversarial.py (docs/performance.md's table): every generator makes about the
+    size asked, and the HTML, card and edit families run through their paths (small sizes)."""
+    from bench import adversarial
+
+    for name, make in adversarial.FAMILIES.items():
+        size = len(make(64 * KIB).encode())
+        assert abs(size - 64 * KIB) <= 64 * KIB * 0.05, (name, size)
+    rows = adversarial.bench([n for n in adversarial.FAMILIES if not n.startswith("md-")] + ["md-prose"],
+                             [4 * KIB, 16 * KIB], floor=True)
+    # (Growth is noise at these sizes: the bench's verdict is for 1 MiB to 4 MiB.)
+    assert all(float(row[2].split()[0]) < 1.0 for row in rows), rows
+    outcomes = {row[0]: row[-2] for row in rows}
+    assert outcomes["html-prose"] == outcomes["md-prose"] == "200"
+    assert outcomes["html-comments"] == "422 validation_error"  # no title in it
+    assert outcomes["card-long-word"] == "png" and outcomes["edit-near-misses"] == "422 edit_not_found"
