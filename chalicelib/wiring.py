@@ -250,7 +250,7 @@ def reviews() -> ReviewService:
 def dashboard_pages() -> DashboardPages:
     from chalicelib.services.dashboard_pages import DashboardPages
 
-    return DashboardPages(documents(), workspaces(), feedback(), sharing(), views(), editing())
+    return DashboardPages(documents(), workspaces(), feedback(), sharing(), views(), editing(), reviews())
 
 
 _SERVICES = (documents, workspaces, sharing, feedback, suggestions, webhooks, accounts, editing, views, oauth, uploads, people, activity,

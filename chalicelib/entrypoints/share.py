@@ -36,7 +36,9 @@ from chalicelib.entrypoints.http import (
     FORM_TYPE, EncodedResponse, as_error, compress, download_response, handles_errors, json_response, parse_form_or_json,
     client_ip as http_client_ip, parse_cookies, refuse_cross_site,
 )
-from chalicelib.models import FeedbackSubmission, RequestModel, ViewerReplyRequest
+from chalicelib.models import (
+    FeedbackSubmission, RequestModel, ReviewDecision, ReviewMessage, ReviewSubmission, ViewerReplyRequest,
+)
 from chalicelib import wiring as registry
 from chalicelib.services.sharing import (
     MEMBER_COOKIE, UNLOCK_COOKIE, Locked, MembersOnly, SharePage, ViewerCookies, WrongPassphrase, share_path,
@@ -289,7 +291,11 @@ def _viewer_page(page: SharePage) -> Response:
                  view_url=f"{base}/view?v={page.version_number}", branding=page.branding,
                  feedback_action=f"{base}/feedback?v={page.version_number}", script=Markup(PAGE_SCRIPT),
                  share_base=base, version_id=page.version_id, latest=page.latest,
-                 live_seconds=config.live_poll_seconds())
+                 live_seconds=config.live_poll_seconds(),
+                 review_action=f"{base}/reviews?v={page.version_number}",
+                 review_panel=f"{base}/review?v={page.version_number}",
+                 review_sign_in=f"{urlparse(config.base_url()).path.rstrip('/')}/dashboard/open?"
+                                + urlencode({"share": page.share_id, "v": page.version_number, "review": 1}))
 
 
 # ------------------------------------------------------------------ request helpers
@@ -560,6 +566,38 @@ def share_reply(share_id, feedback_id):
     reply = parse_form_or_json(request, ViewerReplyRequest)
     created = registry.feedback().viewer_reply(share_id, feedback_id, reply, client_ip(), _cookie(UNLOCK_COOKIE))
     return json_response(created, 201)
+
+
+# ------------------------------------------------------------------ reviews (contract 7e)
+
+class ShareReview(RequestModel):
+    """A decision posted from a share page (the version is the page's `?v=`, else the latest)."""
+    decision: ReviewDecision
+    message: Optional[ReviewMessage] = None
+
+
+@bp.route("/d/{share_id}/review", methods=["GET"])
+@_private
+@handles_errors(bp)
+def share_review_panel(share_id):
+    """What the page's review panel shows: who reviews through this browser (a member with a
+    pass for this link, from /dashboard/open), or null, and the review state. Private."""
+    reviewer, state, version = registry.reviews().share_reviewer(share_id, _viewer(), _version_param())
+    return json_response({"reviewer": reviewer, "review_state": state, "version_number": version})
+
+
+@bp.route("/d/{share_id}/reviews", methods=["POST"], content_types=FORM_TYPES)
+@_private
+@handles_errors(bp)
+def share_review(share_id):
+    """A signed-in member approves, requests changes or comments: 201 Review, or the
+    contract's error body (401 without a member's pass for this link)."""
+    request = _request()
+    refuse_cross_site(request)
+    posted = parse_form_or_json(request, ShareReview)
+    review = registry.reviews().submit_on_share(
+        share_id, _viewer(), _version_param(), ReviewSubmission(decision=posted.decision, message=posted.message))
+    return json_response(review, 201)
 
 
 # ------------------------------------------------------------------ live pages and threads (contract 7c)

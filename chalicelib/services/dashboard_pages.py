@@ -11,11 +11,13 @@ The inbox is one feedback query plus one read of the documents it names
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from chalicelib.domain import roles
-from chalicelib.models import DocumentDetail, DocumentList, DocumentStats, DocumentSummary, Feedback, Workspace
+from chalicelib.models import (
+    DocumentDetail, DocumentList, DocumentStats, DocumentSummary, Feedback, Review, Workspace,
+)
 from chalicelib.services import access
 from chalicelib.services.access import Who
 from chalicelib.services.context import rfc3339
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from chalicelib.services.documents import DocumentService
     from chalicelib.services.editing import EditingService
     from chalicelib.services.feedback import FeedbackService
+    from chalicelib.services.reviews import ReviewService
     from chalicelib.services.sharing import ShareService
     from chalicelib.services.views import Ranked, ViewService
     from chalicelib.services.workspaces import WorkspaceService
@@ -49,6 +52,12 @@ class DocumentPage:
     workspace: Workspace
     failed_unlocks: Optional[dict[str, Any]]  # only for a protected document
     views: Optional[DocumentStats]
+    # The decisions, newest version first: (version number, its reviews newest first).
+    reviews: list[tuple[int, list[Review]]] = field(default_factory=list)
+    requested: tuple[str, ...] = ()  # who was asked to review
+
+
+REVIEW_FILTERS = ("mine", "pending", "changes_requested", "approved", "none")  # "Needs my review" first
 
 
 @dataclass(frozen=True)
@@ -90,7 +99,9 @@ class WorkspacePage:
 
 class DashboardPages:
     def __init__(self, documents: DocumentService, workspaces: WorkspaceService, feedback: FeedbackService,
-                 sharing: ShareService, views: ViewService, editing: EditingService) -> None:
+                 sharing: ShareService, views: ViewService, editing: EditingService,
+                 reviews: ReviewService) -> None:
+        self.reviews = reviews
         self.documents = documents
         self.workspaces = workspaces
         self.feedback = feedback
@@ -100,8 +111,16 @@ class DashboardPages:
 
     # ---------------------------------------------------------------- documents
 
-    def documents_page(self, who: Who, query: str = "", cursor: Optional[str] = None) -> DocumentsPage:
-        listing = self.documents.list(who, DOCUMENTS_PAGE, cursor, query or None)
+    def documents_page(self, who: Who, query: str = "", cursor: Optional[str] = None,
+                       review: str = "") -> DocumentsPage:
+        """A page of documents; `review` filters: "mine" (what the signed-in member was asked to
+        review and has not decided on) or a review state; anything else: no filter."""
+        member = access.actor(self.documents.ctx, who).member
+        if review == "mine" and member:
+            listing = self.documents.awaiting_review(who, member, DOCUMENTS_PAGE, cursor)
+        else:
+            state = review if review in REVIEW_FILTERS and review != "mine" else None
+            listing = self.documents.list(who, DOCUMENTS_PAGE, cursor, query or None, state)
         workspace = self.workspaces.get_workspace(access.actor(self.documents.ctx, who).workspace_id)
         sparklines = self.views.sparklines([d.document_id for d in listing.documents], SPARKLINE_DAYS)
         return DocumentsPage(listing=listing, workspace=workspace, sparklines=sparklines)
@@ -115,7 +134,12 @@ class DashboardPages:
             failed = {"count": found.count, "exhausted": found.exhausted, "window_seconds": found.window_seconds,
                       "last": rfc3339(found.last_ms) if found.last_ms else None}
         views = self.views.stats_for(document.document_id, [v.version_id for v in document.versions], VIEWS_DAYS)
-        return DocumentPage(document=document, workspace=workspace, failed_unlocks=failed, views=views)
+        stored, history = self.reviews.history(who, document.document_id)
+        by_version: dict[int, list[Review]] = {}
+        for item in history:
+            by_version.setdefault(item.version_number, []).append(item)
+        return DocumentPage(document=document, workspace=workspace, failed_unlocks=failed, views=views,
+                            reviews=sorted(by_version.items(), reverse=True), requested=stored.review_requested)
 
     def document(self, who: Who, document_id: str) -> DocumentDetail:
         return self.documents.get(who, document_id)

@@ -21,10 +21,10 @@ from __future__ import annotations
 import builtins
 import secrets
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence, TypeVar, Union
 
 from chalicelib.domain import limits, reviews as rules
-from chalicelib.errors import NotFound, ServiceUnavailable, ValidationFailed
+from chalicelib.errors import NotFound, ServiceUnavailable, Unauthorized, ValidationFailed
 from chalicelib.models import (
     Feedback, Review, ReviewList, ReviewRequestBody, ReviewsRequested, ReviewSubmission, Reviewer,
 )
@@ -97,8 +97,10 @@ class ReviewService:
     # ---------------------------------------------------------------- reviews
 
     @requires("submit_review")
-    def submit(self, who: Who, document_id: str, submission: ReviewSubmission) -> Review:
-        """A decision on a version (default the latest) by the caller (a member, key or app)."""
+    def submit(self, who: Who, document_id: str, submission: Union[ReviewSubmission, Mapping[str, Any]]) -> Review:
+        """A decision on a version (default the latest) by the caller (a member, key or app).
+        A form's fields (the dashboard) are validated here, after the role check."""
+        submission = _validated(ReviewSubmission, submission)
         found = access.find_document(self.ctx, who, document_id)
         return self._submit(found.actor, found.document, submission)
 
@@ -143,9 +145,11 @@ class ReviewService:
     # ---------------------------------------------------------------- requests
 
     @requires("request_review")
-    def request(self, who: Who, document_id: str, body: ReviewRequestBody) -> ReviewsRequested:
+    def request(self, who: Who, document_id: str, body: Union[ReviewRequestBody, Mapping[str, Any]]
+                ) -> ReviewsRequested:
         """Ask people to review the latest version: the state becomes pending (unless the
         version has decisions already) and each reviewer is mailed a link to the share page."""
+        body = _validated(ReviewRequestBody, body)
         found = access.find_document(self.ctx, who, document_id)
         actor, doc = found.actor, found.document
         emails = list(dict.fromkeys(body.reviewers))  # lowercased by the model; each once, in order
@@ -271,6 +275,35 @@ class ReviewService:
                 ids.append(event.feedback_id)
         return FeedbackService(self.ctx).threads_by_id(ids) if ids else []
 
+    # ---------------------------------------------------------------- the share page
+
+    def share_reviewer(self, share_id: str, cookies: Any, version_number: Optional[int] = None
+                       ) -> tuple[Optional[str], str, int]:
+        """(the member reviewing through this link, or None; the review state; the version
+        shown) for the share page's review panel. NotFound, MembersOnly, Locked as the page."""
+        found, member = self._share_access(share_id, cookies, version_number)
+        return (member[0] if member else None), rules.state_of(found.doc), found.version_number
+
+    def submit_on_share(self, share_id: str, cookies: Any, version_number: Optional[int],
+                        submission: ReviewSubmission) -> Review:
+        """A member's decision on the version a share page shows. The member is named by the
+        pass the dashboard gave this browser for the link (/dashboard/open); anyone else is
+        401 (recipients, 7f, will review here with their own reviewer kind)."""
+        found, member = self._share_access(share_id, cookies, version_number)
+        if member is None:
+            raise Unauthorized("Sign in as a member of this document's workspace to review it.")
+        actor = Actor(found.doc.workspace_id, role=member[1], member=member[0], surface="share")
+        access.authorize(actor, "submit_review")
+        chosen = submission.model_copy(update={"version_number": found.version_number})
+        return self._submit(actor, found.doc, chosen)
+
+    def _share_access(self, share_id: str, cookies: Any, version_number: Optional[int]) -> tuple[Any, Any]:
+        from chalicelib.services.sharing import ShareService, ViewerCookies
+
+        sharing = ShareService(self.ctx)
+        found = sharing.access(share_id, cookies, version_number)
+        return found, sharing.member_of_pass(found.doc, ViewerCookies.of(cookies).member)
+
     # ---------------------------------------------------------------- the dashboard
 
     def awaiting(self, doc: Document, email: str) -> bool:
@@ -284,3 +317,18 @@ def _with_status(doc: Document, status: ReviewStatus) -> Document:
     return replace(doc, review_state=status.state, review_version=status.version,
                    review_decisions=dict(status.decisions), review_requested=tuple(status.requested),
                    review_seq=doc.review_seq + 1)
+
+
+_Model = TypeVar("_Model", ReviewSubmission, ReviewRequestBody)
+
+
+def _validated(model: type[_Model], value: Union[_Model, Mapping[str, Any]]) -> _Model:
+    """The request model, from a form's fields when it is not one already (422 in the contract's words)."""
+    if isinstance(value, model):
+        return value
+    from pydantic import ValidationError
+
+    try:
+        return model.model_validate(dict(value))
+    except ValidationError as exc:
+        raise ValidationFailed.from_pydantic(exc.errors(include_url=False, include_input=False)) from None

@@ -440,8 +440,12 @@ class ShareService:
         return value, MEMBER_PASS_SECONDS, share_path(share_id)
 
     def member_pass_valid(self, doc: Document, value: Optional[str]) -> bool:
+        return self.member_of_pass(doc, value) is not None
+
+    def member_of_pass(self, doc: Document, value: Optional[str]) -> Optional[tuple[str, str]]:
+        """(email, current role) of the member a valid pass for `doc` names, else None."""
         if not value or len(value) > 1000:
-            return False
+            return None
         from itsdangerous import BadSignature
 
         from chalicelib.services import members
@@ -449,12 +453,14 @@ class ShareService:
         try:
             data = _serializer(MEMBER_SALT).loads(value)
         except BadSignature:
-            return False
+            return None
         if not isinstance(data, dict) or data.get("d") != doc.document_id or not isinstance(data.get("t"), int):
-            return False
+            return None
         if not 0 <= self.ctx.now_ms() // 1000 - data["t"] < MEMBER_PASS_SECONDS:
-            return False
-        return members.role_in(self.ctx, doc.workspace_id, data.get("m")) is not None
+            return None
+        email = data.get("m")
+        role = members.role_in(self.ctx, doc.workspace_id, email)
+        return (email, role) if isinstance(email, str) and role is not None else None
 
     def _grant(self, doc: Document, salt: str, version_id: Optional[str] = None) -> str:
         """A signed grant for this document and passphrase epoch, issued now (and

@@ -177,3 +177,90 @@ def test_mcp_tools_request_review_submit_and_wait(client, team, app_clock, monke
     assert too_many["isError"] and too_many["content"][0]["text"].startswith("validation_error: reviewers")
     docs = call(client, team, "list_documents", {"review_state": "approved"})
     assert [d["document_id"] for d in docs["structuredContent"]["documents"]] == [doc["document_id"]]
+
+
+# ------------------------------------------------------------------ the share page (members signed in)
+
+@pytest.fixture
+def signed_in_owner(client, app_clock, fast_argon2):
+    from tests.dashboard_client import DashboardClient
+
+    dash = DashboardClient(client)
+    dash.sign_up(email="owner@example.com", workspace="Acme")
+    page = dash.post("/dashboard/keys", {"name": "ci"}, csrf=dash.token())
+    import re
+
+    return dash, re.search(r"dpk_[A-Za-z0-9_-]{32,}", page.text).group(0)
+
+
+def test_a_signed_in_member_reviews_on_the_share_page(client, signed_in_owner):
+    from tests.dashboard_client import DashboardClient
+
+    owner, key = signed_in_owner
+    doc = publish(client, key)
+    share = doc["share_id"]
+    page = owner.get(f"/d/{share}")
+    assert page.status == 200 and 'id="rvw-form"' in page.text
+    assert f'action="/d/{share}/reviews?v=1"' in page.text
+    assert f"/dashboard/open?share={share}&amp;v=1&amp;review=1" in page.text  # sign in to review
+    # Not signed in through the link yet: the panel offers the sign-in, a post is 401.
+    stranger = DashboardClient(client)
+    panel = json.loads(stranger.get(f"/d/{share}/review").text)
+    assert panel == {"reviewer": None, "review_state": "none", "version_number": 1}
+    refused = stranger.post(f"/d/{share}/reviews", {"decision": "approved"})
+    assert refused.status == 401 and json.loads(refused.text)["error"]["code"] == "unauthorized"
+    # The member signs in (here: already) and comes back with a pass for this link.
+    opened = owner.get(f"/dashboard/open?share={share}&v=1&review=1")
+    assert opened.status == 303 and opened.location == f"/d/{share}?v=1#review"
+    panel = json.loads(owner.get(f"/d/{share}/review?v=1").text)
+    assert panel["reviewer"] == "owner@example.com"
+    made = owner.post(f"/d/{share}/reviews?v=1", {"decision": "changes_requested", "message": "Shorter"})
+    assert made.status == 201, made.text
+    review = json.loads(made.text)
+    assert review["reviewer"] == {"kind": "member", "id": "owner@example.com", "name": "owner@example.com",
+                                  "email": "owner@example.com"}
+    assert review["version_number"] == 1 and review["decision"] == "changes_requested"
+    _, listed = get_json(client, f"/api/v1/documents/{doc['document_id']}/reviews", key)
+    assert listed["review_state"] == "changes_requested"
+    # Bad input and another site's form.
+    bad = owner.post(f"/d/{share}/reviews", {"decision": "lgtm"})
+    assert bad.status == 422 and json.loads(bad.text)["error"]["details"]["fields"][0]["field"] == "decision"
+    cross = owner.post(f"/d/{share}/reviews", {"decision": "approved"}, headers={"Sec-Fetch-Site": "cross-site"})
+    assert cross.status == 403
+    assert owner.post(f"/d/{share}/reviews?v=7", {"decision": "approved"}).status == 404
+
+
+# ------------------------------------------------------------------ the dashboard
+
+def test_the_dashboard_reviews_asks_and_shows_decisions_per_version(client, signed_in_owner):
+    from tests.dashboard_client import mail_link
+
+    owner, key = signed_in_owner
+    doc = publish(client, key, title="Roadmap")
+    path = f"/dashboard/documents/{doc['document_id']}"
+    page = owner.get(path)
+    assert page.status == 200 and 'id="review"' in page.text and "Not reviewed" in page.text
+    asked = owner.post(f"{path}/review-requests", {"reviewers": "owner@example.com", "message": "Please"},
+                       csrf=owner.token())
+    assert asked.status == 303 and "m=review-requested" in asked.location
+    assert doc["share_url"] in mail_link("owner@example.com", "review")
+    refused = owner.post(f"{path}/review-requests", {"reviewers": "stranger@example.org"}, csrf=owner.token())
+    assert refused.status == 422 and "stranger@example.org" in refused.text
+    made = owner.post(f"{path}/reviews", {"decision": "changes_requested", "message": "Add Q3"}, csrf=owner.token())
+    assert made.status == 303 and "m=reviewed" in made.location
+    publish(client, key, title="Roadmap", html="<p>with Q3</p>", document_id=doc["document_id"])
+    owner.post(f"{path}/reviews", {"decision": "approved"}, csrf=owner.token())
+    page = owner.get(path)
+    assert "Approved" in page.text and "Version 2" in page.text and "Version 1" in page.text
+    assert page.text.index("Version 2") < page.text.index("Version 1") and "Add Q3" in page.text
+    bad = owner.post(f"{path}/reviews", {"decision": "lgtm"}, csrf=owner.token())
+    assert bad.status == 422
+    # The list: a review column, a filter, and "Needs my review" first.
+    listing = owner.get("/dashboard/documents")
+    assert "Needs my review" in listing.text and "Approved" in listing.text
+    assert listing.text.index("Needs my review") < listing.text.index("Review pending")
+    assert "Roadmap" in owner.get("/dashboard/documents?review=approved").text
+    assert "Roadmap" not in owner.get("/dashboard/documents?review=pending").text
+    assert "Nothing waits for your review" in owner.get("/dashboard/documents?review=mine").text  # approved
+    publish(client, key, title="Roadmap", html="<p>v3</p>", document_id=doc["document_id"])
+    assert "Roadmap" in owner.get("/dashboard/documents?review=mine").text  # a new version waits for her

@@ -26,12 +26,16 @@ def document_list(page: Page):
     from chalicelib.entrypoints import charts
 
     query = page.query.get("q", "").strip()[:500]
-    data = pages().documents_page(page.actor, query, page.query.get("cursor") or None)
+    review = page.query.get("review", "")
+    data = pages().documents_page(page.actor, query, page.query.get("cursor") or None, review)
     # None for a document with no views in the window: the page says so instead of drawing empty bars
     sparklines = {document_id: charts.sparkline(values, days) if any(values) else None
                   for document_id, (days, values) in data.sparklines.items()}
+    from chalicelib.services.dashboard_pages import REVIEW_FILTERS
+
     return render(page, "documents.html", active="documents", listing=data.listing, q=query,
-                  workspace=data.workspace, sparklines=sparklines)
+                  workspace=data.workspace, sparklines=sparklines,
+                  review=review if review in REVIEW_FILTERS else "", review_filters=REVIEW_FILTERS)
 
 
 def _views_charts(document, stats) -> dict:
@@ -115,7 +119,29 @@ def document_page(page: Page, document_id: str):
     data = pages().document_page(page.actor, document_id)
     return render(page, "document.html", active="documents", document=data.document, workspace=data.workspace,
                   sharing_available=True, failed_unlocks=data.failed_unlocks,
-                  views=_views_charts(data.document, data.views))
+                  views=_views_charts(data.document, data.views), reviews=data.reviews,
+                  requested=data.requested)
+
+
+@route("/documents/{document_id}/reviews", methods=("POST",))
+def review(page: Page, document_id: str):
+    """Approve, request changes or comment, as the signed-in member (any role)."""
+    form = page.form()
+    fields: dict[str, object] = {"decision": form.get("decision", ""), "message": form.get("message") or None}
+    if form.get("version_number"):
+        fields["version_number"] = _number(form.get("version_number"))
+    registry.reviews().submit(page.actor, document_id, fields)
+    return redirect(url(f"/documents/{document_id}", m="reviewed") + "#review")
+
+
+@route("/documents/{document_id}/review-requests", methods=("POST",))
+def request_review(page: Page, document_id: str):
+    """Ask members to review (editors and owners): addresses separated by commas or lines."""
+    form = page.form()
+    reviewers = [r for r in re.split(r"[\s,;]+", form.get("reviewers", "")) if r]
+    registry.reviews().request(page.actor, document_id, {"reviewers": reviewers,
+                                                         "message": form.get("message") or None})
+    return redirect(url(f"/documents/{document_id}", m="review-requested") + "#review")
 
 
 @route("/documents/{document_id}/download")

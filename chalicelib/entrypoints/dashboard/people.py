@@ -241,6 +241,8 @@ def open_shared(page: Page):
     page.set_cookies.append(f"{MEMBER_COOKIE}={value}; Path={path}; Max-Age={max_age}; HttpOnly; SameSite=Lax"
                             + ("; Secure" if _secure() else ""))
     target = path + (f"?v={version}" if re.fullmatch(r"[0-9]{1,9}", version or "") else "")
+    if page.query.get("review") == "1":  # from a share page's review panel (or a review request's mail)
+        target += "#review"
     return redirect(target)
 
 

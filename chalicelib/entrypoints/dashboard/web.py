@@ -73,6 +73,8 @@ MESSAGES = {
     "link-rotated": "New share link made: the old link no longer works.",
     "resolved": "Feedback resolved.",
     "reopened": "Feedback reopened.",
+    "reviewed": "Review recorded.",
+    "review-requested": "Review requested: each reviewer was mailed a link to the document.",
 }
 PRO_FEATURES = [
     ("Unlimited documents", "the free plan holds 5"),

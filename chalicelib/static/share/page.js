@@ -219,6 +219,52 @@
   }
   if (side) poll();
 })();
+// Reviews (contract 7e): members of the workspace approve, request changes or comment
+// from the page. Who this browser reviews as comes from a private answer (the page itself
+// is the same for every viewer); a viewer who is not signed in is offered the sign-in.
+(function () {
+  var panel = document.getElementById("rvw"), opener = document.getElementById("rvw-open");
+  if (!panel || !opener) return;
+  var form = document.getElementById("rvw-form"), status = document.getElementById("rvw-status");
+  var state = document.getElementById("rvw-state"), signIn = document.getElementById("rvw-sign-in");
+  var WORDS = {none: "Not reviewed yet.", pending: "Waiting for a review.",
+               changes_requested: "Changes were requested.", approved: "Approved."};
+  function showState(s) { state.textContent = WORDS[s] || ""; }
+  function load() {
+    return fetch(panel.getAttribute("data-panel"), {credentials: "same-origin", headers: {"Accept": "application/json"}})
+      .then(function (r) { return r.json().then(function (j) { return [r.status, j]; }); })
+      .then(function (res) {
+        if (res[0] !== 200) { status.textContent = (res[1].error && res[1].error.message) || ""; return; }
+        showState(res[1].review_state);
+        var who = res[1].reviewer;
+        form.hidden = !who; signIn.hidden = !!who;
+        if (who) document.getElementById("rvw-who").textContent = "Reviewing version " + res[1].version_number + " as " + who + ".";
+      }).catch(function () { status.textContent = "Could not load the review; check your connection."; });
+  }
+  function show() { panel.hidden = false; status.textContent = ""; load(); }
+  opener.addEventListener("click", show);
+  document.getElementById("rvw-cancel").addEventListener("click", function () { panel.hidden = true; });
+  form.addEventListener("submit", function (e) {
+    e.preventDefault();
+    var decision = (e.submitter && e.submitter.value) || "commented", body = {decision: decision};
+    if (form.elements.message.value.trim()) body.message = form.elements.message.value;
+    status.textContent = "Sending\u2026";
+    fetch(form.action, {method: "POST", credentials: "same-origin",
+                        headers: {"Content-Type": "application/json", "Accept": "application/json"},
+                        body: JSON.stringify(body)})
+      .then(function (r) { return r.json().then(function (j) { return [r.status, j]; }); })
+      .then(function (res) {
+        if (res[0] === 201) {
+          form.reset(); status.setAttribute("data-review-id", res[1].review_id);
+          status.textContent = {approved: "Thank you: you approved this version.",
+                                changes_requested: "Thank you: you requested changes.",
+                                commented: "Thank you: your comment was recorded."}[decision];
+          load();
+        } else { status.textContent = (res[1].error && res[1].error.message) || "Could not send your review."; }
+      }).catch(function () { status.textContent = "Could not send your review; check your connection."; });
+  });
+  if (location.hash === "#review") show();
+})();
 // Views: one beacon per page load, sent once the page is visible (a prerendered
 // or background page waits until shown; a page restored from the back/forward
 // cache is not a new load). No cookie is set; the server drops bots. Polling for
