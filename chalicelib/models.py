@@ -143,8 +143,8 @@ class FileInput(RequestModel):
 
 class PublishRequest(RequestModel):
     title: Optional[Title] = Field(None, description=(
-        "1 to 500 characters. Omitted: the page's <title>, else its first <h1>; for Markdown its first "
-        "heading; with none of those, 422."))
+        "1 to 500 characters. Omitted: a new version keeps the document's title; a new document takes the "
+        "page's <title>, else its first <h1>; for Markdown its first heading; with none of those, 422."))
     html: Optional[Html] = Field(None, description=(
         "The page (or with format=markdown its Markdown source). Required unless `upload_id` is given."))
     upload_id: Optional[Annotated[str, StringConstraints(max_length=64)]] = Field(None, description=(

@@ -340,7 +340,8 @@ class DocumentService:
         else:
             data = encoded_html(request.html or "")
             content = content_files.build(request.html or "", request.format, request.title, request.files)
-        title = content_files.require_title(request.title, content)
+        # A new version keeps the document's title unless `title` is sent (the CLI and the Action too).
+        title = content_files.require_title(request.title or (doc.title if doc else None), content)
         link_changes = self._link_changes(request)
         self._count_session_write(actor)
         # An upload_id names its bytes (single use), so its publish is keyed on the request alone:

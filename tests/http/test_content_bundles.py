@@ -391,3 +391,23 @@ def test_deployed_a_file_too_large_for_lambda_is_served_by_s3_through_a_presigne
     assert "X-Amz-Signature=" in location and "X-Amz-Expires=60" in location
     small = client.http.get(f"/d/{share_of(result)}/v/{result['version_id']}/style.css", headers=ACCEPT_ALL)
     assert small.status_code == 200
+
+
+def test_a_new_version_keeps_the_title_unless_a_title_is_sent(client, workspace):
+    """Issue 37, item 2: a zip uploaded as a new version renamed "Weekly report" to "Site" (the
+    zip's <title>); the CLI, the Action and docs/ci.md say a new version keeps the title."""
+    _, key = workspace
+    first = ok(post_json(client, "/api/v1/publish", {"format": "markdown", "html": "# Weekly report\n\nhi"}, key))
+    doc_id = first["document_id"]
+
+    def title() -> str:
+        return json.loads(client.http.get(f"/api/v1/documents/{doc_id}", headers={"X-Api-Key": key}).body)["title"]
+
+    assert title() == "Weekly report"
+    ok(upload(client, key, "site.zip", make_zip({"index.html": "<title>Site</title><p>zip</p>"}), document_id=doc_id))
+    assert title() == "Weekly report"
+    ok(post_json(client, "/api/v1/publish", {"document_id": doc_id, "html": "<title>Other</title><p>x</p>"}, key))
+    assert title() == "Weekly report"
+    ok(upload(client, key, "site.zip", make_zip({"index.html": "<title>Site</title>"}), document_id=doc_id,
+              title="Renamed"))
+    assert title() == "Renamed"
