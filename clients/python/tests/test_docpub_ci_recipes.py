@@ -112,3 +112,61 @@ def test_a_failed_publish_fails_the_job_with_the_auth_status(stack, workdir):
     assert result.returncode == 3
     # with --json the error is JSON on stdout; the recipe shows it in the job log (stderr)
     assert '"code": "unauthorized"' in result.stderr and "no API key" in result.stderr
+
+
+def curl_recipe() -> str:
+    """docs/ci.md's "Without the client" block."""
+    section = CI_DOC.read_text().split("## Without the client", 1)[1]
+    return re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_curl_recipe_creates_then_appends(stack, pro_key, api, workdir):
+    """Issue 37, item 3: the recipe always sent `document_id`, so its first run could not create."""
+    env = {"DOCPUB_URL": stack.base_url, "DOCPUB_API_KEY": pro_key, "DOCPUB_DOCUMENT_ID": ""}
+    first = run_script("bash", curl_recipe(), workdir, env)
+    assert first.returncode == 0, first.stderr
+    doc_id = re.search(r"Created document ([0-9a-f-]{36})\.", first.stdout).group(1)
+    second = run_script("bash", curl_recipe(), workdir, {**env, "DOCPUB_DOCUMENT_ID": doc_id})
+    assert second.returncode == 0, second.stderr
+    assert "Created document" not in second.stdout
+    doc = api.get(f"/api/v1/documents/{doc_id}").json()
+    assert doc["title"] == "Test report" and doc["version_count"] == 2
+
+
+def test_the_curl_recipe_retries_429_and_5xx_but_never_a_client_error(workdir):
+    """Issue 37, item 3: `--retry-all-errors` sent a 422 five times (and printed it five times)."""
+    import http.server
+    import threading
+
+    answers = [(503, b'{"error":{"code":"internal","message":"try again"}}'),
+               (429, b'{"error":{"code":"rate_limited","message":"wait"}}'),
+               (422, b'{"error":{"code":"validation_error","message":"html: is required"}}')]
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append(self.headers["Idempotency-Key"])
+            status, body = answers[min(len(seen), len(answers)) - 1]
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Retry-After", "0")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        env = {"DOCPUB_URL": f"http://127.0.0.1:{server.server_address[1]}", "DOCPUB_API_KEY": "dpk_x",
+               "DOCPUB_DOCUMENT_ID": ""}
+        result = run_script("bash", curl_recipe(), workdir, env)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.returncode != 0
+    assert len(seen) == 3 and len(set(seen)) == 1, seen  # 503, 429 retried with one key; the 422 not
+    assert result.stderr.count("html: is required") == 1, result.stderr
