@@ -428,8 +428,20 @@ class Workspace(ResponseModel):
     usage: Optional[Usage] = None
 
 
+class KeyInfo(ResponseModel):
+    """The API key a request came with (contract 4, "Keys follow their creator")."""
+    key_id: str
+    created_by: Optional[str] = Field(
+        description="The email of the member who made the key (it acts with at most their current role and "
+                    "is revoked when they leave), or null: a workspace key, made by the operator, that acts "
+                    "as the owner.")
+    role: Literal["owner", "editor", "viewer"] = Field(description="The role the key acts with now.")
+
+
 class MeResponse(ResponseModel):
     workspace: Workspace
+    key: Optional[KeyInfo] = Field(
+        None, description="The API key of the request; null for an OAuth access token.")
 
 
 class PublishResponse(ResponseModel):

@@ -309,11 +309,13 @@ OPERATIONS: tuple[Operation, ...] = (
                 "prefix title matches come first. Use it to get the document_id of a document you know by "
                 "name."), read_only=True))),
     Operation(
-        "me", "GET", "/api/v1/me", "getWorkspace", "The key's workspace, plan and entitlements.",
+        "me", "GET", "/api/v1/me", "getWorkspace",
+        "The key's workspace, plan and entitlements, and the key: who created it and the role it acts with now.",
         lambda c: wiring.workspaces().me(c.credentials), models.MeResponse, scope=READ, tag="workspace",
         tools=(Tool("get_workspace_info", "Workspace and plan", (
             "The workspace this API key belongs to: plan (free or pro), document_count and entitlements "
-            "(max_documents, max_html_bytes, write_rate_limit, Pro features). Use it to check limits "
+            "(max_documents, max_html_bytes, write_rate_limit, Pro features), and `key.role`: what this key "
+            "may do now (its creator's current role; a viewer's key only reads). Use it to check limits "
             "before publishing."), read_only=True),)),
     Operation(
         "list_feedback", "GET", "/api/v1/feedback", "listFeedback",

@@ -4,9 +4,11 @@
 - `editor` also changes documents, share settings, API keys and feedback status;
 - `owner` also manages members, the plan and the workspace's name and branding.
 
-API keys act as `editor`. An OAuth grant acts with the role its approver has
-*now* (a viewer's grant holds `docs:read` and `feedback` only), so a demotion or
-a removal takes effect on the next request of every surface.
+An API key acts with the role its creator has *now* (a removal revokes it), and
+so does an OAuth grant with its approver's (a viewer's grant holds `docs:read`
+and `feedback` only), so a demotion or a removal takes effect on the next
+request of every surface. A workspace key (made by the operator, or before keys
+had creators) acts as the owner: `API_KEY_ROLE`.
 
 `OPERATIONS` names every operation any surface can perform and the least role
 it needs; services check it once (services/access.py `authorize`), and
@@ -18,7 +20,7 @@ from __future__ import annotations
 from typing import Optional
 
 ROLES = ("viewer", "editor", "owner")  # ascending
-API_KEY_ROLE = "editor"
+API_KEY_ROLE = "owner"  # a workspace key's (services/access.key_role)
 
 OPERATIONS: dict[str, str] = {
     # documents

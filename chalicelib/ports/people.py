@@ -10,13 +10,18 @@ Atomic rules the adapters guarantee:
 - A token is used at most once (`use_token`, `accept_invite`: conditional writes),
   so two racing uses of one link can never both win.
 - `accept_invite` marks the invitation used and adds the member in one step.
-- `remove_member` also ends that person's sessions in that workspace.
+- `remove_member` also ends that person's sessions in that workspace and revokes
+  the API keys they made in it (`ApiKey.created_by`): in the removal's own step
+  where the store allows (SQLite: one transaction; DynamoDB: the first 10 keys in
+  the removal's transaction, any more right after it, one transaction each). A key
+  is dead from the removal on whatever the marking: authentication checks that its
+  creator's membership still exists and began before the key was made.
 """
 from __future__ import annotations
 
 from typing import Optional, Protocol
 
-from chalicelib.ports.records import AccountToken, ActivityEntry, Member
+from chalicelib.ports.records import AccountToken, ActivityEntry, Member, MemberRemoval
 
 ROLES = ("owner", "editor", "viewer")
 
@@ -49,9 +54,10 @@ class PeopleRepository(Protocol):
     def set_role(self, workspace_id: str, email: str, role: str) -> Member:
         """The member as stored; NotMember, LastOwner."""
 
-    def remove_member(self, workspace_id: str, email: str) -> Member:
-        """Remove the member and end their sessions in that workspace; the removed
-        record. NotMember, LastOwner."""
+    def remove_member(self, workspace_id: str, email: str, now_ms: int) -> MemberRemoval:
+        """Remove the member, end their sessions in that workspace and revoke (at
+        `now_ms`) the API keys they made there; the removed record and those keys' ids.
+        NotMember, LastOwner."""
 
     # one-time tokens
     def put_token(self, token: AccountToken) -> None: ...

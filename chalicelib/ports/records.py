@@ -94,7 +94,10 @@ class KeyWriteLog:
 class ApiKey:
     """An API key, by its id (derived from the SHA-256 of the key: `key_hash`; the key
     itself is never stored). `revoked_at` and `last_used_at` are epoch milliseconds;
-    `write_logs` is the key's write limit as stored (`writes`: all its times)."""
+    `write_logs` is the key's write limit as stored (`writes`: all its times).
+    `created_by` is the member who made it (their email; the key acts with at most
+    their current role and dies with their membership), None for a workspace key
+    (made by the operator, or before keys had creators: acts as the owner)."""
     key_id: str
     workspace_id: str
     key_hash: str
@@ -104,6 +107,7 @@ class ApiKey:
     revoked_at: Optional[int] = None
     last_used_at: Optional[int] = None
     write_logs: tuple[KeyWriteLog, ...] = ()
+    created_by: Optional[str] = None
 
     @property
     def writes(self) -> list[int]:
@@ -210,6 +214,14 @@ class Member:
     role: str
     created_ms: int
     added_by: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class MemberRemoval:
+    """What `PeopleRepository.remove_member` did: the member as it was, and the ids of
+    the API keys it made that the removal revoked."""
+    member: Member
+    revoked_keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

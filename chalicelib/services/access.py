@@ -10,11 +10,12 @@ sharing) goes through it, so an id that one finds, all find.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Optional, TypeGuard, TypeVar, Union, cast
 
 from chalicelib.domain import roles
 from chalicelib.errors import ForbiddenRole, InvalidApiKey, NotFound
+from chalicelib.ports.errors import Unavailable
 from chalicelib.services import auth
 from chalicelib.ports.records import ApiKey, Document, StoredIdempotency, Version
 from chalicelib.services.context import Context
@@ -26,9 +27,10 @@ class Actor:
     version's transaction); others (dashboard sessions, OAuth grants) count writes in
     a standalone sliding log: `write_limit_scope`, default per workspace.
 
-    `role` is what the caller may do in the workspace (domain/roles.py): API keys
-    act as editors; a member (dashboard session) or an OAuth grant acts with the
-    member's current role, read on every request. `member` is the person's email,
+    `role` is what the caller may do in the workspace (domain/roles.py): a member
+    (dashboard session), an OAuth grant and an API key a member made act with that
+    member's current role, read on every request; a workspace key acts as the owner
+    (`key_role`). `member` is the person's email,
     `client` an OAuth client's name, `surface` where the request came from
     (api, mcp, dashboard, cli): the activity log says who did what, from where."""
     workspace_id: str
@@ -50,12 +52,15 @@ def operator(workspace_id: str) -> Actor:
 
 
 def role_of(who: Who) -> str:
-    return who.role if isinstance(who, Actor) else roles.API_KEY_ROLE
+    if not isinstance(who, Actor):
+        raise TypeError("an API key's role is its creator's: verify the key first (access.actor)")
+    return who.role
 
 
 def authorize(who: Who, operation: str) -> None:
     """The one role check (contract 7d): 403 `forbidden_role` when the caller's role
-    does not allow `operation`. API-key credentials are editors: no storage read."""
+    does not allow `operation`. API-key credentials are checked when the key is read
+    (`requires` hands the operation to `key_actor`), never before."""
     role = role_of(who)
     if not roles.allows(role, operation):
         needed = roles.OPERATIONS.get(operation, "owner")
@@ -77,7 +82,14 @@ def requires(operation: str) -> Callable[[_Method], _Method]:
     def decorate(method: _Method) -> _Method:
         @functools.wraps(method)
         def checked(self: Any, who: Who, *args: Any, **kwargs: Any) -> Any:
-            authorize(who, operation)
+            if isinstance(who, auth.Credentials):
+                # The key's role is its creator's, known once the key is read: the read
+                # that verifies it (key_actor) checks `operation`, in the same round trip
+                # as the document it comes with. Credentials name no workspace, so a
+                # service reaches nothing before that read.
+                who = replace(who, operation=operation)
+            else:
+                authorize(who, operation)
             return method(self, who, *args, **kwargs)
 
         checked.operation = operation  # type: ignore[attr-defined]
@@ -110,11 +122,46 @@ def document_not_found(document_id: Optional[str]) -> NotFound:
 
 
 def actor(ctx: Context, who: Who) -> Actor:
-    """The verified caller (one GetItem of the key for credentials)."""
+    """The verified caller (for credentials: one read of the key, one of its creator's
+    membership), its role checked against the operation `requires` named."""
     if isinstance(who, Actor):
         return who
-    key_item = auth.verify(who, ctx.keys.get(who.key_id))
-    return Actor(key_item.workspace_id, key_item, surface=who.surface)
+    return key_actor(ctx, who, ctx.keys.get(who.key_id))
+
+
+def key_role(ctx: Context, key: ApiKey) -> str:
+    """The role a verified key acts with (contract 4, "Keys follow their creator"): a
+    workspace key's is the owner's; a member's key has its creator's current role, read
+    now (one GetItem), so a demotion narrows it at once. A key whose creator is no longer
+    a member, or became one again only after the key was made, is revoked: 401 (and
+    marked revoked, in case the removal did not reach it)."""
+    if key.created_by is None:
+        return roles.API_KEY_ROLE
+    member = ctx.people.get_member(key.workspace_id, key.created_by)
+    if member is None or member.created_ms > key.created_ms:
+        try:
+            ctx.keys.revoke(key.key_id, ctx.now_ms())
+        except Unavailable:
+            pass  # the membership decides; the marking is for the list and the count
+        raise InvalidApiKey("The API key is not valid or has been revoked (its creator left the workspace).",
+                            headers=auth.challenge())
+    return member.role
+
+
+def key_actor(ctx: Context, who: auth.Credentials, key_item: Optional[ApiKey], check: bool = True) -> Actor:
+    """The Actor of presented credentials and the key read for them: verified, acting with
+    `key_role`, and (`check`) allowed the operation the credentials carry."""
+    key = auth.verify(who, key_item)
+    acting = Actor(key.workspace_id, key, role=key_role(ctx, key), surface=who.surface)
+    if check:
+        check_operation(who, acting)
+    return acting
+
+
+def check_operation(who: Who, acting: Actor) -> None:
+    """The role check `requires` left to the key's read."""
+    if isinstance(who, auth.Credentials) and who.operation is not None:
+        authorize(acting, who.operation)
 
 
 def reload_key(ctx: Context, current: Actor) -> Actor:
@@ -123,7 +170,7 @@ def reload_key(ctx: Context, current: Actor) -> Actor:
     key_item = ctx.keys.get(current.key_item.key_id)
     if key_item is None or key_item.revoked_at is not None:
         raise InvalidApiKey("The API key is not valid or has been revoked.")
-    return Actor(current.workspace_id, key_item, surface=current.surface)
+    return replace(current, key_item=key_item)
 
 
 def visible(doc: Optional[Document], to: Actor, include_deleting: bool = False) -> TypeGuard[Document]:
@@ -180,9 +227,10 @@ def find_document(ctx: Context, who: Who, document_id: Optional[str], *, include
         doc = ctx.documents.get(lookup) if lookup else None
     else:
         key_item, doc, idem = ctx.documents.get_with_key(who.key_id, lookup, idempotency_digest)
-        acting = Actor(auth.verify(who, key_item).workspace_id, key_item, surface=who.surface)
+        acting = key_actor(ctx, who, key_item, check=False)
     if seen is not None and acting.key_item is not None:
         seen["key_item"] = acting.key_item
+    check_operation(who, acting)  # after `seen`: a refused write still answers its rate-limit headers
     if document_id and not visible(doc, acting, include_deleting):
         raise document_not_found(document_id)
     return Found(acting, document_id, doc if document_id else None, versions, idem)

@@ -42,6 +42,9 @@ class Credentials:
     key_id: str
     key_hash: str
     surface: str = "api"  # or "mcp": where the key was presented (the activity log says)
+    # The operation a service was asked for (access.requires): checked against the role
+    # of the key's creator once the key is read (access.key_actor), in the same read.
+    operation: Optional[str] = None
 
 
 def credentials_from_headers(headers: Mapping[str, str]) -> Credentials:
@@ -52,20 +55,20 @@ def credentials_from_headers(headers: Mapping[str, str]) -> Credentials:
     if authorization:
         scheme, _, value = authorization.partition(" ")
         if scheme.lower() != "bearer" or not value.strip():
-            raise InvalidApiKey("Authorization must be 'Bearer <API key>'.", headers=_challenge())
+            raise InvalidApiKey("Authorization must be 'Bearer <API key>'.", headers=challenge())
         bearer = value.strip()
     if header_key and bearer and not hmac.compare_digest(header_key, bearer):
-        raise InvalidApiKey("X-Api-Key and Authorization carry different keys.", headers=_challenge())
+        raise InvalidApiKey("X-Api-Key and Authorization carry different keys.", headers=challenge())
     presented = header_key or bearer
     if not presented:
         raise Unauthorized("An API key is required: send 'X-Api-Key: <key>' or "
-                           "'Authorization: Bearer <key>'.", headers=_challenge())
+                           "'Authorization: Bearer <key>'.", headers=challenge())
     return credentials_from_key(presented)
 
 
 def credentials_from_key(presented: str) -> Credentials:
     if not _KEY_SHAPE.match(presented):
-        raise InvalidApiKey("The API key is not valid.", headers=_challenge())
+        raise InvalidApiKey("The API key is not valid.", headers=challenge())
     digest = hash_key(presented)
     return Credentials(key_id=key_id_for(digest), key_hash=digest)
 
@@ -74,9 +77,9 @@ def verify(credentials: Credentials, key_item: Optional[ApiKey]) -> ApiKey:
     """The stored key if the presented key is genuine and not revoked."""
     if (key_item is None or not hmac.compare_digest(key_item.key_hash, credentials.key_hash)
             or key_item.revoked_at is not None):
-        raise InvalidApiKey("The API key is not valid or has been revoked.", headers=_challenge())
+        raise InvalidApiKey("The API key is not valid or has been revoked.", headers=challenge())
     return key_item
 
 
-def _challenge() -> dict[str, str]:
+def challenge() -> dict[str, str]:
     return {"WWW-Authenticate": 'Bearer realm="docpub"'}

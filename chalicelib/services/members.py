@@ -16,11 +16,18 @@ from chalicelib.services.context import Context
 
 def role_in(ctx: Context, workspace_id: str, email: Optional[str]) -> Optional[str]:
     """The person's current role in the workspace, or None (not a member)."""
+    member = membership(ctx, workspace_id, email)
+    return member.role if member else None
+
+
+def membership(ctx: Context, workspace_id: str, email: Optional[str]) -> Optional[Member]:
+    """The person's member record in the workspace (its `created_ms` tells a membership
+    from an earlier one of the same person), or None (not a member)."""
     if not email:
         return None
     member = ctx.people.get_member(workspace_id, email)
     if member is not None:
-        return member.role
+        return member
     user = ctx.users.get(email)
     if (user is None or user.workspace_id != workspace_id or ctx.people.list_members(workspace_id)
             or ctx.workspaces.get(workspace_id) is None):
@@ -30,8 +37,7 @@ def role_in(ctx: Context, workspace_id: str, email: Optional[str]) -> Optional[s
                                      created_ms=user.created_ms or ctx.now_ms()))
     except MemberExists:
         pass
-    member = ctx.people.get_member(workspace_id, email)
-    return member.role if member else None
+    return ctx.people.get_member(workspace_id, email)
 
 
 def workspaces_of(ctx: Context, email: str) -> list[Member]:

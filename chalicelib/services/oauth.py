@@ -559,11 +559,13 @@ class OAuthService:
             raise _invalid_token("This access was revoked in the dashboard.")
         if record.audience != resource_url():
             raise _invalid_token("The access token was issued for another resource.")
-        role = members.role_in(self.ctx, record.workspace_id, grant.user)
-        if role is None:
-            # The approver left the workspace: their grants went with them.
+        member = members.membership(self.ctx, record.workspace_id, grant.user)
+        if member is None or member.created_ms > grant.created_ms:
+            # The approver left the workspace: their grants went with them (also when they
+            # joined again since: a grant of an earlier membership does not come back).
             self.repo.revoke_grant(grant.grant_id, now_ms)
             raise _invalid_token("The person who connected this app is no longer a member of the workspace.")
+        role = member.role
         if now_ms - (grant.last_used_ms or 0) >= TOUCH_EVERY_MS:
             self.repo.touch_grant(grant.grant_id, now_ms)
         allowed = set(roles.ROLE_SCOPES[role])

@@ -5,11 +5,13 @@ workspace's branding); the invitee signs in, or signs up from the link, and
 joins with the role named in the invitation. Owners change roles and remove
 members; a workspace always keeps one owner (the store refuses the change that
 would leave none). Removing a member ends their sessions in the workspace and
-revokes the OAuth grants they approved for it. Any member may leave.
+revokes the OAuth grants they approved for it and the API keys they made in it
+(contract 4, "Keys follow their creator"). Any member may leave.
 """
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -54,8 +56,15 @@ class PeopleService:
     def list_members(self, who: Who) -> list[dict[str, Any]]:
         workspace_id = _workspace_of(who)
         members.role_in(self.ctx, workspace_id, who.member)  # type: ignore[union-attr]  # a legacy workspace gets its owner record
+        # The active keys each member made (what removing them revokes): for those who may
+        # see keys, and for each person's own row.
+        see_keys = roles.allows(access.role_of(who), "list_keys")
+        made = Counter(k.created_by for k in self.ctx.keys.list_for_workspace(workspace_id)
+                       if k.revoked_at is None and k.created_by is not None)
         return [{"email": m.email, "role": m.role, "joined_at": rfc3339(m.created_ms),
-                 "you": m.email == who.member} for m in self.ctx.people.list_members(workspace_id)]  # type: ignore[union-attr]
+                 "you": m.email == who.member,  # type: ignore[union-attr]
+                 "api_keys": made[m.email] if see_keys or m.email == who.member else None}  # type: ignore[union-attr]
+                for m in self.ctx.people.list_members(workspace_id)]
 
     @requires("list_members")
     def list_invites(self, who: Who) -> list[dict[str, Any]]:
@@ -172,7 +181,7 @@ class PeopleService:
         if email != who.member:  # type: ignore[union-attr]
             access.authorize(who, "remove_member")
         try:
-            removed = self.ctx.people.remove_member(workspace_id, email)
+            removal = self.ctx.people.remove_member(workspace_id, email, self.ctx.now_ms())
         except NotMember:
             raise NotFound("No such member in this workspace.") from None
         except LastOwner:
@@ -180,8 +189,10 @@ class PeopleService:
         from chalicelib.services.oauth import OAuthService
 
         OAuthService(self.ctx).revoke_grants_of(workspace_id, email)
-        activity.record(self.ctx, who, workspace_id, "member.remove", email, {"role": removed.role})
-        return {"email": email, "role": removed.role}
+        removed, keys = removal.member, len(removal.revoked_keys)
+        activity.record(self.ctx, who, workspace_id, "member.remove", email,
+                        {"role": removed.role, "keys_revoked": keys})
+        return {"email": email, "role": removed.role, "keys_revoked": keys}
 
     # ---------------------------------------------------------------- the dev workspace
 

@@ -9,7 +9,7 @@ from chalicelib.ports.records import ApiKey, Workspace as WorkspaceRecord
 from chalicelib.ports import KeyCapReached
 from chalicelib.domain import limits, plans
 from chalicelib.errors import FeatureNotInPlan, NotFound, PlanLimitReached, ValidationFailed
-from chalicelib.models import MeResponse, Usage, Workspace
+from chalicelib.models import KeyInfo, MeResponse, Usage, Workspace
 from chalicelib.services import auth, ratelimits
 from chalicelib.services.context import Context, new_workspace_id, rfc3339
 from chalicelib.services import access, activity
@@ -78,7 +78,7 @@ def key_summary(item: ApiKey) -> dict[str, Any]:
     """What the dashboard's key list shows of a key (never its hash)."""
     return {"key_id": item.key_id, "name": item.name, "prefix": item.prefix or "",
             "created_at": rfc3339(item.created_ms), "last_used_at": rfc3339(item.last_used_at),
-            "revoked": item.revoked_at is not None}
+            "revoked": item.revoked_at is not None, "created_by": item.created_by}
 
 
 class WorkspaceService:
@@ -86,16 +86,22 @@ class WorkspaceService:
         self.ctx = ctx
 
     def authenticate(self, credentials: auth.Credentials) -> ApiKey:
-        """The verified key for presented credentials (one storage read)."""
-        return auth.verify(credentials, self.ctx.keys.get(credentials.key_id))
+        """The verified key for presented credentials: the key, and its creator's
+        membership for a member's key (a removed member's key is 401 here too)."""
+        key = access.actor(self.ctx, credentials).key_item
+        assert key is not None  # credentials always verify to a key
+        return key
 
     @requires("get_workspace_info")
     def me(self, who: Who) -> MeResponse:
-        """The caller's workspace: `who` is API-key credentials or an authenticated Actor."""
-        from chalicelib.services.access import Actor
-
-        workspace_id = who.workspace_id if isinstance(who, Actor) else self.authenticate(who).workspace_id
-        return MeResponse(workspace=self.get_workspace(workspace_id))
+        """The caller's workspace: `who` is API-key credentials or an authenticated Actor;
+        with a key, whose key it is and the role it acts with now."""
+        acting = access.actor(self.ctx, who)
+        key = acting.key_item
+        return MeResponse(workspace=self.get_workspace(acting.workspace_id),
+                          key=KeyInfo(key_id=key.key_id, created_by=key.created_by,
+                                      role=cast(Literal["owner", "editor", "viewer"], acting.role))
+                          if key is not None else None)
 
     def get_workspace(self, workspace_id: str) -> Workspace:
         item = self.ctx.workspaces.get(workspace_id)
@@ -150,8 +156,12 @@ class WorkspaceService:
         secret = api_key or auth.generate_api_key()
         credentials = auth.credentials_from_key(secret)
         max_keys = plans.entitlements(workspace.plan).max_api_keys
+        # A member's key is theirs (it acts with their role, and dies with their membership);
+        # the operator's belongs to the workspace.
+        creator = who.member if isinstance(who, access.Actor) and who.surface != "cli" else None
         record = ApiKey(key_id=credentials.key_id, key_hash=credentials.key_hash, workspace_id=workspace_id,
-                        name=name, prefix=auth.display_prefix(secret), created_ms=self.ctx.now_ms())
+                        name=name, prefix=auth.display_prefix(secret), created_ms=self.ctx.now_ms(),
+                        created_by=creator)
         try:
             self.ctx.keys.create(record, max_keys)
         except KeyCapReached as exc:

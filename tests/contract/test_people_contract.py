@@ -9,7 +9,9 @@ import pytest
 
 from chalicelib.ports import BadCursor, Repositories
 from chalicelib.ports.people import LastOwner, MemberExists, NotMember
-from chalicelib.ports.records import AccountToken, ActivityEntry, DashboardSession, Member, User, Workspace
+from chalicelib.ports.records import (
+    AccountToken, ActivityEntry, ApiKey, DashboardSession, Member, MemberRemoval, User, Workspace,
+)
 from tests.helpers import run_together
 
 WS = "ws_people"
@@ -64,13 +66,13 @@ def test_the_last_owner_can_be_neither_demoted_nor_removed(repos):
     with pytest.raises(LastOwner):
         repos.people.set_role(WS, "a@x.io", "editor")
     with pytest.raises(LastOwner):
-        repos.people.remove_member(WS, "a@x.io")
+        repos.people.remove_member(WS, "a@x.io", 100)
     assert exactly(Member, repos.people.set_role(WS, "b@x.io", "owner")) == Member(WS, "b@x.io", "owner", 11)
     assert repos.people.set_role(WS, "a@x.io", "viewer").role == "viewer"
     with pytest.raises(NotMember):
         repos.people.set_role(WS, "nobody@x.io", "viewer")
     with pytest.raises(NotMember):
-        repos.people.remove_member(WS, "nobody@x.io")
+        repos.people.remove_member(WS, "nobody@x.io", 100)
 
 
 def test_two_owners_demoting_each_other_at_once_leave_one(repos):
@@ -89,9 +91,53 @@ def test_removal_ends_that_persons_sessions_in_that_workspace_only(repos):
     for digest, ws in (("s1", WS), ("s2", "ws_two")):
         repos.sessions.create(DashboardSession(session_hash=digest, email="b@x.io", workspace_id=ws, created_ms=1,
                                                expires_ms=10**13, expires_at=10**10))
-    assert exactly(Member, repos.people.remove_member(WS, "b@x.io")) == Member(WS, "b@x.io", "editor", 11)
+    removal = exactly(MemberRemoval, repos.people.remove_member(WS, "b@x.io", 100))
+    assert removal == MemberRemoval(Member(WS, "b@x.io", "editor", 11), ())
     assert repos.sessions.get("s1") is None and repos.sessions.get("s2") is not None
     assert repos.people.get_member(WS, "b@x.io") is None
+
+
+def make_key(repos, n: int, created_by, workspace_id=WS, created_ms=20) -> str:
+    key_id = f"key_{n:020x}"
+    repos.keys.create(ApiKey(key_id=key_id, workspace_id=workspace_id, key_hash=f"{n:064x}", name=f"k{n}",
+                             created_ms=created_ms + n, created_by=created_by), None)
+    return key_id
+
+
+@pytest.mark.parametrize("many", [2, 23])  # 23: more than the DynamoDB removal's own transaction holds
+def test_removal_revokes_the_keys_that_member_made_there_and_only_those(repos, many):
+    """Keys follow their creator (contract 4): removing a member revokes every active key
+    they made in that workspace and frees its place in the key count; the others' keys,
+    the workspace's keys and their keys in another workspace stay."""
+    setup(repos, ("a@x.io", "owner"), ("b@x.io", "editor"))
+    repos.workspaces.create(Workspace("ws_two", "Two", "free", 1))
+    repos.people.add_member(Member(workspace_id="ws_two", email="b@x.io", role="owner", created_ms=50))
+    theirs = [make_key(repos, n, "b@x.io") for n in range(many)]
+    already = make_key(repos, 100, "b@x.io")
+    repos.keys.revoke(already, 60)
+    owners = make_key(repos, 101, "a@x.io")
+    workspace = make_key(repos, 102, None)
+    elsewhere = make_key(repos, 103, "b@x.io", workspace_id="ws_two")
+    assert repos.workspaces.get(WS).key_count == many + 2
+
+    removal = repos.people.remove_member(WS, "b@x.io", 500)
+    assert sorted(removal.revoked_keys) == sorted(theirs) and removal.member.role == "editor"
+    assert all(repos.keys.get(k).revoked_at == 500 for k in theirs)
+    assert repos.keys.get(already).revoked_at == 60
+    assert all(repos.keys.get(k).revoked_at is None for k in (owners, workspace, elsewhere))
+    assert repos.workspaces.get(WS).key_count == 2 and repos.workspaces.get("ws_two").key_count == 1
+    assert repos.keys.revoke(theirs[0], 600).revoked_at == 500  # once: the count does not move again
+    assert repos.workspaces.get(WS).key_count == 2
+
+
+def test_an_owner_removed_with_keys_still_leaves_an_owner(repos):
+    setup(repos, ("a@x.io", "owner"), ("b@x.io", "owner"))
+    make_key(repos, 1, "a@x.io")
+    make_key(repos, 2, "b@x.io")
+    assert repos.people.remove_member(WS, "b@x.io", 500).revoked_keys == (f"key_{2:020x}",)
+    with pytest.raises(LastOwner):
+        repos.people.remove_member(WS, "a@x.io", 600)
+    assert repos.keys.get(f"key_{1:020x}").revoked_at is None and repos.workspaces.get(WS).key_count == 1
 
 
 def token(kind="reset", token_hash="t1", email="a@x.io", expires_ms=5000, **more):

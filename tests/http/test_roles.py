@@ -201,7 +201,7 @@ def _dashboard_paths():
 
 def test_roles_table_is_what_the_contract_says():
     assert roles.ROLES == ("viewer", "editor", "owner")
-    assert roles.API_KEY_ROLE == "editor"
+    assert roles.API_KEY_ROLE == "owner"  # a workspace key; a member's key has its creator's role (access.key_role)
     assert roles.ROLE_SCOPES["viewer"] == ("docs:read", "feedback")
     for operation in ("invite_member", "set_member_role", "remove_member", "set_plan", "set_branding"):
         assert roles.OPERATIONS[operation] == "owner"

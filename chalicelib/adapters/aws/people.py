@@ -17,15 +17,22 @@ from dataclasses import replace
 from typing import Optional
 
 from chalicelib.adapters.aws.keys import (
-    account_token_key, activity_pk, invites_index_pk, member_key, memberships_index_pk, user_sessions_index_pk,
-    workspace_key,
+    account_token_key, activity_pk, api_key_key, invites_index_pk, keys_index_pk, member_key, memberships_index_pk,
+    user_sessions_index_pk, workspace_key, write_shard_keys,
 )
 from chalicelib.adapters.aws.table import (
     ConditionFailed, Table, Transaction, decode_cursor, encode_cursor,
 )
 from chalicelib.ports.people import LastOwner, MemberExists, NotMember
-from chalicelib.ports.records import AccountToken, ActivityEntry, BadCursor, Member, fields_of, from_fields
+from chalicelib.ports.records import (
+    AccountToken, ActivityEntry, BadCursor, Member, MemberRemoval, fields_of, from_fields,
+)
 from chalicelib.adapters.aws.errors import storage_errors
+from chalicelib.adapters.aws.workspaces import ApiKeyRepository
+
+# A transaction holds 100 actions: the member, the workspace, and 9 per key (its item
+# and its 8 write-log shards) leave room for 10 keys in the removal's own transaction.
+KEYS_IN_REMOVAL = 10
 
 def _member(item: dict) -> Member:
     return from_fields(Member, item)
@@ -112,25 +119,58 @@ class PeopleRepository:
                              values={":zero": 0, ":one": 1})
         return None
 
-    def remove_member(self, workspace_id: str, email: str) -> Member:
+    def remove_member(self, workspace_id: str, email: str, now_ms: int) -> MemberRemoval:
+        """One transaction: the member, the workspace's counts and (up to KEYS_IN_REMOVAL
+        of) the keys the member made, each revoked on its item and its write-log shards
+        (so no write through it claims a slot after this). More keys than fit are revoked
+        right after, one transaction each; a key the index did not show yet is revoked
+        when presented (services/access.py: its creator is no longer a member)."""
         current = self.get_member(workspace_id, email)
         if current is None:
             raise NotMember(email)
+        keys = self._active_keys_of(workspace_id, email)
+        now_keys, later_keys = keys[:KEYS_IN_REMOVAL], keys[KEYS_IN_REMOVAL:]
         tx = Transaction()
         tx.delete(member_key(workspace_id, email), "attribute_exists(PK) AND #r = :old", names={"#r": "role"},
                   values={":old": current.role})
-        owner_index = self._count_owner(tx, workspace_id, current.role, None)
+        sets, values, condition = [], {}, "attribute_exists(PK)"
+        if current.role == "owner":
+            sets.append("owner_count = owner_count - :one")
+            values[":one"] = 1
+            condition += " AND owner_count > :one"
+        if now_keys:
+            sets.append("key_count = key_count - :keys")
+            values[":keys"] = len(now_keys)
+        owner_index = (tx.update(workspace_key(workspace_id), "SET " + ", ".join(sets), condition, values=values)
+                       if sets else None)
+        for key_id in now_keys:
+            tx.update(api_key_key(key_id), "SET revoked_at = :now",
+                      "attribute_exists(PK) AND attribute_not_exists(revoked_at)", values={":now": now_ms})
+            for shard in write_shard_keys(key_id):
+                tx.update(shard, "SET revoked_at = :now", values={":now": now_ms})
         try:
             tx.commit()
         except ConditionFailed as exc:
-            if exc.failed(owner_index):
+            if current.role == "owner" and exc.failed(owner_index):
                 raise LastOwner(workspace_id) from exc
-            return self.remove_member(workspace_id, email)
+            return self.remove_member(workspace_id, email, now_ms)  # the role or a key moved: judge again
+        revoked = list(now_keys)
+        keys_repo = ApiKeyRepository(self.table)
+        for key_id in later_keys:
+            changed = keys_repo.revoke(key_id, now_ms)
+            if changed is not None and changed.revoked_at == now_ms:
+                revoked.append(key_id)
         sessions = self.table.query_all("GSI1PK = :pk", {":pk": user_sessions_index_pk(email)}, index="GSI1",
                                         projected=("workspace_id",))
         self.table.delete_keys([{"PK": s["PK"], "SK": s["SK"]} for s in sessions
                                 if s.get("workspace_id") == workspace_id])
-        return current
+        return MemberRemoval(current, tuple(revoked))
+
+    def _active_keys_of(self, workspace_id: str, email: str) -> list[str]:
+        """The ids of the workspace's keys `email` made and nobody revoked, oldest first
+        (the key listing's index, then the items themselves, consistently)."""
+        items = self.table.query_all("GSI1PK = :pk", {":pk": keys_index_pk(workspace_id)}, index="GSI1")
+        return [i["key_id"] for i in items if i.get("created_by") == email and i.get("revoked_at") is None]
 
     # ---------------------------------------------------------------- tokens
 

@@ -430,6 +430,12 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX reviews_by_document ON reviews (document_id, created_ms, review_id);
     """,
+    # 11 -> 12: keys follow their creator (issue 33): the member who made a key (their
+    # email); the keys already stored keep NULL, workspace keys that act as the owner.
+    """
+    ALTER TABLE api_keys ADD COLUMN created_by TEXT;
+    CREATE INDEX api_keys_by_creator ON api_keys (workspace_id, created_by) WHERE created_by IS NOT NULL;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

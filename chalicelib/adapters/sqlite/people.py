@@ -9,7 +9,7 @@ from typing import Optional
 from chalicelib.adapters.sqlite import cursors
 from chalicelib.adapters.sqlite.db import Database, one
 from chalicelib.ports.people import LastOwner, MemberExists, NotMember
-from chalicelib.ports.records import AccountToken, ActivityEntry, Member, fields_of, from_fields
+from chalicelib.ports.records import AccountToken, ActivityEntry, Member, MemberRemoval, fields_of, from_fields
 
 TOKEN_COLUMNS = ("token_hash", "kind", "email", "workspace_id", "role", "created_ms", "expires_ms", "used_ms",
                  "password_changed_ms", "invited_by", "expires_at")
@@ -82,7 +82,9 @@ class PeopleRepository:
             tx.execute("UPDATE members SET role = ? WHERE workspace_id = ? AND email = ?", (role, workspace_id, email))
             return _member({**current, "role": role})
 
-    def remove_member(self, workspace_id: str, email: str) -> Member:
+    def remove_member(self, workspace_id: str, email: str, now_ms: int) -> MemberRemoval:
+        """One transaction: the member, their sessions there, and their keys (revoked,
+        and freed from the workspace's key count)."""
         with self.db.write() as tx:
             current = one(tx, "SELECT * FROM members WHERE workspace_id = ? AND email = ?", (workspace_id, email))
             if current is None:
@@ -91,7 +93,15 @@ class PeopleRepository:
                 raise LastOwner(workspace_id)
             tx.execute("DELETE FROM members WHERE workspace_id = ? AND email = ?", (workspace_id, email))
             tx.execute("DELETE FROM sessions WHERE email = ? AND workspace_id = ?", (email, workspace_id))
-            return _member(current)
+            keys = tuple(row[0] for row in tx.execute(
+                "SELECT key_id FROM api_keys WHERE workspace_id = ? AND created_by = ? AND revoked_at IS NULL "
+                "ORDER BY created_ms, key_id", (workspace_id, email)))
+            if keys:
+                tx.execute("UPDATE api_keys SET revoked_at = ? WHERE workspace_id = ? AND created_by = ? "
+                           "AND revoked_at IS NULL", (now_ms, workspace_id, email))
+                tx.execute("UPDATE workspaces SET key_count = MAX(0, key_count - ?) WHERE id = ?",
+                           (len(keys), workspace_id))
+            return MemberRemoval(_member(current), keys)
 
     # ---------------------------------------------------------------- tokens
 

@@ -82,9 +82,10 @@ class ApiKeyRepository:
             if one(tx, "SELECT 1 AS x FROM api_keys WHERE key_id = ?", (key.key_id,)):
                 raise WriteRefused("exists")
             tx.execute("UPDATE workspaces SET key_count = key_count + 1 WHERE id = ?", (key.workspace_id,))
-            tx.execute("INSERT INTO api_keys (key_id, workspace_id, key_hash, name, prefix, created_ms) "
-                       "VALUES (?, ?, ?, ?, ?, ?)",
-                       (key.key_id, key.workspace_id, key.key_hash, key.name, key.prefix, key.created_ms))
+            tx.execute("INSERT INTO api_keys (key_id, workspace_id, key_hash, name, prefix, created_ms, created_by) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (key.key_id, key.workspace_id, key.key_hash, key.name, key.prefix, key.created_ms,
+                        key.created_by))
 
     def revoke(self, key_id: str, now_ms: int) -> Optional[ApiKey]:
         with self.db.write() as tx:

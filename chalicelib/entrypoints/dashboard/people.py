@@ -5,6 +5,8 @@ Links that arrive by mail open a page with a button: the token is used by the
 POST, so a mail scanner that follows links uses nothing."""
 from __future__ import annotations
 
+from typing import Any
+
 from chalicelib import errors
 from chalicelib.domain import roles
 from chalicelib.entrypoints.dashboard.accounts import start_session
@@ -160,7 +162,13 @@ def join_sign_up(page: Page):
 
 @route("/members")
 def members_page(page: Page, status: int = 200, error=None, form=None):
-    return render(page, "members.html", status=status, active="members", error=error, form=form or {},
+    extra: dict[str, Any] = {}
+    keys = page.query.get("keys", "")
+    if page.query.get("m") == "removed" and keys.isdigit() and len(keys) < 7:  # a count, never echoed text
+        n = int(keys)
+        extra["message"] = (f"Member removed: their sessions and connected apps in this workspace ended, "
+                            f"and {n} API key{'s' if n != 1 else ''} revoked.")
+    return render(page, "members.html", status=status, active="members", error=error, form=form or {}, **extra,
                   workspace=workspaces().get_workspace(page.workspace_id), roles=roles.ROLES,
                   members=people().list_members(page.actor),
                   invites=people().list_invites(page.actor) if roles.allows(page.role, "invite_member") else [])
@@ -207,7 +215,7 @@ def remove(page: Page):
         return members_page.__wrapped__(page, exc.status, exc)  # type: ignore[attr-defined]
     if removed["email"] == page.actor.member:  # left: this session ended with the membership
         return redirect(url("/sign-in", m="left"))
-    return redirect(url("/members", m="removed"))
+    return redirect(url("/members", m="removed", keys=str(removed["keys_revoked"])))
 
 
 # ------------------------------------------------------------------ switcher and activity
