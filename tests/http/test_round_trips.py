@@ -91,3 +91,32 @@ def test_delete_finishes_an_interrupted_delete_in_one_read(client, workspace, se
     r = client.http.get(f"/api/v1/documents/{doc['document_id']}", headers={"X-Api-Key": key})
     assert r.status_code == 404
     assert services.documents.ctx.documents.get(doc["document_id"]) is None
+
+
+def test_a_members_key_reads_its_creators_membership_once(client, workspace):
+    """Keys follow their creator (issue 33): a key a member made costs one GetItem more
+    (the membership, read after the key), on a read and on a write; nothing else changes."""
+    import json
+
+    from chalicelib import wiring
+    from chalicelib.ports.records import Member, User
+    from chalicelib.services.access import Actor
+
+    ws, _ = workspace
+    ctx = wiring.workspaces().ctx
+    ctx.users.create(User(email="ed@x.io", password_hash="x", workspace_id=ws.id, role="editor", created_ms=1,
+                          password_changed_ms=1))
+    ctx.people.add_member(Member(ws.id, "ed@x.io", "editor", 1))
+    wiring.workspaces().set_plan(ws.id, "pro")
+    made = wiring.workspaces().create_key(ws.id, "ci", by=Actor(ws.id, role="editor", member="ed@x.io",
+                                                                surface="dashboard"))
+    headers = {"X-Api-Key": made.api_key, "Content-Type": "application/json"}
+    with count_aws_calls() as log:
+        assert client.http.get("/api/v1/me", headers=headers).status_code == 200
+    assert log.calls == ["dynamodb.Query", "dynamodb.GetItem", "dynamodb.GetItem"]  # key, member, workspace
+    with count_aws_calls() as log:
+        answer = client.http.post("/api/v1/publish", headers=headers,
+                                  body=json.dumps({"title": "T", "html": "<p>t</p>"}))
+    assert answer.status_code == 200, answer.body
+    assert log.calls == ["dynamodb.BatchGetItem", "dynamodb.GetItem", "dynamodb.BatchGetItem", "s3.PutObject",
+                         "dynamodb.TransactWriteItems"]
