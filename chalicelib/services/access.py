@@ -36,7 +36,7 @@ class Actor:
     workspace_id: str
     key_item: Optional[ApiKey] = None
     write_limit_scope: Optional[str] = None
-    role: str = roles.API_KEY_ROLE
+    role: str = "editor"  # what callers that name no role had before keys followed their creator
     member: Optional[str] = None
     client: Optional[str] = None
     surface: str = "api"
