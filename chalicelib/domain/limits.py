@@ -35,9 +35,11 @@ HTML_BYTES = MAX_HTML_BYTES
 MARKDOWN_BYTES = HTML_BYTES
 # CPU seconds (of the rendering thread) a Markdown source may take to render (issue 33): the
 # contract bounds a whole request at 10 s of one core, so the render stops (422 "too complex
-# to render", nothing stored) with room left for the rest. markdown-it-py itself costs up to
+# to render", nothing stored) with room left for the rest: freeing what a refused render built
+# costs up to a sixth more (bench/adversarial.py measured 9.2 s for a publish refused at 8 s).
+# 4 MiB of prose renders in ~3.6 s. markdown-it-py itself costs up to
 # ~13 s per MiB on floods of `![` (docs/performance.md, bench/adversarial.py); prose about 1.
-MARKDOWN_CPU_SECONDS = 8.0
+MARKDOWN_CPU_SECONDS = 6.0
 # The largest file a deployed function answers itself: a Lambda response carries at most
 # 6 MB and a binary answer is base64-encoded (4/3 larger). A larger download or bundle
 # file is redirected (302) to a short-lived presigned S3 URL; the embedded store sends any size.

@@ -243,7 +243,7 @@ def test_the_budget_is_read_all_along_every_stage(unit, count):
 def test_a_markdown_source_too_complex_to_render_is_refused_and_nothing_stored(services, workspace, monkeypatch,
                                                                                flood):
     """Finding 2 as reported: `"# t\\n\\n" + "![" * 1000000` (2 MB) answered 200 after 80 s
-    (70 s of CPU), 1 MB of `[` after 25 s. With the budget set to 1 s here (8 s in service),
+    (70 s of CPU), 1 MB of `[` after 25 s. With the budget set to 1 s here (6 s in service),
     each is refused with the contract's 422 naming `html` after about that much CPU, and
     nothing is stored."""
     from chalicelib.domain import limits
