@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from rapidfuzz import fuzz
@@ -38,7 +38,7 @@ from rapidfuzz.distance import Levenshtein
 SIMILARITY = 80.0  # the least similarity of a fuzzy match (contract)
 LEAD = 10.0  # points the best match must be ahead of any other (contract)
 SHORT_QUOTE = 32  # shorter identical quotes in other surroundings need context support
-CONTEXT_SUPPORT = 60.0  # how like the anchor's prefix or suffix the surroundings must be
+CONTEXT_SUPPORT = 70.0  # how like the anchor's prefix or suffix the surroundings must be
 CLOSE_MATCH = 90.0  # a long quote this close needs no context
 MAX_OCCURRENCES = 100
 PIECES = 8
@@ -47,6 +47,7 @@ MAX_CANDIDATES = 64
 PRECISE = 4  # candidates scored precisely (Levenshtein alignment), the best by a quick score
 CONTEXT_PIECE = 24
 MIN_CONTEXT_PIECE = 12
+WORD_TOLERANCE = 3.0  # points of likeness a fuzzy passage may lose to end on whole words
 MAX_REACH = 48  # how far a fuzzy match's ends move from the quick alignment's
 
 Status = str  # "exact" | "moved" | "fuzzy" | "orphaned"
@@ -56,6 +57,7 @@ Status = str  # "exact" | "moved" | "fuzzy" | "orphaned"
 class Found:
     status: Status
     quote_now: Optional[str] = None
+    span: Optional[tuple[int, int]] = field(default=None, compare=False)  # where, in Text.text
 
 
 class Text:
@@ -73,18 +75,40 @@ class Text:
 
 
 _BODY = re.compile(r"<body\b[^>]*>", re.IGNORECASE)
-_SKIPPED = re.compile(r"<(script|style|noscript|template|textarea|title)\b[^>]*>.*?</\1\s*>|<!--.*?-->",
-                      re.IGNORECASE | re.DOTALL)
+_SKIPPED_OPEN = re.compile(r"<(script|style|noscript|template|textarea|title)\b|<!--", re.IGNORECASE)
 _TAG = re.compile(r"<[^>]*>")
 
 
 def page_text(page: str) -> str:
     """The text of an HTML page's body as its text nodes hold it (scripts, styles,
-    comments and tags left out, character references decoded): what a viewer selects."""
+    comments and tags left out, character references decoded): what a viewer selects.
+    Linear: each skipped element's end is looked up once from where it starts, and one
+    that never ends takes the rest of the page with it (as a browser's parser does)."""
     body = _BODY.search(page)
     if body is not None:
         page = page[body.end():]
-    return html.unescape(_TAG.sub("", _SKIPPED.sub("", page)))
+    lowered: Optional[str] = page.lower()
+    if lowered is not None and len(lowered) != len(page):
+        lowered = None
+    kept: list[str] = []
+    at = 0
+    for opened in _SKIPPED_OPEN.finditer(page):
+        if opened.start() < at:
+            continue  # inside an element already skipped
+        kept.append(page[at:opened.start()])
+        closer = "-->" if opened.group(0) == "<!--" else "</" + opened.group(1).lower()
+        if lowered is not None:
+            end = lowered.find(closer, opened.end())
+        else:  # lower() changes the length ("İ"): a case-blind search from here instead
+            match = re.compile(re.escape(closer), re.IGNORECASE).search(page, opened.end())
+            end = match.start() if match else -1
+        if end < 0:
+            at = len(page)
+            break
+        close = page.find(">", end)
+        at = len(page) if close < 0 else close + 1
+    kept.append(page[at:])
+    return html.unescape(_TAG.sub("", "".join(kept)))
 
 
 def _fold(text: str) -> str:
@@ -136,17 +160,18 @@ def locate(doc: Text, anchor: Mapping[str, Any]) -> Found:
     occurrences = _occurrences(text, quote, MAX_OCCURRENCES)
     if occurrences:
         for at in occurrences:
-            if text.startswith(prefix, at - len(prefix)) if prefix else True:
+            if not prefix or (at >= len(prefix) and text.startswith(prefix, at - len(prefix))):
                 if not suffix or text.startswith(suffix, at + len(quote)):
-                    return Found("exact")
-        if not prefix and not suffix:
-            return Found("exact")
-        scored = sorted((_context(doc, at, at + len(quote), prefix, suffix) for at in occurrences), reverse=True)
-        best, second = scored[0], (scored[1] if len(scored) > 1 else None)
-        if len(scored) == 1 and (len(quote) >= SHORT_QUOTE or best >= CONTEXT_SUPPORT):
-            return Found("moved")
+                    return Found("exact", span=(at, at + len(quote)))
+        # Where its context still is, the passage may stand edited, and an identical quote
+        # elsewhere be another passage (a repeated sentence): the edited one is the anchor's.
+        edited = _best(doc, quote, _fold(quote), prefix, suffix, _context_candidates(doc, quote, prefix, suffix))
+        if edited.status == "fuzzy":
+            return Found("moved", span=edited.span) if edited.quote_now == quote else edited
+        scored = sorted(((_context(doc, at, at + len(quote), prefix, suffix), at) for at in occurrences), reverse=True)
+        (best, at), second = scored[0], (scored[1][0] if len(scored) > 1 else None)
         if best >= CONTEXT_SUPPORT and (second is None or best - second >= LEAD):
-            return Found("moved")
+            return Found("moved", span=(at, at + len(quote)))
         return Found("orphaned")  # an identical quote, but which one (or another passage) cannot be told
     return _fuzzy(doc, quote, prefix, suffix)
 
@@ -215,9 +240,12 @@ def _best(doc: Text, quote: str, folded_quote: str, prefix: str, suffix: str, st
     # Precise scores of the best few: the passage most like the quote around each region.
     matches: list[tuple[float, int, int]] = []
     for _score, begin, end in regions[:PRECISE]:
-        _similarity, a, b = _refine(doc.folded, folded_quote, begin, end)
-        a, b = _whole_words(doc.folded, folded_quote, a, b)
-        similarity = Levenshtein.normalized_similarity(folded_quote, doc.folded[a:b]) * 100
+        similarity, a, b = _refine(doc.folded, folded_quote, begin, end)
+        wide_a, wide_b = _whole_words(doc.folded, folded_quote, a, b)
+        if (wide_a, wide_b) != (a, b):  # whole words, unless that costs more than a little likeness
+            wide = Levenshtein.normalized_similarity(folded_quote, doc.folded[wide_a:wide_b]) * 100
+            if wide >= similarity - WORD_TOLERANCE:
+                similarity, a, b = wide, wide_a, wide_b
         if any(a < e and b > s for _sim, s, e in matches):
             continue  # the same passage, found from two regions
         matches.append((similarity, a, b))
@@ -232,7 +260,7 @@ def _best(doc: Text, quote: str, folded_quote: str, prefix: str, suffix: str, st
     if (prefix or suffix) and not (len(quote) >= SHORT_QUOTE and best >= CLOSE_MATCH):
         if _context(doc, a, b, prefix, suffix) < CONTEXT_SUPPORT:
             return Found("orphaned")
-    return Found("fuzzy", doc.text[a:b])
+    return Found("fuzzy", doc.text[a:b], (a, b))
 
 
 def _whole_words(text: str, quote: str, a: int, b: int) -> tuple[int, int]:
