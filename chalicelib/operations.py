@@ -322,7 +322,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "Viewer feedback, newest first; with `since` and `wait`, waits for new feedback or viewer replies.",
         lambda c: wiring.feedback().list(c.credentials, c.query.document_id, c.query.status, c.query.limit,
                                          c.query.cursor, c.query.since, c.query.wait),
-        models.FeedbackList, query=models.FeedbackListQuery, errors=(404,), scope=FEEDBACK, tag="feedback",
+        models.FeedbackList, query=models.FeedbackListQuery, errors=(404, 429), scope=FEEDBACK, tag="feedback",
         tools=(Tool("list_feedback", "List viewer feedback", (
             "List feedback viewers left on shared documents, newest first: open by default, or resolved / "
             "all; optionally for one document_id. Each item has the message, the quoted passage (if any) "
@@ -474,7 +474,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "create_upload", "POST", "/api/v1/uploads", "createUpload",
         "Start a large upload: PUT the file to upload_url, then publish with upload_id.",
         lambda c: wiring.uploads().create(c.credentials, c.body.filename, c.body.size_bytes),
-        models.UploadTicket, status=201, request=models.UploadRequest, errors=(413,), scope=WRITE,
+        models.UploadTicket, status=201, request=models.UploadRequest, errors=(403, 413, 429), scope=WRITE,
         example={"filename": "site.zip", "size_bytes": 12582912}),
     Operation(
         "download_document", "GET", "/api/v1/documents/{document_id}/download", "downloadDocument",

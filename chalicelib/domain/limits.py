@@ -81,6 +81,14 @@ WEBHOOKS_PER_WORKSPACE = 5
 WAIT_MAX_SECONDS = 25
 # A waiting list reads storage at most once per this many seconds.
 WAIT_READ_INTERVAL_SECONDS = 1.0
+# At most this many requests of one workspace wait at once (`wait=` on lists, MCP
+# wait_for_*; services/waits.wait_slot); another is 429 with Retry-After: 1. A slot
+# is a lease that lapses this long after it was taken even if its request died
+# (past the longest wait and the deployed function's 29 s timeout).
+WAITS_PER_WORKSPACE = 10
+WAIT_LEASE_SECONDS = 40
+# Uploads created and neither published nor expired, per workspace (services/uploads.py).
+PENDING_UPLOADS_PER_WORKSPACE = 10
 # A delivery that fails is retried for this long, the first retry after
 # config.webhook_retry_base_seconds(), doubling each time.
 WEBHOOK_RETRY_SECONDS = 24 * 3600

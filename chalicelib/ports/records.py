@@ -652,3 +652,21 @@ class ReviewStatus:
     version: Optional[int]
     decisions: Mapping[str, str] = field(default_factory=dict)
     requested: tuple[str, ...] = ()
+
+
+# ------------------------------------------------------------------ leases (LeaseRepository, ports/leases.py)
+
+@dataclass(frozen=True)
+class Lease:
+    """One holder's place in a capped scope (a waiting request of a workspace, a pending
+    upload): counted until it is released or `expires_ms` passes, whichever comes first,
+    so a holder that died (a killed process, a Lambda timeout) stops counting on its own.
+    `weight` is what the place holds against the scope's weight cap (an upload's declared
+    bytes), 0 when only the number of places is capped."""
+    scope: str
+    holder: str
+    expires_ms: int
+    weight: int = 0
+
+
+__all__ += ["Lease"]

@@ -367,3 +367,5 @@ class Repositories:
     people: Optional[object] = None
     # Reviews and the documents' review state (chalicelib/ports/reviews.py ReviewRepository).
     reviews: Optional[object] = None
+    # Capped, expiring places: waiting requests, pending uploads (chalicelib/ports/leases.py).
+    leases: Optional[object] = None

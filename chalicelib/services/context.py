@@ -17,6 +17,7 @@ from chalicelib.ports import (
     ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository, Repositories,
     SessionRepository, StorageHealth, UserRepository, ViewCounterRepository, WorkspaceRepository,
 )
+from chalicelib.ports.leases import LeaseRepository
 from chalicelib.ports.cdn import CdnInvalidator, NoCdn, PendingInvalidationRepository
 from chalicelib.ports.mail import Mailer
 from chalicelib.ports.outbound import OutboundHttp
@@ -149,6 +150,10 @@ class Context:
     @property
     def views(self) -> ViewCounterRepository:
         return self.repos.views
+
+    @property
+    def leases(self) -> LeaseRepository:
+        return self.repos.leases  # type: ignore[return-value]  # set by both adapters
 
 
 @overload

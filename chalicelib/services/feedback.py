@@ -19,6 +19,7 @@ import builtins
 import json
 import re
 import secrets
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Optional, Sequence
 
@@ -37,6 +38,7 @@ from chalicelib.services.access import Who
 from chalicelib.services.events import make_event
 from chalicelib.services.context import Context, new_feedback_id, rfc3339
 from chalicelib.services.sharing import ShareService, Viewer
+from chalicelib.services.waits import wait_slot
 from chalicelib.services.access import requires
 
 STATUSES = ("open", "resolved", "all")
@@ -329,19 +331,21 @@ class FeedbackService:
     def _wait(self, workspace_id: str, document_id: Optional[str], listing: str, position: str, limit: int,
               wait_seconds: int) -> FeedbackList:
         """Feedback with activity after `position`: at once if there is some, else
-        reading again once a second until `wait_seconds` have passed."""
-        deadline = self.ctx.clock() + wait_seconds
-        while True:
-            try:
-                events, position = self.ctx.feedback.activity_since(workspace_id, document_id, position,
-                                                                     self.ctx.now_ms(), limit)
-            except BadCursor as exc:
-                raise ValidationFailed.field("since", SINCE_MESSAGE) from exc
-            left = deadline - self.ctx.clock()
-            # Reviews wake waiting agents too (services/reviews.py); a feedback list waits on.
-            if any(e.feedback_id for e in events) or left <= 0:
-                break
-            self.ctx.sleep(min(limits.WAIT_READ_INTERVAL_SECONDS, left))
+        reading again once a second until `wait_seconds` have passed, in one of the
+        workspace's waiting slots (services/waits.wait_slot: 429 when all are taken)."""
+        with wait_slot(self.ctx, workspace_id) if wait_seconds > 0 else nullcontext():
+            deadline = self.ctx.clock() + wait_seconds
+            while True:
+                try:
+                    events, position = self.ctx.feedback.activity_since(workspace_id, document_id, position,
+                                                                         self.ctx.now_ms(), limit)
+                except BadCursor as exc:
+                    raise ValidationFailed.field("since", SINCE_MESSAGE) from exc
+                left = deadline - self.ctx.clock()
+                # Reviews wake waiting agents too (services/reviews.py); a feedback list waits on.
+                if any(e.feedback_id for e in events) or left <= 0:
+                    break
+                self.ctx.sleep(min(limits.WAIT_READ_INTERVAL_SECONDS, left))
         ids: list[str] = []
         for event in reversed(events):  # newest activity first, each thread once
             if event.feedback_id and event.feedback_id not in ids:

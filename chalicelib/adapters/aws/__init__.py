@@ -25,6 +25,7 @@ def repositories():
     from chalicelib.adapters.aws.feedback import FeedbackRepository
     from chalicelib.adapters.aws.oauth import OAuthRepository
     from chalicelib.adapters.aws.rates import RateLimitRepository
+    from chalicelib.adapters.aws.leases import LeaseRepository
     from chalicelib.adapters.aws.table import Table
     from chalicelib.adapters.aws.views import ViewCounterRepository
     from chalicelib.adapters.aws.webhooks import WebhookRepository
@@ -40,4 +41,4 @@ def repositories():
         sessions=SessionRepository(table), blobs=BlobStore(), health=AwsHealth(),
         views=ViewCounterRepository(table), kind="aws", oauth=OAuthRepository(table),
         cdn_pending=PendingInvalidationRepository(table), webhooks=WebhookRepository(table),
-        people=PeopleRepository(table), reviews=ReviewRepository(table))
+        people=PeopleRepository(table), reviews=ReviewRepository(table), leases=LeaseRepository(table))

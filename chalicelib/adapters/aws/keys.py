@@ -66,6 +66,10 @@ def rate_key(scope: str) -> dict:
     return {"PK": f"RATE#{scope}", "SK": "RATE"}
 
 
+def lease_key(scope: str) -> dict:
+    return {"PK": f"LEASE#{scope}", "SK": "LEASE"}
+
+
 def feedback_key(feedback_id: str) -> dict:
     return {"PK": f"FB#{feedback_id}", "SK": "FB"}
 

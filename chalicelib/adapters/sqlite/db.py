@@ -47,6 +47,7 @@ EXPIRED = (
     ("oauth_refresh_tokens", "expires_ms < :ms"),
     ("oauth_clients", "expires_ms IS NOT NULL AND expires_ms < :ms "
                       "AND client_id NOT IN (SELECT client_id FROM oauth_grants)"),
+    ("leases", "expires_ms < :ms"),
 )
 
 MIGRATIONS: list[str] = [
@@ -435,6 +436,17 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE api_keys ADD COLUMN created_by TEXT;
     CREATE INDEX api_keys_by_creator ON api_keys (workspace_id, created_by) WHERE created_by IS NOT NULL;
+    """,
+    # 12 -> 13: capped, expiring places (issue 33): a workspace's waiting requests and
+    # pending uploads. A lease past expires_ms counts for nothing (the sweep deletes it).
+    """
+    CREATE TABLE leases (
+        scope           TEXT NOT NULL,
+        holder          TEXT NOT NULL,
+        expires_ms      INTEGER NOT NULL,
+        weight          INTEGER NOT NULL DEFAULT 0 CHECK (weight >= 0),
+        PRIMARY KEY (scope, holder)
+    );
     """,
 ]
 
