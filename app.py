@@ -71,8 +71,14 @@ rest.register(app)
 @handles_errors(app)
 def receive_upload(upload_id):
     """The embedded store's upload_url: no key, the signed token in the URL is the credential
-    (outside /api/v1: its size is the one declared, not the API's body cap)."""
-    wiring.uploads().receive(upload_id, (_request().query_params or {}).get("token") or "", body_bytes(_request()))
+    (outside /api/v1: its size is the one declared, not the API's body cap). `make run`
+    streams this PUT itself (scripts/serve_local.py) before chalice local would read the
+    body whole; this route serves the in-process test client."""
+    import io
+
+    body = body_bytes(_request())
+    wiring.uploads().receive(upload_id, (_request().query_params or {}).get("token") or "", io.BytesIO(body),
+                             len(body))
     return empty_response(204)
 
 

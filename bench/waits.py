@@ -108,7 +108,8 @@ def waits(stack: LocalStack, count: int, wait_seconds: int) -> dict:
 def puts(stack: LocalStack, count: int, mib: int) -> dict:
     size = mib * 1024 * 1024
     body = b"x" * size
-    with stack.client() as client:
+    key = stack.admin("create-workspace", "--name", "Uploads", "--plan", "pro")["api_key"]  # room for them all
+    with stack.client(key) as client:
         tickets = []
         statuses = []
         for i in range(count):
@@ -132,8 +133,8 @@ def puts(stack: LocalStack, count: int, mib: int) -> dict:
             t.start()
         for t in threads:
             t.join()
-    with stack.client() as client:
-        usage = client.get("/api/v1/me").json().get("usage", {})
+    with stack.client(key) as client:
+        usage = client.get("/api/v1/me").json()["workspace"].get("usage", {})
     return {"created": statuses, "put": put_status, "rss_before": before, "rss_max": sampler.rss,
             "per_put": (sampler.rss - before) / max(1, len(tickets)), "usage": usage}
 

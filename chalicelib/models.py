@@ -414,7 +414,11 @@ class Entitlements(ResponseModel):
 class Usage(ResponseModel):
     documents: int
     versions: int
-    storage_bytes: int = Field(description="Content as sent (uncompressed bytes).")
+    storage_bytes: int = Field(description=(
+        "Content as sent (uncompressed bytes), plus the declared sizes of pending uploads (created, neither "
+        "published nor expired): what the storage quota counts."))
+    pending_upload_bytes: int = Field(0, description=(
+        "The part of storage_bytes that pending uploads hold (declared sizes, until published or expired)."))
 
 
 class Workspace(ResponseModel):

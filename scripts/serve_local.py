@@ -4,8 +4,9 @@ API Gateway (and chalice local) answer an unknown path with 403 "Missing
 Authentication Token"; in AWS a GatewayResponse in infra/ rewrites it to 404.
 This applies the same rewrite locally, hands the app the connection's peer
 address as its source IP (chalice local hard-codes 127.0.0.1), raises the listen backlog (chalice
-local keeps socketserver's 5, so a burst of connections saw resets), and
-serves until stopped. It never reloads itself: the supervisor
+local keeps socketserver's 5, so a burst of connections saw resets), bounds the
+threads (one per connection, at most MAX_CONNECTIONS, idle ones closed), streams
+upload PUTs to storage, and serves until stopped. It never reloads itself: the supervisor
 (scripts.local_stack) watches the source and starts a fresh worker; this
 process dies with its supervisor (scripts.processes).
 """
@@ -15,6 +16,7 @@ import argparse
 import json
 import logging
 import os
+import re
 import signal
 import sys
 
@@ -166,6 +168,8 @@ def _patch_admission() -> None:
         if refusal(self):
             _drain(self)
             return
+        if _stream_upload(self):
+            return
         return generic(self)
 
     def handle_expect_100(self):
@@ -179,6 +183,51 @@ def _patch_admission() -> None:
     handler.handle_expect_100 = handle_expect_100
     for name in ("do_GET", "do_PUT", "do_POST", "do_HEAD", "do_DELETE", "do_PATCH", "do_OPTIONS"):
         setattr(handler, name, generic_handle)
+
+
+_UPLOAD_PATH = re.compile(r"/uploads/([^/?#]+)")
+
+
+def _stream_upload(handler) -> bool:
+    """PUT /uploads/<id> (the embedded store's upload_url), answered here: the body goes
+    from the socket to the blob store a chunk at a time (services/uploads.receive, at
+    most 1 MiB in memory), where chalice local would read all of it (up to 36 MiB) into
+    memory first. True once answered."""
+    from urllib.parse import parse_qs, urlsplit
+
+    parts = urlsplit(handler.path)
+    match = _UPLOAD_PATH.fullmatch(parts.path)
+    if handler.command != "PUT" or match is None:
+        return False
+    from chalicelib import wiring
+    from chalicelib.entrypoints.http import as_error, error_response
+
+    length = _declared_length(handler) or 0
+    token = (parse_qs(parts.query).get("token") or [""])[0]
+    counting = _Counting(handler.rfile)
+    try:
+        wiring.uploads().receive(match.group(1), token, counting, length)
+        answer = {"statusCode": 204, "headers": {}, "body": None}
+    except Exception as exc:  # noqa: BLE001 - the contract's error body, as the app's route answers
+        answer = error_response(as_error(exc)).to_dict()
+        if counting.read_bytes < length:  # refused before (or while) reading: the rest is not read
+            handler.close_connection = True
+            answer["headers"] = {**dict(answer["headers"]), "Connection": "close"}
+    handler._send_http_response(answer["statusCode"], dict(answer["headers"]), answer["body"])
+    return True
+
+
+class _Counting:
+    """The request body as a file that counts what was read from it."""
+
+    def __init__(self, raw):
+        self.raw = raw
+        self.read_bytes = 0
+
+    def read(self, size: int) -> bytes:
+        chunk = self.raw.read(size)
+        self.read_bytes += len(chunk)
+        return chunk
 
 
 def _declared_length(handler) -> "int | None":
@@ -302,10 +351,44 @@ def _patch_dropped_connections() -> None:
 
 
 LISTEN_BACKLOG = 1024  # the kernel caps it at net.core.somaxconn
+# At most this many connections are served at once, one thread each (chalice local
+# starts a thread per connection, without a bound: 1,000 waiting requests held 1,003
+# threads); past it, new connections wait in the listen backlog until one ends. An idle
+# keep-alive connection (or a client that stops sending) ends after IDLE_SECONDS of
+# silence, so idle sockets cannot hold the threads.
+MAX_CONNECTIONS = 256
+IDLE_SECONDS = 30
 
 
 def _raise_listen_backlog() -> None:
     chalice_local.ThreadedHTTPServer.request_queue_size = LISTEN_BACKLOG
+
+
+def _bound_threads() -> None:
+    import threading
+
+    server = chalice_local.ThreadedHTTPServer
+    slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+    start_thread = server.process_request
+    serve = server.process_request_thread
+
+    def process_request(self, request, client_address):
+        slots.acquire()  # the accept loop waits here while every slot is busy
+        try:
+            start_thread(self, request, client_address)
+        except BaseException:
+            slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            serve(self, request, client_address)
+        finally:
+            slots.release()
+
+    server.process_request = process_request
+    server.process_request_thread = process_request_thread
+    chalice_local.ChaliceRequestHandler.timeout = IDLE_SECONDS
 
 
 def _start_webhook_worker() -> None:
@@ -342,6 +425,7 @@ def main() -> int:
     _patch_server_errors()
     _patch_dropped_connections()
     _raise_listen_backlog()
+    _bound_threads()
     from chalice.cli import create_local_server
     from chalice.cli.factory import CLIFactory
 

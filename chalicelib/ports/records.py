@@ -477,13 +477,17 @@ class Quota:
       Each file is counted once per workspace: a file no live version of the
       workspace refers to yet adds its size to `storage_bytes` (refused past the
       quota like the rest), one already referred to adds nothing. The store keeps a
-      reference count per (workspace, file), changed in the same atomic step."""
+      reference count per (workspace, file), changed in the same atomic step.
+    - `reserved_bytes`: room the quota keeps for what is promised but not stored
+      (pending uploads' declared sizes, read by the service): counted against the quota,
+      never added to `storage_bytes`."""
     workspace_id: str
     add_bytes: int
     max_storage_bytes: dict[str, Optional[int]]  # plan -> Optional[int]
     version_room_plans: tuple[str, ...]
     rate_claim: Optional[RateClaim] = None
     files: dict[str, int] = field(default_factory=dict)
+    reserved_bytes: int = 0
 
     def refusal(self, plan: str, storage_bytes: int, new_file_bytes: int = 0) -> Optional[str]:
         """Which bound a workspace with this plan and usage breaks ("versions",
@@ -491,7 +495,7 @@ class Quota:
         if plan not in self.version_room_plans:
             return "versions"
         limit = self.max_storage_bytes.get(plan)
-        if limit is not None and storage_bytes + self.add_bytes + new_file_bytes > limit:
+        if limit is not None and storage_bytes + self.reserved_bytes + self.add_bytes + new_file_bytes > limit:
             return "storage"
         return None
 

@@ -312,6 +312,10 @@ class BlobStore(Protocol):
     def put_file(self, key: str, data: bytes) -> None:
         """A bundle file (any bytes), durable before it returns, like put_html."""
 
+    def put_stream(self, key: str, chunks: Iterable[bytes]) -> None:
+        """`put_file` of the chunks' bytes, taken one chunk at a time (the object is never
+        whole in memory); if the iterator raises, nothing is stored and it propagates."""
+
     def touch(self, key: str) -> bool:
         """Mark an existing object as just used (its last-modified time becomes now), so a
         sweep's grace period protects it while a write that reuses it commits; False if

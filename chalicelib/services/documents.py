@@ -195,14 +195,19 @@ class DocumentService:
         return decision, slot
 
     def _quota(self, actor: Actor, doc: Optional[Document], add_bytes: int, now_ms: int,
-               files: Optional[dict[str, int]] = None) -> Quota:
-        """The workspace-wide bounds of one more version (claimed in its transaction)."""
+               files: Optional[dict[str, int]] = None, upload_id: Optional[str] = None) -> Quota:
+        """The workspace-wide bounds of one more version (claimed in its transaction); the
+        declared sizes of the workspace's pending uploads count (all but `upload_id`, the
+        one this version publishes)."""
+        from chalicelib.services.pending_uploads import pending_uploads
+
         live = 0 if doc is None else live_versions(doc)
         room = tuple(p for p in plans.PLANS
                      if (cap := plans.entitlements(p).max_versions_per_document) is None or live < cap)
         storage = {p: plans.entitlements(p).max_storage_bytes for p in plans.PLANS}
+        reserved = sum(x.weight for x in pending_uploads(self.ctx, actor.workspace_id, now_ms) if x.holder != upload_id)
         return Quota(actor.workspace_id, add_bytes, storage, room, self._workspace_slot(actor.workspace_id, now_ms),
-                     files=dict(files or {}))
+                     files=dict(files or {}), reserved_bytes=reserved)
 
     def _workspace_slot(self, workspace_id: str, now_ms: int) -> RateClaim:
         """A slot in the workspace's sliding write log (contract 4: at most N writes in ANY
@@ -233,12 +238,15 @@ class DocumentService:
                 {"entitlement": "max_versions_per_document", "limit": cap,
                  "current": live_versions(doc) if doc else 0, **extra})
         cap = entitlements.max_storage_bytes
+        current = exc.current + quota.reserved_bytes  # usage.storage_bytes counts pending uploads
+        pending = (f" (with {limits.bytes_text(quota.reserved_bytes)} of pending uploads)"
+                   if quota.reserved_bytes else "")
         return PlanLimitReached(
             f"The {plan} plan stores at most {limits.bytes_text(cap)}; this workspace holds "
-            f"{limits.bytes_text(exc.current)} and this version adds "
+            f"{limits.bytes_text(current)}{pending} and this version adds "
             f"{limits.bytes_text(exc.adding if exc.adding is not None else quota.add_bytes)}. "
             f"Delete old versions or documents{', or ' + upgrade if upgrade else ''}.",
-            {"entitlement": "max_storage_bytes", "limit": cap, "current": exc.current, **extra})
+            {"entitlement": "max_storage_bytes", "limit": cap, "current": current, **extra})
 
     def rate_limit_headers(self, key_item: Optional[ApiKey]) -> dict[str, str]:
         """The key's current X-RateLimit-* (no slot claimed)."""
@@ -367,7 +375,7 @@ class DocumentService:
                 now_ms = self.ctx.now_ms()
                 decision, slot = self._slot(actor, now_ms)
                 quota = self._quota(actor, doc, len(content.page), now_ms,  # 429 before anything is stored
-                                    distinct_files(content.file_infos()))
+                                    distinct_files(content.file_infos()), request.upload_id)
                 if not stored:
                     objects.put(content)
                     stored = True

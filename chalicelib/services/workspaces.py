@@ -63,14 +63,17 @@ def upgrade_offer(workspace_id: str) -> tuple[str, dict[str, str]]:
     return "ask the workspace's administrator to upgrade it to Pro", {}
 
 
-def workspace_model(item: WorkspaceRecord) -> Workspace:
+def workspace_model(item: WorkspaceRecord, pending_upload_bytes: int = 0) -> Workspace:
+    """The workspace as answered; `storage_bytes` counts the pending uploads' declared
+    sizes too (contract 4: from creation until published or expired)."""
     return Workspace(
         id=item.workspace_id, name=item.name, brand_name=item.brand_name,
         brand_tagline=item.brand_tagline, plan=cast(PlanName, item.plan),  # one of plans.PLANS (set_plan checks)
         document_count=item.document_count,
         entitlements=plans.entitlements(item.plan),
         usage=Usage(documents=item.document_count, versions=max(0, item.version_total),
-                    storage_bytes=max(0, item.storage_bytes)),
+                    storage_bytes=max(0, item.storage_bytes) + pending_upload_bytes,
+                    pending_upload_bytes=pending_upload_bytes),
     )
 
 
@@ -107,7 +110,13 @@ class WorkspaceService:
         item = self.ctx.workspaces.get(workspace_id)
         if item is None:
             raise NotFound("No such workspace.")
-        return workspace_model(item)
+        return self._model(item)
+
+    def _model(self, item: WorkspaceRecord) -> Workspace:
+        from chalicelib.services.pending_uploads import pending_uploads
+
+        pending = sum(x.weight for x in pending_uploads(self.ctx, item.workspace_id, self.ctx.now_ms()))
+        return workspace_model(item, pending)
 
     def create_workspace(self, name: str, plan: str = "free", workspace_id: Optional[str] = None,
                          with_key: bool = True, api_key: Optional[str] = None) -> tuple[Workspace, Optional[CreatedKey]]:
@@ -134,7 +143,7 @@ class WorkspaceService:
         self._check_plan(plan)
         if self.ctx.workspaces.get(workspace_id) is None:
             raise NotFound("No such workspace.")
-        changed = workspace_model(self.ctx.workspaces.set_plan(workspace_id, plan))
+        changed = self._model(self.ctx.workspaces.set_plan(workspace_id, plan))
         activity.record(self.ctx, who, workspace_id, "workspace.plan", workspace_id, {"plan": plan})
         return changed
 
@@ -211,7 +220,7 @@ class WorkspaceService:
             fields.append({"field": "brand_name", "message": "is required when a tagline is set"})
         if fields:
             raise ValidationFailed(f"{fields[0]['field']}: {fields[0]['message']}", {"fields": fields})
-        changed = workspace_model(self.ctx.workspaces.set_fields(
+        changed = self._model(self.ctx.workspaces.set_fields(
             workspace_id, {"brand_name": name or None, "brand_tagline": tagline or None}))
         activity.record(self.ctx, who, workspace_id, "workspace.branding", workspace_id,
                         {"brand_name": name or None})

@@ -33,7 +33,9 @@ TABLES = {"workspaces", "api_keys", "documents", "versions", "share_links", "ide
           # bundle files counted once per workspace (issue 24)
           "workspace_files",
           # reviews (contract 7e; adapters/sqlite/reviews.py)
-          "reviews"}
+          "reviews",
+          # waiting requests and pending uploads (issue 33)
+          "leases"}
 
 
 @pytest.fixture

@@ -88,8 +88,10 @@ def _usage_update(quota: Quota) -> tuple[str, str, dict, dict]:
         limit = quota.max_storage_bytes.get(plan)
         if limit is None:
             branches.append(f"#qplan = :qp{i}")
+        elif limit - quota.add_bytes - quota.reserved_bytes < 0:
+            del values[f":qp{i}"]  # no usage leaves room under this plan (pending uploads hold it)
         else:
-            values[f":qr{i}"] = limit - quota.add_bytes
+            values[f":qr{i}"] = limit - quota.add_bytes - quota.reserved_bytes
             branches.append(f"#qplan = :qp{i} AND (attribute_not_exists(storage_bytes) "
                             f"OR storage_bytes <= :qr{i})")
     # DynamoDB refuses redundant parentheses: only an OR of several branches is wrapped.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Optional
 
 from chalicelib.adapters.sqlite.space import is_full
 from chalicelib.ports.records import BlobNotFound, StorageFull
@@ -54,6 +54,12 @@ class FileBlobStore:
         self._write(key, data)
 
     def _write(self, key: str, data: bytes) -> None:
+        self.put_stream(key, iter((data,)))
+
+    def put_stream(self, key: str, chunks: Iterable[bytes]) -> None:
+        """Each chunk written as it comes (never the whole object in memory) to a
+        temporary file that becomes the object only once every chunk arrived: a stream
+        that fails half-way (the iterator raises) leaves nothing behind."""
         path = self._path(key)
         try:
             self._make_dirs(path.parent)
@@ -64,7 +70,8 @@ class FileBlobStore:
             raise
         try:
             with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
+                for chunk in chunks:
+                    handle.write(chunk)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, path)
