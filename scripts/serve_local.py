@@ -208,6 +208,8 @@ def _stream_upload(handler) -> bool:
     try:
         wiring.uploads().receive(match.group(1), token, counting, length)
         answer = {"statusCode": 204, "headers": {}, "body": None}
+    except CLIENT_GONE:
+        raise  # nothing was stored; one log line (_patch_dropped_connections)
     except Exception as exc:  # noqa: BLE001 - the contract's error body, as the app's route answers
         answer = error_response(as_error(exc)).to_dict()
         if counting.read_bytes < length:  # refused before (or while) reading: the rest is not read
