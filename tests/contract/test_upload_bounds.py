@@ -130,7 +130,7 @@ def test_a_stream_is_stored_whole_or_not_at_all(ctx, storage):
         if fail:
             raise ValidationFailed.field("body", "ended early")
 
-    ctx.blobs.put_stream("uploads/ws_x/up_whole.bin", chunks(9))  # over one S3 part (8 MiB)
+    ctx.blobs.put_stream("uploads/ws_x/up_whole.bin", chunks(9))
     assert ctx.blobs.get_html("uploads/ws_x/up_whole.bin") == b"".join(chunks(9))
     with pytest.raises(ValidationFailed):
         ctx.blobs.put_stream("uploads/ws_x/up_broken.bin", chunks(2, fail=True))

@@ -35,14 +35,15 @@ def test_me_reports_the_new_entitlements_and_usage(client, workspace, storage):
     assert me["entitlements"]["max_storage_bytes"] == 104857600
     assert me["entitlements"]["max_versions_per_document"] == 100
     assert me["entitlements"]["workspace_write_rate_limit"] == {"limit": 120, "window_seconds": 60}
-    assert me["usage"] == {"documents": 0, "versions": 0, "storage_bytes": 0}
+    assert me["usage"] == {"documents": 0, "versions": 0, "storage_bytes": 0, "pending_upload_bytes": 0}
     doc = json.loads(_publish(client, key, "<p>café</p>").body)
     _publish(client, key, "<p>two</p>", doc["document_id"])
     _publish(client, key, "<p>other</p>")
     assert _me(client, key)["usage"] == {"documents": 2, "versions": 3,
-                                         "storage_bytes": len("<p>café</p>".encode()) + 10 + 12}
+                                         "storage_bytes": len("<p>café</p>".encode()) + 10 + 12,
+                                         "pending_upload_bytes": 0}
     assert client.http.delete(f"/api/v1/documents/{doc['document_id']}", headers={"X-Api-Key": key}).status_code == 204
-    assert _me(client, key)["usage"] == {"documents": 1, "versions": 1, "storage_bytes": 12}
+    assert _me(client, key)["usage"] == {"documents": 1, "versions": 1, "storage_bytes": 12, "pending_upload_bytes": 0}
 
 
 @BOTH
@@ -92,7 +93,7 @@ def test_versions_per_document_and_deleting_an_old_version(client, workspace, st
     assert client.http.delete(f"{base}/{second['version_id']}", headers=h).status_code == 404
     got = _get(client, key, doc["document_id"])
     assert [v["number"] for v in got["versions"]] == [1, 3] and got["version_count"] == 2
-    assert _me(client, key)["usage"] == {"documents": 1, "versions": 2, "storage_bytes": 16}
+    assert _me(client, key)["usage"] == {"documents": 1, "versions": 2, "storage_bytes": 16, "pending_upload_bytes": 0}
     fourth = _publish(client, key, "<p>4</p>", doc["document_id"])
     assert fourth.status_code == 200 and json.loads(fourth.body)["version_number"] == 4
     r = client.http.get(f"/api/v1/documents/{doc['document_id']}?include_html=true&version_id={second['version_id']}",

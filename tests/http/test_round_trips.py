@@ -36,17 +36,20 @@ def test_exact_calls_of_the_hot_paths(measured):
     # A write reads the key with its write-log shards (one BatchGetItem, with the
     # document when there is one); a read authenticates with one Query of the key's
     # partition (key + shards). The second BatchGetItem of a write reads the workspace's
-    # write-log shards (the sliding workspace limit, issue 24).
+    # write-log shards (the sliding workspace limit, issue 24); the GetItem before it the
+    # workspace's pending uploads (their declared sizes count against the quota, issue 33).
     assert measured["publish (new document)"].calls == [
-        "dynamodb.BatchGetItem", "dynamodb.BatchGetItem", "s3.PutObject", "dynamodb.TransactWriteItems"]
+        "dynamodb.BatchGetItem", "dynamodb.GetItem", "dynamodb.BatchGetItem", "s3.PutObject",
+        "dynamodb.TransactWriteItems"]
     assert measured["publish (new version)"].calls == [
-        "dynamodb.BatchGetItem", "dynamodb.BatchGetItem", "s3.PutObject", "dynamodb.TransactWriteItems"]
+        "dynamodb.BatchGetItem", "dynamodb.GetItem", "dynamodb.BatchGetItem", "s3.PutObject",
+        "dynamodb.TransactWriteItems"]
     # The last Query reads the view counters (views_total, last_viewed_at).
     assert measured["get without html"].calls == ["dynamodb.Query", "dynamodb.Query", "dynamodb.Query"]
     assert measured["get with html"].calls == ["dynamodb.Query", "dynamodb.Query", "s3.GetObject",
                                                "dynamodb.Query"]
     assert measured["edit"].calls == [
-        "dynamodb.BatchGetItem", "s3.GetObject", "dynamodb.BatchGetItem", "s3.PutObject",
+        "dynamodb.BatchGetItem", "s3.GetObject", "dynamodb.GetItem", "dynamodb.BatchGetItem", "s3.PutObject",
         "dynamodb.TransactWriteItems"]
 
 

@@ -14,10 +14,6 @@ from chalicelib.ports.repositories import document_prefix, version_key  # noqa: 
 from chalicelib.adapters.aws.errors import storage_errors
 
 
-# put_stream's part size (S3's parts but the last are at least 5 MiB).
-PART_BYTES = 8 * 1024 * 1024
-
-
 def crc32_b64(data: bytes) -> str:
     return base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode("ascii")
 
@@ -46,33 +42,17 @@ class BlobStore:
                             ChecksumCRC32=crc32_b64(data))
 
     def put_stream(self, key: str, chunks: Iterable[bytes]) -> None:
-        """A multipart upload, one part per 8 MiB gathered from the chunks (S3's parts are
-        at least 5 MiB), aborted if the stream fails: nothing is left behind. Deployed, an
-        upload's bytes go straight to S3 by a presigned URL and never come here."""
-        client = aws.s3()
-        started = client.create_multipart_upload(Bucket=self.bucket, Key=key, ContentType="application/octet-stream")
-        upload_id = started["UploadId"]
-        parts: list[dict] = []
-        try:
-            pending = bytearray()
+        """The chunks gathered in a temporary file, then one PutObject read from it: the
+        object is never whole in memory, and a stream that fails before its end sends
+        nothing. Deployed, an upload's bytes go straight to S3 by a presigned URL and never
+        come here (this serves a `make run` on the AWS adapter)."""
+        import tempfile
 
-            def send(data: bytes) -> None:
-                part = client.upload_part(Bucket=self.bucket, Key=key, UploadId=upload_id,
-                                          PartNumber=len(parts) + 1, Body=data)
-                parts.append({"PartNumber": len(parts) + 1, "ETag": part["ETag"]})
-
+        with tempfile.TemporaryFile() as spool:
             for chunk in chunks:
-                pending += chunk
-                if len(pending) >= PART_BYTES:
-                    send(bytes(pending))
-                    pending.clear()
-            if pending or not parts:
-                send(bytes(pending))
-            client.complete_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id,
-                                             MultipartUpload={"Parts": parts})
-        except BaseException:
-            client.abort_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id)
-            raise
+                spool.write(chunk)
+            spool.seek(0)
+            aws.s3().put_object(Bucket=self.bucket, Key=key, Body=spool, ContentType="application/octet-stream")
 
     def upload_url(self, key: str, size_bytes: int, expires_seconds: int) -> str:
         """Presigned PUT; Content-Length is signed, so S3 refuses any other size."""
