@@ -383,7 +383,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "A document's reviews (newest first) and review state; with `since` and `wait`, waits for a review, "
         "feedback or a viewer reply.",
         lambda c: wiring.reviews().list(c.credentials, c.path["document_id"], c.query.since, c.query.wait),
-        models.ReviewList, query=models.ReviewsQuery, errors=(404,), scope=FEEDBACK, tag="reviews",
+        models.ReviewList, query=models.ReviewsQuery, errors=(404, 429), scope=FEEDBACK, tag="reviews",
         tools=(Tool("list_reviews", "List reviews", (
             "List a document's reviews (decision, message, reviewer, version_number), newest first, and its "
             "review_state: none, pending, changes_requested or approved (of the latest version)."),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import builtins
 import secrets
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence, TypeVar, Union
 
@@ -35,6 +36,7 @@ from chalicelib.services import access, cursors, mailing
 from chalicelib.services.access import Actor, Who, requires
 from chalicelib.services.context import Context, rfc3339
 from chalicelib.services.events import make_event
+from chalicelib.services.waits import wait_slot
 
 # A write that lost a race with another reviewer (or a new version) reads again this many times.
 ATTEMPTS = 8
@@ -242,20 +244,22 @@ class ReviewService:
 
     def _wait(self, actor: Actor, doc: Document, listing: str, position: str, wait_seconds: int) -> ReviewList:
         """Reviews and feedback activity of the document after `position`: at once if there is
-        some, else reading again once a second (one storage read) until `wait_seconds` passed."""
-        deadline = self.ctx.clock() + wait_seconds
+        some, else reading again once a second (one storage read) until `wait_seconds` passed,
+        in one of the workspace's waiting slots (services/waits.wait_slot: 429 when all are taken)."""
         events: builtins.list[records.Event] = []
-        while True:
-            try:
-                found, position = self.ctx.feedback.activity_since(actor.workspace_id, doc.document_id, position,
-                                                                   self.ctx.now_ms(), REVIEWS_LISTED)
-            except BadCursor as exc:
-                raise ValidationFailed.field("since", SINCE_MESSAGE) from exc
-            events += found
-            left = deadline - self.ctx.clock()
-            if events or left <= 0:
-                break
-            self.ctx.sleep(min(limits.WAIT_READ_INTERVAL_SECONDS, left))
+        with wait_slot(self.ctx, actor.workspace_id) if wait_seconds > 0 else nullcontext():
+            deadline = self.ctx.clock() + wait_seconds
+            while True:
+                try:
+                    found, position = self.ctx.feedback.activity_since(actor.workspace_id, doc.document_id,
+                                                                       position, self.ctx.now_ms(), REVIEWS_LISTED)
+                except BadCursor as exc:
+                    raise ValidationFailed.field("since", SINCE_MESSAGE) from exc
+                events += found
+                left = deadline - self.ctx.clock()
+                if events or left <= 0:
+                    break
+                self.ctx.sleep(min(limits.WAIT_READ_INTERVAL_SECONDS, left))
         reviews = [Review.model_validate({k: v for k, v in e.payload.items() if k != "document"})
                    for e in reversed(events) if e.type.startswith("review.") and "review_id" in e.payload]
         return ReviewList(review_state=rules.state_of(self._current(actor, doc)),  # type: ignore[arg-type]

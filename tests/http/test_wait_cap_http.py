@@ -48,3 +48,19 @@ def test_rest_and_mcp_waits_past_the_cap_are_429(client, key, app_clock):
         import time
         default_context().sleep = time.sleep
     assert answer.status_code == 200
+
+
+def test_review_waits_share_the_same_cap(client, key, app_clock):
+    """`GET …/reviews?wait=` and MCP `wait_for_review` (issue 34) wait in the same slots."""
+    from tests.helpers import publish
+    from tests.http.test_mcp import call as call_tool
+
+    doc = publish(client, key)
+    with _hold_every_slot(key):
+        answer = client.http.get(f"/api/v1/documents/{doc['document_id']}/reviews?wait=5", headers=auth(key))
+        assert answer.status_code == 429, answer.body
+        assert answer.headers["Retry-After"] == "1" and answer.json_body["error"]["code"] == "rate_limited"
+        tool = call_tool(client, key, "wait_for_review", {"document_id": doc["document_id"], "timeout_seconds": 5})
+        assert tool["isError"] is True and tool["content"][0]["text"].startswith("rate_limited:")
+        status, _ = get_json(client, f"/api/v1/documents/{doc['document_id']}/reviews", key)
+        assert status == 200
