@@ -84,6 +84,10 @@ def test_every_curl_example_runs_as_shown_against_the_local_stack(stack, tmp_pat
                                            "document_id": doc["document_id"]})
     share = doc["share_url"].rsplit("/d/", 1)[1]
     feedback = httpx.post(f"{stack.base_url}/d/{share}/feedback", json={"message": "Looks good"}).json()
+    # acceptSuggestion needs feedback that suggests an edit (and is still open when its turn comes).
+    suggestion = httpx.post(f"{stack.base_url}/d/{share}/feedback", json={
+        "message": "Say it's reviewed", "anchor": {"quote": "Release notes"},
+        "suggestion": {"replacement": "Release notes (reviewed)"}}).json()
     with stack.client(key) as http:
         webhook = http.post("/api/v1/webhooks", json={"url": "https://hooks.example.com/docs-page",
                                                       "events": ["feedback.created"]}).json()
@@ -103,7 +107,8 @@ def test_every_curl_example_runs_as_shown_against_the_local_stack(stack, tmp_pat
            "FEEDBACK_ID": feedback["feedback_id"], "VERSION_ID": old_version, "WEBHOOK_ID": webhook["webhook_id"]}
     for operation, command in examples:
         body = tmp_path / f"{operation}.out"
-        run = subprocess.run(["bash", "-c", f"{command} -o {body} -w '%{{http_code}}'"], env=env,
+        run_env = {**env, "FEEDBACK_ID": suggestion["feedback_id"]} if operation == "acceptSuggestion" else env
+        run = subprocess.run(["bash", "-c", f"{command} -o {body} -w '%{{http_code}}'"], env=run_env,
                              capture_output=True, text=True, timeout=60)
         assert run.returncode == 0, (operation, command, run.stderr)
         status = run.stdout.strip()
