@@ -129,13 +129,14 @@ def _context(doc: Text, start: int, end: int, prefix: str, suffix: str) -> float
     """How like the anchor's prefix or suffix (the better of the two) the text around
     [start, end) is, 0 to 100: each compared with the text right beside the passage and,
     when long enough to mean something (MIN_CONTEXT_PIECE), also found a little further
-    off (an insertion between the context and the passage)."""
+    off (an insertion between the context and the passage); found whole a few characters
+    off, it counts in full."""
     best = 0.0
     if prefix:
         folded = _fold(prefix)
         before = doc.folded[max(0, start - len(prefix) - 8):start]
         if before:
-            best = max(best, fuzz.ratio(folded, before[-len(prefix):]))
+            best = max(best, 100.0 if folded in before else fuzz.ratio(folded, before[-len(prefix):]))
             piece = folded[-CONTEXT_PIECE:]
             if len(piece) >= MIN_CONTEXT_PIECE:
                 best = max(best, fuzz.partial_ratio(piece, before))
@@ -143,7 +144,7 @@ def _context(doc: Text, start: int, end: int, prefix: str, suffix: str) -> float
         folded = _fold(suffix)
         after = doc.folded[end:end + len(suffix) + 8]
         if after:
-            best = max(best, fuzz.ratio(folded, after[:len(suffix)]))
+            best = max(best, 100.0 if folded in after else fuzz.ratio(folded, after[:len(suffix)]))
             piece = folded[:CONTEXT_PIECE]
             if len(piece) >= MIN_CONTEXT_PIECE:
                 best = max(best, fuzz.partial_ratio(piece, after))

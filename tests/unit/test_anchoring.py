@@ -104,3 +104,8 @@ def test_the_benchmark_corpus_finds_no_wrong_place():
     _rows, totals = judge(corpus(15, seed=7))
     assert totals["wrong"] == 0, totals["examples"]
     assert totals["anchored"] >= 0.9 * totals["surviving"]
+
+
+def test_a_short_context_found_whole_a_few_characters_off_supports_the_match():
+    text = Text("Intro.Note: the database failover takes two minutes.")
+    assert locate(text, {"quote": "The database failover", "prefix": "Intro."}) == Found("fuzzy", "the database failover")
