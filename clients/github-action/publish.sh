@@ -2,7 +2,8 @@
 # The script of Docpub's GitHub Action (action.yml at the repository root).
 #
 # Installs the client from this repository's clients/python into a virtualenv under
-# $RUNNER_TEMP (reused when the action runs again in the same job), runs
+# $RUNNER_TEMP (reused when the action runs again in the same job: pip is skipped while
+# the virtualenv holds this client's version and sources), runs
 # `docpub publish`, and writes the outputs (document-id, share-url, version-number),
 # a job summary line and, for a new document, a notice with its id.
 #
@@ -24,10 +25,29 @@ if [ -n "$folder" ] && [ ! -d "$folder" ]; then fail "folder: no such folder: $f
 echo "::add-mask::$INPUT_API_KEY"
 
 venv=${RUNNER_TEMP:-${TMPDIR:-/tmp}}/docpub-client
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
+# The client's version and a digest of its sources: a virtualenv that holds this stamp already
+# has this very client, and pip (most of a run's time) is skipped.
+stamp=$(python3 - "$action_path/clients/python" <<'EOF'
+import hashlib, pathlib, re, sys
+root = pathlib.Path(sys.argv[1])
+digest = hashlib.sha256()
+for path in sorted([root / "pyproject.toml", *(root / "src" / "docpub").rglob("*")]):
+    if path.is_file() and "__pycache__" not in path.parts:
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+version = re.search(r'^version = "([^"]+)"', (root / "pyproject.toml").read_text(), re.M).group(1)
+print(version, digest.hexdigest())
+EOF
+)
+if [ -x "$venv/bin/docpub" ] && [ "$(cat "$venv/.docpub-client" 2>/dev/null)" = "$stamp" ]; then
+  echo "Docpub client ${stamp%% *} already installed in $venv"
+else
+  if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+  fi
+  rm -f "$venv/.docpub-client"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$action_path/clients/python"
+  echo "$stamp" > "$venv/.docpub-client"
 fi
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$action_path/clients/python"
 
 note=${INPUT_NOTE:-}
 if [ -z "$note" ] && [ -n "${GITHUB_RUN_NUMBER:-}" ]; then

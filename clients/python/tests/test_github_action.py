@@ -43,10 +43,13 @@ def test_the_action_is_a_composite_with_the_documented_inputs_and_outputs():
     assert "uses: your-org/docpub@" in docs
 
 
-@pytest.fixture
-def runner(tmp_path):
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory):
     """RUNNER_TEMP with the client's virtualenv where the script looks for it, made like
-    `python3 -m venv` makes it but with this virtualenv's packages (pip included) visible."""
+    `python3 -m venv` makes it but with this virtualenv's packages (pip included) visible.
+    One runner for the module, as one job runs the action several times: the first run
+    installs the client, the others find it installed."""
+    tmp_path = tmp_path_factory.mktemp("action")
     temp = tmp_path / "runner-temp"
     venv = temp / "docpub-client"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
@@ -66,6 +69,8 @@ def run_action(runner, inputs: dict, run_number: int = 41) -> tuple[subprocess.C
     spec = action()
     (step,) = spec["runs"]["steps"]
     outputs, summary = temp / f"output-{run_number}", temp / f"summary-{run_number}"
+    outputs.unlink(missing_ok=True)
+    summary.unlink(missing_ok=True)
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(temp), "RUNNER_TEMP": str(temp),
            "GITHUB_ACTION_PATH": str(PROJECT_DIR), "GITHUB_OUTPUT": str(outputs),
            "GITHUB_STEP_SUMMARY": str(summary), "GITHUB_RUN_NUMBER": str(run_number),
@@ -81,6 +86,7 @@ def run_action(runner, inputs: dict, run_number: int = 41) -> tuple[subprocess.C
 
 def test_the_action_creates_a_document_then_appends_versions_behind_the_same_link(stack, pro_key, api, runner):
     inputs = {"file": "report.html", "api-key": pro_key, "base-url": stack.base_url}
+    (runner[0] / "docpub-client" / ".docpub-client").unlink(missing_ok=True)  # as on a fresh runner
     first, out, summary = run_action(runner, inputs, run_number=41)
     assert first.returncode == 0, first.stdout + first.stderr
     doc_id, url = out["document-id"], out["share-url"]
@@ -88,6 +94,7 @@ def test_the_action_creates_a_document_then_appends_versions_behind_the_same_lin
     assert f"::notice title=Docpub::Created document {doc_id}." in first.stdout
     assert summary == f"### Published to Docpub\n\n[{url}]({url}) (version 1)\n"
     assert (runner[0] / "docpub-client" / "bin" / "docpub").exists()  # installed from clients/python
+    assert "already installed" not in first.stdout
     stored = api.get(f"/api/v1/documents/{doc_id}").json()
     assert stored["title"] == "Nightly report" and stored["versions"][-1]["note"] == "run 41, commit 0123456"
 
@@ -97,6 +104,8 @@ def test_the_action_creates_a_document_then_appends_versions_behind_the_same_lin
     assert second.returncode == 0, second.stdout + second.stderr
     assert out == {"document-id": doc_id, "share-url": url, "version-number": "2"}
     assert "::notice" not in second.stdout
+    # Issue 37, item 6: the second run in the job finds the client in its virtualenv (pip ran every time).
+    assert "Docpub client 0.1.0 already installed" in second.stdout, second.stdout
     stored = api.get(f"/api/v1/documents/{doc_id}", params={"include_html": "true"}).json()
     assert stored["title"] == "Nightly (main)" and stored["versions"][-1]["note"] == "manual"
     assert "13 passed" in stored["html"]
@@ -124,16 +133,24 @@ def test_a_failing_publish_fails_the_step_with_the_clients_status_and_an_annotat
 
 
 def test_a_folder_is_published_as_one_document(stack, pro_key, api, runner):
-    """`folder` hands the folder to `docpub publish`; the client learns folders in issue 26
-    (a folder becomes a bundle). Until then the step fails with the client's usage error,
-    and this test says so instead of passing."""
+    """`folder` hands the folder to `docpub publish` (a folder becomes a bundle)."""
     site = runner[1] / "site"
     site.mkdir()
     (site / "index.html").write_text('<title>Site</title><link rel="stylesheet" href="style.css"><h1>Hi</h1>')
     (site / "style.css").write_text("h1 { color: teal }")
     process, out, _ = run_action(runner, {"folder": "site", "api-key": pro_key, "base-url": stack.base_url})
-    if process.returncode == 2 and "is a directory" in process.stdout:
-        pytest.skip("this client cannot publish folders yet (issue 26 adds it)")
     assert process.returncode == 0, process.stdout + process.stderr
     assert out["version-number"] == "1" and out["share-url"].startswith(stack.base_url + "/d/")
     assert api.get(f"/api/v1/documents/{out['document-id']}").status_code == 200
+
+
+def test_a_changed_client_is_installed_again(stack, pro_key, runner):
+    """The virtualenv is reused only while it holds this client's version (a stamp of
+    clients/python's sources); any other stamp reinstalls."""
+    inputs = {"file": "report.html", "api-key": pro_key, "base-url": stack.base_url}
+    stamp = runner[0] / "docpub-client" / ".docpub-client"
+    stamp.write_text("0.0.9 an older client\n")
+    again, _, _ = run_action(runner, inputs, run_number=2)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "already installed" not in again.stdout
+    assert stamp.read_text() != "0.0.9 an older client\n"
