@@ -45,7 +45,13 @@ def environment():
     env = Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=_autoescape,
                       trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters.update(size=human_size, when=human_time, thousands=thousands, md=markdown)
+    env.tests["said_in"] = said_in
     return env
+
+
+def said_in(field: Mapping[str, Any], message: str) -> bool:
+    """True when an error's summary already names this field's reason (shown once, not twice)."""
+    return f"{field.get('field')}: {field.get('message')}" in (message or "")
 
 
 def page(name: str, globals: Optional[Mapping[str, Any]] = None, **context: Any) -> str:

@@ -195,6 +195,30 @@ class LocalStack:
         if out.returncode != 0:
             raise RuntimeError(f"add_member failed:\n{out.stderr[-4000:]}")
 
+    def add_grant(self, workspace_id: str, client_name: str, user: str) -> None:
+        """A connected app (an OAuth grant approved by `user`) in the stack's own store, as
+        an approved authorization would leave it (the Connected apps page lists it)."""
+        code = ("import sys, uuid\n"
+                "from chalicelib import wiring\n"
+                "from chalicelib.ports.records import AccessToken, OAuthGrant, RefreshToken\n"
+                "ctx = wiring.default_context()\n"
+                "ws, name, user = sys.argv[1:4]\n"
+                "now = ctx.now_ms()\n"
+                "gid, cid = str(uuid.uuid4()), 'https://app.example/' + uuid.uuid4().hex\n"
+                "scopes = ('docs:read', 'docs:write', 'feedback')\n"
+                "ctx.oauth.create_grant(OAuthGrant(grant_id=gid, workspace_id=ws, client_id=cid, scopes=scopes,"
+                " resource='mcp', created_ms=now, user=user, client_name=name, last_used_ms=now),"
+                " AccessToken(token_hash=uuid.uuid4().hex, grant_id=gid, workspace_id=ws, client_id=cid,"
+                " scopes=scopes, audience='mcp', expires_ms=now + 3600000),"
+                " RefreshToken(token_hash=uuid.uuid4().hex, grant_id=gid, client_id=cid, expires_ms=now + 86400000,"
+                " created_ms=now), None)\n")
+        env = clean_env()
+        env.update({"DOCPUB_DATA_DIR": str(self.data_dir), "PORT": str(self.port), **self.extra_env})
+        out = subprocess.run([sys.executable, "-c", code, workspace_id, client_name, user], cwd=self.project_dir,
+                             env=env, capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:
+            raise RuntimeError(f"add_grant failed:\n{out.stderr[-4000:]}")
+
     def client(self, key: str | None = None, **kwargs) -> httpx.Client:
         headers = {"X-Api-Key": key or self.api_key}
         return httpx.Client(base_url=self.base_url, headers=headers, timeout=60, **kwargs)

@@ -117,7 +117,7 @@ def test_landing_page_in_chromium_leads_to_sign_up_and_its_curl_runs(stack, page
     seen = _watch(page, stack)
     page.goto(stack.base_url + "/")
     assert page.title().startswith("Docpub")
-    assert page.get_by_role("heading", level=1).text_content() == "Publish HTML. Get a link."
+    assert page.get_by_role("heading", level=1).text_content() == "Publish HTML, Markdown or a folder. Get a link."
     assert page.locator("#mcp ~ pre").text_content().strip() == stack.base_url + "/mcp"
     icon = page.locator('link[rel="icon"]').get_attribute("href")
     assert page.request.get(stack.base_url + icon).headers["content-type"] == "image/svg+xml"
