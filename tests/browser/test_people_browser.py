@@ -116,6 +116,7 @@ def test_invite_join_role_limits_and_removal(stack, browser):
     assert invitee.locator("nav >> text=API keys").count() == 1
 
     # The last owner cannot leave; removing the member ends their session at once.
+    owner.on("dialog", lambda dialog: dialog.accept())  # "Leave this workspace? …" / "Remove …?"
     owner.locator("tr[data-member='people-owner@example.com'] >> text=Leave").click()
     owner.locator("p >> text=keeps at least one owner").first.wait_for(state="visible", timeout=10_000)
     owner.goto(stack.base_url + "/dashboard/members")
