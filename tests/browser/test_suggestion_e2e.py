@@ -2,10 +2,7 @@
 suggests a change; the agent (the official MCP client) waits for the review loop
 (wait_for_review), sees the suggestion, accepts it; the open page shows the tracked
 change, then the new version with the thread "Accepted in version 2"; then the reviewer
-approves and the agent's wait returns `approved`.
-
-The approval is given through the API with the reviewer's own key: the share page has
-no review controls yet (contract 7e's reviews on the share page are another change)."""
+(a member, signed in) approves on the share page and the agent's wait returns `approved`."""
 from __future__ import annotations
 
 import asyncio
@@ -22,6 +19,7 @@ from tests.stack import LocalStack
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
 QUOTE = "two minutes"
+REVIEWER = "rita@example.com"
 HTML = ("<h1>Runbook</h1><p id=intro>Read this first.</p>"
         f"<p id=failover>The database failover takes {QUOTE} at most.</p><p>Restart the worker after it.</p>")
 
@@ -87,23 +85,18 @@ class Agent(threading.Thread):
                 self.out.put(decision)
 
 
-def _review(stack, key, document_id, decision):
-    request = urllib.request.Request(f"{stack.base_url}/api/v1/documents/{document_id}/reviews",
-                                     data=json.dumps({"decision": decision}).encode(), method="POST",
-                                     headers={"X-Api-Key": key, "Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - the local stack
-        assert response.status == 201
-        return json.loads(response.read())
-
-
 def test_reviewer_suggests_agent_accepts_reviewer_approves(live_stack, browser):  # noqa: F811
     created = live_stack.admin("create-workspace", "--name", "Suggest", "--plan", "pro")
-    reviewer_key = live_stack.admin("create-key", created["workspace_id"], "--name", "reviewer")["api_key"]
+    live_stack.add_member(created["workspace_id"], REVIEWER, role="owner")
     agent = Agent(live_stack, created["api_key"])
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(30_000)
     page = context.new_page()
     try:
+        # The reviewer is signed in to the dashboard (a one-time link, as `make admin login-link` gives).
+        page.goto(live_stack.admin("login-link", created["workspace_id"])["login_url"])
+        page.click("button[type=submit]")
+        page.wait_for_url("**/dashboard/**")
         published = agent.get()
         page.goto(published["share_url"])
         frame = page.frame_locator("#doc")
@@ -151,11 +144,63 @@ def test_reviewer_suggests_agent_accepts_reviewer_approves(live_stack, browser):
         card.locator(".accepted", has_text="Accepted in version 2").wait_for()
         assert "ninety seconds" in card.text_content()
 
-        # The reviewer approves; the agent's wait returns approved.
-        _review(live_stack, reviewer_key, published["document_id"], "approved")
+        # The reviewer approves version 2 on the share page; the agent's wait returns approved.
+        page.click("#rvw-open")
+        page.locator("#rvw a", has_text="Sign in to review").click()  # a pass for this link, then back
+        page.locator("#rvw-who", has_text=f"as {REVIEWER}").wait_for()
+        page.click("#rvw-form button[value=approved]")
+        page.locator("#rvw-status", has_text="you approved this version").wait_for()
         decision = agent.get(timeout=60)
         assert decision["review_state"] == "approved"
-        assert [r["decision"] for r in decision["reviews"]] == ["approved"]
+        [review] = decision["reviews"]
+        assert review["decision"] == "approved" and review["version_number"] == 2
+        assert review["reviewer"]["kind"] == "member" and review["reviewer"]["id"] == REVIEWER
     finally:
         agent.change_seen.set()
+        context.close()
+
+
+def _api(stack, key, method, path, body=None):
+    request = urllib.request.Request(f"{stack.base_url}{path}", method=method,
+                                     data=json.dumps(body).encode() if body is not None else None,
+                                     headers={**({"X-Api-Key": key} if key else {}),
+                                              "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - the local stack
+        return json.loads(response.read())
+
+
+def test_orphaned_comments_are_listed_under_earlier_versions(live_stack, browser):  # noqa: F811
+    """A comment whose passage was deleted is listed under "On earlier versions" with a link
+    to the version it was written on; one whose passage changed a little is drawn where the
+    text is now, marked "Text changed"."""
+    key = live_stack.admin("create-workspace", "--name", "Orphans", "--plan", "free")["api_key"]
+    doc = _api(live_stack, key, "POST", "/api/v1/publish", {"title": "Runbook", "html": HTML})
+    share = doc["share_url"].rsplit("/", 1)[1]
+    gone = _api(live_stack, None, "POST", f"/d/{share}/feedback", {
+        "message": "Which worker?", "anchor": {"quote": "Restart the worker after it.", "prefix": "at most."}})
+    changed = _api(live_stack, None, "POST", f"/d/{share}/feedback", {
+        "message": "Source?", "anchor": {"quote": "The database failover takes", "prefix": "Read this first."}})
+    _api(live_stack, key, "POST", f"/api/v1/documents/{doc['document_id']}/edit", {"edits": [
+        {"old_string": "<p>Restart the worker after it.</p>", "new_string": ""},
+        {"old_string": "<p id=failover>The database", "new_string": "<p id=failover>Note: the database"}]})
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    try:
+        page.goto(doc["share_url"])
+        page.locator(".meta", has_text="Version 2 of 2").wait_for()
+        page.click("#rv-toggle")
+        orphan = page.locator(f"#rv-earlier #t-{gone['feedback_id']}")
+        orphan.wait_for()
+        assert page.locator("#rv-earlier-head").is_visible()
+        link = orphan.locator("a.version")
+        assert link.text_content() == "version 1" and link.get_attribute("href").endswith("?v=1")
+        card = page.locator(f"#rv-threads #t-{changed['feedback_id']}")
+        card.locator(".changed", has_text="Text changed").wait_for()
+        marked = page.frame_locator("#doc").locator("mark[data-docpub-changed]")
+        assert "".join(marked.all_text_contents()) == "the database failover takes"
+        link.click()
+        page.locator(".meta", has_text="Version 1 of 2").wait_for()
+        page.frame_locator("#doc").locator("mark[data-docpub-id]", has_text="Restart the worker after it.").wait_for()
+    finally:
         context.close()
