@@ -74,22 +74,37 @@ BUDGET_KEY = "docpub_budget"  # where a render's WorkBudget is in markdown-it's 
 CHECK_EVERY = 256  # steps between two readings of the clock (a reading costs about a step)
 
 
+# Tokens one render may hold (block tokens and every inline child): each takes ~400 bytes of
+# memory, and all of them live until the page is done. 4 MiB of prose makes ~410,000 and a
+# source dense enough to render a 4 MiB page ~260,000; 4 MiB of `[a] ` (reference links) made
+# millions: 1.5 GB before the CPU budget stopped it (bench/adversarial.py).
+MAX_TOKENS = 1_000_000
+
+
 class WorkBudget:
-    """`seconds` of `clock` (the rendering thread's CPU time) for one render; `tick` counts a
-    step and reads the clock every CHECK_EVERY of them, `check` reads it now. Tests give it
-    a clock of their own."""
+    """`seconds` of `clock` (the rendering thread's CPU time) and `max_tokens` tokens for one
+    render; `tick` counts a step and reads the clock every CHECK_EVERY of them, `check` reads
+    it now, `add_tokens` counts tokens made. Tests give it a clock of their own."""
 
-    __slots__ = ("clock", "deadline", "steps")
+    __slots__ = ("clock", "deadline", "steps", "tokens", "max_tokens")
 
-    def __init__(self, seconds: float, clock: Callable[[], float] = time.thread_time) -> None:
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.thread_time,
+                 max_tokens: int = MAX_TOKENS) -> None:
         self.clock = clock
         self.deadline = clock() + seconds
         self.steps = 0
+        self.tokens = 0
+        self.max_tokens = max_tokens
 
     def tick(self) -> None:
         self.steps += 1
         if self.steps % CHECK_EVERY == 0:
             self.check()
+
+    def add_tokens(self, count: int) -> None:
+        self.tokens += count
+        if self.tokens > self.max_tokens:
+            raise TooComplex()
 
     def check(self) -> None:
         if self.clock() > self.deadline:
@@ -107,6 +122,11 @@ def _inline_budget(state: Any, _silent: bool) -> bool:
     budget = state.env.get(BUDGET_KEY)
     if budget is not None:
         budget.tick()
+        made = len(state.tokens)  # the tokens this paragraph (or label) made since the last call
+        seen = getattr(state, "docpub_seen", 0)
+        if made > seen:
+            state.docpub_seen = made
+            budget.add_tokens(made - seen)
     return False
 
 
@@ -370,6 +390,7 @@ def _budgeted_state() -> Any:
             work = self.env.get(BUDGET_KEY)
             if work is not None:  # a table's rows are one block: count its cells
                 work.tick()
+                work.add_tokens(1)
             return made
 
     return BudgetedState
