@@ -42,8 +42,9 @@ class Reviewed(Protocol):
 
 
 def state_of(doc: Reviewed) -> str:
-    """The document's review state: that of its latest version."""
-    if doc.review_state not in STATES or doc.review_state == "none":
+    """The document's review state: that of its latest version. A version later than the
+    one the state was kept for is a new version after a review or a request: pending."""
+    if doc.review_state not in STATES or doc.review_version is None:
         return "none"
     if doc.review_version != doc.version_count:
         return "pending"
@@ -80,6 +81,15 @@ def after_review(doc: Reviewed, reviewer: str, decision: str, version_number: in
             break
         decisions.pop(oldest)
     return from_decisions(decisions), decisions
+
+
+def after_comment(doc: Reviewed, version_number: int) -> tuple[str, Optional[int]]:
+    """(state, version) after a `commented` review: the state as it was, but a first comment
+    on the latest version of a never-reviewed document is remembered, so the next version
+    is pending ("a new version after any review")."""
+    if doc.review_version is None and version_number == doc.version_count:
+        return "none", version_number
+    return doc.review_state, doc.review_version
 
 
 def after_request(doc: Reviewed, emails: list[str]) -> tuple[str, dict[str, str], tuple[str, ...]]:

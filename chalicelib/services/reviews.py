@@ -125,10 +125,14 @@ class ReviewService:
             # Every review moves the document's `review_seq` (a comment keeps the state as it
             # is): reviews of one document are serialised, and a document that never had one
             # is known without a read (its review_seq is 0).
-            status = (ReviewStatus(state=change[0], version=number, decisions=change[1],
-                                   requested=doc.review_requested) if change else
-                      ReviewStatus(state=doc.review_state, version=doc.review_version,
-                                   decisions=doc.review_decisions, requested=doc.review_requested))
+            if change is not None:
+                status = ReviewStatus(state=change[0], version=number, decisions=change[1],
+                                      requested=doc.review_requested)
+            else:
+                state, version = rules.after_comment(doc, number) if submission.decision == "commented" else (
+                    doc.review_state, doc.review_version)
+                status = ReviewStatus(state=state, version=version, decisions=doc.review_decisions,
+                                      requested=doc.review_requested)
             after = _with_status(doc, status)
             model = review_model(item)
             event = make_event(f"review.{submission.decision}", doc.workspace_id, doc.document_id, now_ms,
@@ -155,10 +159,8 @@ class ReviewService:
         found = access.find_document(self.ctx, who, document_id)
         actor, doc = found.actor, found.document
         emails = list(dict.fromkeys(body.reviewers))  # lowercased by the model; each once, in order
-        for index, email in enumerate(body.reviewers):
-            if email in emails[:emails.index(email)]:
-                continue
-            self.may_be_asked(doc, email, f"reviewers.{index}")
+        for email in emails:
+            self.may_be_asked(doc, email, f"reviewers.{body.reviewers.index(email)}")
         requester = reviewer_of(actor)
         for attempt in range(ATTEMPTS):
             self.ctx.backoff(attempt)

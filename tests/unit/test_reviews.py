@@ -94,6 +94,15 @@ def test_the_state_follows_the_rules_of_the_contract(rig):
     assert listed.reviews[-1].reviewer.model_dump() == {"kind": "member", "id": ANA, "name": ANA, "email": ANA}
 
 
+def test_a_new_version_after_a_comment_is_pending(rig):
+    """"pending: a new version after any review" (a comment is a review that keeps the state)."""
+    review(rig, rig.member(ANA), "commented", "first look")
+    assert state(rig) == "none"
+    edit(rig)
+    assert state(rig) == "pending"
+    assert [d.document_id for d in rig.documents.list(rig.key, review_state="pending").documents] == [rig.doc]
+
+
 def test_an_approval_without_a_request_approves(rig):
     review(rig, rig.member(ANA), "approved")
     assert state(rig) == "approved"
