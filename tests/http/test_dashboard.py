@@ -513,6 +513,17 @@ def test_workspace_page_shows_usage_against_every_entitlement(owner):
     assert "1 / unlimited" in page.text and "What Pro adds" not in page.text
 
 
+def test_workspace_page_shows_storage_with_pending_uploads(owner):
+    """Issue 33: pending uploads' declared sizes count in the storage the quota sees."""
+    from chalicelib import wiring
+    from chalicelib.services.access import operator
+
+    wiring.uploads().create(operator(workspace_id_of(owner)), "big.zip", 3 * 1024 * 1024)
+    page = owner.get("/dashboard/workspace")
+    assert "3.00 MiB / 100.00 MiB" in page.text
+    assert "with 3.00 MiB held by pending uploads" in page.text
+
+
 # ------------------------------------------------------------------ API keys
 
 def test_keys_shown_once_capped_on_free_and_revocable(owner, client):
