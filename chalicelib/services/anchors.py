@@ -21,6 +21,7 @@ from chalicelib.services.context import Context
 
 TEXTS_KEPT = 3  # versions' texts (a 4 MiB page is ~8 MiB of str with its folded copy)
 STATES_KEPT = 20_000
+TEXTS_PER_CALL = 10  # latest versions' pages one answer may read (the rest: anchor_state null)
 
 class _Lru:
     def __init__(self, size: int):
@@ -80,9 +81,16 @@ def state_in(text: Text, version_id: str, anchor: dict[str, Any]) -> Found:
 
 def anchor_states(ctx: Context, items: Sequence[Feedback]) -> dict[str, AnchorState]:
     """feedback_id -> its anchor's state in its document's latest version (anchored items
-    of live documents whose latest page can be read)."""
+    of live documents whose latest page can be read).
+
+    A comment written on the latest version is `exact` without a read: its anchor was
+    taken from that very text. Others need the latest version's text: at most
+    TEXTS_PER_CALL documents' texts are read by one call (cached ones are free), so a
+    workspace-wide listing never reads 100 pages; beyond that, items of further
+    documents carry no state (null) in this answer."""
     out: dict[str, AnchorState] = {}
     documents: dict[str, Optional[Document]] = {}
+    texts: dict[str, Optional[Text]] = {}
     for item in items:
         if not item.anchor:
             continue
@@ -91,10 +99,21 @@ def anchor_states(ctx: Context, items: Sequence[Feedback]) -> dict[str, AnchorSt
         doc = documents[item.document_id]
         if doc is None or doc.deleting:
             continue
-        text = version_text(ctx, doc, doc.latest_version_id)
+        if item.version_id == doc.latest_version_id:
+            out[item.feedback_id] = AnchorState(version_number=doc.version_count, status="exact", quote_now=None)
+            continue
+        if doc.document_id not in texts:
+            reads = sum(1 for t in texts.values() if t is not None)
+            texts[doc.document_id] = (version_text(ctx, doc, doc.latest_version_id)
+                                      if reads < TEXTS_PER_CALL or _cached(doc) else None)
+        text = texts[doc.document_id]
         if text is None:
             continue
         found = state_in(text, doc.latest_version_id, dict(item.anchor))
         out[item.feedback_id] = AnchorState(version_number=doc.version_count, status=found.status,  # type: ignore[arg-type]
                                             quote_now=found.quote_now)
     return out
+
+
+def _cached(doc: Document) -> bool:
+    return isinstance(_texts.get((doc.document_id, doc.latest_version_id)), Text)

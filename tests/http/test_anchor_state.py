@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.helpers import post_json
-from tests.sharing_helpers import get_json, publish, send_feedback
+from tests.sharing_helpers import get_json, pro, publish, send_feedback  # noqa: F401  (pro: a fixture)
 
 BOTH = pytest.mark.parametrize("store", ["sqlite", pytest.param("aws", marks=pytest.mark.aws)])
 HTML = ("<h1>Runbook</h1><p>Intro text here.</p><p>The database failover takes two minutes.</p>"
@@ -62,3 +62,35 @@ def test_mcp_answers_carry_anchor_state(client, workspace):
     send_feedback(client, doc["share_id"], {"message": "m", "anchor": ANCHOR})
     got = call_tool(client, key, "list_feedback", {"document_id": doc["document_id"]})
     assert got["structuredContent"]["feedback"][0]["anchor_state"]["status"] == "exact"
+
+
+def test_reads_are_bounded(client, pro, monkeypatch):
+    """Comments on the latest version are exact without reading it; others read their
+    document's latest page once (then cached), at most TEXTS_PER_CALL pages per answer."""
+    from chalicelib.services import anchors
+    from chalicelib.wiring import default_context
+
+    _, key = pro
+    docs = []
+    for n in range(anchors.TEXTS_PER_CALL + 2):
+        doc = publish(client, key, html=HTML.replace("Runbook", f"Runbook {n}"))
+        send_feedback(client, doc["share_id"], {"message": "m", "anchor": ANCHOR})
+        docs.append(doc)
+    ctx = default_context()
+    reads = []
+    original = ctx.blobs.get_html
+    monkeypatch.setattr(ctx.blobs, "get_html", lambda blob_key: reads.append(blob_key) or original(blob_key))
+    anchors.clear_caches()
+    _, listing = get_json(client, "/api/v1/feedback?limit=100", key)
+    assert reads == [] and {f["anchor_state"]["status"] for f in listing["feedback"]} == {"exact"}
+    for doc in docs:
+        _edit(client, key, doc["document_id"], "<p>The database failover", "<p>Note: the database failover")
+    anchors.clear_caches()
+    reads.clear()
+    _, listing = get_json(client, "/api/v1/feedback?limit=100", key)
+    states = [f["anchor_state"] for f in listing["feedback"]]
+    assert len(reads) == anchors.TEXTS_PER_CALL
+    assert [s["status"] for s in states if s] == ["fuzzy"] * anchors.TEXTS_PER_CALL and states.count(None) == 2
+    reads.clear()
+    _, again = get_json(client, "/api/v1/feedback?limit=100", key)  # cached texts are free: more states
+    assert sum(1 for f in again["feedback"] if f["anchor_state"]) >= anchors.TEXTS_PER_CALL
