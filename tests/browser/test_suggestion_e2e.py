@@ -139,7 +139,7 @@ def test_reviewer_suggests_agent_accepts_reviewer_approves(live_stack, browser):
         page.click("#rv-live-show")
         page.locator(".meta", has_text="Version 2 of 2").wait_for()
         page.frame_locator("#doc").locator("#failover", has_text="takes ninety seconds at most.").wait_for()
-        page.click("#rv-toggle")
+        assert page.locator("#rv").is_visible()  # at desktop width the comments are beside the page
         card = page.locator(f"#rv-accepted #t-{item['feedback_id']}")
         card.locator(".accepted", has_text="Accepted in version 2").wait_for()
         assert "ninety seconds" in card.text_content()
@@ -189,7 +189,7 @@ def test_orphaned_comments_are_listed_under_earlier_versions(live_stack, browser
     try:
         page.goto(doc["share_url"])
         page.locator(".meta", has_text="Version 2 of 2").wait_for()
-        page.click("#rv-toggle")
+        assert page.locator("#rv").is_visible()  # at desktop width the comments are beside the page
         orphan = page.locator(f"#rv-earlier #t-{gone['feedback_id']}")
         orphan.wait_for()
         assert page.locator("#rv-earlier-head").is_visible()

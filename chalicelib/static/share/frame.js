@@ -119,6 +119,12 @@
       for (var i = 0; i < marks.length; i++) if (marks[i].getAttribute("data-docpub-id") === d.id) { marks[i].scrollIntoView({block: "center", behavior: "smooth"}); break; }
     }
   });
-  function ready() { post({type: "docpub:ready"}); }
+  // Keyboard users reach the document with Tab (a frame with nothing focusable is skipped),
+  // then select with Ctrl+A and Shift+arrows to comment on a passage.
+  function focusable() {
+    var body = document.body;
+    if (body && !body.hasAttribute("tabindex")) body.setAttribute("tabindex", "0");
+  }
+  function ready() { focusable(); post({type: "docpub:ready"}); }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", ready); else ready();
 })();

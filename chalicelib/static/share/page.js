@@ -98,6 +98,14 @@
   if (toggle) toggle.addEventListener("click", function () { showSide(!side.classList.contains("open")); });
   var closer = document.getElementById("rv-close");
   if (closer) closer.addEventListener("click", function () { showSide(false); });
+  // At desktop width the comments are listed beside the page from the start (contract 7c);
+  // on a phone they are a bottom sheet the reader opens.
+  if (side && window.matchMedia && window.matchMedia("(min-width: 761px)").matches) showSide(true);
+  // The sheet and the panels sit above the footer, whatever its height (it wraps on a
+  // phone), so they never cover its buttons (CSSOM: not an inline style attribute).
+  var foot = document.querySelector(".foot");
+  function footHeight() { if (foot) document.documentElement.style.setProperty("--foot-h", foot.offsetHeight + "px"); }
+  footHeight(); window.addEventListener("resize", footHeight);
 
   function loadThreads(fresh) {
     if (!side) return;
