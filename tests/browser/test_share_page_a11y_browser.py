@@ -8,8 +8,14 @@
   it, then reply to the thread, never touching the mouse.
 - At desktop width the open comments are listed beside the page (contract 7c), not folded
   behind "Comments 1"; on a phone the open feedback form does not cover the Feedback button.
+
+Screenshots of the share page with comments at 1280 px and 390 px go to
+$DOCPUB_SCREENSHOT_DIR/1280/share.png and /390/share.png (docs/screenshots refreshes them).
 """
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import pytest
 
@@ -46,6 +52,13 @@ def shared(stack):
     return {"doc": doc, "comment": comment["feedback_id"], "locked": locked["share_url"], "off": off["share_url"]}
 
 
+def _shot(page, width: int) -> None:
+    folder = os.environ.get("DOCPUB_SCREENSHOT_DIR")
+    if folder:
+        (Path(folder) / str(width)).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / str(width) / "share.png"))
+
+
 def _threads_listed(page) -> None:
     page.locator("#rv-threads .thread").nth(1).wait_for()
     page.frame_locator("#doc").locator("mark[data-docpub-id]").first.wait_for()
@@ -59,6 +72,7 @@ def test_comments_are_listed_beside_the_page_at_desktop_width(stack, browser, sh
         _threads_listed(page)
         assert page.locator("#rv").is_visible(), "the comments are folded behind 'Comments 2'"
         assert page.locator("#rv-toggle").get_attribute("aria-expanded") == "true"
+        _shot(page, 1280)
         page.click("#rv-close")  # the reader may still fold them
         assert not page.locator("#rv").is_visible()
     finally:
@@ -84,6 +98,7 @@ def test_on_a_phone_the_open_forms_leave_the_feedback_button_free(stack, browser
         page.click("#rv-toggle")
         page.locator(f"#t-{shared['comment']}").wait_for()
         assert not _covered(page, "#fb-open"), "the comments sheet covers the Feedback button"
+        _shot(page, 390)
         page.click("#fb-open")
         assert not _covered(page, "#fb-open") and not _covered(page, "#fb-form button[type=submit]")
     finally:
