@@ -131,6 +131,8 @@ class UploadService:
                 f"This workspace has {limits.PENDING_UPLOADS_PER_WORKSPACE} uploads pending, the most at once: "
                 "publish them (or let them expire, an hour after creation) before creating another."))
         pending = sum(x.weight for x in held)
+        if room is None or pending + lease.weight <= room:  # room after all: lost races for the place
+            raise RateLimited(1, "Uploads of this workspace are being created at once; retry in 1 s.")
         upgrade, extra = "", dict[str, str]()
         if plan != "pro":
             from chalicelib.services.workspaces import upgrade_offer

@@ -165,3 +165,12 @@ def test_a_put_is_streamed_and_a_refused_one_leaves_no_bytes(uploads, services, 
     uploads.receive(ticket.upload_id, token, body, size)
     assert 0 < body.largest <= MIB
     assert ctx.blobs.get_html(stored) == b"y" * size
+
+
+def test_a_creation_that_lost_every_race_for_its_place_is_busy_not_over_quota(uploads, who, ctx, monkeypatch):
+    """Places free and room left, but the claim kept losing to concurrent ones (DynamoDB
+    re-reads a bounded number of times): 429 with Retry-After 1, never a false 403."""
+    monkeypatch.setattr(ctx.leases, "acquire", lambda *args, **kwargs: False)
+    with pytest.raises(RateLimited) as refused:
+        uploads.create(who, "page.html", 10)
+    assert refused.value.retry_after_seconds == 1
