@@ -91,7 +91,7 @@ MARKDOWN: dict[str, Callable[[int], str]] = {
     "md-nested-quotes": lambda n: _fill("> ", n, "# t\n\n", "x\n"),
     "md-deep-list-items": lambda n: _fill("".join("  " * i + "- x\n" for i in range(200)), n, "# t\n\n"),
     "md-table": lambda n: _fill("| x | y |\n", n, "# t\n\n| a | b |\n|---|---|\n"),
-    "md-wide-table": lambda n: "# t\n\n" + "|a" * (n // 6) + "|\n" + "|-" * (n // 6) + "|\n" + "|x" * (n // 6) + "|\n",
+    "md-wide-table": lambda n: "# t\n\n" + "".join(row * ((n - 16) // 6) + "|\n" for row in ("|a", "|-", "|x")),
     "md-long-line": lambda n: _fill("word ", n, "# t\n\n"),
     "md-headings": lambda n: _fill("# a\n", n),
     "md-references": lambda n: _fill("[a]: b\n", n, "# t\n\n"),
