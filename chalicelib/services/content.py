@@ -57,8 +57,9 @@ def render_markdown(source: str, title: Optional[str] = None,
     """The complete page of a Markdown source (templates/content/markdown.html). `title`
     (the document's) names the page; when None the first heading does, and
     Rendered.title reports it (None if there is none). 413 as soon as the page is known to
-    pass `max_body_bytes` (None: render it whole, as bench/content.py does to time it); 422
-    "too complex to render" once it has taken limits.MARKDOWN_CPU_SECONDS of CPU."""
+    pass `max_body_bytes`, and 422 "too complex to render" once it has taken
+    limits.MARKDOWN_CPU_SECONDS of CPU (None: render it whole, unbounded, as bench/content.py
+    does to time it)."""
     from markupsafe import Markup
 
     from chalicelib import rendering
@@ -67,7 +68,8 @@ def render_markdown(source: str, title: Optional[str] = None,
         # Stops as soon as the page is known to pass the limit (a dense source renders to
         # several times its size): the work is bounded by the page, not only by the source;
         # and by CPU time (floods of brackets or marks cost markdown-it-py the most).
-        body, heading = render_body(source, max_body_bytes, WorkBudget(limits.MARKDOWN_CPU_SECONDS))
+        body, heading = render_body(source, max_body_bytes, None if max_body_bytes is None
+                                    else WorkBudget(limits.MARKDOWN_CPU_SECONDS))
     except PageTooLarge as exc:
         raise limits.rendered_too_large(exc.size_bytes) from None
     except TooComplex:
