@@ -162,7 +162,8 @@ def dashboard_pages(document_id: str) -> dict[str, str]:
 
 
 SIGNED_OUT_PAGES = {"sign-in": "/dashboard/sign-in", "sign-up": "/dashboard/sign-up", "forgot": "/dashboard/forgot",
-                    "login": "/dashboard/login", "reset": "/dashboard/reset?token=not-a-token",
+                    "login": "/dashboard/login?token=not-a-token", "verify": "/dashboard/verify?token=not-a-token",
+                    "reset": "/dashboard/reset?token=not-a-token",
                     "join": "/dashboard/join?token=not-a-token"}
 
 
@@ -261,6 +262,21 @@ def test_every_page_at_1280_px_fits_passes_axe_and_keeps_its_lines(stack, browse
                     _members_table_is_styled(tab)
                 if name == "documents":
                     _navigation_is_one_line(tab)
+        # The steps between pages: a refused form (its error) and "check your email".
+        tab = anonymous.new_page()
+        tab.goto(stack.base_url + "/dashboard/sign-up")
+        tab.fill("input[name=email]", "steps-pages@example.com")
+        tab.fill("input[name=password]", "password123")
+        tab.fill("input[name=workspace_name]", "Steps")
+        tab.click("button[type=submit] >> text=Create workspace")
+        tab.locator(".error").wait_for()
+        if problems := axe.violations(tab):
+            inaccessible["sign-up refused"] = problems
+        tab.fill("input[name=password]", PASSWORD)
+        tab.click("button[type=submit] >> text=Create workspace")
+        tab.locator("text=Check your email").wait_for()
+        if problems := axe.violations(tab):
+            inaccessible["check your email"] = problems
     finally:
         context.close()
         anonymous.close()
