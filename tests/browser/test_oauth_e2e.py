@@ -50,6 +50,7 @@ class Person:
         self.data_dir = data_dir
         self.callbacks: list[str] = []
         self.consent_text = ""
+        self.consent_axe: list[str] = []
         self.approvals = 0
         self.signed_in_first = False
 
@@ -86,6 +87,11 @@ class Person:
             await self.page.click("button[type=submit]")
         await self.page.wait_for_selector("#allow")
         self.consent_text = await self.page.inner_text("main")
+        from tests import axe  # issue 37: the consent page passes axe-core's WCAG 2.1 AA rules too
+
+        if not await self.page.evaluate("typeof window.axe !== 'undefined'"):
+            await self.page.evaluate(axe.axe_source())
+        self.consent_axe = await self.page.evaluate(axe.RUN, axe.TAGS)
         self.approvals += 1
         await self.page.click("#allow")
         await self.page.wait_for_url(self.redirect_uri + "*")
@@ -186,6 +192,7 @@ def run_connector_flow(base_url: str, email: str, client_metadata_url=None, redi
             async with mcp_session(base_url, provider) as client:
                 seen["doc_id"] = await publish_edit_list(client)
                 seen["consent"] = person.consent_text
+                seen["consent_axe"] = person.consent_axe
                 seen["signed_in_first"] = person.signed_in_first
                 first = storage.tokens
                 assert person.approvals == 1
@@ -214,6 +221,7 @@ def test_official_client_with_dynamic_registration(stack):
     assert seen["client_id"].startswith("dpc_")  # dynamic client registration
     assert "Chat app (e2e)" in seen["consent"] and "Chat workspace" in seen["consent"]
     assert "docs:write" in seen["consent"]
+    assert seen["consent_axe"] == [], seen["consent_axe"]
     assert "Chat app (e2e)" in seen["apps"] and "docs:write" in seen["apps"]
     # revoked in Connected apps: calls fail at once
     assert seen["disconnected"] == 1
