@@ -97,6 +97,8 @@ MARKDOWN: dict[str, Callable[[int], str]] = {
     "md-references": lambda n: _fill("[a]: b\n", n, "# t\n\n"),
     "md-reference-uses": lambda n: _fill("[a] ", n, "# t\n\n[a]: /u\n\n"),
     "md-fences": lambda n: _fill("```\n", n, "# t\n\n"),
+    # Pygments' Java lexer is quadratic on this: blocks just under the highlighting cap.
+    "md-code-quadratic": lambda n: _fill("```java\n" + " a" * 3990 + "\n```\n", n, "# t\n\n"),
     "md-html-blocks": lambda n: _fill("<div>\n", n, "# t\n\n"),
     "md-hard-breaks": lambda n: _fill("a  \n", n, "# t\n\n"),
 }

@@ -40,8 +40,11 @@ if TYPE_CHECKING:
     from markdown_it.renderer import RendererHTML
     from markdown_it.token import Token
 
-# Pygments is linear but slow on pathological input: past these, code is shown plain.
-HIGHLIGHT_BLOCK_CHARS = 200_000
+# Pygments is not linear: several lexers (Java, make, systemd, AspectJ, Thrift… of the 500-odd)
+# are quadratic on crafted code (`" a" * n` in Java: 20 KB took 6 s of CPU), and a lexer's
+# regular expression cannot be stopped part-way (the WorkBudget is read between blocks). A
+# block longer than this is shown plain: the worst lexer found takes ~1 s on it (issue 33).
+HIGHLIGHT_BLOCK_CHARS = 8_000
 # Highlighting costs more than parsing the code it colours (bench/content.py): past this much
 # code in one document, the rest is shown plain, so a large source renders near the
 # parser's own speed.

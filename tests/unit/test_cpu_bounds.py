@@ -301,3 +301,19 @@ def test_a_render_holds_a_bounded_number_of_tokens():
     budget = markdown.WorkBudget(10 ** 9, clock, max_tokens=200_000)
     markdown.render_body(source, None, budget)
     assert 110_000 < budget.tokens < 130_000, budget.tokens  # 4 a link, counted as made
+
+
+@pytest.mark.timeout(120)
+def test_a_code_block_no_lexer_can_take_long_on_is_highlighted_plain():
+    """Found by this issue's audit: Pygments' Java lexer (make, systemd, aspectj… alike) is
+    quadratic on `" a" * n` (20 KB: 6 s of CPU), and a lexer's regular expression cannot be
+    stopped part-way, so the budget read between code blocks could not bound one block of
+    200,000 characters (~10 minutes). Blocks are highlighted up to HIGHLIGHT_BLOCK_CHARS."""
+    from chalicelib.domain import markdown
+
+    source = "```java\n" + " a" * 10_000 + "\n```\n"
+    (body, _), seconds = cpu(markdown.render_body, source)
+    assert 'class="hl"' not in body  # shown plain
+    assert seconds < 1.0, f"{seconds:.2f} s of CPU"
+    small = "```java\nclass A { void f() {} }\n```\n"
+    assert 'class="hl"' in markdown.render_body(small)[0]
