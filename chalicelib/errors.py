@@ -172,6 +172,12 @@ def plain_message(problem: dict[str, Any]) -> str:
     return text[:1].lower() + text[1:]
 
 
+class SecretDetected(DocpubError):
+    """The content holds a credential and the workspace blocks them (contract 7g):
+    details `{"findings": [{"rule", "path"?, "line", "column", "preview"}]}`."""
+    status, code = 422, "secret_detected"
+
+
 class EditNotFound(DocpubError):
     status, code = 422, "edit_not_found"
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional
 
 from pydantic import (
-    AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_serializer,
+    AfterValidator, BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, StringConstraints, field_validator,
+    model_serializer,
 )
 from pydantic_core import PydanticCustomError
 
@@ -161,6 +162,10 @@ class PublishRequest(RequestModel):
     share_enabled: Optional[ShareEnabled] = None
     share_expires_at: Optional[ExpiresAt] = None
     share_access: Optional[ShareAccess] = None
+    allow_secrets: Optional[bool] = Field(None, description=(
+        "true: store the content even if the secret scan finds credentials in it (contract 7g; the "
+        "activity log records it). Otherwise a workspace that blocks secrets (the default) answers 422 "
+        "secret_detected and stores nothing."))
 
     _title_not_blank = field_validator("title")(_not_blank)
 
@@ -177,6 +182,10 @@ class EditRequest(RequestModel):
     edits: Annotated[list[EditOperation], Field(min_length=1, max_length=MAX_EDITS)]
     note: Optional[Note] = None
     base_version_id: Optional[VersionId] = None
+    allow_secrets: Optional[bool] = Field(None, description=(
+        "true: store the content even if the secret scan finds credentials in it (contract 7g; the "
+        "activity log records it). Otherwise a workspace that blocks secrets (the default) answers 422 "
+        "secret_detected and stores nothing."))
 
 
 class UpdateDocumentRequest(RequestModel):
@@ -448,11 +457,43 @@ class MeResponse(ResponseModel):
         None, description="The API key of the request; null for an OAuth access token.")
 
 
+class ScanFinding(ResponseModel):
+    """Something the secret scan found (contract 7g). `line` and `column` are 1-based, in the text
+    the finding is in: the content as sent, the bundle file `path`, or for an edit the document as
+    it would be."""
+    rule: str = Field(description="The rule that found it: a gitleaks rule id (aws-access-token, "
+                                  "private-key, jwt, generic-api-key, ...), docpub-api-key, or for PII "
+                                  "email, phone-number, card-number, iban.")
+    path: Optional[str] = Field(None, description="The bundle file it is in (absent: the page or "
+                                                  "Markdown source).")
+    line: int
+    column: int
+    preview: str = Field(description="At most the first 4 and last 4 characters: AKIA…MPLE.")
+
+
+class ScanWarning(ScanFinding):
+    kind: Literal["secret", "pii"]
+
+
+class SecretDetectedDetails(ResponseModel):
+    findings: list[ScanFinding]
+
+
 class PublishResponse(ResponseModel):
     document_id: str
     version_id: str
     version_number: int
     share_url: str
+    warnings: Optional[list[ScanWarning]] = Field(None, description=(
+        "Present when the workspace warns (or allow_secrets was given) and the scan found something: "
+        "the content was stored."))
+
+    @model_serializer(mode="wrap")
+    def _without_empty_warnings(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        data = handler(self)
+        if isinstance(data, dict) and data.get("warnings") is None:
+            data.pop("warnings", None)
+        return data
 
 
 class EditSummary(ResponseModel):

@@ -45,7 +45,10 @@ ERROR_TEXT = {
     415: "`unsupported_media_type`: the body is not `application/json` (publish: nor `multipart/form-data`).",
     422: ("`validation_error` (also for a `cursor` this service did not issue to this workspace and "
           "listing, and for a passphrase that is too easy to guess, with the reason), or for edits "
-          "`edit_not_found` / `edit_ambiguous` / `no_change`."),
+          "`edit_not_found` / `edit_ambiguous` / `no_change`; for publish and edit `secret_detected` "
+          "(the content holds a credential and the workspace blocks them: `details.findings` "
+          "[{rule, path?, line, column, preview}], nothing stored; send `allow_secrets: true` to store it "
+          "anyway)."),
     429: "`rate_limited`: retry after `Retry-After` seconds.",
     500: ("`internal_error`: unexpected; `details.request_id` (its own for every failure) identifies it "
           "in the logs. A version whose HTML is missing from storage is a 500 with `details.version_id` "

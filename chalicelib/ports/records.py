@@ -69,6 +69,9 @@ class Workspace:
     storage_bytes: int = 0
     brand_name: Optional[str] = None
     brand_tagline: Optional[str] = None
+    # Contract 7g; None: the default ("block", "off"), as in items stored before they existed
+    secret_scanning: Optional[str] = None
+    pii_scanning: Optional[str] = None
 
 
 class WorkspaceFields(TypedDict, total=False):
@@ -77,6 +80,8 @@ class WorkspaceFields(TypedDict, total=False):
     plan: str
     brand_name: Optional[str]
     brand_tagline: Optional[str]
+    secret_scanning: Optional[str]
+    pii_scanning: Optional[str]
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ class Content:
     files: list[bundles.BundleFile] = field(default_factory=list)
     # Files already stored (a restored or edited version keeps its files): {path, size_bytes, sha256}
     kept_files: list[dict[str, Any]] = field(default_factory=list)
+    index_path: Optional[str] = None  # a bundle's page by its name in the zip (index.html, index.md)
 
     def file_infos(self) -> Optional[list[dict[str, Any]]]:
         return [*self.kept_files, *(f.info() for f in self.files)] or None
@@ -117,6 +118,7 @@ def from_upload(filename: str, data: bytes, title: Optional[str]) -> Content:
         page = limits.checked_size(archive.index)
         content = markdown_content(page, title) if archive.format == "markdown" else html_content(page, title)
         content.files = archive.files
+        content.index_path = archive.index_name
         return content
     if name.endswith(UPLOAD_TYPES):
         limits.checked_size(data)

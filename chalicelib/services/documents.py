@@ -42,7 +42,7 @@ from chalicelib.models import (
 )
 from chalicelib.services import access, cdn, cursors, ratelimits
 from chalicelib.services import content as content_files
-from chalicelib.services import downloads
+from chalicelib.services import downloads, scanning
 from chalicelib.services.views import ViewService
 from chalicelib.services.access import (  # noqa: F401  (also imported from here by the dashboard)
     Actor, Who, canonical_document_id, document_not_found, well_formed_id,
@@ -351,6 +351,9 @@ class DocumentService:
         # A new version keeps the document's title unless `title` is sent (the CLI and the Action too).
         title = content_files.require_title(request.title or (doc.title if doc else None), content)
         link_changes = self._link_changes(request)
+        # Contract 7g: scanned before anything is stored (a restored version was scanned when published)
+        scanned = scanning.Outcome() if prepared is not None else scanning.check(
+            self.ctx, actor.workspace_id, content, request.allow_secrets)
         self._count_session_write(actor)
         # An upload_id names its bytes (single use), so its publish is keyed on the request alone:
         # a retry finds the answer after the upload is gone.
@@ -382,11 +385,12 @@ class DocumentService:
                 version = _version_record(version_id, (doc.version_count + 1) if doc else 1, request.note,
                                                   now_ms, object_key, content.page, content.format, content.file_infos())
                 response = PublishResponse(document_id=document_id, version_id=version_id,
-                                           version_number=version.number, share_url=share_url(share_id))
+                                           version_number=version.number, share_url=share_url(share_id),
+                                           warnings=scanned.response_warnings())
                 idem_record = self._idem_record(actor, digest, request_hash, response, now_ms)
                 # The activity log's line is stored in the same atomic step as the version.
                 logged = activity.entry(self.ctx, actor, actor.workspace_id, "document.publish", document_id,
-                                        {"title": title, "version": version.number})
+                                        {"title": title, "version": version.number, **scanned.detail()})
                 try:
                     if doc is None:
                         self._create(actor, document_id, share_id, request, title, version, slot, idem_record,
@@ -576,6 +580,8 @@ class DocumentService:
                 data = checked_size(outcome.html)
                 content = (content_files.markdown_content(data, doc.title) if fmt == "markdown"
                            else content_files.Content(page=data))
+                # Contract 7g: the document as it would be, before anything is stored
+                scanned = scanning.check(self.ctx, actor.workspace_id, content, request.allow_secrets)
             version_id = new_version_id()
             object_key = version_key(actor.workspace_id, document_id, version_id)
             version = _version_record(version_id, doc.version_count + 1, request.note, now_ms, object_key,
@@ -587,7 +593,8 @@ class DocumentService:
             objects.touch_files(files or [])  # an edit keeps the version's files
             try:
                 logged = activity.entry(self.ctx, actor, actor.workspace_id, "document.edit", document_id,
-                                        {"title": doc.title, "version": version.number, **(activity_detail or {})})
+                                        {"title": doc.title, "version": version.number, **(activity_detail or {}),
+                                         **scanned.detail()})
                 self.ctx.documents.append_version(doc, version, {}, slot, None, quota, activity=logged,
                                                   event=self._published(doc, version, {}),
                                                   resolves=resolves(doc, version) if resolves else None)
@@ -618,7 +625,7 @@ class DocumentService:
                                   size_bytes_before=len(before), size_bytes_after=len(data))
             response = EditResponse(document_id=document_id, version_id=version_id,
                                     version_number=version.number, share_url=share_url(doc.share_id),
-                                    summary=summary)
+                                    summary=summary, warnings=scanned.response_warnings())
             return WriteResult(response, decision.headers() if decision else {})
         raise _gave_up(doc, key_busy, "editing")
 

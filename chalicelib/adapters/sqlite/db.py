@@ -448,6 +448,11 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (scope, holder)
     );
     """,
+    # 13 -> 14: secret scanning settings (contract 7g); NULL is the default (block, off).
+    """
+    ALTER TABLE workspaces ADD COLUMN secret_scanning TEXT CHECK (secret_scanning IN ('block', 'warn', 'off'));
+    ALTER TABLE workspaces ADD COLUMN pii_scanning TEXT CHECK (pii_scanning IN ('off', 'warn'));
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

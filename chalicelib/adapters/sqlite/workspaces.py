@@ -11,7 +11,7 @@ from chalicelib.ports.records import (
     ApiKey, KeyCapReached, KeyWriteLog, Workspace, WorkspaceFields, WriteRefused, from_fields,
 )
 
-WORKSPACE_FIELDS = ("name", "plan", "brand_name", "brand_tagline")
+WORKSPACE_FIELDS = ("name", "plan", "brand_name", "brand_tagline", "secret_scanning", "pii_scanning")
 
 
 def workspace_record(row: Optional[Mapping[str, Any]]) -> Optional[Workspace]:
