@@ -430,6 +430,10 @@ class Usage(ResponseModel):
         "The part of storage_bytes that pending uploads hold (declared sizes, until published or expired)."))
 
 
+SecretScanning = Literal["block", "warn", "off"]
+PiiScanning = Literal["off", "warn"]
+
+
 class Workspace(ResponseModel):
     id: str
     name: str
@@ -439,6 +443,20 @@ class Workspace(ResponseModel):
     document_count: int
     entitlements: Entitlements
     usage: Optional[Usage] = None
+    secret_scanning: SecretScanning = Field("block", description=(
+        "What a write holding a credential does (contract 7g): block (422 secret_detected, nothing "
+        "stored), warn (stored, with warnings) or off."))
+    pii_scanning: PiiScanning = Field("off", description=(
+        "warn: email addresses, phone numbers, card numbers and IBANs are reported as warnings."))
+
+
+class UpdateWorkspaceRequest(RequestModel):
+    """PATCH /api/v1/workspace (owner): the workspace's scanning settings; give at least one."""
+    model_config = ConfigDict(json_schema_extra={"anyOf": [{"required": ["secret_scanning"]},
+                                                           {"required": ["pii_scanning"]}]})
+
+    secret_scanning: Optional[SecretScanning] = None
+    pii_scanning: Optional[PiiScanning] = None
 
 
 class KeyInfo(ResponseModel):
@@ -469,6 +487,13 @@ class ScanFinding(ResponseModel):
     line: int
     column: int
     preview: str = Field(description="At most the first 4 and last 4 characters: AKIA…MPLE.")
+
+    @model_serializer(mode="wrap")
+    def _without_empty_path(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        data = handler(self)
+        if isinstance(data, dict) and data.get("path") is None:
+            data.pop("path", None)
+        return data
 
 
 class ScanWarning(ScanFinding):

@@ -318,6 +318,12 @@ OPERATIONS: tuple[Operation, ...] = (
             "may do now (its creator's current role; a viewer's key only reads). Use it to check limits "
             "before publishing."), read_only=True),)),
     Operation(
+        "update_workspace", "PATCH", "/api/v1/workspace", "updateWorkspace",
+        "The workspace's secret and PII scanning settings (owner).",
+        lambda c: wiring.workspaces().update_settings(c.credentials, c.body), models.MeResponse,
+        request=models.UpdateWorkspaceRequest, errors=(403,), scope=WRITE, tag="workspace",
+        example={"secret_scanning": "warn", "pii_scanning": "warn"}),
+    Operation(
         "list_feedback", "GET", "/api/v1/feedback", "listFeedback",
         "Viewer feedback, newest first; with `since` and `wait`, waits for new feedback or viewer replies.",
         lambda c: wiring.feedback().list(c.credentials, c.query.document_id, c.query.status, c.query.limit,

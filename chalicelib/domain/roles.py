@@ -70,6 +70,7 @@ OPERATIONS: dict[str, str] = {
     "disconnect_app": "editor",
     "approve_app": "viewer",  # the grant gets no more than the approver's role allows
     "set_branding": "owner",
+    "update_workspace": "owner",  # scanning settings (contract 7g)
     "set_plan": "owner",
     # members
     "list_members": "viewer",

@@ -144,6 +144,17 @@ def _allowlist(spec: dict[str, Any]) -> _Allowlist:
                       condition_and=str(spec.get("condition", "OR")).upper() == "AND")
 
 
+# gitleaks ends most values at a quote, a backquote, whitespace, `;`, an escaped newline or the
+# end: `(?:[\x60'"\s;]|\\[nr]|$)`. Published pages are HTML, where a tag (`<`) or an entity
+# (`&`) ends a value as well: `<code>sk_live_…</code>`. The one adaptation of gitleaks' rules.
+GITLEAKS_END = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
+HTML_END = r"""(?:[\x60'"\s;<&]|\\[nr]|$)"""
+
+
+def for_html(regex: str) -> str:
+    return regex.replace(GITLEAKS_END, HTML_END)
+
+
 @dataclass
 class RuleSet:
     rules: list[_Rule]
@@ -168,7 +179,7 @@ def rule_set() -> RuleSet:
             if not spec.get("regex"):
                 continue  # path-only rules (a .p12 file by its name): not content
             rules.append(_Rule(
-                id=spec["id"], regex=re2.compile(spec["regex"]),
+                id=spec["id"], regex=re2.compile(for_html(spec["regex"])),
                 keywords=tuple(k.lower().encode() for k in spec.get("keywords", [])),
                 secret_group=int(spec.get("secretGroup", 0)), entropy=float(spec.get("entropy", 0.0)),
                 allowlists=[_allowlist(a) for a in spec.get("allowlists", [])],

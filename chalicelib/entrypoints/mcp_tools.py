@@ -183,11 +183,17 @@ async def publish_document(
     share_enabled: Annotated[Optional[bool], Field(description=SHARE_ENABLED)] = None,
     share_expires_at: Annotated[Optional[str], Field(max_length=40, description=SHARE_EXPIRES_AT)] = None,
     share_access: Annotated[Optional[Literal["public", "workspace"]], Field(description=SHARE_ACCESS)] = None,
+    allow_secrets: Annotated[Optional[bool], Field(description=(
+        "Leave unset. The content is scanned for credentials (API keys, tokens, private keys, passwords) "
+        "before it is stored; if the workspace blocks them the call fails with secret_detected and the "
+        "place of each. Remove them and call again; pass true only when the person you work for confirms "
+        "the value must be published (the activity log records it)."))] = None,
 ) -> Annotated[CallToolResult, PublishResponse]:
     def action():
         request = validate(PublishRequest, {
             **_given(title=title, html=html, document_id=document_id, note=note, description=description,
-                     format=format, files=[f.model_dump() for f in files] if files is not None else None),
+                     format=format, files=[f.model_dump() for f in files] if files is not None else None,
+                     allow_secrets=allow_secrets),
             **_link_settings(share_enabled, share_expires_at, share_access)})
         return registry.documents().publish(_credentials(), request).response
 
@@ -201,9 +207,15 @@ async def edit_document(
         "each edit sees the result of the previous ones. old_string must occur in the document exactly (literal, "
         "case-sensitive, whitespace included) and exactly once unless replace_all is true."))],
     note: Annotated[Optional[Note], Field(description="Optional note about the new version.")] = None,
+    allow_secrets: Annotated[Optional[bool], Field(description=(
+        "Leave unset. The content is scanned for credentials (API keys, tokens, private keys, passwords) "
+        "before it is stored; if the workspace blocks them the call fails with secret_detected and the "
+        "place of each. Remove them and call again; pass true only when the person you work for confirms "
+        "the value must be published (the activity log records it)."))] = None,
 ) -> Annotated[CallToolResult, EditResponse]:
     def action():
-        request = validate(EditRequest, _given(edits=[e.model_dump() for e in edits], note=note))
+        request = validate(EditRequest, _given(edits=[e.model_dump() for e in edits], note=note,
+                                               allow_secrets=allow_secrets))
         return registry.documents().edit(_credentials(), document_id, request).response
 
     return _call(action)

@@ -581,7 +581,8 @@ class DocumentService:
                 content = (content_files.markdown_content(data, doc.title) if fmt == "markdown"
                            else content_files.Content(page=data))
                 # Contract 7g: the document as it would be, before anything is stored
-                scanned = scanning.check(self.ctx, actor.workspace_id, content, request.allow_secrets)
+                scanned = scanning.check(self.ctx, actor.workspace_id, content, request.allow_secrets,
+                                         "send the edit again")
             version_id = new_version_id()
             object_key = version_key(actor.workspace_id, document_id, version_id)
             version = _version_record(version_id, doc.version_count + 1, request.note, now_ms, object_key,

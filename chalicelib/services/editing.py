@@ -63,7 +63,8 @@ class EditingService:
     @requires("publish_document")
     def upload(self, who: Who, data: Optional[bytes], title: Optional[str] = None, note: Optional[str] = None,
                document_id: Optional[str] = None, description: Optional[str] = None,
-               filename: Optional[str] = None, upload_id: Optional[str] = None) -> WriteResult:
+               filename: Optional[str] = None, upload_id: Optional[str] = None,
+               allow_secrets: bool = False) -> WriteResult:
         """Publish an uploaded file as a new document, or as a new version of `document_id`
         (keeping its title when none is given): HTML, Markdown (.md/.markdown) or a .zip
         bundle, by the file's name. Same rules and messages as publish. A file too large
@@ -78,14 +79,16 @@ class EditingService:
                 title = self.documents.get(who, document_id).title
             return self.documents.publish(who, publish_request(
                 title=title, note=note or None, document_id=document_id,
-                description=description if description else None, upload_id=upload_id))
+                description=description if description else None,
+                allow_secrets=allow_secrets or None, upload_id=upload_id))
         if name.endswith((".md", ".markdown", ".zip")):
             title = (title or "").strip() or None
             if document_id and title is None:
                 title = self.documents.get(who, document_id).title
             return self.documents.publish(who, publish_request(
                 title=title, note=note or None, document_id=document_id,
-                description=description if description else None), upload=(filename or "", data))
+                description=description if description else None,
+                allow_secrets=allow_secrets or None), upload=(filename or "", data))
         if filename and not name.endswith((".html", ".htm")):
             raise ValidationFailed.field("file", "must be .html, .htm, .md, .markdown or .zip")
         if len(data) > limits.HTML_BYTES:
@@ -103,18 +106,19 @@ class EditingService:
             title = self.documents.get(who, document_id).title
         return self.documents.publish(who, publish_request(
             title=title, html=html, note=note or None, document_id=document_id,
-            description=description if description else None))
+            description=description if description else None,
+                allow_secrets=allow_secrets or None))
 
     @requires("edit_document")
     def save_html(self, who: Who, document_id: str, html: str, note: Optional[str] = None,
-                  base_version_id: Optional[str] = None) -> WriteResult:
+                  base_version_id: Optional[str] = None, allow_secrets: bool = False) -> WriteResult:
         """Pro: store HTML edited in the browser as a new version (409 if someone published meanwhile)."""
         actor = access.actor(self.ctx, who)
         require_feature(self.ctx, actor.workspace_id, "dashboard_editing")
         document = self.documents.get(actor, document_id)
         return self.documents.publish(actor, publish_request(
             title=document.title, html=html, note=note or None, document_id=document_id,
-            base_version_id=base_version_id or None))
+            base_version_id=base_version_id or None, allow_secrets=allow_secrets or None))
 
     @requires("restore_version")
     def restore_version(self, who: Who, document_id: str, number: int) -> WriteResult:

@@ -67,21 +67,22 @@ def scan_content(content: "Content", secrets: bool = True, pii: bool = False) ->
     return findings
 
 
-def refusal(findings: Sequence[scanning.Finding]) -> SecretDetected:
+def refusal(findings: Sequence[scanning.Finding], again: str = "publish again") -> SecretDetected:
     secrets = [f for f in findings if f.kind == "secret"]
     return SecretDetected(
-        f"The content holds {scanning.describe(secrets)}; remove it and publish again, or pass "
+        f"The content holds {scanning.describe(secrets)}; remove it and {again}, or pass "
         f"allow_secrets: true to publish it anyway.",
         {"findings": [f.as_dict() for f in secrets]})
 
 
-def check(ctx: "Context", workspace_id: str, content: "Content", allow_secrets: Optional[bool]) -> Outcome:
+def check(ctx: "Context", workspace_id: str, content: "Content", allow_secrets: Optional[bool],
+          again: str = "publish again") -> Outcome:
     secret_mode, pii_mode = modes(ctx, workspace_id)
     if secret_mode == "off" and pii_mode == "off":
         return Outcome()
     findings = scan_content(content, secrets=secret_mode != "off", pii=pii_mode == "warn")
     secrets = sum(1 for f in findings if f.kind == "secret")
     if secrets and secret_mode == "block" and not allow_secrets:
-        raise refusal(findings)
+        raise refusal(findings, again)
     return Outcome(warnings=[f.as_dict(with_kind=True) for f in findings],
                    allowed_secrets=secrets if allow_secrets else 0)

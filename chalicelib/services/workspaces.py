@@ -9,10 +9,10 @@ from chalicelib.ports.records import ApiKey, Workspace as WorkspaceRecord
 from chalicelib.ports import KeyCapReached
 from chalicelib.domain import limits, plans
 from chalicelib.errors import FeatureNotInPlan, NotFound, PlanLimitReached, ValidationFailed
-from chalicelib.models import KeyInfo, MeResponse, Usage, Workspace
+from chalicelib.models import KeyInfo, MeResponse, PiiScanning, SecretScanning, UpdateWorkspaceRequest, Usage, Workspace
 from chalicelib.services import auth, ratelimits
 from chalicelib.services.context import Context, new_workspace_id, rfc3339
-from chalicelib.services import access, activity
+from chalicelib.services import access, activity, scanning
 from chalicelib.services.access import Who, requires
 
 PlanName = Literal["free", "pro"]
@@ -74,6 +74,8 @@ def workspace_model(item: WorkspaceRecord, pending_upload_bytes: int = 0) -> Wor
         usage=Usage(documents=item.document_count, versions=max(0, item.version_total),
                     storage_bytes=max(0, item.storage_bytes) + pending_upload_bytes,
                     pending_upload_bytes=pending_upload_bytes),
+        secret_scanning=cast(SecretScanning, item.secret_scanning or scanning.DEFAULT_SECRET_MODE),
+        pii_scanning=cast(PiiScanning, item.pii_scanning or scanning.DEFAULT_PII_MODE),
     )
 
 
@@ -105,6 +107,21 @@ class WorkspaceService:
                           key=KeyInfo(key_id=key.key_id, created_by=key.created_by,
                                       role=cast(Literal["owner", "editor", "viewer"], acting.role))
                           if key is not None else None)
+
+    @requires("update_workspace")
+    def update_settings(self, who: Who, request: UpdateWorkspaceRequest) -> MeResponse:
+        """The owner's workspace settings: secret and PII scanning (contract 7g)."""
+        actor = access.actor(self.ctx, who)
+        fields: dict[str, Any] = {name: value for name, value in (
+            ("secret_scanning", request.secret_scanning), ("pii_scanning", request.pii_scanning))
+            if value is not None}
+        if not fields:
+            raise ValidationFailed.field("body", "give secret_scanning and/or pii_scanning")
+        if self.ctx.workspaces.get(actor.workspace_id) is None:
+            raise NotFound("No such workspace.")
+        changed = workspace_model(self.ctx.workspaces.set_fields(actor.workspace_id, fields))  # type: ignore[arg-type]
+        activity.record(self.ctx, actor, actor.workspace_id, "workspace.scanning", actor.workspace_id, fields)
+        return MeResponse(workspace=changed)
 
     def get_workspace(self, workspace_id: str) -> Workspace:
         item = self.ctx.workspaces.get(workspace_id)

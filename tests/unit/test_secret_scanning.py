@@ -61,6 +61,14 @@ def test_each_family_is_found_with_its_place_and_a_redacted_preview(rule):
     assert secret[4:-4] not in found.preview
 
 
+@pytest.mark.parametrize("rule", sorted(SAMPLES))
+def test_each_family_is_found_inside_html_tags(rule):
+    """gitleaks ends a value at a quote or whitespace; in a page a tag ends it too
+    (<code>sk_live_…</code> was missed before scanning.for_html)."""
+    assert rules_of(f"<p>Key: <code>{SAMPLES[rule]}</code></p>") == [rule]
+    assert rules_of(f'<a href="https://x.example/?k={SAMPLES[rule]}&amp;v=1">x</a>') == [rule]
+
+
 def test_private_key_blocks_jwts_and_high_entropy_assignments():
     assert rules_of(f"<pre>\n{PEM}\n</pre>") == ["private-key"]
     assert rules_of(f"Authorization: Bearer {JWT} \n") == ["jwt"]

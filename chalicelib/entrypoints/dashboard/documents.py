@@ -86,7 +86,8 @@ def upload(page: Page):
                                            note=form.get("note"), document_id=target,
                                            description=form.get("description"),
                                            filename=uploaded[0] if uploaded else None,
-                                           upload_id=None if uploaded else upload_id)
+                                           upload_id=None if uploaded else upload_id,
+                                           allow_secrets=form.get("allow_secrets") == "on")
     except errors.DocpubError as exc:
         try:
             document, workspace = pages().upload_page(page.actor, target)
@@ -208,8 +209,8 @@ def save_edit(page: Page, document_id: str):
     html = form.get("html", "").replace("\r\n", "\n")
     try:
         registry.editing().save_html(page.actor, document_id, html, note=form.get("note"),
-                            base_version_id=form.get("base_version_id"))
-    except (errors.ValidationFailed, errors.DocumentTooLarge, errors.VersionConflict) as exc:
+                            base_version_id=form.get("base_version_id"), allow_secrets=form.get("allow_secrets") == "on")
+    except (errors.ValidationFailed, errors.DocumentTooLarge, errors.VersionConflict, errors.SecretDetected) as exc:
         data = pages().edit_page(page.actor, document_id, html)
         return render(page, "edit.html", status=exc.status, error=exc, active="documents", document=data.document,
                       workspace=data.workspace, html=data.html, note=form.get("note", ""))

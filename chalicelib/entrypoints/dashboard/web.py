@@ -69,6 +69,7 @@ MESSAGES = {
     "passphrase-set": "Passphrase set: the share link now asks for it.",
     "passphrase-removed": "Passphrase removed: the share link is public again.",
     "branding-saved": "Branding saved.",
+    "scanning-saved": "Scanning settings saved.",
     "link-saved": "Share link settings saved.",
     "link-rotated": "New share link made: the old link no longer works.",
     "resolved": "Feedback resolved.",

@@ -28,3 +28,18 @@ def branding(page: Page):
     except errors.DocpubError as exc:
         return _workspace_page(page, exc.status, error=exc, form=form)
     return redirect(url("/workspace", m="branding-saved"))
+
+
+@route("/workspace/scanning", methods=("POST",))
+def scanning_settings(page: Page):
+    from chalicelib.entrypoints.http import validate
+    from chalicelib.models import UpdateWorkspaceRequest
+
+    form = page.form()
+    try:
+        request = validate(UpdateWorkspaceRequest, {
+            name: form[name] for name in ("secret_scanning", "pii_scanning") if form.get(name)})
+        registry.workspaces().update_settings(page.actor, request)
+    except errors.DocpubError as exc:
+        return _workspace_page(page, exc.status, error=exc, form=form)
+    return redirect(url("/workspace", m="scanning-saved"))
