@@ -121,7 +121,7 @@ class WorkspaceService:
             raise NotFound("No such workspace.")
         changed = workspace_model(self.ctx.workspaces.set_fields(actor.workspace_id, fields))  # type: ignore[arg-type]
         activity.record(self.ctx, actor, actor.workspace_id, "workspace.scanning", actor.workspace_id, fields)
-        return MeResponse(workspace=changed)
+        return MeResponse(workspace=changed, key=None)
 
     def get_workspace(self, workspace_id: str) -> Workspace:
         item = self.ctx.workspaces.get(workspace_id)

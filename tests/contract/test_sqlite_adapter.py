@@ -158,6 +158,8 @@ def test_migration_12_keeps_the_keys_already_stored_as_workspace_keys(repos, dat
     conn = repos.documents.db.connection()  # back to schema 11: no creator column
     undo_migration_12(conn)
     conn.execute("DROP TABLE leases")  # and what 12 -> 13 adds
+    conn.execute("ALTER TABLE workspaces DROP COLUMN secret_scanning")  # and what 13 -> 14 adds
+    conn.execute("ALTER TABLE workspaces DROP COLUMN pii_scanning")
     conn.execute("PRAGMA user_version = 11")
     reopened = repositories(data_dir, shared=False)
     assert reopened.keys.get("key_old").created_by is None
@@ -451,3 +453,17 @@ def test_two_processes_opening_an_old_folder_at_once_import_it_once(data_dir):
     assert opened.documents.db.one("SELECT COUNT(*) AS n FROM workspaces")["n"] == 300
     assert opened.blobs.get_html("documents/w/d/v.html") == b"<p>old</p>"
     assert (data_dir / "s3.imported" / "documents" / "w" / "d" / "v.html").exists()
+
+
+def test_migration_14_adds_the_scanning_settings_with_their_defaults(data_dir, repos):
+    """Contract 7g: a workspace stored before schema 14 reads as block / off."""
+    repos.workspaces.create(Workspace(workspace_id="ws_scan", name="Old", plan="free", created_ms=1))
+    conn = repos.documents.db.connection()
+    conn.execute("ALTER TABLE workspaces DROP COLUMN secret_scanning")
+    conn.execute("ALTER TABLE workspaces DROP COLUMN pii_scanning")
+    conn.execute("PRAGMA user_version = 13")
+    reopened = repositories(data_dir, shared=False)
+    old = reopened.workspaces.get("ws_scan")
+    assert (old.secret_scanning, old.pii_scanning) == (None, None)
+    changed = reopened.workspaces.set_fields("ws_scan", {"secret_scanning": "warn", "pii_scanning": "warn"})
+    assert (changed.secret_scanning, changed.pii_scanning) == ("warn", "warn")

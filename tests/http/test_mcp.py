@@ -111,7 +111,8 @@ def test_tools_list_schemas_and_annotations(client, key):
     publish = tools["publish_document"]
     assert publish["inputSchema"]["required"] == ["html"]  # title is inferred when left out (7b)
     assert set(publish["inputSchema"]["properties"]) == {"title", "html", "document_id", "note", "description",
-                                                        "share_enabled", "share_expires_at", "format", "files", "share_access"}
+                                                        "share_enabled", "share_expires_at", "format", "files", "share_access",
+                                                        "allow_secrets"}
     assert publish["inputSchema"]["properties"]["title"]["anyOf"][0]["maxLength"] == 500
     assert "4 MiB" in publish["description"] and "5 documents" in publish["description"]
     assert "60" in publish["description"]

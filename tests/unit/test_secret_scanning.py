@@ -290,7 +290,7 @@ def test_an_upload_is_scanned_when_published_and_stays_usable(ctx, services, wor
     uploads = UploadService(ctx)
     created = uploads.create(who, "log.html", len(LEAK.encode()))
     token = created.upload_url.split("token=")[1]
-    uploads.receive(created.upload_id, token, LEAK.encode())  # the PUT is not scanned
+    uploads.receive(created.upload_id, token, io.BytesIO(LEAK.encode()), len(LEAK.encode()))  # PUT: not scanned
     before = _usage(ctx, workspace)
     with pytest.raises(SecretDetected):
         services.documents.publish(who, PublishRequest(title="Up", upload_id=created.upload_id))

@@ -450,8 +450,8 @@ MIGRATIONS: list[str] = [
     """,
     # 13 -> 14: secret scanning settings (contract 7g); NULL is the default (block, off).
     """
-    ALTER TABLE workspaces ADD COLUMN secret_scanning TEXT CHECK (secret_scanning IN ('block', 'warn', 'off'));
-    ALTER TABLE workspaces ADD COLUMN pii_scanning TEXT CHECK (pii_scanning IN ('off', 'warn'));
+    ALTER TABLE workspaces ADD COLUMN secret_scanning TEXT;  -- block | warn | off (models.SecretScanning)
+    ALTER TABLE workspaces ADD COLUMN pii_scanning TEXT;  -- off | warn
     """,
 ]
 
