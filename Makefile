@@ -56,7 +56,7 @@ admin: $(BIN)/.installed
 
 # Every bench prints a markdown table with its floor measured in the same run
 # (docs/performance.md). They use moto (in-process or a child server), never AWS.
-BENCHES := aws_calls edit_engine large_documents cold_start share_views live_pages bounds content share_depth reanchor adversarial
+BENCHES := aws_calls edit_engine large_documents cold_start share_views live_pages bounds content share_depth reanchor adversarial scanning
 bench: $(BIN)/.installed
 	@set -e; for b in $(BENCHES); do $(BIN)/python -m bench.$$b; done
 

@@ -142,7 +142,11 @@ def _parse_publish(request: Any, model: type[BaseModel]) -> tuple[BaseModel, Any
 
     if not is_multipart(request):
         return parse_body(request, model), None
-    fields, upload = parse_multipart(request)
+    text_fields, upload = parse_multipart(request)
+    fields: dict[str, Any] = dict(text_fields)
+    if isinstance(fields.get("allow_secrets"), str):  # a form's boolean (contract 7g)
+        fields["allow_secrets"] = {"true": True, "false": False}.get(fields["allow_secrets"].lower(),
+                                                                     fields["allow_secrets"])
     if upload is None:
         if "upload_id" in fields:
             return validate(model, fields), None

@@ -119,9 +119,9 @@ class WorkspaceService:
             raise ValidationFailed.field("body", "give secret_scanning and/or pii_scanning")
         if self.ctx.workspaces.get(actor.workspace_id) is None:
             raise NotFound("No such workspace.")
-        changed = workspace_model(self.ctx.workspaces.set_fields(actor.workspace_id, fields))  # type: ignore[arg-type]
+        self.ctx.workspaces.set_fields(actor.workspace_id, fields)  # type: ignore[arg-type]
         activity.record(self.ctx, actor, actor.workspace_id, "workspace.scanning", actor.workspace_id, fields)
-        return MeResponse(workspace=changed, key=None)
+        return self.me(actor)  # as GET /api/v1/me answers
 
     def get_workspace(self, workspace_id: str) -> Workspace:
         item = self.ctx.workspaces.get(workspace_id)

@@ -94,6 +94,21 @@ def test_edit_errors_carry_the_contract_code(cli, tmp_path):
     assert nothing.returncode == 2 and "--replace" in nothing.stderr
 
 
+def test_a_secret_is_refused_with_its_places_and_allow_secrets_publishes(cli, tmp_path):
+    """Issue 36: the 422 secret_detected's findings, one line each, and --allow-secrets."""
+    key = "AKIA" + "QZ7R2MXK4WTB6PLV"  # an AWS access key id's shape (not a real key)
+    report = tmp_path / "report.md"
+    report.write_text(f"# Run\n\nused {key} today\n")
+    refused = cli("publish", str(report))
+    assert refused.returncode == 2
+    lines = refused.stderr.splitlines()
+    assert lines[0].startswith("docpub: error: secret_detected: The content holds an AWS access key on line 3")
+    assert lines[1] == f"  content:3:6  aws-access-token  {key[:4]}…{key[-4:]}"
+    assert key not in refused.stderr
+    allowed = cli("publish", str(report), "--allow-secrets")
+    assert allowed.returncode == 0 and allowed.stdout.strip().startswith("http")
+
+
 def test_get_shows_versions_and_prints_html_of_any_version(cli, tmp_path):
     first = publish_json(cli, tmp_path, "<p>v1 ü</p>", "--title", "Versions")
     publish_json(cli, tmp_path, "<p>v2</p>", "--document", first["document_id"], "--note", "second")

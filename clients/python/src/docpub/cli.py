@@ -107,7 +107,24 @@ def fail(exc: DocpubError) -> None:
     else:
         message = " ".join(f"{exc.code}: {exc.message}".split())
         click.echo(f"docpub: error: {message}", err=True)
+        for line in finding_lines(exc.details.get("findings")):
+            click.echo(line, err=True)
     raise click.exceptions.Exit(exc.exit_code)
+
+
+def finding_lines(findings: Any) -> list[str]:
+    """A secret_detected refusal's findings, one per line, as editors and compilers show places:
+    `  report.md:12:5  aws-access-token  AKIA…WXYZ` (the preview is all the service sends)."""
+    if not isinstance(findings, list):
+        return []
+    lines = []
+    for f in findings:
+        if isinstance(f, dict):
+            where = ":".join(str(part) for part in (f.get("path") or "content", f.get("line"), f.get("column")))
+            lines.append(f"  {where}  {f.get('rule')}  {f.get('preview')}")
+    if lines:
+        lines.append("Remove them and publish again, or pass --allow-secrets to publish anyway.")
+    return lines
 
 
 def command(group: click.Group, name: Optional[str] = None, **kwargs: Any) -> Callable:
@@ -273,8 +290,11 @@ class UploadProgress:
               help="Idempotency-Key to send (default: a new random key per run, kept across retries).")
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: on for uploads over 1 MB when stderr is a terminal).")
+@click.option("--allow-secrets", is_flag=True,
+              help="Store it even if the secret scan finds credentials (the activity log records it).")
 def publish(file: str, title: Optional[str], document_id: Optional[str], note: Optional[str],
-            description: Optional[str], idempotency_key: Optional[str], progress: Optional[bool]) -> None:
+            description: Optional[str], idempotency_key: Optional[str], progress: Optional[bool],
+            allow_secrets: bool) -> None:
     """Publish FILE (or - for stdin) as a new document, or as a new version with --document.
 
     FILE is HTML, Markdown (.md/.markdown: rendered by the service into a typeset page),
@@ -287,7 +307,7 @@ def publish(file: str, title: Optional[str], document_id: Optional[str], note: O
     if file != "-" and (Path(file).is_dir() or Path(file).suffix.lower() in BUNDLE_SUFFIXES):
         client = state().client()
         show = progress if progress is not None else sys.stderr.isatty()
-        kwargs = dict(document_id=document_id, note=note, description=description,
+        kwargs = dict(document_id=document_id, note=note, description=description, allow_secrets=allow_secrets,
                       idempotency_key=idempotency_key)
         if show:
             with UploadProgress(0, "Uploading") as bar:
@@ -310,7 +330,7 @@ def publish(file: str, title: Optional[str], document_id: Optional[str], note: O
         found = extract_markdown_title(text) if markdown else extract_title(text)
         title = found or (Path(file).name if file != "-" else "Untitled")
     show = progress if progress is not None else (len(data) > PROGRESS_THRESHOLD and sys.stderr.isatty())
-    kwargs = dict(document_id=document_id, note=note, description=description,
+    kwargs = dict(document_id=document_id, note=note, description=description, allow_secrets=allow_secrets,
                   idempotency_key=idempotency_key, format="markdown" if markdown else None)
     if show:
         from docpub.client import check_html_size
@@ -369,8 +389,10 @@ def download(document_id: str, version_id: Optional[str], output: Optional[str])
               help='Edits as JSON: a list of {"old_string","new_string","replace_all"?}, '
                    'or {"edits": [...], "note"?}. Applied before any --replace.')
 @click.option("--note", help="Version note.")
+@click.option("--allow-secrets", is_flag=True,
+              help="Store it even if the secret scan finds credentials (the activity log records it).")
 def edit(document_id: str, replacements: tuple, replace_all: bool, from_json: Optional[str],
-         note: Optional[str]) -> None:
+         note: Optional[str], allow_secrets: bool) -> None:
     """Edit a document by find-and-replace; stores one new version. Prints the share URL."""
     edits: list[dict] = []
     if from_json:
@@ -392,7 +414,7 @@ def edit(document_id: str, replacements: tuple, replace_all: bool, from_json: Op
         edits.append(item)
     if not edits:
         raise UsageError("nothing to do: give --replace OLD NEW or --from-json FILE", code="usage_error")
-    result = state().client().edit(document_id, edits, note=note)
+    result = state().client().edit(document_id, edits, note=note, allow_secrets=allow_secrets)
     if state().json:
         emit_json(result)
         return

@@ -159,7 +159,7 @@ class Client:
                 note: Optional[str] = None, description: Optional[str] = None,
                 base_version_id: Optional[str] = None, idempotency_key: Optional[str] = None,
                 progress: Optional[Progress] = None, format: Optional[str] = None,
-                files: Optional[list[dict]] = None) -> dict:
+                files: Optional[list[dict]] = None, allow_secrets: bool = False) -> dict:
         """Create a document, or append a version to ``document_id``.
 
         ``format="markdown"``: ``html`` is Markdown source, rendered by the service.
@@ -180,7 +180,7 @@ class Client:
         body: dict[str, Any] = {"html": html}
         for name, value in (("title", title), ("document_id", document_id), ("note", note),
                             ("description", description), ("base_version_id", base_version_id),
-                            ("format", format), ("files", files)):
+                            ("format", format), ("files", files), ("allow_secrets", allow_secrets or None)):
             if value is not None:
                 body[name] = value
         key = idempotency_key or str(uuid.uuid4())
@@ -191,7 +191,7 @@ class Client:
     def publish_path(self, path: Union[str, "os.PathLike[str]"], title: Optional[str] = None, *,
                      document_id: Optional[str] = None, note: Optional[str] = None,
                      description: Optional[str] = None, idempotency_key: Optional[str] = None,
-                     progress: Optional[Progress] = None) -> dict:
+                     progress: Optional[Progress] = None, allow_secrets: bool = False) -> dict:
         """Publish a file or a folder: .html/.htm, .md/.markdown, a .zip bundle, or a folder
         (zipped here; it must hold index.html or index.md). Up to the request cap the file
         goes in one multipart request; above it, through an upload (POST /api/v1/uploads,
@@ -207,9 +207,13 @@ class Client:
             filename = source.name
         fields = {name: value for name, value in (("title", title), ("document_id", document_id),
                                                   ("note", note), ("description", description)) if value is not None}
+        if allow_secrets:  # store it even if the secret scan finds credentials (contract 7g)
+            fields["allow_secrets"] = "true"
         key = idempotency_key or str(uuid.uuid4())
         if len(data) > MULTIPART_LIMIT:
-            body = {**fields, "upload_id": self.upload(filename, data, progress=progress)}
+            body: dict[str, Any] = {**fields, "upload_id": self.upload(filename, data, progress=progress)}
+            if allow_secrets:
+                body["allow_secrets"] = True
             response, _ = self._request("POST", "/api/v1/publish", json_body=body, replay_safe=True,
                                         headers={"Idempotency-Key": key})
             return self._result(response)
@@ -250,7 +254,7 @@ class Client:
         return (match.group(1) if match else "document"), response.content
 
     def edit(self, document_id: str, edits: Iterable[Edit], *, note: Optional[str] = None,
-             base_version_id: Optional[str] = None) -> dict:
+             base_version_id: Optional[str] = None, allow_secrets: bool = False) -> dict:
         """Apply find-and-replace edits; each edit is ``{"old_string", "new_string", "replace_all"?}``
         or a tuple ``(old, new)`` / ``(old, new, replace_all)``."""
         body: dict[str, Any] = {"edits": [self._edit(e) for e in edits]}
@@ -258,6 +262,8 @@ class Client:
             body["note"] = note
         if base_version_id is not None:
             body["base_version_id"] = base_version_id
+        if allow_secrets:
+            body["allow_secrets"] = True
         response, _ = self._request("POST", f"/api/v1/documents/{_segment(document_id)}/edit",
                                     json_body=body, replay_safe=False)
         return self._result(response)
