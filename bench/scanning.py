@@ -8,6 +8,8 @@ Inputs (each cut to the size):
 - html_report: tests/data/scanning_corpus's HTML report, repeated;
 - keyword_flood: every keyword of every rule, one after another (each rule runs);
 - example_keys: `aws_key = AKIAIOSFODNN7EXAMPLE` lines (each a candidate, each allowlisted);
+- distinct_example_keys: the same with a different key on every line (`AKIA` + 9 random
+  characters + `EXAMPLE`: no two candidates alike, each judged);
 - low_entropy: `password = aaaaaaaaaaaaaaaa` lines (each a candidate, each too plain);
 - one_char: a single byte repeated (no keyword; the PII patterns' worst);
 - digit_runs: `1 ` repeated (card-number candidates everywhere).
@@ -41,6 +43,19 @@ def _cut(unit: bytes, size: int) -> bytes:
     return (unit * (size // len(unit) + 1))[:size]
 
 
+def _distinct_examples(size: int) -> bytes:
+    import random
+    import string
+
+    rng, alphabet = random.Random(36), string.ascii_uppercase + "234567"
+    lines, total = [], 0
+    while total < size:
+        line = ("aws_key = AKIA" + "".join(rng.choice(alphabet) for _ in range(9)) + "EXAMPLE\n").encode()
+        lines.append(line)
+        total += len(line)
+    return b"".join(lines)
+
+
 def inputs() -> dict[str, bytes]:
     from chalicelib.domain import scanning
 
@@ -51,6 +66,7 @@ def inputs() -> dict[str, bytes]:
         "html_report": (CORPUS / "quarterly-report.html").read_bytes(),
         "keyword_flood": (" = ".join(words) + "\n").encode(),
         "example_keys": b"aws_key = AKIAIOSFODNN7EXAMPLE\n",
+        "distinct_example_keys": _distinct_examples(max(SIZES)),
         "low_entropy": b"password = aaaaaaaaaaaaaaaa\n",
         "one_char": b"a",
         "digit_runs": b"1 ",

@@ -40,6 +40,10 @@ MARKDOWN_BYTES = HTML_BYTES
 # 4 MiB of prose renders in ~3.6 s. markdown-it-py itself costs up to
 # ~13 s per MiB on floods of `![` (docs/performance.md, bench/adversarial.py); prose about 1.
 MARKDOWN_CPU_SECONDS = 6.0
+# The secret scan of one write (page and bundle files together, contract 7g); with a Markdown
+# render's budget, one write stays under the 10 s of CPU the contract bounds a request at. An
+# ordinary 4 MiB page takes ~0.1 s, the worst 4 MiB input found ~1.6 s (bench/scanning.py).
+SCAN_CPU_SECONDS = 3.0
 # The largest file a deployed function answers itself: a Lambda response carries at most
 # 6 MB and a binary answer is base64-encoded (4/3 larger). A larger download or bundle
 # file is redirected (302) to a short-lived presigned S3 URL; the embedded store sends any size.
@@ -287,6 +291,13 @@ def too_complex_to_render() -> ValidationFailed:
         "html", f"is too complex to render: it passed {MARKDOWN_CPU_SECONDS:g} s of CPU before its page was "
                 "done (long runs of unclosed brackets, emphasis marks or tags cost the most); "
                 "split the document or simplify those runs")
+
+
+def too_complex_to_scan(field: str) -> ValidationFailed:
+    """The contract's 422 for content whose secret scan passed SCAN_CPU_SECONDS (nothing stored)."""
+    return ValidationFailed.field(
+        field, f"is too complex to scan for secrets: the scan passed {SCAN_CPU_SECONDS:g} s of CPU "
+               "(floods of keywords such as key, token or password cost the most); split the content")
 
 
 def too_large(size_bytes: int, edit_index: int | None = None) -> DocumentTooLarge:

@@ -18,6 +18,7 @@ twice. bench/scanning.py measures it, keyword floods included.
 from __future__ import annotations
 
 import math
+import time
 import tomllib
 from collections import Counter
 from dataclasses import dataclass
@@ -103,7 +104,10 @@ class _Allowlist:
     condition_and: bool
 
     def allows(self, secret: bytes, match: bytes, line: bytes, path: Optional[str]) -> bool:
-        target = {"match": match, "line": line}.get(self.target, secret)
+        target = match if self.target == "match" else line if self.target == "line" else secret
+        if not self.condition_and:  # OR (gitleaks: regexes or stopwords; paths are checked per rule)
+            return bool((self.regexes is not None and target and self.regexes.search(target) is not None)
+                        or (self.stopwords is not None and self.stopwords.search(secret.lower()) is not None))
         checks = []
         if self.paths is not None:
             checks.append(path is not None and self.paths.search(path) is not None)
@@ -111,9 +115,7 @@ class _Allowlist:
             checks.append(bool(target) and self.regexes.search(target) is not None)
         if self.stopwords is not None:
             checks.append(bool(secret) and self.stopwords.search(secret.lower()) is not None)
-        if not checks:
-            return False
-        return all(checks) if self.condition_and else any(checks)
+        return bool(checks) and all(checks)
 
 
 @dataclass
@@ -126,6 +128,8 @@ class _Rule:
     allowlists: list[_Allowlist]
     after: int
     path: Optional[Any] = None  # the rule applies only to files whose path matches (gitleaks' `path`)
+    groups: int = 0
+    needs_line: bool = False  # an allowlist (the rule's or the global one) looks at the line
 
 
 def _alternation(patterns: Sequence[str]) -> Optional[Any]:
@@ -185,10 +189,13 @@ def rule_set() -> RuleSet:
                 allowlists=[_allowlist(a) for a in spec.get("allowlists", [])],
                 after=LONG_AFTER.get(spec["id"], AFTER),
                 path=re2.compile(spec["path"]) if spec.get("path") else None))
+            rules[-1].groups = rules[-1].regex.groups
     assert global_allow is not None
     # Only the global allowlist's regexes and stopwords are about content (its paths are
     # repository files: lock files, vendored code).
     global_allow.paths = None
+    for rule in rules:
+        rule.needs_line = any(a.target == "line" for a in [global_allow, *rule.allowlists])
     keywords = sorted({k for rule in rules for k in rule.keywords})
     keyword_set = re2.Set.SearchSet()
     for word in keywords:
@@ -242,7 +249,7 @@ def _windows(lower: bytes, keywords: Sequence[bytes], after: int) -> list[tuple[
 
 
 def _secret_span(rule: _Rule, match: Any) -> tuple[int, int]:
-    groups = rule.regex.groups
+    groups = rule.groups
     if rule.secret_group and rule.secret_group <= groups:
         start, end = match.span(rule.secret_group)
         return int(start), int(end)
@@ -260,9 +267,45 @@ def _line_around(data: bytes, start: int, end: int) -> bytes:
     return data[left:right if right != -1 else min(len(data), end + LINE_CONTEXT)]
 
 
-def _candidates(data: bytes, path: Optional[str], per_rule: int) -> Iterator[tuple[int, int, str]]:
-    """(start, end, rule id) of the first `per_rule` secrets of each rule, rule by rule."""
+class TooComplexToScan(Exception):
+    """The scan took its CPU budget (`budget`): the caller refuses the write (nothing stored)."""
+
+
+class Budget:
+    """CPU seconds a write's scans may take together, read every CHECK_EVERY candidates and windows."""
+    CHECK_EVERY = 64
+
+    def __init__(self, seconds: float, clock: Any = time.process_time):
+        self.clock = clock
+        self.deadline = clock() + seconds
+        self.ticks = 0
+
+    def tick(self) -> None:
+        self.ticks += 1
+        if self.ticks % self.CHECK_EVERY == 0 and self.clock() > self.deadline:
+            raise TooComplexToScan()
+
+
+def _verdict(rule: _Rule, rules: "RuleSet", data: bytes, s: int, e: int, m_start: int, m_end: int,
+             path: Optional[str]) -> bool:
+    """Whether a candidate is a finding: its rule's allowlists, the global one, its entropy
+    (the order gitleaks gives them does not change the outcome; the cheapest first)."""
+    secret = data[s:e]
+    whole = data[m_start:m_end]
+    line = _line_around(data, m_start, m_end) if rule.needs_line else b""
+    if any(a.allows(secret, whole, line, path) for a in rule.allowlists):
+        return False
+    if rules.global_allow.allows(secret, whole, line, None):
+        return False
+    return not rule.entropy or entropy(secret.decode("utf-8", "replace")) > rule.entropy
+
+
+def _candidates(data: bytes, path: Optional[str], per_rule: int,
+                budget: Optional[Budget] = None) -> Iterator[tuple[int, int, str]]:
+    """(start, end, rule id) of the first `per_rule` secrets of each rule, rule by rule.
+    Identical candidates (a flood of the same line) are judged once."""
     rules = rule_set()
+    judged: dict[tuple[int, bytes, bytes], bool] = {}
     lower = data.lower()  # ASCII only: the same length, so offsets agree
     present = rules.present(lower)
     for rule in rules.rules:
@@ -277,27 +320,27 @@ def _candidates(data: bytes, path: Optional[str], per_rule: int) -> Iterator[tup
         windows = _windows(lower, keywords, rule.after) if rule.keywords else [(0, len(data))]
         found = 0
         for start, end in windows:
+            if budget is not None:
+                budget.tick()
             if found >= per_rule:
                 break
             for match in rule.regex.finditer(data, start, end):
+                if budget is not None:
+                    budget.tick()
                 s, e = _secret_span(rule, match)
                 m_start, m_end = match.span()
                 # gitleaks trims newlines off the match
                 while e > s and data[e - 1:e] == b"\n":
                     e -= 1
-                secret = data[s:e]
-                if not secret:
+                if e <= s:
                     continue
-                text = secret.decode("utf-8", "replace")
-                if rule.entropy and entropy(text) <= rule.entropy:
-                    continue
-                whole = data[m_start:m_end]
-                line = b""
-                if any(a.target == "line" for a in [rules.global_allow, *rule.allowlists]):
-                    line = _line_around(data, m_start, m_end)
-                if rules.global_allow.allows(secret, whole, line, None):
-                    continue
-                if any(a.allows(secret, whole, line, path) for a in rule.allowlists):
+                key = (id(rule), data[s:e], data[m_start:m_end])
+                verdict = None if rule.needs_line else judged.get(key)
+                if verdict is None:
+                    verdict = _verdict(rule, rules, data, s, e, m_start, m_end, path)
+                    if not rule.needs_line and len(judged) < 10_000:
+                        judged[key] = verdict
+                if not verdict:
                     continue
                 yield s, e, rule.id
                 found += 1
@@ -351,17 +394,20 @@ def _pii_candidates(data: bytes) -> Iterator[tuple[int, int, str]]:
 
 
 def scan(data: bytes, path: Optional[str] = None, secrets: bool = True, pii: bool = False,
-         limit: int = MAX_FINDINGS) -> list[Finding]:
+         limit: int = MAX_FINDINGS, budget: Optional[Budget] = None) -> list[Finding]:
     """The findings in one text (UTF-8 bytes), in the order they occur, at most `limit`.
-    A secret two rules find is reported once (a specific rule over generic-api-key)."""
+    A secret two rules find is reported once (a specific rule over generic-api-key).
+    TooComplexToScan when `budget` runs out."""
     found: dict[tuple[int, int], tuple[str, str]] = {}
     if secrets:
-        for s, e, rule in _candidates(data, path, 2 * limit):
+        for s, e, rule in _candidates(data, path, 2 * limit, budget):
             known = found.get((s, e))
             if known is None or known[0] == "generic-api-key":
                 found[(s, e)] = (rule, "secret")
     if pii:
         for s, e, rule in _pii_candidates(data):
+            if budget is not None:
+                budget.tick()
             found.setdefault((s, e), (rule, "pii"))
     spans = sorted(found)
     # a generic finding inside (or around) a specific one is the same secret

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from chalicelib.domain import scanning
-from chalicelib.errors import SecretDetected
+from chalicelib.domain import limits, scanning
+from chalicelib.errors import SecretDetected, ValidationFailed
 from chalicelib.models import ScanWarning
 
 if TYPE_CHECKING:
@@ -48,27 +48,37 @@ def modes(ctx: "Context", workspace_id: str) -> tuple[str, str]:
     return item.secret_scanning or DEFAULT_SECRET_MODE, item.pii_scanning or DEFAULT_PII_MODE
 
 
-def scan_content(content: "Content", secrets: bool = True, pii: bool = False) -> list[scanning.Finding]:
-    """The page (or Markdown source) as sent, then each new bundle file that is UTF-8 text."""
-    findings: list[scanning.Finding] = []
+def scan_content(content: "Content", secrets: bool = True, pii: bool = False,
+                 budget: Optional[scanning.Budget] = None) -> list[scanning.Finding]:
+    """The page (or Markdown source) as sent, then each new bundle file that is UTF-8 text,
+    within one CPU budget (limits.SCAN_CPU_SECONDS): past it, 422 naming html or files.
+    At most MAX_FINDINGS secrets and as many PII findings (PII never crowds out a secret)."""
+    budget = budget or scanning.Budget(limits.SCAN_CPU_SECONDS)
+    found: dict[str, list[scanning.Finding]] = {"secret": [], "pii": []}
     texts: list[tuple[Optional[str], bytes]] = [(content.index_path, content.source or content.page)]
     for item in content.files:
         texts.append((item.path, item.data))
     for path, data in texts:
-        room = scanning.MAX_FINDINGS - len(findings)
-        if room <= 0:
-            break
         if path is not None:
             try:
                 data.decode("utf-8")
             except UnicodeDecodeError:
                 continue  # not text: images, fonts, archives
-        findings.extend(scanning.scan(data, path=path, secrets=secrets, pii=pii, limit=room))
-    return findings
+        for kind, wanted in (("secret", secrets), ("pii", pii)):
+            room = scanning.MAX_FINDINGS - len(found[kind])
+            if not wanted or room <= 0:
+                continue
+            try:
+                found[kind].extend(scanning.scan(data, path=path, secrets=kind != "pii", pii=kind == "pii",
+                                                 limit=room, budget=budget))
+            except scanning.TooComplexToScan:
+                raise limits.too_complex_to_scan("html" if path is None or path == content.index_path
+                                                 else "files") from None
+    return found["secret"] + found["pii"]
 
 
 def refusal(findings: Sequence[scanning.Finding], again: str = "publish again") -> SecretDetected:
-    secrets = [f for f in findings if f.kind == "secret"]
+    secrets = [f for f in findings if f.kind != "pii"]
     return SecretDetected(
         f"The content holds {scanning.describe(secrets)}; remove it and {again}, or pass "
         f"allow_secrets: true to publish it anyway.",
@@ -77,12 +87,26 @@ def refusal(findings: Sequence[scanning.Finding], again: str = "publish again") 
 
 def check(ctx: "Context", workspace_id: str, content: "Content", allow_secrets: Optional[bool],
           again: str = "publish again") -> Outcome:
-    secret_mode, pii_mode = modes(ctx, workspace_id)
-    if secret_mode == "off" and pii_mode == "off":
+    """Scan first, read the workspace's settings only when there is something to decide:
+    clean content (nearly every write) costs no storage round trip."""
+    try:
+        findings = scan_content(content, secrets=True, pii=True)
+    except ValidationFailed:  # too complex to scan: refused unless the workspace does not scan at all
+        if modes(ctx, workspace_id) == ("off", "off"):
+            return Outcome()
+        raise
+    if not findings:
         return Outcome()
-    findings = scan_content(content, secrets=secret_mode != "off", pii=pii_mode == "warn")
-    secrets = sum(1 for f in findings if f.kind == "secret")
-    if secrets and secret_mode == "block" and not allow_secrets:
+    credential_mode, pii_mode = modes(ctx, workspace_id)
+    findings = [f for f in findings if (credential_mode != "off") if f.kind != "pii"] + [
+        f for f in findings if f.kind == "pii" and pii_mode == "warn"]
+    secrets = sum(1 for f in findings if f.kind != "pii")
+    if secrets and credential_mode == "block" and not allow_secrets:
         raise refusal(findings, again)
-    return Outcome(warnings=[f.as_dict(with_kind=True) for f in findings],
+    return Outcome(warnings=[f.as_dict(with_kind=True) for f in sorted(findings, key=_place)],
                    allowed_secrets=secrets if allow_secrets else 0)
+
+
+def _place(finding: scanning.Finding) -> tuple[int, str, int, int]:
+    """Where a finding is: the page first, then bundle files by path."""
+    return (0 if finding.path is None else 1, finding.path or "", finding.line, finding.column)

@@ -168,7 +168,8 @@ def test_me_reports_workspace_and_entitlements(client, workspace):
                          "max_storage_bytes": 104857600, "max_versions_per_document": 100,
                          "workspace_write_rate_limit": {"limit": 120, "window_seconds": 60}},
         "usage": {"documents": 1, "versions": 1, "storage_bytes": len(body_html(client, key)),
-                  "pending_upload_bytes": 0}},
+                  "pending_upload_bytes": 0},
+        "secret_scanning": "block", "pii_scanning": "off"},
         # The workspace's first key is the operator's: the workspace's, acting as its owner.
         "key": {"key_id": body["key"]["key_id"], "created_by": None, "role": "owner"}}
 

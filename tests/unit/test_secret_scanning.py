@@ -298,3 +298,22 @@ def test_an_upload_is_scanned_when_published_and_stays_usable(ctx, services, wor
     answer = services.documents.publish(who, PublishRequest(title="Up", upload_id=created.upload_id,
                                                             allow_secrets=True)).response
     assert answer.version_number == 1
+
+
+def test_a_scan_past_its_cpu_budget_is_refused_and_stores_nothing(ctx, services, workspace, who, monkeypatch):
+    """Bundles hold up to 32 MiB of text: one write's scans share limits.SCAN_CPU_SECONDS
+    (an injected clock here), past it 422 naming the part, nothing stored."""
+    from chalicelib.domain import limits
+    from chalicelib.errors import ValidationFailed
+    from chalicelib.services import scanning as service
+
+    ticks = iter(range(10**9))
+    real = scanning.Budget
+    monkeypatch.setattr(service.scanning, "Budget", lambda seconds: real(seconds, clock=lambda: next(ticks)))
+    before = _usage(ctx, workspace)
+    flood = "\n".join(f"api_key = value{i:06d}" for i in range(20000))
+    with pytest.raises(ValidationFailed) as caught:
+        _publish(services, who, "<p>ok</p>", files=[{"path": "notes.txt", "content": flood}])
+    assert caught.value.details["fields"][0]["field"] == "files"
+    assert "too complex to scan" in caught.value.message and f"{limits.SCAN_CPU_SECONDS:g} s" in caught.value.message
+    assert _usage(ctx, workspace) == before
