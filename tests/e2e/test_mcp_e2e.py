@@ -148,6 +148,33 @@ def test_every_tool_succeeds_and_fails_with_a_coded_error(stack, key):
     anyio.run(main)
 
 
+def test_official_client_gets_an_actionable_secret_detected_error(stack, key):
+    """Issue 36: the tool error names the secret's kind, place and redacted preview, and what to
+    do; nothing is stored; allow_secrets publishes it with the findings as warnings."""
+    leak = "ghp_" + "Zq8Rk2Lm9Xw4Tn6Vb1Hc7Jd3Fs5Gp0Ya8Ue2"  # a GitHub token's shape, made up
+
+    async def main():
+        async with http_client(stack, key) as client:
+            before = (await client.call_tool("get_workspace_info", {})).structured_content["workspace"]["usage"]
+            result = await client.call_tool("publish_document", {
+                "title": "CI log", "format": "markdown", "html": f"# CI\n\nexport GH_TOKEN={leak}\n"})
+            assert result.is_error is True
+            assert text(result).startswith(
+                "secret_detected: The content holds a GitHub personal access token on line 3, column 17 "
+                f"({leak[:4]}…{leak[-4:]}); remove it and publish again, or pass allow_secrets: true"), text(result)
+            assert leak not in text(result)
+            after = (await client.call_tool("get_workspace_info", {})).structured_content["workspace"]["usage"]
+            assert after == before
+            allowed = await client.call_tool("publish_document", {
+                "title": "CI log", "format": "markdown", "html": f"# CI\n\nexport GH_TOKEN={leak}\n",
+                "allow_secrets": True})
+            assert allowed.is_error is False
+            assert allowed.structured_content["warnings"][0]["rule"] == "github-pat"
+            await client.call_tool("delete_document", {"document_id": allowed.structured_content["document_id"]})
+
+    anyio.run(main)
+
+
 def test_missing_or_invalid_key_over_http(stack):
     r = httpx.post(stack.base_url + "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                    headers={"Accept": "application/json, text/event-stream"}, timeout=30)
