@@ -31,7 +31,10 @@ def axe_source() -> str:
     if not AXE_JS.exists():
         if shutil.which("npm") is None:
             pytest.skip("axe-core is not installed and npm is not here (scripts/axe.sh)")
-        subprocess.run([str(PROJECT_DIR / "scripts" / "axe.sh"), str(AXE_DIR)], check=True, timeout=300)
+        done = subprocess.run([str(PROJECT_DIR / "scripts" / "axe.sh"), str(AXE_DIR)], capture_output=True, text=True,
+                              timeout=300)
+        if done.returncode != 0 or not AXE_JS.exists():  # offline: say so, do not fail every browser test
+            pytest.skip(f"scripts/axe.sh could not install axe-core: {done.stderr.strip()[-300:]}")
     return AXE_JS.read_text(encoding="utf-8")
 
 
