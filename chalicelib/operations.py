@@ -229,8 +229,8 @@ OPERATIONS: tuple[Operation, ...] = (
         tools=(Tool("publish_document", "Publish a document", (
             (
                  "Publish HTML as a new document and get its shareable link (share_url), or, with document_id, "
-                 "publish it as the next version of an existing document (same link; title and description are "
-                 "replaced). Use this to create a document or to replace all of its HTML; to change part of an "
+                 "publish it as the next version of an existing document (same link; the title and description "
+                 "are replaced when given, else kept). Use this to create a document or to replace all of its HTML; to change part of an "
                  "existing document prefer edit_document. Writing prose, notes or a report? Send Markdown with "
                  "format=\"markdown\" (rendered into a typeset page; edits then apply to the Markdown). Images or "
                  "stylesheets the page references by relative path go in `files`. Limits: HTML at most "
