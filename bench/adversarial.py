@@ -44,6 +44,12 @@ def _fill(unit: str, size: int, head: str = "", tail: str = "") -> str:
     return head + (unit * (body // len(unit) + 1))[:max(0, body)] + tail
 
 
+def _scan_keywords() -> str:
+    from chalicelib.domain import scanning
+
+    return " = ".join(sorted({k.decode() for rule in scanning.rule_set().rules for k in rule.keywords})) + "\n"
+
+
 def _runs(char: str, size: int) -> str:
     out, total, k = [], 0, 1
     while total < size:
@@ -64,6 +70,9 @@ HTML: dict[str, Callable[[int], str]] = {
     "html-title-of-tags": lambda n: _fill("<", n, "<title>", "</title>"),
     "html-title-entities": lambda n: _fill("&amp;", n, "<title>", "</title>"),
     "html-closers": lambda n: _fill("</title ", n, "<title>"),
+    # the secret scan (issue 36): every rule's keyword, and allowlisted example keys
+    "html-scan-keywords": lambda n: _fill(_scan_keywords(), n, "<title>t</title>"),
+    "html-scan-example-keys": lambda n: _fill("aws_key = AKIAIOSFODNN7EXAMPLE\n", n, "<title>t</title>"),
 }
 
 MARKDOWN: dict[str, Callable[[int], str]] = {
