@@ -35,5 +35,8 @@ def instructions() -> str:
         "a new version makes the state pending. Stop when review_state is approved. "
         "Limits: HTML up to {html_size}; free workspaces hold at most {free_documents}; "
         "publish and edit together allow {write_rate}. A failed call returns text "
-        "starting with an error code (e.g. 'edit_not_found: ...') that says how to correct the call."
+        "starting with an error code (e.g. 'edit_not_found: ...') that says how to correct the call. "
+        "Content is scanned for credentials before it is stored: 'secret_detected: ...' names each key "
+        "or token and its line and column; remove them (or use a placeholder) and call again, and pass "
+        "allow_secrets=true only when the person you work for says the value must be published."
     ).format(**limit_words())
