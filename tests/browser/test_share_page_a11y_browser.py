@@ -101,6 +101,9 @@ def test_on_a_phone_the_open_forms_leave_the_feedback_button_free(stack, browser
         _shot(page, 390)
         page.click("#fb-open")
         assert not _covered(page, "#fb-open") and not _covered(page, "#fb-form button[type=submit]")
+        for path in ("/", "/docs"):  # the landing page and the API reference fit a phone too
+            page.goto(stack.base_url + path)
+            assert page.evaluate("document.documentElement.scrollWidth") <= 390, f"{path} scrolls sideways"
     finally:
         context.close()
 
@@ -113,6 +116,8 @@ def test_the_share_pages_pass_axe(stack, browser, shared):
         page = context.new_page()
         page.goto(stack.base_url + "/")
         problems["landing"] = axe.violations(page)
+        page.goto(stack.base_url + "/docs")
+        problems["API reference"] = axe.violations(page)
         page.goto(shared["doc"]["share_url"])
         _threads_listed(page)
         problems["share page, comments beside it"] = axe.violations(page)

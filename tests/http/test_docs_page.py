@@ -16,7 +16,7 @@ from tests.chromium import browser  # noqa: F401  (fixture)
 SECTION_ORDER = ["Publish", "Documents", "Edits", "Feedback", "Reviews", "Webhooks", "Sharing", "Workspace and service",
                  "OAuth"]
 OP = re.compile(r'<section class="card op" id="op-([^"]+)">(.*?)</section>', re.S)
-CURL = re.compile(r'<pre class="curl"><code>(.*?)</code></pre>', re.S)
+CURL = re.compile(r'<pre class="curl"[^>]*><code>(.*?)</code></pre>', re.S)
 
 
 def _text(response) -> str:
