@@ -189,3 +189,21 @@ def test_mcp_publishes_markdown_and_reads_the_source(client, workspace):
     assert got["source"] == "# From a model\n\nText" and got["format"] == "markdown"
     plain = call(client, key, "get_document", {"document_id": doc_id})["structuredContent"]
     assert "source" not in plain and "html" not in plain
+
+
+@BOTH
+def test_a_source_too_complex_to_render_is_a_422_in_the_contracts_shape(client, workspace, monkeypatch):
+    """Issue 33: past the CPU budget (0.2 s here, 6 s in service) the answer is section 3's
+    422 naming `html`, and the workspace holds no document."""
+    from chalicelib.domain import limits
+
+    monkeypatch.setattr(limits, "MARKDOWN_CPU_SECONDS", 0.2)
+    _, key = workspace
+    r = publish(client, key, html="# t\n\n" + "![" * 200_000, format="markdown")
+    assert r.status_code == 422, r.body
+    error = json.loads(r.body)["error"]
+    assert error["code"] == "validation_error"
+    assert error["details"]["fields"][0]["field"] == "html"
+    assert "too complex to render" in error["details"]["fields"][0]["message"]
+    listed = client.http.get("/api/v1/documents", headers={"X-Api-Key": key})
+    assert json.loads(listed.body)["documents"] == []
