@@ -106,6 +106,11 @@ def test_package_writes_template_and_zip(build, template):
     # Native code built for Lambda (Linux x86_64, this Python), not for the packaging machine.
     tag = f"cpython-{sys.version_info.major}{sys.version_info.minor}-x86_64-linux-gnu.so"
     assert f"pydantic_core/_pydantic_core.{tag}" in names
+    # Every native dependency made it in as a Lambda (manylinux2014) wheel: chalice drops a
+    # package it could only build from source here (rapidfuzz 3.14 has no manylinux2014 wheel:
+    # it compiled for minutes, then was left out, and the function could not import it).
+    for native in ("rapidfuzz/", "_re2.", "PIL/_imaging.", "_argon2_cffi_bindings/"):
+        assert any(n.startswith(native) and n.endswith(".so") for n in names), native
     assert not any(n.startswith(("tests/", "infra/", "scripts/")) for n in names)
 
 
