@@ -74,9 +74,10 @@ def test_a_thousand_waits_of_one_key_leave_health_answering(stack):
         running.append(running[-1] + step)
     assert max(running) <= 10
     assert all(retry == "1" for _, _, retry, _ in refused)
-    # Refused at once: well before a wait could end (the set-up of a thousand sockets
-    # on a shared 2-core machine included).
-    assert sorted(seconds for _, seconds, _, _ in refused)[len(refused) // 2] < WAIT_SECONDS / 2
+    # Refused at once, not after waiting: well before a wait could end. The set-up of a
+    # thousand sockets on a shared 2-core machine is included (2.5-4.3 s measured, 10.9 s
+    # once with other test runs beside it), so the bound is 80 % of a wait, not half.
+    assert sorted(seconds for _, seconds, _, _ in refused)[len(refused) // 2] < WAIT_SECONDS * 0.8
     assert len(latencies) >= 10 and max(latencies) < 1.0, latencies
     from scripts.serve_local import MAX_CONNECTIONS
 
