@@ -452,8 +452,11 @@ class Workspace(ResponseModel):
 
 class UpdateWorkspaceRequest(RequestModel):
     """PATCH /api/v1/workspace (owner): the workspace's scanning settings; give at least one."""
-    model_config = ConfigDict(json_schema_extra={"anyOf": [{"required": ["secret_scanning"]},
-                                                           {"required": ["pii_scanning"]}]})
+    # At least one setting given, and given as a string (null changes nothing: the service
+    # refuses a body that names no setting), as UpdateDocumentRequest says for its fields.
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"required": [name], "properties": {name: {"type": "string"}}}  # type: ignore[list-item]
+        for name in ("secret_scanning", "pii_scanning")]})
 
     secret_scanning: Optional[SecretScanning] = None
     pii_scanning: Optional[PiiScanning] = None
