@@ -38,3 +38,15 @@ def unseal(workspace_id: str, listing: str, cursor: Optional[str]) -> Optional[s
     if not dot or not raw or not hmac.compare_digest(tag.encode(), _tag(workspace_id, listing, raw).encode()):
         raise ValidationFailed.field("cursor", MESSAGE)
     return raw
+
+
+def unseal_since(workspace_id: str, listing: str, since: str, message: str) -> str:
+    """A waiting listing's `since` token: the raw position it was sealed from, or 422 naming
+    `since` with `message` (an empty token, a forged one, or one of another listing)."""
+    try:
+        raw = unseal(workspace_id, listing, since) if since else None
+    except ValidationFailed:
+        raw = None
+    if raw is None:
+        raise ValidationFailed.field("since", message)
+    return raw

@@ -195,7 +195,7 @@ class FeedbackService:
         if since is not None or wait:
             if cursor:
                 raise ValidationFailed.field("cursor", "cannot be combined with since or wait")
-            position = (self._unseal_since(actor.workspace_id, activity_listing, since) if since is not None
+            position = (cursors.unseal_since(actor.workspace_id, activity_listing, since, SINCE_MESSAGE) if since is not None
                         else self.ctx.feedback.activity_head(actor.workspace_id, self.ctx.now_ms()))
             return self._wait(actor.workspace_id, document_id, activity_listing, position, limit, wait or 0)
         items, next_cursor = self._page(actor, document_id, status, limit, cursor)
@@ -318,15 +318,6 @@ class FeedbackService:
         replies = self.ctx.feedback.replies(with_replies) if with_replies else {}
         states = anchor_states(self.ctx, items)
         return [feedback_model(i, replies.get(i.feedback_id), states.get(i.feedback_id)) for i in items]
-
-    def _unseal_since(self, workspace_id: str, listing: str, since: str) -> str:
-        try:
-            raw = cursors.unseal(workspace_id, listing, since) if since else None
-        except ValidationFailed:
-            raw = None
-        if raw is None:
-            raise ValidationFailed.field("since", SINCE_MESSAGE)
-        return raw
 
     def _wait(self, workspace_id: str, document_id: Optional[str], listing: str, position: str, limit: int,
               wait_seconds: int) -> FeedbackList:

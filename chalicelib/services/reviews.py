@@ -219,7 +219,7 @@ class ReviewService:
         actor, doc = found.actor, found.document
         listing = f"reviews#{doc.document_id}"
         if since is not None or wait or waiting:
-            position = (self._unseal_since(actor.workspace_id, listing, since) if since is not None
+            position = (cursors.unseal_since(actor.workspace_id, listing, since, SINCE_MESSAGE) if since is not None
                         else self.ctx.feedback.activity_head(actor.workspace_id, self.ctx.now_ms()))
             return self._wait(actor, doc, listing, position, wait or 0)
         head = self.ctx.feedback.activity_head(actor.workspace_id, self.ctx.now_ms())
@@ -234,15 +234,6 @@ class ReviewService:
         found = access.find_document(self.ctx, who, document_id)
         items, _cursor = self.ctx.reviews.page(found.id, REVIEWS_LISTED, None)
         return found.document, [review_model(i) for i in items]
-
-    def _unseal_since(self, workspace_id: str, listing: str, since: str) -> str:
-        try:
-            raw = cursors.unseal(workspace_id, listing, since) if since else None
-        except ValidationFailed:
-            raw = None
-        if raw is None:
-            raise ValidationFailed.field("since", SINCE_MESSAGE)
-        return raw
 
     def _wait(self, actor: Actor, doc: Document, listing: str, position: str, wait_seconds: int) -> ReviewList:
         """Reviews and feedback activity of the document after `position`: at once if there is
