@@ -65,6 +65,16 @@ def ratio(value: float, floor: float) -> str:
     return f"{value / floor:.2f}x" if floor > 0 else "n/a"
 
 
+def median_cpu(fn: Callable[[], object], repeat: int) -> float:
+    """The median CPU time (this process, every thread) of `repeat` calls of `fn`."""
+    times = []
+    for _ in range(repeat):
+        start = time.process_time()
+        fn()
+        times.append(time.process_time() - start)
+    return statistics.median(times)
+
+
 def median_time(fn: Callable[[], object], repeat: int = 5, setup: Optional[Callable[[], object]] = None) -> float:
     """Median wall time of fn() over `repeat` runs (setup not timed)."""
     times = []

@@ -18,11 +18,9 @@ from __future__ import annotations
 import argparse
 import difflib
 import random
-import statistics
-import time
 from types import SimpleNamespace
 
-from bench._common import ms, print_header, print_table, ratio
+from bench._common import median_cpu, ms, print_header, print_table, ratio
 
 SIZES = [1_000, 16_000, 256_000, 1024 * 1024, 4 * 1024 * 1024]
 LINES = [1_000, 10_000, 100_000]
@@ -39,13 +37,6 @@ def _document(size: int) -> str:
     return " ".join(parts)[:size]
 
 
-def _cpu(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return statistics.median(times)
 
 
 def refused_edits(repeat: int) -> None:
@@ -70,7 +61,7 @@ def refused_edits(repeat: int) -> None:
             text.find(needle)
             text.lower().find(needle.lower())
 
-        t_floor, t_edit = _cpu(floor, repeat), _cpu(refused, repeat)
+        t_floor, t_edit = median_cpu(floor, repeat), median_cpu(refused, repeat)
         growth = "" if previous is None else f"{(t_edit / previous[1]) / (size / previous[0]):.2f}"
         rows.append([f"{size:,} B", ms(t_floor), ms(t_edit), ratio(t_edit, t_floor), growth])
         previous = (size, t_edit)
@@ -105,14 +96,14 @@ def diffs(repeat: int, old_too: bool) -> None:
                 a, b = old.splitlines(), new.splitlines()
                 set(a) & set(b)
 
-            t_floor, t_diff = _cpu(floor, repeat), _cpu(lambda: line_diff(old, new), repeat)
+            t_floor, t_diff = median_cpu(floor, repeat), median_cpu(lambda: line_diff(old, new), repeat)
             before = previous.get(rewrite)
             growth = "" if before is None else f"{(t_diff / before[1]) / (lines / before[0]):.2f}"
             previous[rewrite] = (lines, t_diff)
             t_old = ""
             if old_too and lines <= 10_000:
                 a, b = old.splitlines(), new.splitlines()
-                t_old = ms(_cpu(lambda: list(difflib.SequenceMatcher(None, a, b).get_grouped_opcodes(3)), 1))
+                t_old = ms(median_cpu(lambda: list(difflib.SequenceMatcher(None, a, b).get_grouped_opcodes(3)), 1))
             result = line_diff(old, new)
             kind = KINDS[rewrite]
             rows.append([f"{lines:,} lines, {kind}", ms(t_floor), ms(t_diff), ratio(t_diff, t_floor), growth,

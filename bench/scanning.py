@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import statistics
 import sys
 import time
 from pathlib import Path
 
-from bench._common import print_header, print_table
+from bench._common import median_cpu, print_header, print_table
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "data" / "scanning_corpus"
@@ -73,13 +72,6 @@ def inputs() -> dict[str, bytes]:
     }
 
 
-def cpu(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return statistics.median(times)
 
 
 def corpus_files() -> list[tuple[str, bytes]]:
@@ -113,8 +105,8 @@ def main() -> None:
     for name, unit in inputs().items():
         for size in SIZES:
             data = _cut(unit, size)
-            floor = cpu(lambda: hashlib.sha256(data).digest(), args.repeat)
-            spent = cpu(lambda: scanning.scan(data, pii=True), args.repeat)
+            floor = median_cpu(lambda: hashlib.sha256(data).digest(), args.repeat)
+            spent = median_cpu(lambda: scanning.scan(data, pii=True), args.repeat)
             found = scanning.scan(data, pii=True)
             secrets = sum(1 for f in found if f.kind == "secret")
             rows.append([name, f"{size // 1024} KiB", f"{spent:.3f} s", f"{floor * 1000:.1f} ms",
