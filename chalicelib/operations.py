@@ -173,6 +173,11 @@ def _download(c: Call) -> Any:
     return download_response(wiring.documents().download(c.credentials, c.path["document_id"], c.query.version_id))
 
 
+def _accept_suggestion(c: Call) -> Reply:
+    result = wiring.suggestions().accept(c.credentials, c.path["feedback_id"], c.body.base_version_id)
+    return Reply(result.response, result.headers)
+
+
 def _edit(c: Call) -> Reply:
     result = wiring.documents().edit(c.credentials, c.path["document_id"], c.body)
     return Reply(result.response, result.headers)
@@ -366,9 +371,10 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "accept_suggestion", "POST", "/api/v1/feedback/{feedback_id}/accept", "acceptSuggestion",
         "Apply a suggested edit as one literal edit of the latest version; the thread is resolved in it.",
-        lambda c: wiring.suggestions().accept(c.credentials, c.path["feedback_id"], c.body.base_version_id),
+        _accept_suggestion,
         models.SuggestionAccepted, request=models.AcceptSuggestionRequest, body_optional=True,
-        errors=(403, 404, 409, 413, 422, 429), scope=WRITE, tag="feedback", example={},
+        errors=(403, 404, 409, 413, 422, 429), scope=WRITE, write=True, response_headers=RATE_HEADERS,
+        tag="feedback", example={},
         tools=(Tool("accept_suggestion", "Accept a suggested edit", (
             "Apply a viewer's suggested edit (feedback whose `suggestion` is set): its quoted passage is "
             "replaced by the suggestion's replacement in the latest version, as one literal edit (the same "

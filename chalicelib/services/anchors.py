@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Hashable, Optional, Sequence
+from typing import Any, Hashable, Mapping, Optional, Sequence
 
 from chalicelib.domain.anchoring import Found, Text, locate
 from chalicelib.models import AnchorState
@@ -79,7 +79,8 @@ def state_in(text: Text, version_id: str, anchor: dict[str, Any]) -> Found:
     return found
 
 
-def anchor_states(ctx: Context, items: Sequence[Feedback]) -> dict[str, AnchorState]:
+def anchor_states(ctx: Context, items: Sequence[Feedback],
+                  known: Optional[Mapping[str, Document]] = None) -> dict[str, AnchorState]:
     """feedback_id -> its anchor's state in its document's latest version (anchored items
     of live documents whose latest page can be read).
 
@@ -87,9 +88,10 @@ def anchor_states(ctx: Context, items: Sequence[Feedback]) -> dict[str, AnchorSt
     taken from that very text. Others need the latest version's text: at most
     TEXTS_PER_CALL documents' texts are read by one call (cached ones are free), so a
     workspace-wide listing never reads 100 pages; beyond that, items of further
-    documents carry no state (null) in this answer."""
+    documents carry no state (null) in this answer. `known`: documents the caller has
+    just read (not read again)."""
     out: dict[str, AnchorState] = {}
-    documents: dict[str, Optional[Document]] = {}
+    documents: dict[str, Optional[Document]] = dict(known or {})
     texts: dict[str, Optional[Text]] = {}
     for item in items:
         if not item.anchor:

@@ -128,8 +128,10 @@ class FeedbackService:
                 name=submission.name or None, quote=submission.quote or (anchor["quote"] if anchor else None),
                 anchor=anchor, status="open", created_ms=now_ms,
                 suggestion=submission.suggestion.model_dump() if submission.suggestion is not None else None)
+            state = anchor_states(self.ctx, [item], known={doc.document_id: doc}).get(feedback_id)
             event = make_event("feedback.created", doc.workspace_id, doc.document_id, now_ms,
-                               event_payload(feedback_model(item)), feedback_id=feedback_id, wakes=True)
+                               event_payload(feedback_model(item, anchor_state=state)), feedback_id=feedback_id,
+                               wakes=True)
             try:
                 self.ctx.feedback.create(item, claim, event)
             except GuardFailed:
@@ -288,8 +290,9 @@ class FeedbackService:
             after = replace(thread, status="open", resolved_ms=None) if reopen else thread
             replies = self.ctx.feedback.replies([thread.feedback_id])[thread.feedback_id] + [reply]
             model = reply_model(reply)
+            state = anchor_states(self.ctx, [after]).get(thread.feedback_id)
             event = make_event("feedback.replied", thread.workspace_id, thread.document_id, now_ms,
-                               event_payload(feedback_model(after, replies), model),
+                               event_payload(feedback_model(after, replies, state), model),
                                feedback_id=thread.feedback_id, reply_id=reply.reply_id,
                                wakes=author == "viewer")
             try:

@@ -11,7 +11,7 @@ Rejecting is resolving without applying (FeedbackService.resolve).
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Optional, Sequence
 
 from chalicelib.domain.suggestions import literal_edit
@@ -35,6 +35,13 @@ def _accepter(who: Who) -> str:
     return {"member": actor, "oauth_client": f"app {actor}", "api_key": f"API key {actor}"}.get(kind, actor)
 
 
+@dataclass
+class Accepted:
+    """An accept's answer plus the rate-limit headers it earned (an accept is an edit)."""
+    response: SuggestionAccepted
+    headers: dict[str, str] = field(default_factory=dict)
+
+
 class SuggestionService:
     def __init__(self, ctx: Context):
         self.ctx = ctx
@@ -42,8 +49,16 @@ class SuggestionService:
         self.documents = DocumentService(ctx)
 
     @requires("accept_suggestion")
-    def accept(self, who: Who, feedback_id: str, base_version_id: Optional[str] = None) -> SuggestionAccepted:
+    def accept(self, who: Who, feedback_id: str, base_version_id: Optional[str] = None) -> Accepted:
         actor = access.actor(self.ctx, who)
+        try:
+            return self._accept(actor, feedback_id, base_version_id)
+        except DocpubError as exc:  # refusals carry X-RateLimit-* like every edit answer (section 4)
+            if "X-RateLimit-Limit" not in exc.headers:
+                exc.headers.update(self.documents.rate_limit_headers(actor.key_item))
+            raise
+
+    def _accept(self, actor: access.Actor, feedback_id: str, base_version_id: Optional[str]) -> Accepted:
         item = self.feedback.thread(actor.workspace_id, feedback_id)
         if item.suggestion is None or not item.anchor:
             raise ValidationFailed.field("feedback_id", "this feedback carries no suggestion to accept")
@@ -77,10 +92,11 @@ class SuggestionService:
             raise
         edited = result.response
         after = self.feedback.thread(actor.workspace_id, feedback_id)
-        return SuggestionAccepted(
+        return Accepted(SuggestionAccepted(
             feedback=self.feedback.answers([after])[0],
             document=AcceptedVersion(document_id=edited.document_id, version_id=edited.version_id,
-                                     version_number=edited.version_number, share_url=edited.share_url))
+                                     version_number=edited.version_number, share_url=edited.share_url)),
+            result.headers)
 
     @staticmethod
     def _already(version_number: Optional[int]) -> AlreadyResolved:

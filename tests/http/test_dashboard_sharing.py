@@ -132,3 +132,23 @@ def test_inbox_shows_threads_with_anchor_and_replies_and_the_owner_replies(owner
     other.sign_up(email="other@example.com", workspace="Other")
     assert other.post(f"/dashboard/feedback/{feedback_id}/replies", {"message": "hi"},
                       csrf=other.token()).status == 404
+
+
+@needs_feedback
+def test_accepting_a_suggestion_from_the_inbox_makes_the_next_version(owner, client):
+    document_id = doc_id_from(upload(owner, b"<p>The failover takes two minutes.</p>", title="Runbook"))
+    link = share_path(owner.get(f"/dashboard/documents/{document_id}").text)
+    r = client.http.post(link + "/feedback", headers={"Content-Type": "application/json"},
+                         body=json.dumps({"message": "Faster now", "name": "Rita",
+                                          "anchor": {"quote": "two minutes", "prefix": "The failover takes ",
+                                                     "suffix": "."},
+                                          "suggestion": {"replacement": "ninety seconds"}}))
+    assert r.status_code == 201, r.body
+    feedback_id = json.loads(r.body)["feedback_id"]
+    inbox = owner.get("/dashboard/feedback")
+    page = owner.post(f"/dashboard/feedback/{feedback_id}/accept", {"back": "/dashboard/feedback"},
+                      csrf=inbox.csrf())
+    assert page.status == 303 and "accepted%20in%20version%202" in page.location, page.location
+    key = create_key(owner)
+    got = json.loads(rest(client, "get", f"/api/v1/documents/{document_id}?include_html=true", key).body)
+    assert got["html"] == "<p>The failover takes ninety seconds.</p>" and len(got["versions"]) == 2

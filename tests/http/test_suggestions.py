@@ -49,6 +49,8 @@ def test_accept_applies_the_edit_and_resolves_the_thread_in_that_version(client,
 
     r = _accept(client, key, fid)
     assert r.status_code == 200, r.body
+    # an accept is a write under the rate limit: it carries X-RateLimit-* like every edit (section 4)
+    assert {"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} <= set(r.headers), r.headers
     body = json.loads(r.body)
     assert body["document"]["document_id"] == doc["document_id"] and body["document"]["version_number"] == 2
     assert set(body["document"]) == {"document_id", "version_id", "version_number", "share_url"}
@@ -65,6 +67,7 @@ def test_accept_applies_the_edit_and_resolves_the_thread_in_that_version(client,
 
     again = _accept(client, key, fid)
     assert again.status_code == 409, again.body
+    assert "X-RateLimit-Limit" in again.headers  # refusals too
     assert json.loads(again.body)["error"]["code"] == "already_resolved"
     assert _html(client, key, doc["document_id"])["versions"][-1]["number"] == 2
 

@@ -128,6 +128,8 @@ def test_feedback_delivery_is_signed_per_standard_webhooks(client, workspace, re
     assert payload["type"] == "feedback.created" and payload["timestamp"].endswith("Z")
     data = payload["data"]
     assert data["feedback_id"] == feedback_id and data["anchor"] == ANCHOR and data["replies"] == []
+    # where the passage is now, as every Feedback answer says (issue 34 left it null in payloads)
+    assert data["anchor_state"] == {"version_number": 1, "status": "exact", "quote_now": None}
     assert got.headers["webhook-id"].startswith("msg_")
     assert int(got.headers["webhook-timestamp"]) == int(now_clock())
     with pytest.raises(Exception):
@@ -140,6 +142,7 @@ def test_feedback_delivery_is_signed_per_standard_webhooks(client, workspace, re
     replied = Reference(hook["secret"]).verify(second.body, second.headers)
     assert replied["type"] == "feedback.replied" and replied["data"]["reply"]["message"] == "Fixed"
     assert [x["message"] for x in replied["data"]["replies"]] == ["Fixed"]
+    assert replied["data"]["anchor_state"]["status"] == "exact"
     [d2, d1] = _deliveries(client, key, hook["webhook_id"])
     assert d1["delivery_id"] == got.headers["webhook-id"]
     assert (d1["status"], d1["attempts"], d1["response_status"], d1["event"]) == ("delivered", 1, 200,

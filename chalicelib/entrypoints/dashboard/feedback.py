@@ -52,5 +52,5 @@ def accept_suggestion(page: Page, feedback_id: str):
     if not back.startswith(url("/feedback")):
         back = url("/feedback")
     separator = "&" if "?" in back else "?"
-    message = f"accepted in version {accepted.document.version_number}"
+    message = f"accepted in version {accepted.response.document.version_number}"
     return redirect(back + separator + "m=" + quote(message) + "#fb-" + quote(feedback_id))
