@@ -291,6 +291,7 @@ def _viewer_page(page: SharePage) -> Response:
                  view_url=f"{base}/view?v={page.version_number}", branding=page.branding,
                  feedback_action=f"{base}/feedback?v={page.version_number}", script=Markup(PAGE_SCRIPT),
                  share_base=base, version_id=page.version_id, latest=page.latest,
+                 newer=(page.version_count or 0) > page.version_number,
                  live_seconds=config.live_poll_seconds(),
                  review_action=f"{base}/reviews?v={page.version_number}",
                  review_panel=f"{base}/review?v={page.version_number}",
@@ -325,8 +326,11 @@ def _viewer() -> ViewerCookies:
 
 
 def _version_param() -> Optional[int]:
-    """`?v=N`: None when absent; raises NotFound when not a positive integer."""
-    raw = (_request().query_params or {}).get("v")
+    """`?version=N` (a link to one version, contract 7f) or `?v=N` (the page's own links):
+    None when absent; raises NotFound when not a positive integer. Either pins the page to
+    that version: it says when a newer one exists, and live refresh never moves it."""
+    query = _request().query_params or {}
+    raw = query.get("version") if query.get("version") is not None else query.get("v")
     if raw is None or raw == "":
         return None
     # ASCII digits only: str.isdigit() also accepts "²", which int() refuses.

@@ -2,7 +2,8 @@
 publishes and waits; a viewer in Chromium comments on a sentence; the agent's wait
 returns that comment with its anchor; the agent edits the sentence and replies; the
 viewer, on the page still open, sees the reply and the notice of the new version, and
-shows it with one click (where the comment follows the edited sentence, "Text changed")."""
+shows it with one click (where the comment follows the edited sentence, "Text changed");
+a tab holding the link to version 1 (`?version=1`) says a newer one exists and stays."""
 from __future__ import annotations
 
 import asyncio
@@ -90,6 +91,11 @@ def test_agent_waits_viewer_comments_agent_edits_and_replies_viewer_sees_it(live
         published = agent.get()
         share_url = published["share_url"]
 
+        # A second tab holds the link to version 1 (contract 7f): it stays there.
+        pinned = context.new_page()
+        pinned.goto(share_url + "?version=1")
+        assert pinned.locator("#rv-pinned").is_hidden()
+
         # The viewer (on a phone-sized screen) selects the sentence and comments on it.
         page.goto(share_url)
         frame = page.frame_locator("#doc")
@@ -129,6 +135,12 @@ def test_agent_waits_viewer_comments_agent_edits_and_replies_viewer_sees_it(live
         thread.locator(".replies", has_text="Done: moved to February.").wait_for()
         notice = page.locator("#rv-live")
         notice.filter(has_text="newer version (2)").wait_for()
+        # The pinned tab says so too, and live refresh does not move it.
+        pinned.locator("#rv-pinned", has_text="A newer version (2) exists.").wait_for()
+        assert pinned.url.endswith("?version=1") and pinned.locator("#rv-live").is_hidden()
+        assert pinned.locator(".meta", has_text="Version 1 of 1").is_visible()
+        pinned.frame_locator("#doc").locator("#plan", has_text="in March.").wait_for()
+        pinned.close()
         page.click("#rv-live-show")
         page.locator(".meta", has_text="Version 2 of 2").wait_for()
         page.frame_locator("#doc").locator("#plan", has_text="in February.").wait_for()

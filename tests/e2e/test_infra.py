@@ -667,7 +667,7 @@ def test_share_pages_honour_origin_cache_control(resources, distribution):
     assert key["CookiesConfig"] == {"CookieBehavior": "whitelist",
                                     "Cookies": [{"Ref": "UnlockCookieName"}, MEMBER_COOKIE]}
     assert key["HeadersConfig"] == {"HeaderBehavior": "none"}
-    assert key["QueryStringsConfig"] == {"QueryStringBehavior": "whitelist", "QueryStrings": ["v", "download"]}
+    assert key["QueryStringsConfig"] == {"QueryStringBehavior": "whitelist", "QueryStrings": ["v", "version", "download"]}
     forwarded = resources[share["OriginRequestPolicyId"]["Ref"]]["Properties"]["OriginRequestPolicyConfig"]
     assert forwarded["CookiesConfig"] == {"CookieBehavior": "none"}
     assert set(forwarded["HeadersConfig"]["Headers"]) == {"Content-Type", "Origin", "Referer",
@@ -947,7 +947,7 @@ def test_share_cache_key_matches_the_app(template):
     resources = template["Resources"]
     assert template["Parameters"]["UnlockCookieName"]["Default"] == UNLOCK_COOKIE
     key = resources["ShareCachePolicy"]["Properties"]["CachePolicyConfig"]["ParametersInCacheKeyAndForwardedToOrigin"]
-    assert key["QueryStringsConfig"] == {"QueryStringBehavior": "whitelist", "QueryStrings": ["v", "download"]}
+    assert key["QueryStringsConfig"] == {"QueryStringBehavior": "whitelist", "QueryStrings": ["v", "version", "download"]}
 
 
 def test_zip_ships_bytecode_for_fast_cold_starts(build):

@@ -206,7 +206,7 @@
   }
 
   // ---------------------------------------------------------------- live: a newer version, new comments
-  var banner = document.getElementById("rv-live");
+  var banner = document.getElementById("rv-live"), pinned = document.getElementById("rv-pinned");
   function poll() {
     json(data.share + "/live").then(function (res) {
       if (res[0] !== 200) return;
@@ -214,6 +214,10 @@
       if (data.latest === "1" && typeof live.version === "number" && live.version > Number(data.version)) {
         banner.querySelector("span").textContent = "A newer version (" + live.version + ") of this document is available.";
         banner.hidden = false;
+      } else if (pinned && typeof live.version === "number" && live.version > Number(data.version)) {
+        // A link to one version: say so, never move (contract 7f).
+        pinned.querySelector("span").textContent = "This link shows version " + data.version + ". A newer version (" + live.version + ") exists.";
+        pinned.hidden = false;
       }
       // Threads are fetched under the activity mark: a new comment or reply is a new address,
       // so a cache never answers with threads older than the mark it was asked for.
