@@ -184,7 +184,7 @@ def _edit(c: Call) -> Reply:
 
 
 def _get(c: Call) -> Reply:
-    from chalicelib.services.documents import document_exclusions
+    from chalicelib.services.document_shapes import document_exclusions
 
     document = wiring.documents().get(c.credentials, c.path["document_id"], c.query.include_html,
                                       c.query.version_id, c.query.include_source)
@@ -192,7 +192,7 @@ def _get(c: Call) -> Reply:
 
 
 def _update(c: Call) -> Reply:
-    from chalicelib.services.documents import document_exclusions
+    from chalicelib.services.document_shapes import document_exclusions
 
     return Reply(wiring.documents().update(c.credentials, c.path["document_id"], c.body),
                  exclude=document_exclusions(False, False))

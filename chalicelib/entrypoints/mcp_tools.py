@@ -43,7 +43,7 @@ from chalicelib.models import (
 from chalicelib.mcp_instructions import instructions, limit_words
 from chalicelib import wiring as registry
 from chalicelib.services.auth import Credentials
-from chalicelib.services.documents import document_exclusions
+from chalicelib.services.document_shapes import document_exclusions
 from chalicelib.services.access import Actor
 from chalicelib.services.oauth import OAuthService, Principal
 

@@ -22,7 +22,8 @@ from chalicelib.models import PublishRequest
 from chalicelib.services import access
 from chalicelib.services.access import Who
 from chalicelib.services.context import Context
-from chalicelib.services.documents import DocumentService, WriteResult
+from chalicelib.services.document_writes import WriteResult
+from chalicelib.services.documents import DocumentService
 from chalicelib.services.access import requires
 
 FEATURE_MESSAGES = {

@@ -87,7 +87,7 @@ def review_model(item: records.Review) -> Review:
 
 
 def _summary(doc: Document) -> dict[str, Any]:
-    from chalicelib.services.documents import summary_model
+    from chalicelib.services.document_shapes import summary_model
 
     return summary_model(doc).model_dump(mode="json")
 
@@ -195,7 +195,7 @@ class ReviewService:
 
     def _mail(self, doc: Document, emails: Sequence[str], requester: ReviewerIdentity,
               message: Optional[str]) -> None:
-        from chalicelib.services.documents import share_url
+        from chalicelib.services.document_shapes import share_url
 
         workspace = self.ctx.workspaces.get(doc.workspace_id)
         title = " ".join(doc.title.split())

@@ -172,7 +172,7 @@ def slot_for(repos, key_id, now_ms, limit=60, window_ms=60_000, choose=None):
     """What the service does (the same functions): the key's log(s) as read, and
     a slot in a log with room, if the limit allows one."""
     from chalicelib.domain.ratelimit import claim_sharded
-    from chalicelib.services.documents import write_logs
+    from chalicelib.services.document_writes import write_logs
 
     key = repos.keys.get(key_id)
     decision, claim = claim_sharded(write_logs(key), now_ms, limit, window_ms // 1000,
@@ -183,7 +183,7 @@ def slot_for(repos, key_id, now_ms, limit=60, window_ms=60_000, choose=None):
 
 
 def writes_claimed(repos, key_id) -> int:
-    from chalicelib.services.documents import write_logs
+    from chalicelib.services.document_writes import write_logs
 
     return sum(log.seq for log in write_logs(repos.keys.get(key_id)))
 

@@ -467,7 +467,7 @@ def test_dashboard_editing_is_pro_only_and_saves_a_version(owner, client):
 
 def test_editing_rule_lives_in_the_service(services, ctx):
     from chalicelib.errors import FeatureNotInPlan
-    from chalicelib.services.documents import Actor
+    from chalicelib.services.access import Actor
     from chalicelib.services.editing import EditingService
     from chalicelib.models import PublishRequest
 
