@@ -274,3 +274,10 @@ def webhooks_worker_enabled() -> bool:
     """DOCPUB_WEBHOOKS_WORKER=off: `make run` does not start its webhook worker thread
     (events wait in the outbox; tests use it to crash between an event and its send)."""
     return _get("DOCPUB_WEBHOOKS_WORKER", "on").lower() not in ("off", "false", "0")
+
+
+def static_pages() -> bool:
+    """DOCPUB_STATIC_PAGES=on: public share links are also written as static objects
+    (services/static_pages.py) that CloudFront serves with no function; the deployed
+    stack sets it. Off (the default, `make run`): every share answer is the function's."""
+    return _get("DOCPUB_STATIC_PAGES", "off").lower() in ("on", "true", "1")

@@ -60,6 +60,24 @@ def build_cdn() -> CdnInvalidator:
     return default_invalidator()
 
 
+def build_static() -> tuple[Any, Any]:
+    """(static site, page renderer) when DOCPUB_STATIC_PAGES is on: S3 under `static/`
+    (aws) or files under the data folder (sqlite); else nothing (ports/static.py)."""
+    from chalicelib.ports.static import NoStaticSite
+
+    if not config.static_pages():
+        return NoStaticSite(), None
+    from chalicelib.entrypoints.share import static_objects
+
+    if config.storage() == "aws":
+        from chalicelib.adapters.aws.static import S3StaticSite
+
+        return S3StaticSite(), static_objects
+    from chalicelib.adapters.sqlite.static import FileStaticSite
+
+    return FileStaticSite(Path(config.data_dir()) / "static"), static_objects
+
+
 def build_mailer() -> Mailer:
     """The configured Mailer (DOCPUB_MAIL: outbox, smtp(s)://, ses; adapters/mail)."""
     from chalicelib.adapters.mail import build_mailer as configured
@@ -105,6 +123,8 @@ def new_context(**overrides: Any) -> Context:
         overrides["repos"] = build_repositories()
     if "cdn" not in overrides:
         overrides["cdn"] = build_cdn()
+    if "static" not in overrides:
+        overrides["static"], overrides["static_render"] = build_static()
     overrides.setdefault("mail_factory", build_mailer)
     if "nudge_outbox" not in overrides:
         overrides["nudge_outbox"] = build_outbox_nudge()

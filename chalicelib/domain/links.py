@@ -11,6 +11,7 @@ expiry, so an expired link is never served from a cache after
 """
 from __future__ import annotations
 
+import hashlib
 from datetime import datetime, timedelta, timezone
 from typing import Any, Mapping, Optional, Protocol
 
@@ -89,3 +90,8 @@ def withdraws(before: LinkSettings, changes: Mapping[str, Any], now_ms: int) -> 
         old = expires_ms(before)
         return bool((old is None or new < old) and new - now_ms < EDGE_TTL_SECONDS * 1000)
     return False
+
+
+def link_ref(share_id: str) -> str:
+    """What logs say instead of a share id (a link is a capability: never logged)."""
+    return hashlib.sha256(share_id.encode()).hexdigest()[:12]

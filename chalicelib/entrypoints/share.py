@@ -40,6 +40,7 @@ from chalicelib.models import (
     FeedbackSubmission, RequestModel, ReviewDecision, ReviewMessage, ReviewSubmission, ViewerReplyRequest,
 )
 from chalicelib import wiring as registry
+from chalicelib.ports.static import StaticObject
 from chalicelib.services.sharing import (
     MEMBER_COOKIE, UNLOCK_COOKIE, Locked, MembersOnly, SharePage, ViewerCookies, WrongPassphrase, share_path,
 )
@@ -100,11 +101,13 @@ def _csp_hash(text: str) -> str:
 
 
 # Inline script and style are allowed by hash only (stable, so the page stays cacheable).
-def _page_csp() -> str:
+def _page_csp(meta: bool = False) -> str:
+    """The share page's policy; `meta`: as a static page carries it in a <meta> tag, where
+    frame-ancestors means nothing (the CDN's X-Frame-Options: DENY does that part)."""
     frame_src = _origin(config.content_url()) or "'self'"
     return ("default-src 'none'; script-src " + _csp_hash(PAGE_SCRIPT) + "; style-src " + _csp_hash(PAGE_CSS)
             + f"; frame-src {frame_src}; connect-src 'self'; form-action 'self'; base-uri 'none'; "
-            "img-src 'self' data:; frame-ancestors 'none'")
+            "img-src 'self' data:" + ("" if meta else "; frame-ancestors 'none'"))
 
 
 def _content_csp() -> str:
@@ -256,7 +259,7 @@ def _unlock_page(share_id: str, version: Optional[int], status: int = 200, messa
                  message=message, preview=_generic_preview(share_id))
 
 
-def _viewer_page(page: SharePage) -> Response:
+def _viewer_page(page: SharePage, static: bool = False) -> Response:
     from markupsafe import Markup
 
     # An unlocked page names its version (SharePage leaves these None only when locked).
@@ -288,7 +291,9 @@ def _viewer_page(page: SharePage) -> Response:
         preview = _preview(page.title, url, page.description, f"{url}/card.png?k={card_key(page.title, name)}")
     return _page("viewer.html", page.title, 200, cache, preview=preview, version_number=page.version_number,
                  version_count=page.version_count, links=links, content_src=content_src, sandbox=SANDBOX,
-                 view_url=f"{base}/view?v={page.version_number}", branding=page.branding,
+                 view_url=f"{base}/{'seen' if static else 'view'}?v={page.version_number}",
+                 view_method="get" if static else "post", csp_meta=_page_csp(meta=True) if static else "",
+                 branding=page.branding,
                  feedback_action=f"{base}/feedback?v={page.version_number}", script=Markup(PAGE_SCRIPT),
                  share_base=base, version_id=page.version_id, latest=page.latest,
                  newer=(page.version_count or 0) > page.version_number,
@@ -297,6 +302,34 @@ def _viewer_page(page: SharePage) -> Response:
                  review_panel=f"{base}/review?v={page.version_number}",
                  review_sign_in=f"{urlparse(config.base_url()).path.rstrip('/')}/dashboard/open?"
                                 + urlencode({"share": page.share_id, "v": page.version_number, "review": 1}))
+
+
+# ------------------------------------------------------------------ static copies (issue 38)
+
+# The static beacon's empty object: CloudFront keeps it (its cache policy), browsers never
+# (page.js fetches it with cache "no-store"), so every view is a request in CloudFront's logs.
+CACHE_BEACON = "public, max-age=0, s-maxage=86400"
+
+
+def static_objects(ctx, share_id: str, looked_up) -> list[tuple[str, StaticObject]]:
+    """(site, object) of a public link's static copy (services/static_pages.py), from what
+    storage said of it a moment ago (`looked_up`): the page as anyone gets it from the
+    function, with its CSP in a <meta> tag and a GET beacon; the latest version's content
+    with the frame script; the beacon's empty object."""
+    from chalicelib.services.sharing import ContentRef, ShareService
+
+    sharing = ShareService(ctx)
+    page = sharing.page(share_id, None, None, looked_up=looked_up)
+    assert page.version_id is not None and not page.protected
+    content = sharing.read_content(ContentRef(looked_up[1], page.version_id, False))
+    base = share_path(share_id)
+    body = _viewer_page(page, static=True).body
+    html = body.encode("utf-8") if isinstance(body, str) else bytes(body)
+    content_path = f"{base}/v/{page.version_id}" + ("/index.html" if page.has_files else "")
+    return [("main", StaticObject(base, html, HTML_TYPE, cache_page(page.cache_seconds))),
+            ("content" if config.content_url() else "main",
+             StaticObject(content_path, content + frame_script(), HTML_TYPE, cache_content(page.cache_seconds))),
+            ("main", StaticObject(f"{base}/seen", b"", "text/plain; charset=utf-8", CACHE_BEACON))]
 
 
 # ------------------------------------------------------------------ request helpers

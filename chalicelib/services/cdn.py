@@ -15,10 +15,10 @@ every content URL, unlock and feedback. CloudFront counts a wildcard as one path
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 from typing import Any
 
+from chalicelib.domain.links import link_ref
 from chalicelib.ports.records import PendingInvalidation
 from chalicelib.services.context import Context
 
@@ -34,15 +34,15 @@ def share_paths(share_id: str) -> list[str]:
     return [f"/d/{share_id}*"]
 
 
-def link_ref(share_id: str) -> str:
-    """What logs say instead of a share id (a link is a capability: never logged)."""
-    return hashlib.sha256(share_id.encode()).hexdigest()[:12]
 
 
 def withdraw(ctx: Context, share_id: str, reason: str) -> bool:
     """Ask the CDN to forget the link (`reason`: delete, passphrase, link settings,
     rotate); True when the request was accepted. Never raises: a failure is logged
     and kept for a retry."""
+    from chalicelib.services import static_pages
+
+    static_pages.sync(ctx, share_id, reason)  # the static copy first: removed before the edge forgets
     paths = share_paths(share_id)
     try:
         ctx.cdn.invalidate(paths)
@@ -65,9 +65,17 @@ def pending(ctx: Context, limit: int = RETRY_BATCH) -> list[PendingInvalidation]
 
 def retry_pending(ctx: Context, limit: int = RETRY_BATCH) -> dict[str, Any]:
     """Send every pending path again, in one invalidation; drop those accepted."""
+    from chalicelib.services import static_pages
+
     items = pending(ctx, limit)
+    resynced = 0
+    for item in [i for i in items if i.path.startswith(static_pages.PENDING_PREFIX) and ctx.static.enabled]:
+        ctx.cdn_pending.remove(item.path)  # sync records it again if it fails again
+        static_pages.sync(ctx, item.path[len(static_pages.PENDING_PREFIX):], item.reason)
+        resynced += 1
+    items = [i for i in items if not i.path.startswith(static_pages.PENDING_PREFIX)]
     if not items:
-        return {"pending": 0, "invalidated": 0}
+        return {"pending": 0, "invalidated": 0, **({"static_synced": resynced} if resynced else {})}
     if not getattr(ctx.cdn, "enabled", True):  # e.g. the admin CLI run without the distribution's id
         return {"pending": len(items), "invalidated": 0,
                 "error": "no CDN configured: set DOCPUB_CDN_DISTRIBUTION_ID (or DOCPUB_CDN_DISTRIBUTION_PARAMETER)"}

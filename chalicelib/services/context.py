@@ -24,6 +24,7 @@ from chalicelib.ports.outbound import OutboundHttp
 from chalicelib.ports.people import PeopleRepository
 from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.reviews import ReviewRepository
+from chalicelib.ports.static import NoStaticSite, StaticSite
 from chalicelib.ports.webhooks import WebhookRepository
 
 
@@ -75,6 +76,10 @@ class Context:
     # Requests to addresses strangers chose (client metadata documents), through the one
     # fenced outbound client (ports/outbound.py), given by wiring.
     outbound: Optional[OutboundHttp] = None
+    # Static copies of public share links (ports/static.py, services/static_pages.py) and
+    # what draws them (the share surface's page renderer, given by wiring); not storage.
+    static: StaticSite = field(default_factory=NoStaticSite)
+    static_render: Any = None
     # Backoff between optimistic-concurrency retries; tests may inject a no-op.
     sleep: Callable[[float], None] = time.sleep
 

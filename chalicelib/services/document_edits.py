@@ -10,7 +10,7 @@ from chalicelib.errors import ValidationFailed, VersionContentMissing
 from chalicelib.models import EditRequest, EditResponse, EditSummary
 from chalicelib.ports import BlobNotFound, GuardFailed, QuotaReached, StaleDocument, definitely_not_applied, version_key
 from chalicelib.ports.records import Document, Resolution, Version
-from chalicelib.services import access, activity, scanning
+from chalicelib.services import access, activity, scanning, static_pages
 from chalicelib.services import content as content_files
 from chalicelib.services.access import Who, canonical_document_id, requires
 from chalicelib.services.context import new_version_id
@@ -111,6 +111,7 @@ class DocumentEdits(DocumentWrites):
                     self._outcome_unknown(object_key)
                 raise
             self.ctx.nudge_outbox()
+            static_pages.sync(self.ctx, doc.share_id, "new version")
             summary = EditSummary(edits_applied=outcome.edits_applied, replacements=outcome.replacements,
                                   size_bytes_before=len(before), size_bytes_after=len(data))
             response = EditResponse(document_id=document_id, version_id=version_id,

@@ -9,7 +9,7 @@ from chalicelib.errors import ValidationFailed
 from chalicelib.models import DocumentDetail, PublishRequest, UpdateDocumentRequest
 from chalicelib.ports import StaleDocument
 from chalicelib.ports.repositories import DocumentFields
-from chalicelib.services import activity, cdn
+from chalicelib.services import activity, cdn, static_pages
 from chalicelib.services.access import Who, canonical_document_id, document_not_found, requires
 from chalicelib.services.document_reads import DocumentReads
 
@@ -53,5 +53,7 @@ class DocumentSettings(DocumentReads):
         except StaleDocument as exc:
             raise document_not_found(document_id) from exc
         if links.withdraws(doc, fields, self.ctx.now_ms()):
-            cdn.withdraw(self.ctx, doc.share_id, "link settings")
+            cdn.withdraw(self.ctx, doc.share_id, "link settings")  # syncs the static copy too
+        else:  # any expiry, a title: the static copy is removed or written again
+            static_pages.sync(self.ctx, doc.share_id, "link settings")
         return self.get(actor, document_id)

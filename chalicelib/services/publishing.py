@@ -15,7 +15,7 @@ from chalicelib.ports import (
 )
 from chalicelib.ports.records import ActivityEntry, Document, StoredIdempotency, Version
 from chalicelib.ports.repositories import DocumentFields
-from chalicelib.services import access, activity, cdn, scanning
+from chalicelib.services import access, activity, cdn, scanning, static_pages
 from chalicelib.services import content as content_files
 from chalicelib.services.access import Actor, Who, requires
 from chalicelib.services.context import new_document_id, new_share_id, new_version_id
@@ -199,7 +199,9 @@ class Publishing(DocumentWrites):
                     UploadService(self.ctx).discard(actor.workspace_id, request.upload_id)
                 self.ctx.nudge_outbox()
                 if doc is not None and links.withdraws(doc, link_changes, now_ms):
-                    cdn.withdraw(self.ctx, doc.share_id, "link settings")
+                    cdn.withdraw(self.ctx, doc.share_id, "link settings")  # syncs the static copy too
+                else:
+                    static_pages.sync(self.ctx, share_id, "new version")
                 return WriteResult(response, decision.headers() if decision else {})
             raise gave_up(doc, key_busy, "publishing")
         finally:

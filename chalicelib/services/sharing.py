@@ -21,7 +21,7 @@ from chalicelib.domain import limits, links, plans, strength
 from chalicelib.errors import FeatureNotInPlan, Gone, NotFound, RateLimited, Unauthorized, ValidationFailed
 from chalicelib.models import ShareRotated
 from chalicelib.ports import BlobNotFound, StaleDocument, version_key
-from chalicelib.services import access, cdn, ratelimits
+from chalicelib.services import access, cdn, ratelimits, static_pages
 from chalicelib.services.context import Context, new_share_id
 from chalicelib.services import activity
 from chalicelib.services.access import Actor, Who, requires
@@ -292,9 +292,9 @@ class ShareService:
                       bool(version.files))
 
     def page(self, share_id: str, version_number: Optional[int] = None,
-             unlock_cookie: Viewer = None) -> SharePage:
+             unlock_cookie: Viewer = None, looked_up: Optional[ShareLookup] = None) -> SharePage:
         try:
-            access = self.access(share_id, unlock_cookie, version_number)
+            access = self.access(share_id, unlock_cookie, version_number, looked_up)
         except MembersOnly:
             return SharePage(share_id=share_id, locked=True, protected=True, members_only=True)
         except Locked:
@@ -561,6 +561,7 @@ class ShareService:
             self.ctx.documents.set_passphrase(doc, None)
         except StaleDocument as exc:
             raise access.document_not_found(document_id) from exc
+        static_pages.sync(self.ctx, doc.share_id, "passphrase removed")  # public again: static again
         activity.record(self.ctx, who, doc.workspace_id, "share.passphrase_removed", doc.document_id,
                         {"title": doc.title})
 
@@ -581,6 +582,7 @@ class ShareService:
                 doc = access.check_still_visible(self.ctx, found.actor, found.id)  # rotated meanwhile
                 continue
             cdn.withdraw(self.ctx, doc.share_id, "rotate")
+            static_pages.sync(self.ctx, new_id, "rotate")
             activity.record(self.ctx, found.actor, doc.workspace_id, "share.rotate", doc.document_id,
                             {"title": doc.title})
             return ShareRotated(share_url=config.base_url() + share_path(new_id))

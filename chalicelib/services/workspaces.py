@@ -12,7 +12,7 @@ from chalicelib.errors import FeatureNotInPlan, NotFound, PlanLimitReached, Vali
 from chalicelib.models import KeyInfo, MeResponse, PiiScanning, SecretScanning, UpdateWorkspaceRequest, Usage, Workspace
 from chalicelib.services import auth, ratelimits
 from chalicelib.services.context import Context, new_workspace_id, rfc3339
-from chalicelib.services import access, activity, scanning
+from chalicelib.services import access, activity, scanning, static_pages
 from chalicelib.services.access import Who, requires
 
 PlanName = Literal["free", "pro"]
@@ -162,6 +162,7 @@ class WorkspaceService:
             raise NotFound("No such workspace.")
         changed = self._model(self.ctx.workspaces.set_plan(workspace_id, plan))
         activity.record(self.ctx, who, workspace_id, "workspace.plan", workspace_id, {"plan": plan})
+        static_pages.sync_workspace(self.ctx, workspace_id, "plan")  # the Docpub mark comes or goes
         return changed
 
     def create_key(self, workspace_id: str, name: str = "default", api_key: Optional[str] = None,
@@ -241,6 +242,7 @@ class WorkspaceService:
             workspace_id, {"brand_name": name or None, "brand_tagline": tagline or None}))
         activity.record(self.ctx, who, workspace_id, "workspace.branding", workspace_id,
                         {"brand_name": name or None})
+        static_pages.sync_workspace(self.ctx, workspace_id, "branding")
         return changed
 
     @staticmethod

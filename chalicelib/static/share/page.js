@@ -287,7 +287,11 @@
   function send() {
     if (sent || document.prerendering || document.visibilityState !== "visible") return;
     sent = true;
-    try { if (!(navigator.sendBeacon && navigator.sendBeacon(url))) fetch(url, {method: "POST", credentials: "same-origin", keepalive: true}); } catch (e) { /* ignore */ }
+    try {
+      // A static page's beacon is a GET the CDN answers and logs (counted from its logs).
+      if (frame.getAttribute("data-view-method") === "get") fetch(url, {cache: "no-store", credentials: "omit", keepalive: true}).catch(function () {});
+      else if (!(navigator.sendBeacon && navigator.sendBeacon(url))) fetch(url, {method: "POST", credentials: "same-origin", keepalive: true});
+    } catch (e) { /* ignore */ }
   }
   document.addEventListener("visibilitychange", send);
   document.addEventListener("prerenderingchange", send);
