@@ -7,12 +7,12 @@ a tab holding the link to version 1 (`?version=1`) says a newer one exists and s
 from __future__ import annotations
 
 import asyncio
-import queue
 import threading
 
 import pytest
 
 from tests.chromium import browser  # noqa: F401  (a fixture)
+from tests.mcp_agent import McpAgent, select_text
 from tests.stack import LocalStack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
@@ -29,56 +29,26 @@ def live_stack(tmp_path_factory):
     stack.stop()
 
 
-class Agent(threading.Thread):
-    """The agent: one MCP session of the official client, running its script on its own
-    event loop; it hands results to the test (which drives Chromium) through a queue."""
-
+class Agent(McpAgent):
     def __init__(self, stack, key):
-        super().__init__(daemon=True)
-        self.stack, self.key = stack, key
-        self.out: queue.Queue = queue.Queue()
         self.viewer_done = threading.Event()
-        self.start()
+        super().__init__(stack, key)
 
-    def get(self, timeout=60):
-        item = self.out.get(timeout=timeout)
-        if isinstance(item, BaseException):
-            raise item
-        return item
-
-    def run(self):
-        try:
-            asyncio.run(self.script())
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            self.out.put(exc)
-
-    async def script(self):
-        import httpx2
-        from mcp.client import Client
-        from mcp.client.streamable_http import streamable_http_client
-
-        async with httpx2.AsyncClient(headers={"X-Api-Key": self.key}, timeout=60) as http:
-            async with Client(streamable_http_client(self.stack.base_url + "/mcp", http_client=http),
-                              cache=None) as client:
-                async def call(name, arguments):
-                    result = await client.call_tool(name, arguments)
-                    assert not result.is_error, result.content[0].text
-                    return result.structured_content
-
-                published = await call("publish_document", {"title": "Launch plan", "html": HTML})
-                since = (await call("wait_for_feedback", {"document_id": published["document_id"],
-                                                          "timeout_seconds": 0}))["since"]
-                self.out.put(published)
-                woke = await call("wait_for_feedback", {"document_id": published["document_id"], "since": since,
-                                                        "timeout_seconds": 25})
-                self.out.put(woke)
-                [item] = woke["feedback"]
-                await call("edit_document", {"document_id": published["document_id"], "edits": [
-                    {"old_string": "in March.", "new_string": "in February."}]})
-                self.out.put(await call("reply_to_feedback", {"feedback_id": item["feedback_id"],
-                                                              "message": "Done: moved to February."}))
-                await asyncio.to_thread(self.viewer_done.wait, 120)
-                self.out.put(await call("list_feedback", {"document_id": published["document_id"]}))
+    async def script(self, call):
+        published = await call("publish_document", {"title": "Launch plan", "html": HTML})
+        since = (await call("wait_for_feedback", {"document_id": published["document_id"],
+                                                  "timeout_seconds": 0}))["since"]
+        self.out.put(published)
+        woke = await call("wait_for_feedback", {"document_id": published["document_id"], "since": since,
+                                                "timeout_seconds": 25})
+        self.out.put(woke)
+        [item] = woke["feedback"]
+        await call("edit_document", {"document_id": published["document_id"], "edits": [
+            {"old_string": "in March.", "new_string": "in February."}]})
+        self.out.put(await call("reply_to_feedback", {"feedback_id": item["feedback_id"],
+                                                      "message": "Done: moved to February."}))
+        await asyncio.to_thread(self.viewer_done.wait, 120)
+        self.out.put(await call("list_feedback", {"document_id": published["document_id"]}))
 
 
 def test_agent_waits_viewer_comments_agent_edits_and_replies_viewer_sees_it(live_stack, browser):  # noqa: F811
@@ -99,12 +69,7 @@ def test_agent_waits_viewer_comments_agent_edits_and_replies_viewer_sees_it(live
         # The viewer (on a phone-sized screen) selects the sentence and comments on it.
         page.goto(share_url)
         frame = page.frame_locator("#doc")
-        frame.locator("#plan").wait_for()
-        frame.locator("#plan").evaluate("""(el, sentence) => {
-            const text = el.firstChild, at = text.data.indexOf(sentence), range = document.createRange();
-            range.setStart(text, at); range.setEnd(text, at + sentence.length);
-            const s = getSelection(); s.removeAllRanges(); s.addRange(range);
-        }""", SENTENCE)
+        select_text(frame, "#plan", SENTENCE)
         page.locator("#fb-open", has_text="Feedback on selection").wait_for()
         page.click("#fb-open")
         assert page.input_value("#fb-quote") == SENTENCE

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import queue
 import threading
 import urllib.request
 
 import pytest
 
 from tests.chromium import browser  # noqa: F401  (a fixture)
+from tests.mcp_agent import McpAgent, select_text
 from tests.stack import LocalStack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.browser]
@@ -32,57 +32,27 @@ def live_stack(tmp_path_factory):
     stack.stop()
 
 
-class Agent(threading.Thread):
-    """One MCP session of the official client on its own event loop; results go to the
-    test (which drives Chromium) through a queue."""
-
+class Agent(McpAgent):
     def __init__(self, stack, key):
-        super().__init__(daemon=True)
-        self.stack, self.key = stack, key
-        self.out: queue.Queue = queue.Queue()
         self.change_seen = threading.Event()
-        self.start()
+        super().__init__(stack, key)
 
-    def get(self, timeout=60):
-        item = self.out.get(timeout=timeout)
-        if isinstance(item, BaseException):
-            raise item
-        return item
-
-    def run(self):
-        try:
-            asyncio.run(self.script())
-        except BaseException as exc:  # noqa: BLE001 - handed to the test
-            self.out.put(exc)
-
-    async def script(self):
-        import httpx2
-        from mcp.client import Client
-        from mcp.client.streamable_http import streamable_http_client
-
-        async with httpx2.AsyncClient(headers={"X-Api-Key": self.key}, timeout=60) as http:
-            async with Client(streamable_http_client(self.stack.base_url + "/mcp", http_client=http),
-                              cache=None) as client:
-                async def call(name, arguments):
-                    result = await client.call_tool(name, arguments)
-                    assert not result.is_error, result.content[0].text
-                    return result.structured_content
-
-                published = await call("publish_document", {"title": "Runbook", "html": HTML})
-                doc_id = published["document_id"]
-                since = (await call("wait_for_review", {"document_id": doc_id, "timeout_seconds": 0}))["since"]
-                self.out.put(published)
-                woke = await call("wait_for_review", {"document_id": doc_id, "since": since, "timeout_seconds": 25})
-                self.out.put(woke)
-                await asyncio.to_thread(self.change_seen.wait, 60)
-                [item] = woke["feedback"]
-                self.out.put(await call("accept_suggestion", {"feedback_id": item["feedback_id"]}))
-                decision = await call("wait_for_review", {"document_id": doc_id, "since": woke["since"],
-                                                          "timeout_seconds": 25})
-                while not decision["reviews"]:  # woken by the acceptance's own activity: wait on
-                    decision = await call("wait_for_review", {"document_id": doc_id, "since": decision["since"],
-                                                              "timeout_seconds": 25})
-                self.out.put(decision)
+    async def script(self, call):
+        published = await call("publish_document", {"title": "Runbook", "html": HTML})
+        doc_id = published["document_id"]
+        since = (await call("wait_for_review", {"document_id": doc_id, "timeout_seconds": 0}))["since"]
+        self.out.put(published)
+        woke = await call("wait_for_review", {"document_id": doc_id, "since": since, "timeout_seconds": 25})
+        self.out.put(woke)
+        await asyncio.to_thread(self.change_seen.wait, 60)
+        [item] = woke["feedback"]
+        self.out.put(await call("accept_suggestion", {"feedback_id": item["feedback_id"]}))
+        decision = await call("wait_for_review", {"document_id": doc_id, "since": woke["since"],
+                                                  "timeout_seconds": 25})
+        while not decision["reviews"]:  # woken by the acceptance's own activity: wait on
+            decision = await call("wait_for_review", {"document_id": doc_id, "since": decision["since"],
+                                                      "timeout_seconds": 25})
+        self.out.put(decision)
 
 
 def test_reviewer_suggests_agent_accepts_reviewer_approves(live_stack, browser):  # noqa: F811
@@ -100,12 +70,7 @@ def test_reviewer_suggests_agent_accepts_reviewer_approves(live_stack, browser):
         published = agent.get()
         page.goto(published["share_url"])
         frame = page.frame_locator("#doc")
-        frame.locator("#failover").wait_for()
-        frame.locator("#failover").evaluate("""(el, quote) => {
-            const text = el.firstChild, at = text.data.indexOf(quote), range = document.createRange();
-            range.setStart(text, at); range.setEnd(text, at + quote.length);
-            const s = getSelection(); s.removeAllRanges(); s.addRange(range);
-        }""", QUOTE)
+        select_text(frame, "#failover", QUOTE)
         # "Suggest a change" on the selection, the replacement prefilled with the quote.
         page.locator("#sg-open:visible").wait_for()
         page.click("#sg-open")
