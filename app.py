@@ -82,6 +82,21 @@ def receive_upload(upload_id):
     return empty_response(204)
 
 
+@app.route("/exports/{export_id}/download", methods=["GET"])
+@handles_errors(app)
+def download_export(export_id):
+    """The embedded store's export download URL (deployed, a presigned S3 GET serves it): no
+    key, the signature and expiry in the URL are the credential (services/exports.py)."""
+    from chalicelib.entrypoints.http import download_response
+    from chalicelib.services.downloads import Download
+
+    query = _request().query_params or {}
+    service = wiring.exports()
+    filename, key = service.download(export_id, query.get("until") or "", query.get("sig") or "")
+    return download_response(Download(filename, "application/zip", service.read(key)),
+                             {"Referrer-Policy": "no-referrer"})
+
+
 app.register_blueprint(share_pages)
 app.register_blueprint(mcp_blueprint)  # POST /mcp (the SDK is imported only when it is hit)
 app.register_blueprint(dashboard_blueprint, url_prefix="/dashboard")

@@ -923,3 +923,24 @@ class ActivityEntry(ResponseModel):
 class ActivityList(ResponseModel):
     activity: list[ActivityEntry]
     next_cursor: Optional[str] = None
+
+
+# ------------------------------------------------------------------ exports (contract 7g)
+
+class ExportStarted(ResponseModel):
+    """POST /api/v1/exports: the export was started; poll GET /api/v1/exports/:id."""
+    export_id: str
+
+
+class ExportStatus(ResponseModel):
+    """GET /api/v1/exports/:id. `download_url` and `expires_at` only once ready: the zip's
+    address (deployed: a presigned S3 GET) and when it stops working (an hour after the
+    export was ready; the export then answers 404)."""
+    status: Literal["running", "ready", "failed"]
+    download_url: Optional[str] = Field(default=None, description="Once ready: where to GET the zip, without credentials.")
+    expires_at: Optional[str] = Field(default=None, description="Once ready: when download_url stops working (RFC 3339).")
+
+    @model_serializer(mode="wrap")
+    def _without_absent(self, handler):
+        data = handler(self)
+        return {k: v for k, v in data.items() if v is not None}

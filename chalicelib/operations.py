@@ -332,6 +332,27 @@ OPERATIONS: tuple[Operation, ...] = (
         lambda c: wiring.workspaces().update_settings(c.credentials, c.body), models.MeResponse,
         request=models.UpdateWorkspaceRequest, errors=(403,), scope=WRITE, tag="workspace",
         example={"secret_scanning": "warn", "pii_scanning": "warn"}),
+    # Exports (contract 7g): a zip of the whole workspace, built in the background.
+    Operation(
+        "start_export", "POST", "/api/v1/exports", "startExport",
+        "Start a zip of the whole workspace (owner): every document's versions as published with their files, "
+        "feedback with replies, reviews, activity and provenance. One runs at a time (429).",
+        lambda c: wiring.exports().start(c.credentials), models.ExportStarted, status=202, errors=(403, 429),
+        scope=WRITE, tag="workspace",
+        tools=(Tool("start_export", "Export the workspace", (
+            "Owner only: start building a zip of everything in the workspace (every document's versions as "
+            "published, with their files, feedback and replies, reviews, the activity log and each version's "
+            "provenance). Returns export_id at once; call get_export until status is ready, then download "
+            "download_url (valid for an hour). One export runs at a time per workspace (rate_limited).")),)),
+    Operation(
+        "get_export", "GET", "/api/v1/exports/{export_id}", "getExport",
+        "An export's status; once ready, the zip's download URL (no credentials needed) and when it expires.",
+        lambda c: wiring.exports().status(c.credentials, c.path["export_id"]), models.ExportStatus,
+        errors=(403, 404), scope=READ, tag="workspace",
+        tools=(Tool("get_export", "Export status", (
+            "The status of an export started with start_export: running, ready or failed. Once ready, "
+            "download_url serves the zip without credentials until expires_at (an hour); after that the "
+            "export is not found: start a new one."), read_only=True),)),
     Operation(
         "list_feedback", "GET", "/api/v1/feedback", "listFeedback",
         "Viewer feedback, newest first; with `since` and `wait`, waits for new feedback or viewer replies.",

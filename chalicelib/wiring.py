@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from chalicelib.services.dashboard_pages import DashboardPages
     from chalicelib.services.documents import DocumentService
     from chalicelib.services.editing import EditingService
+    from chalicelib.services.exports import ExportService
     from chalicelib.services.feedback import FeedbackService
     from chalicelib.services.suggestions import SuggestionService
     from chalicelib.services.oauth import OAuthService
@@ -110,6 +111,26 @@ def build_outbox_nudge() -> Callable[[], None]:
     return nudge
 
 
+def build_export_runner() -> Callable[[str], None]:
+    """How a started export is built in the background (services/exports.py): deployed (a
+    queue configured), an SQS message the worker function builds it from; else a thread of
+    this process (`make run`, the embedded store)."""
+    if config.webhook_queue_url():
+        from chalicelib.adapters.aws.outbox import send_export
+
+        return send_export
+    return export_in_thread
+
+
+def export_in_thread(export_id: str) -> Any:
+    """Build the export in a daemon thread of this process; the thread (tests join it)."""
+    import threading
+
+    thread = threading.Thread(target=lambda: exports().build(export_id), name=f"export-{export_id}", daemon=True)
+    thread.start()
+    return thread
+
+
 def read_outbox(limit: int) -> dict:
     """The latest messages of the outbox folder (`make admin ARGS=outbox`)."""
     from chalicelib.adapters.mail.outbox import read_outbox as read
@@ -132,6 +153,8 @@ def new_context(**overrides: Any) -> Context:
         overrides["outbound"] = build_outbound()
     if "webhook_sender" not in overrides:
         overrides["webhook_sender"] = build_webhook_sender()
+    if "run_export" not in overrides:
+        overrides["run_export"] = build_export_runner()
     return Context(**overrides)
 
 
@@ -267,6 +290,13 @@ def reviews() -> ReviewService:
 
 
 @functools.lru_cache(maxsize=None)
+def exports() -> ExportService:
+    from chalicelib.services.exports import ExportService
+
+    return ExportService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
 def dashboard_pages() -> DashboardPages:
     from chalicelib.services.dashboard_pages import DashboardPages
 
@@ -274,7 +304,7 @@ def dashboard_pages() -> DashboardPages:
 
 
 _SERVICES = (documents, workspaces, sharing, feedback, suggestions, webhooks, accounts, editing, views, oauth, uploads, people, activity,
-             reviews, dashboard_pages)
+             reviews, dashboard_pages, exports)
 
 
 def reset() -> None:

@@ -79,7 +79,8 @@ def run_together(targets):
 # DynamoDB key prefixes -> the SQLite table holding the same records.
 _KINDS = {"WS": "workspaces", "KEY": "api_keys", "SHARE": "share_links", "IDEM": "idempotency",
           "RATE": "rate_logs", "FB": "feedback", "USER": "users", "SESSION": "sessions", "EV": "events",
-          "WH": "webhooks", "WHD": "webhook_deliveries", "ACT": "activity", "ACCT": "account_tokens"}
+          "WH": "webhooks", "WHD": "webhook_deliveries", "ACT": "activity", "ACCT": "account_tokens",
+          "EXPORT": "exports", "EXPORTS": "exports"}
 
 
 def stored_records(ctx) -> list[tuple[str, dict]]:

@@ -93,6 +93,13 @@ WAITS_PER_WORKSPACE = 10
 WAIT_LEASE_SECONDS = 40
 # Uploads created and neither published nor expired, per workspace (services/uploads.py).
 PENDING_UPLOADS_PER_WORKSPACE = 10
+# Workspace exports (contract 7g): one running per workspace; a build still running after
+# EXPORT_RUNNING_SECONDS (the worker function's timeout) counts as failed and frees the
+# place; a ready zip is downloadable for EXPORT_AVAILABLE_SECONDS; a start refused because
+# one runs says to retry after at most EXPORT_RETRY_SECONDS.
+EXPORT_RUNNING_SECONDS = 15 * 60
+EXPORT_AVAILABLE_SECONDS = 3600
+EXPORT_RETRY_SECONDS = 5
 # A delivery that fails is retried for this long, the first retry after
 # config.webhook_retry_base_seconds(), doubling each time.
 WEBHOOK_RETRY_SECONDS = 24 * 3600

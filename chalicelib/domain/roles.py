@@ -71,6 +71,8 @@ OPERATIONS: dict[str, str] = {
     "approve_app": "viewer",  # the grant gets no more than the approver's role allows
     "set_branding": "owner",
     "update_workspace": "owner",  # scanning settings (contract 7g)
+    "start_export": "owner",  # a zip of everything the workspace holds (contract 7g)
+    "get_export": "owner",
     "set_plan": "owner",
     # members
     "list_members": "viewer",

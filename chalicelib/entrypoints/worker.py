@@ -7,6 +7,11 @@
   within seconds; a message that keeps failing lands in the dead-letter queue, which
   alarms) and by a one-minute schedule (the sweep: retries that came due, and any
   event whose nudge was lost). Either way it runs the same `run_once`.
+
+Workspace exports (contract 7g) ride the same queue: a message `{"kind": "export",
+"export_id": ...}` (sent by `POST /api/v1/exports`) makes the invocation build that export
+first (services/exports.build: the zip streamed to S3), then it runs its webhook rounds.
+Locally an export is built by a thread of the server instead (wiring.export_in_thread).
 """
 from __future__ import annotations
 
@@ -54,6 +59,8 @@ def handle(event, context) -> dict:
     from chalicelib import wiring as registry
 
     began = time.monotonic()
+    for export_id in export_ids(event):
+        registry.exports().build(export_id)
     service = registry.webhooks()
     rounds = 0
     while time.monotonic() - began < LAMBDA_BUDGET_SECONDS:
@@ -62,3 +69,18 @@ def handle(event, context) -> dict:
         if not dispatched and not sent:
             break
     return {"rounds": rounds}
+
+
+def export_ids(event) -> list[str]:
+    """The exports an SQS event asks to build (other messages are nudges of the outbox)."""
+    import json
+
+    found = []
+    for record in (event or {}).get("Records") or []:
+        try:
+            body = json.loads(record.get("body") or "{}")
+        except ValueError:
+            continue
+        if isinstance(body, dict) and body.get("kind") == "export" and isinstance(body.get("export_id"), str):
+            found.append(body["export_id"])
+    return found

@@ -679,3 +679,34 @@ class Lease:
 
 
 __all__ += ["Lease"]
+
+
+# ------------------------------------------------------------------ exports (ExportRepository, ports/exports.py)
+
+@dataclass(frozen=True)
+class Export:
+    """A zip of a whole workspace (contract 7g), built in the background.
+
+    `status` is `running` until the build stores its outcome (`ready` or `failed`); a
+    running export past `deadline_ms` counts as failed (its build died: a killed process,
+    a function timeout), so it never holds its workspace's one place for long. A ready
+    one names its zip (`blob_key`, `size_bytes`), downloadable until `available_until_ms`.
+    `expires_at` (epoch seconds) is when the record itself may go."""
+    export_id: str
+    workspace_id: str
+    status: str
+    created_ms: int
+    deadline_ms: int
+    expires_at: int
+    requested_by: Optional[str] = None
+    finished_ms: Optional[int] = None
+    blob_key: Optional[str] = None
+    size_bytes: Optional[int] = None
+    available_until_ms: Optional[int] = None
+    error: Optional[str] = None
+
+    def running_at(self, now_ms: int) -> bool:
+        return self.status == "running" and self.deadline_ms > now_ms
+
+
+__all__ += ["Export"]

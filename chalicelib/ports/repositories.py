@@ -373,3 +373,5 @@ class Repositories:
     reviews: Optional[object] = None
     # Capped, expiring places: waiting requests, pending uploads (chalicelib/ports/leases.py).
     leases: Optional[object] = None
+    # Workspace exports, one running per workspace (chalicelib/ports/exports.py).
+    exports: Optional[object] = None

@@ -18,6 +18,7 @@ from chalicelib.ports import (
     SessionRepository, StorageHealth, UserRepository, ViewCounterRepository, WorkspaceRepository,
 )
 from chalicelib.ports.leases import LeaseRepository
+from chalicelib.ports.exports import ExportRepository
 from chalicelib.ports.cdn import CdnInvalidator, NoCdn, PendingInvalidationRepository
 from chalicelib.ports.mail import Mailer
 from chalicelib.ports.outbound import OutboundHttp
@@ -53,6 +54,10 @@ def _no_nudge() -> None:
     return None
 
 
+def _no_export_runner(export_id: str) -> None:
+    return None
+
+
 def _no_mailer() -> Mailer:
     raise RuntimeError("this Context has no mailer: build it with chalicelib.wiring.new_context()")
 
@@ -80,6 +85,9 @@ class Context:
     # what draws them (the share surface's page renderer, given by wiring); not storage.
     static: StaticSite = field(default_factory=NoStaticSite)
     static_render: Any = None
+    # Builds a started export in the background (services/exports.py): wiring gives the
+    # deployed stack's SQS message to the worker, else a thread of this process.
+    run_export: Callable[[str], None] = _no_export_runner
     # Backoff between optimistic-concurrency retries; tests may inject a no-op.
     sleep: Callable[[float], None] = time.sleep
 
@@ -159,6 +167,10 @@ class Context:
     @property
     def leases(self) -> LeaseRepository:
         return self.repos.leases  # type: ignore[return-value]  # set by both adapters
+
+    @property
+    def exports(self) -> ExportRepository:
+        return self.repos.exports  # type: ignore[return-value]  # set by both adapters
 
 
 @overload

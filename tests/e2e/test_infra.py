@@ -211,6 +211,7 @@ def test_table_and_bucket_actions_name_exactly_these_resources(resources, functi
     from chalicelib.ports import FILE_ROOT
     from chalicelib.services.downloads import DOWNLOAD_ROOT
     from chalicelib.services.uploads import UPLOAD_ROOT
+    from chalicelib.services.exports import EXPORT_ROOT
 
     # Versions, bundle files, large uploads, large downloads: each a prefix of its own.
     prefixes = {blobs.version_key("w", "d", "v").split("/")[0] + "/", FILE_ROOT, UPLOAD_ROOT, DOWNLOAD_ROOT}
@@ -226,6 +227,8 @@ def test_table_and_bucket_actions_name_exactly_these_resources(resources, functi
                 assert refs(target) == {bucket}, (action, target)
                 if action == "s3:ListBucket":
                     assert target == {"Fn::GetAtt": [bucket, "Arn"]}
+                elif target == {"Fn::Sub": f"${{{bucket}.Arn}}/{EXPORT_ROOT}*"}:
+                    assert action == "s3:GetObject", f"{action} on exports: the API only presigns their GET"
                 else:
                     assert target in [{"Fn::Sub": f"${{{bucket}.Arn}}/{p}*"} for p in prefixes], (action, target)
             elif service == "cloudfront":
@@ -247,8 +250,24 @@ def test_table_and_bucket_actions_name_exactly_these_resources(resources, functi
     # Bundle files and large uploads are written, read and deleted by the function too
     # (the policy named documents/* only: both failed with AccessDenied when deployed).
     for action in ("s3:GetObject", "s3:PutObject", "s3:DeleteObject"):
+        readable = prefixes | ({EXPORT_ROOT} if action == "s3:GetObject" else set())
         assert sorted(json.dumps(t) for t in allowed(resources, function_role)[action]) == sorted(
-            json.dumps({"Fn::Sub": f"${{{bucket}.Arn}}/{p}*"}) for p in prefixes), action
+            json.dumps({"Fn::Sub": f"${{{bucket}.Arn}}/{p}*"}) for p in readable), action
+
+
+def test_only_the_worker_writes_exports_and_only_there(resources, function_role):
+    """Least privilege on exports/ (docs/exports.md): the worker role may put and delete
+    zips there and nowhere else beyond the shared data policy; the API only reads them."""
+    from chalicelib.services.exports import EXPORT_ROOT
+
+    bucket, _ = documents_bucket(resources)
+    exports = json.dumps({"Fn::Sub": f"${{{bucket}.Arn}}/{EXPORT_ROOT}*"})
+    worker = {a: [json.dumps(t) for t in targets] for a, targets in allowed(resources, "WebhookWorkerRole").items()}
+    api = {a: [json.dumps(t) for t in targets] for a, targets in allowed(resources, function_role).items()}
+    assert exports in worker["s3:PutObject"] and exports in worker["s3:DeleteObject"]
+    assert exports not in worker.get("s3:GetObject", [])
+    assert [a for a, targets in api.items() if exports in targets] == ["s3:GetObject"]
+    assert [a for a, targets in worker.items() if exports in targets] == ["s3:PutObject", "s3:DeleteObject"]
 
 
 # -- the code's AWS calls, found by reading chalicelib, mapped to IAM actions
@@ -267,6 +286,8 @@ S3_ACTIONS = {
     "delete_object": ["DeleteObject"], "delete_objects": ["DeleteObject"],
     "list_objects_v2": ["ListBucket"], "head_bucket": ["ListBucket"],
     "copy_object": ["GetObject", "PutObject"], "generate_presigned_url": [],
+    # a streamed object (BlobStore.put_stream): a multipart upload is s3:PutObject's
+    "create_multipart_upload": ["PutObject"], "upload_part": ["PutObject"], "complete_multipart_upload": ["PutObject"],
 }
 CLOUDFRONT_ACTIONS = {"create_invalidation": ["CreateInvalidation"]}
 SSM_ACTIONS = {"get_parameter": ["GetParameter"]}

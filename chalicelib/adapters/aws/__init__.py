@@ -26,6 +26,7 @@ def repositories():
     from chalicelib.adapters.aws.oauth import OAuthRepository
     from chalicelib.adapters.aws.rates import RateLimitRepository
     from chalicelib.adapters.aws.leases import LeaseRepository
+    from chalicelib.adapters.aws.exports import ExportRepository
     from chalicelib.adapters.aws.table import Table
     from chalicelib.adapters.aws.views import ViewCounterRepository
     from chalicelib.adapters.aws.webhooks import WebhookRepository
@@ -41,4 +42,5 @@ def repositories():
         sessions=SessionRepository(table), blobs=BlobStore(), health=AwsHealth(),
         views=ViewCounterRepository(table), kind="aws", oauth=OAuthRepository(table),
         cdn_pending=PendingInvalidationRepository(table), webhooks=WebhookRepository(table),
-        people=PeopleRepository(table), reviews=ReviewRepository(table), leases=LeaseRepository(table))
+        people=PeopleRepository(table), reviews=ReviewRepository(table), leases=LeaseRepository(table),
+        exports=ExportRepository(table))

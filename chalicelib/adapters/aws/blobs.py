@@ -14,6 +14,10 @@ from chalicelib.ports.repositories import document_prefix, version_key  # noqa: 
 from chalicelib.adapters.aws.errors import storage_errors
 
 
+# A streamed object goes to S3 in parts of this size (S3's least is 5 MiB but for the last).
+PART_BYTES = 8 * 1024 * 1024
+
+
 def crc32_b64(data: bytes) -> str:
     return base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode("ascii")
 
@@ -42,17 +46,40 @@ class BlobStore:
                             ChecksumCRC32=crc32_b64(data))
 
     def put_stream(self, key: str, chunks: Iterable[bytes]) -> None:
-        """The chunks gathered in a temporary file, then one PutObject read from it: the
-        object is never whole in memory, and a stream that fails before its end sends
-        nothing. Deployed, an upload's bytes go straight to S3 by a presigned URL and never
-        come here (this serves a `make run` on the AWS adapter)."""
-        import tempfile
-
-        with tempfile.TemporaryFile() as spool:
-            for chunk in chunks:
-                spool.write(chunk)
-            spool.seek(0)
-            aws.s3().put_object(Bucket=self.bucket, Key=key, Body=spool, ContentType="application/octet-stream")
+        """The chunks sent as they come, at most `PART_BYTES` held at a time: one PutObject
+        when the stream ends within a part, else a multipart upload of PART_BYTES parts (a
+        workspace export, streamed by the worker function: never whole in memory or on
+        disk). A stream that fails before its end stores nothing: the multipart upload is
+        never completed (the bucket's lifecycle rule aborts it within a day)."""
+        client = aws.s3()
+        buffer = bytearray()
+        upload_id = None
+        parts: list[dict] = []
+        for chunk in chunks:
+            buffer += chunk
+            while len(buffer) >= PART_BYTES:
+                if upload_id is None:
+                    upload_id = client.create_multipart_upload(
+                        Bucket=self.bucket, Key=key, ContentType="application/octet-stream",
+                        ChecksumAlgorithm="CRC32")["UploadId"]
+                part, buffer = bytes(buffer[:PART_BYTES]), buffer[PART_BYTES:]
+                number = len(parts) + 1
+                sent = client.upload_part(Bucket=self.bucket, Key=key, UploadId=upload_id, PartNumber=number,
+                                          Body=part, ChecksumCRC32=crc32_b64(part))
+                parts.append({"PartNumber": number, "ETag": sent["ETag"], "ChecksumCRC32": crc32_b64(part)})
+        if upload_id is None:
+            data = bytes(buffer)
+            client.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType="application/octet-stream",
+                              ChecksumCRC32=crc32_b64(data))
+            return
+        if buffer or not parts:
+            last = bytes(buffer)
+            number = len(parts) + 1
+            sent = client.upload_part(Bucket=self.bucket, Key=key, UploadId=upload_id, PartNumber=number,
+                                      Body=last, ChecksumCRC32=crc32_b64(last))
+            parts.append({"PartNumber": number, "ETag": sent["ETag"], "ChecksumCRC32": crc32_b64(last)})
+        client.complete_multipart_upload(Bucket=self.bucket, Key=key, UploadId=upload_id,
+                                         MultipartUpload={"Parts": parts})
 
     def upload_url(self, key: str, size_bytes: int, expires_seconds: int) -> str:
         """Presigned PUT; Content-Length is signed, so S3 refuses any other size."""

@@ -70,6 +70,15 @@ def lease_key(scope: str) -> dict:
     return {"PK": f"LEASE#{scope}", "SK": "LEASE"}
 
 
+def export_key(export_id: str) -> dict:
+    return {"PK": f"EXPORT#{export_id}", "SK": "EXPORT"}
+
+
+def running_export_key(workspace_id: str) -> dict:
+    """The workspace's one place for a running export: which export holds it, until when."""
+    return {"PK": f"EXPORTS#{workspace_id}", "SK": "RUNNING"}
+
+
 def feedback_key(feedback_id: str) -> dict:
     return {"PK": f"FB#{feedback_id}", "SK": "FB"}
 

@@ -19,3 +19,13 @@ def nudge() -> None:
         aws.sqs().send_message(QueueUrl=queue, MessageBody='{"kind":"outbox"}')
     except Exception as exc:  # noqa: BLE001 - best effort: the sweep delivers it anyway
         log.warning("webhook nudge failed: %s", type(exc).__name__)
+
+
+def send_export(export_id: str) -> None:
+    """Hand a started export to the worker function (entrypoints/worker.handle builds it).
+    Not best effort: an export nobody builds would only fail at its deadline, so a refused
+    send is the start's error (503) and the export fails at once (services/exports.py)."""
+    import json
+
+    aws.sqs().send_message(QueueUrl=config.webhook_queue_url(),
+                           MessageBody=json.dumps({"kind": "export", "export_id": export_id}))

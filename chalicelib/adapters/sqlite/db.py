@@ -48,6 +48,7 @@ EXPIRED = (
     ("oauth_clients", "expires_ms IS NOT NULL AND expires_ms < :ms "
                       "AND client_id NOT IN (SELECT client_id FROM oauth_grants)"),
     ("leases", "expires_ms < :ms"),
+    ("exports", "expires_at < :s"),
 )
 
 MIGRATIONS: list[str] = [
@@ -452,6 +453,25 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE workspaces ADD COLUMN secret_scanning TEXT;  -- block | warn | off (models.SecretScanning)
     ALTER TABLE workspaces ADD COLUMN pii_scanning TEXT;  -- off | warn
+    """,
+    # 14 -> 15: workspace exports (contract 7g, adapters/sqlite/exports.py); at most one
+    # running (and before its deadline) per workspace, decided under the write lock.
+    """
+    CREATE TABLE exports (
+        export_id           TEXT PRIMARY KEY,
+        workspace_id        TEXT NOT NULL,
+        status              TEXT NOT NULL CHECK (status IN ('running', 'ready', 'failed')),
+        created_ms          INTEGER NOT NULL,
+        deadline_ms         INTEGER NOT NULL,
+        expires_at          INTEGER NOT NULL,
+        requested_by        TEXT,
+        finished_ms         INTEGER,
+        blob_key            TEXT,
+        size_bytes          INTEGER,
+        available_until_ms  INTEGER,
+        error               TEXT
+    );
+    CREATE INDEX exports_running ON exports (workspace_id, status, deadline_ms);
     """,
 ]
 

@@ -30,6 +30,41 @@
     });
   });
 
+  // A running workspace export: poll its status, then show the download link (the
+  // "Check again" link does the same without this script).
+  var exportBox = document.querySelector("[data-export-poll]");
+  if (exportBox && exportBox.dataset.exportStatus === "running") {
+    var nojs = exportBox.querySelector("[data-export-nojs]");
+    if (nojs) nojs.hidden = true;
+    var poll = function () {
+      fetch(exportBox.dataset.exportPoll, {credentials: "same-origin", headers: {"Accept": "application/json"}})
+        .then(function (r) { return r.json(); })
+        .then(function (answer) {
+          if (answer.status === "running") { setTimeout(poll, 2000); return; }
+          exportBox.textContent = "";
+          var p = document.createElement("p");
+          if (answer.status === "ready") {
+            var link = document.createElement("a");
+            link.className = "button";
+            link.href = answer.download_url;
+            link.setAttribute("download", "");
+            link.textContent = "Download the export (zip)";
+            p.appendChild(link);
+            var until = document.createElement("span");
+            until.className = "muted";
+            until.textContent = " until " + answer.expires_at;
+            p.appendChild(until);
+          } else {
+            p.className = "error";
+            p.textContent = answer.status === "failed" ? "The export failed. Start a new one."
+              : "The export's status could not be read; reload the page.";
+          }
+          exportBox.appendChild(p);
+        }, function () { setTimeout(poll, 5000); });
+    };
+    setTimeout(poll, 1000);
+  }
+
   // Confirmation before destructive forms: <form data-confirm="question">.
   document.querySelectorAll("form[data-confirm]").forEach(function (form) {
     form.addEventListener("submit", function (event) {
