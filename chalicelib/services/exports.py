@@ -183,7 +183,7 @@ class _Build:
             raise TimeoutError(f"export still building after {limits.EXPORT_RUNNING_SECONDS} s")
 
     def entries(self) -> Iterator[Entry]:
-        from chalicelib.services.documents import summary_model
+        from chalicelib.services.document_shapes import summary_model
 
         for listing in self.ctx.documents.list_all(self.ws):
             self._in_time()
@@ -195,7 +195,7 @@ class _Build:
         yield "manifest.json", [_json(self._manifest())], 0
 
     def _document(self, doc: Document, versions: list[Version], summary: dict[str, Any]) -> Iterator[Entry]:
-        from chalicelib.services.documents import version_model
+        from chalicelib.services.document_shapes import version_model
 
         folder = f"documents/{doc.document_id}"
         self.counts["documents"] += 1
