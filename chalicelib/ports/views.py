@@ -23,12 +23,33 @@ class ViewCounts:
     versions: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ViewTally:
+    """Views of one version on one UTC day, the last at `last_ms` (a batch counted from
+    the CDN's logs: services/view_logs.py)."""
+    document_id: str
+    version_id: str
+    day: str
+    count: int
+    last_ms: int
+
+
+# A batch given to `add_views_once` may change at most this many counters: DynamoDB's
+# transaction takes 100 items (3 per tally: day, version, total) and the batch's marker.
+MAX_TALLIES_PER_BATCH = 30
+
+
 class ViewCounterRepository(Protocol):
     def add_view(self, document_id: str, version_id: str, day: str, now_ms: int, shard: int,
                  count: int = 1) -> None:
         """Count `count` views of `version_id` on `day` (UTC, YYYY-MM-DD), the last at
         `now_ms` (the view service adds up a container's views before writing them).
         `shard` (0 .. SHARDS-1) spreads writes; adapters without hot items ignore it."""
+
+    def add_views_once(self, batch_id: str, tallies: Sequence[ViewTally], expires_at: int) -> bool:
+        """Add every tally, and remember `batch_id` until `expires_at` (epoch seconds), in
+        one atomic step; False (and nothing added) when `batch_id` was added before, so a
+        retried batch never counts twice. At most MAX_TALLIES_PER_BATCH tallies."""
 
     def counts(self, document_id: str, first_day: str, last_day: str) -> ViewCounts:
         """Totals plus the days from `first_day` to `last_day` inclusive, in one read."""

@@ -21,12 +21,14 @@ and the total items.
 """
 from __future__ import annotations
 
+import hashlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional, Sequence
 
 from chalicelib.adapters.aws.keys import day_sk, total_sk, version_views_sk, views_pk
-from chalicelib.adapters.aws.table import ConditionFailed, Table
-from chalicelib.ports.views import ViewCounts
+from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction
+from chalicelib.domain.views import SHARDS
+from chalicelib.ports.views import MAX_TALLIES_PER_BATCH, ViewCounts, ViewTally
 from chalicelib.adapters.aws.errors import storage_errors
 
 VERSION_PREFIX = "v#"
@@ -47,6 +49,37 @@ class ViewCounterRepository:
                           names={"#views": "views"}, values={":n": count}, returned="NONE")
         self.table.update({"PK": pk, "SK": total_sk(shard)}, "ADD #views :n SET last_ms = :now",
                           names={"#views": "views"}, values={":n": count, ":now": now_ms}, returned="NONE")
+
+    def add_views_once(self, batch_id: str, tallies: Sequence[ViewTally], expires_at: int) -> bool:
+        """One transaction: the batch's marker (`VIEWLOG#<batch>`, only if absent) and one ADD
+        per counter item the tallies touch (an item appears once in a transaction: tallies
+        of one document share its total item, so they are added up per item first)."""
+        if len(tallies) > MAX_TALLIES_PER_BATCH:
+            raise ValueError(f"at most {MAX_TALLIES_PER_BATCH} tallies per batch")
+        shard = int(hashlib.sha256(batch_id.encode()).hexdigest(), 16) % SHARDS
+        items: dict[tuple[str, str], list[int]] = {}
+        for tally in tallies:
+            pk = views_pk(tally.document_id)
+            for sk in (day_sk(tally.day, shard), version_views_sk(tally.version_id, shard), total_sk(shard)):
+                entry = items.setdefault((pk, sk), [0, 0])
+                entry[0] += tally.count
+                entry[1] = max(entry[1], tally.last_ms)
+        tx = Transaction()
+        tx.put({"PK": f"VIEWLOG#{batch_id}", "SK": "DONE", "expires_at": expires_at},
+               "attribute_not_exists(PK)")
+        for (pk, sk), (count, last_ms) in items.items():
+            if sk.startswith("T#"):
+                tx.update({"PK": pk, "SK": sk}, "ADD #views :n SET last_ms = :now", names={"#views": "views"},
+                          values={":n": count, ":now": last_ms})
+            else:
+                tx.update({"PK": pk, "SK": sk}, "ADD #views :n", names={"#views": "views"}, values={":n": count})
+        try:
+            tx.commit()
+        except ConditionFailed as exc:
+            if exc.failed(0):
+                return False  # counted before (a retried batch)
+            raise
+        return True
 
     def counts(self, document_id: str, first_day: str, last_day: str) -> ViewCounts:
         # Every page: 16 shards a day plus per-version totals can pass DynamoDB's 1 MB page.

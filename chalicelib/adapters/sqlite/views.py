@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from chalicelib.adapters.sqlite.db import Database, one
-from chalicelib.ports.views import ViewCounts
+from chalicelib.ports.views import MAX_TALLIES_PER_BATCH, ViewCounts, ViewTally
 
 
 class ViewCounterRepository:
@@ -27,6 +27,27 @@ class ViewCounterRepository:
             tx.execute("INSERT INTO view_versions (document_id, version_id, views, last_ms) VALUES (?, ?, ?, ?) "
                        "ON CONFLICT (document_id, version_id) DO UPDATE SET views = views + excluded.views, "
                        "last_ms = MAX(last_ms, excluded.last_ms)", (document_id, version_id, count, now_ms))
+
+    def add_views_once(self, batch_id: str, tallies: Sequence[ViewTally], expires_at: int) -> bool:
+        """One write transaction: the batch's marker (a `view_limits` row of its own scope,
+        swept when it expires) and the upserts."""
+        if len(tallies) > MAX_TALLIES_PER_BATCH:
+            raise ValueError(f"at most {MAX_TALLIES_PER_BATCH} tallies per batch")
+        with self.db.write() as tx:
+            if one(tx, "SELECT admitted FROM view_limits WHERE scope = ? AND window_no = 0",
+                   ("viewlog#" + batch_id,)) is not None:
+                return False
+            tx.execute("INSERT INTO view_limits (scope, window_no, admitted, expires_at) VALUES (?, 0, 1, ?)",
+                       ("viewlog#" + batch_id, expires_at))
+            for tally in tallies:
+                tx.execute("INSERT INTO view_days (document_id, day, views) VALUES (?, ?, ?) "
+                           "ON CONFLICT (document_id, day) DO UPDATE SET views = views + excluded.views",
+                           (tally.document_id, tally.day, tally.count))
+                tx.execute("INSERT INTO view_versions (document_id, version_id, views, last_ms) "
+                           "VALUES (?, ?, ?, ?) ON CONFLICT (document_id, version_id) DO UPDATE SET "
+                           "views = views + excluded.views, last_ms = MAX(last_ms, excluded.last_ms)",
+                           (tally.document_id, tally.version_id, tally.count, tally.last_ms))
+        return True
 
     def counts(self, document_id: str, first_day: str, last_day: str) -> ViewCounts:
         with self.db.snapshot() as conn:
