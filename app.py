@@ -86,14 +86,16 @@ def receive_upload(upload_id):
 @handles_errors(app)
 def download_export(export_id):
     """The embedded store's export download URL (deployed, a presigned S3 GET serves it): no
-    key, the signature and expiry in the URL are the credential (services/exports.py)."""
+    key, the signature and expiry in the URL are the credential (services/exports.py). `make
+    run` streams it itself (scripts/serve_local.py) instead of reading the zip into memory;
+    this route serves the in-process test client."""
     from chalicelib.entrypoints.http import download_response
     from chalicelib.services.downloads import Download
 
     query = _request().query_params or {}
     service = wiring.exports()
-    filename, key = service.download(export_id, query.get("until") or "", query.get("sig") or "")
-    return download_response(Download(filename, "application/zip", service.read(key)),
+    file = service.download(export_id, query.get("until") or "", query.get("sig") or "")
+    return download_response(Download(file.filename, "application/zip", service.read(file)),
                              {"Referrer-Policy": "no-referrer"})
 
 

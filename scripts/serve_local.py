@@ -168,7 +168,7 @@ def _patch_admission() -> None:
         if refusal(self):
             _drain(self)
             return
-        if _stream_upload(self):
+        if _stream_upload(self) or _stream_export(self):
             return
         return generic(self)
 
@@ -216,6 +216,44 @@ def _stream_upload(handler) -> bool:
             handler.close_connection = True
             answer["headers"] = {**dict(answer["headers"]), "Connection": "close"}
     handler._send_http_response(answer["statusCode"], dict(answer["headers"]), answer["body"])
+    return True
+
+
+_EXPORT_PATH = re.compile(r"/exports/([^/?#]+)/download")
+
+
+def _stream_export(handler) -> bool:
+    """GET /exports/<id>/download (the embedded store's signed export URL), answered here: the
+    zip goes from the data folder to the socket a chunk at a time (services/exports.chunks),
+    where chalice local would hold the whole workspace's zip in memory. True once answered."""
+    from urllib.parse import parse_qs, urlsplit
+
+    parts = urlsplit(handler.path)
+    match = _EXPORT_PATH.fullmatch(parts.path)
+    if handler.command not in ("GET", "HEAD") or match is None:
+        return False
+    from chalicelib import wiring
+    from chalicelib.entrypoints.http import as_error, error_response
+
+    query = parse_qs(parts.query)
+    try:
+        service = wiring.exports()
+        file = service.download(match.group(1), (query.get("until") or [""])[0], (query.get("sig") or [""])[0])
+        chunks = service.chunks(file)
+    except Exception as exc:  # noqa: BLE001 - the contract's error body, as the app's route answers
+        answer = error_response(as_error(exc)).to_dict()
+        handler._send_http_response(answer["statusCode"], dict(answer["headers"]), answer["body"])
+        return True
+    handler.send_response(200)
+    for name, value in (("Content-Type", "application/zip"), ("Content-Length", str(file.size_bytes)),
+                        ("Content-Disposition", f'attachment; filename="{file.filename}"'),
+                        ("X-Content-Type-Options", "nosniff"), ("Content-Security-Policy", "sandbox"),
+                        ("Cache-Control", "private, no-store"), ("Referrer-Policy", "no-referrer")):
+        handler.send_header(name, value)
+    handler.end_headers()
+    if handler.command == "GET":
+        for chunk in chunks:
+            handler.wfile.write(chunk)
     return True
 
 

@@ -307,6 +307,10 @@ class BlobStore(Protocol):
     def get_html(self, key: str) -> bytes:
         """BlobNotFound if missing."""
 
+    def read_stream(self, key: str, chunk_bytes: int = 1 << 20) -> Iterator[bytes]:
+        """The object's bytes, `chunk_bytes` at a time (never whole in memory: a workspace
+        export's zip served by the local server). BlobNotFound if missing, before any chunk."""
+
     def delete(self, key: str) -> None: ...
 
     def put_file(self, key: str, data: bytes) -> None:

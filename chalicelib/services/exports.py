@@ -25,7 +25,7 @@ import logging
 import re
 import secrets
 import zipfile
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
 
 from chalicelib import config
@@ -384,9 +384,9 @@ class ExportService:
         except Exception:  # noqa: BLE001 - best effort: the export itself is done
             log.warning("old export zips not swept", exc_info=True)
 
-    def download(self, export_id: str, until: str, signature: str) -> tuple[str, str]:
-        """The embedded store's download URL: (file name, blob key) of a ready export whose
-        signed URL is still valid; 404 for anything else (a bad or old signature too)."""
+    def download(self, export_id: str, until: str, signature: str) -> ExportFile:
+        """The embedded store's download URL: the zip of a ready export whose signed URL is
+        still valid; 404 for anything else (a bad or old signature too)."""
         try:
             until_ms = int(until)
         except (TypeError, ValueError):
@@ -400,13 +400,26 @@ class ExportService:
                 or export.available_until_ms != until_ms or until_ms <= now_ms):
             raise _not_found(export_id)
         workspace = self.ctx.workspaces.get(export.workspace_id)
-        return zip_name(workspace.name if workspace else "workspace", export.finished_ms or now_ms), export.blob_key
+        return ExportFile(zip_name(workspace.name if workspace else "workspace", export.finished_ms or now_ms),
+                          export.blob_key, export.size_bytes or 0)
 
-    def read(self, key: str) -> bytes:
+    def read(self, file: ExportFile) -> bytes:
+        """The zip whole (the in-process app's route; `make run` streams it: `chunks`)."""
+        return b"".join(self.chunks(file))
+
+    def chunks(self, file: ExportFile) -> Iterator[bytes]:
         try:
-            return self.ctx.blobs.get_html(key)
+            return self.ctx.blobs.read_stream(file.key)
         except BlobNotFound:
             raise NotFound("This export's zip is gone; start a new export.") from None
 
 
-__all__ = ["ExportService", "LAYOUT", "PROVENANCE", "export_key", "zip_stream", "EXPORT_ROOT"]
+@dataclass(frozen=True)
+class ExportFile:
+    """A ready export's zip, as the embedded store's download route serves it."""
+    filename: str
+    key: str
+    size_bytes: int
+
+
+__all__ = ["ExportService", "ExportFile", "LAYOUT", "PROVENANCE", "export_key", "zip_stream", "EXPORT_ROOT"]

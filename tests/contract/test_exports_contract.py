@@ -67,3 +67,29 @@ def test_concurrent_starts_store_exactly_one(ctx, storage):
 def test_unknown_export_is_none(ctx, storage):
     assert ctx.exports.get("exp_zzzzzzzzzzzzzzzz") is None
     assert ctx.exports.finish(_export("exp_zzzzzzzzzzzzzzzz")) is False
+
+
+@BOTH
+def test_a_streamed_object_larger_than_a_part_and_read_back_in_chunks(ctx, storage):
+    """What an export's zip goes through: put_stream (S3: a multipart upload of 8 MiB
+    parts) and read_stream (the local server's download); a stream that fails stores nothing."""
+    import hashlib
+    import os
+
+    from chalicelib.ports import BlobNotFound
+
+    pieces = [os.urandom(3 * 1024 * 1024 + 17) for _ in range(7)]  # ~21 MiB: two full parts and a last one
+    ctx.blobs.put_stream("exports/ws_a/exp_aaaaaaaaaaaaaaaa.zip", iter(pieces))
+    read = list(ctx.blobs.read_stream("exports/ws_a/exp_aaaaaaaaaaaaaaaa.zip", 1 << 20))
+    assert max(len(c) for c in read) <= 1 << 20
+    assert hashlib.sha256(b"".join(read)).digest() == hashlib.sha256(b"".join(pieces)).digest()
+
+    def failing():
+        yield from pieces[:4]
+        raise RuntimeError("the build died")
+
+    with pytest.raises(RuntimeError):
+        ctx.blobs.put_stream("exports/ws_a/exp_bbbbbbbbbbbbbbbb.zip", failing())
+    with pytest.raises(BlobNotFound):
+        ctx.blobs.read_stream("exports/ws_a/exp_bbbbbbbbbbbbbbbb.zip")
+    assert [k for k, _ in ctx.blobs.list_keys("exports/")] == ["exports/ws_a/exp_aaaaaaaaaaaaaaaa.zip"]

@@ -43,8 +43,7 @@ def _zip(service: ExportService, who, export_id: str) -> zipfile.ZipFile:
     status = service.status(who, export_id)
     assert status.status == "ready", status
     query = parse_qs(urlsplit(status.download_url).query)
-    _, key = service.download(export_id, query["until"][0], query["sig"][0])
-    return zipfile.ZipFile(io.BytesIO(service.read(key)))
+    return zipfile.ZipFile(io.BytesIO(service.read(service.download(export_id, query["until"][0], query["sig"][0]))))
 
 
 @BOTH

@@ -115,6 +115,15 @@ class BlobStore:
                 raise BlobNotFound("NoSuchKey") from exc
             raise
 
+    def read_stream(self, key: str, chunk_bytes: int = 1 << 20) -> Iterator[bytes]:
+        try:
+            body = aws.s3().get_object(Bucket=self.bucket, Key=key)["Body"]
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                raise BlobNotFound("NoSuchKey") from exc
+            raise
+        return body.iter_chunks(chunk_bytes)
+
     def delete(self, key: str) -> None:
         aws.s3().delete_object(Bucket=self.bucket, Key=key)
 

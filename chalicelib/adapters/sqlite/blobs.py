@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, Iterator, Optional
 
 from chalicelib.adapters.sqlite.space import is_full
 from chalicelib.ports.records import BlobNotFound, StorageFull
@@ -104,6 +104,19 @@ class FileBlobStore:
             return self._path(key).read_bytes()
         except FileNotFoundError as exc:
             raise BlobNotFound("NoSuchKey") from exc
+
+    def read_stream(self, key: str, chunk_bytes: int = 1 << 20) -> Iterator[bytes]:
+        try:
+            handle = self._path(key).open("rb")
+        except FileNotFoundError as exc:
+            raise BlobNotFound("NoSuchKey") from exc
+        return self._chunks(handle, chunk_bytes)
+
+    @staticmethod
+    def _chunks(handle, chunk_bytes: int) -> Iterator[bytes]:
+        with handle:
+            while chunk := handle.read(chunk_bytes):
+                yield chunk
 
     def delete(self, key: str) -> None:
         self._path(key).unlink(missing_ok=True)
