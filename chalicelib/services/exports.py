@@ -24,6 +24,7 @@ import json
 import logging
 import re
 import secrets
+import time
 import zipfile
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
@@ -137,13 +138,18 @@ class _Sink:
 Entry = tuple[str, Iterable[bytes], int]  # (name in the zip, its bytes a piece at a time, size hint)
 
 
-def zip_stream(entries: Iterable[Entry]) -> Iterator[bytes]:
+def zip_stream(entries: Iterable[Entry], when_ms: int = 0) -> Iterator[bytes]:
     """The zip of `entries`, as chunks of about CHUNK_BYTES: an entry's pieces are
-    compressed and handed on as they come, so memory holds one piece and one chunk."""
+    compressed and handed on as they come, so memory holds one piece and one chunk. Every
+    entry is dated `when_ms` (UTC; zip times have no zone)."""
+    moment = time.gmtime(when_ms // 1000)[:6] if when_ms >= 315_532_800_000 else (1980, 1, 1, 0, 0, 0)
     sink = _Sink()
     with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for name, pieces, size_hint in entries:
-            with archive.open(name, "w", force_zip64=size_hint > 1 << 30) as member:
+            info = zipfile.ZipInfo(name, date_time=moment)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            with archive.open(info, "w", force_zip64=size_hint > 1 << 30) as member:
                 for piece in pieces:
                     member.write(piece)
                     if sink.pending >= CHUNK_BYTES:
@@ -360,7 +366,7 @@ class ExportService:
         if export is None or not export.running_at(self.ctx.now_ms()):
             return export
         key = export_key(export.workspace_id, export.export_id)
-        stream = _Counted(zip_stream(_Build(self.ctx, export).entries()))
+        stream = _Counted(zip_stream(_Build(self.ctx, export).entries(), self.ctx.now_ms()))
         try:
             self.ctx.blobs.put_stream(key, stream)
         except Exception as exc:  # noqa: BLE001 - any failure is the export's outcome, logged

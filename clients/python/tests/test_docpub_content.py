@@ -64,3 +64,15 @@ def test_python_client_publish_with_files_and_download(stack, pro_key):
         name, data = client.download(result["document_id"])
     assert name == "notes.zip"
     assert sorted(zipfile.ZipFile(io.BytesIO(data)).namelist()) == ["index.md", "x.svg"]
+
+
+def test_export_the_workspace_as_one_zip(cli, api, tmp_path):
+    """`docpub export` (issue 36): starts the export, waits while the stack builds it, and
+    streams the zip from its download URL (no key sent there)."""
+    made = cli.json("publish", "-", "--title", "Exported", input="<p>everything</p>")
+    target = tmp_path / "all.zip"
+    saved = cli.json("export", "-o", str(target))
+    assert saved["path"] == str(target) and saved["size_bytes"] == target.stat().st_size
+    archive = zipfile.ZipFile(target)
+    assert archive.read(f"documents/{made['document_id']}/versions/1/content.html") == b"<p>everything</p>"
+    assert "manifest.json" in archive.namelist()

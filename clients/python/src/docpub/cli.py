@@ -380,6 +380,35 @@ def download(document_id: str, version_id: Optional[str], output: Optional[str])
         click.echo(str(target))
 
 
+@command(cli, "export")
+@click.option("-o", "--output", metavar="PATH", default="docpub-export.zip", show_default=True,
+              help="Where to write the zip.")
+@click.option("--timeout", type=float, default=900, show_default=True, help="Seconds to wait for it to be built.")
+def export(output: str, timeout: float) -> None:
+    """Export the whole workspace (owner) as one zip: every document's versions as published with
+    their files, feedback with replies, reviews, the activity log and provenance.
+
+    Starts the export, waits while the server builds it, then downloads it. Prints the path
+    written (or, with --json, {"path", "size_bytes", "export_id"}).
+    """
+    client = state().client()
+    export_id = client.start_export()
+    info(f"export {export_id} started; waiting for it to be built…")
+    status = client.wait_for_export(export_id, timeout=timeout)
+    if status["status"] != "ready":
+        raise DocpubError(f"export {export_id} is {status['status']}" + (
+            " (still running: follow it with GET /api/v1/exports/" + export_id + ")"
+            if status["status"] == "running" else "; start a new one"), code="export_" + status["status"])
+    try:
+        size = client.download_export(status["download_url"], output)
+    except OSError as exc:
+        raise UsageError(f"cannot write {output}: {exc.strerror}", code="usage_error") from None
+    if state().json:
+        emit_json({"path": output, "size_bytes": size, "export_id": export_id})
+    else:
+        click.echo(output)
+
+
 @command(cli)
 @click.argument("document_id", metavar="ID")
 @click.option("--replace", "replacements", nargs=2, multiple=True, metavar="OLD NEW",

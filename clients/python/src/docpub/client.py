@@ -253,6 +253,41 @@ class Client:
         match = re.search(r'filename="([^"]+)"', response.headers.get("Content-Disposition", ""))
         return (match.group(1) if match else "document"), response.content
 
+    def start_export(self) -> str:
+        """Start a zip of the whole workspace (owner); its export_id. While another export of
+        the workspace runs the server answers 429, which this retries after `Retry-After`."""
+        response, _ = self._request("POST", "/api/v1/exports", replay_safe=False)
+        return self._result(response)["export_id"]
+
+    def get_export(self, export_id: str) -> dict:
+        """``{"status": "running" | "ready" | "failed", "download_url"?, "expires_at"?}``."""
+        response, _ = self._request("GET", f"/api/v1/exports/{_segment(export_id)}")
+        return self._result(response)
+
+    def wait_for_export(self, export_id: str, *, timeout: float = 900, poll_seconds: float = 1.0) -> dict:
+        """Poll until the export is no longer running (or `timeout` seconds passed); its status."""
+        waited = 0.0
+        while True:
+            status = self.get_export(export_id)
+            if status["status"] != "running" or waited >= timeout:
+                return status
+            self._sleep(poll_seconds)
+            waited += poll_seconds
+
+    def download_export(self, download_url: str, path: Union[str, "os.PathLike[str]"]) -> int:
+        """Save a ready export's zip (its URL needs no key: none is sent) to `path`, streamed;
+        the bytes written."""
+        written = 0
+        with self._http.stream("GET", download_url, headers={"Accept": "*/*"}) as response:
+            if response.status_code != 200:
+                response.read()
+                self._result(response)
+            with open(path, "wb") as out:
+                for chunk in response.iter_bytes(1 << 20):
+                    out.write(chunk)
+                    written += len(chunk)
+        return written
+
     def edit(self, document_id: str, edits: Iterable[Edit], *, note: Optional[str] = None,
              base_version_id: Optional[str] = None, allow_secrets: bool = False) -> dict:
         """Apply find-and-replace edits; each edit is ``{"old_string", "new_string", "replace_all"?}``
