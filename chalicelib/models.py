@@ -120,9 +120,36 @@ ExpiresAt = Annotated[str, StringConstraints(max_length=40), AfterValidator(_utc
                       Field(json_schema_extra={"pattern": _RFC3339, "format": "date-time"}, description="When the share link stops working (RFC 3339; future, at most 366 days "
                                         "ahead); null: never.")]
 ShareEnabled = Annotated[bool, Field(description="false: the share link answers 404 (the document stays).")]
-ShareAccess = Annotated[Literal["public", "workspace"], Field(description=(
+ShareAccess = Annotated[Literal["public", "workspace", "recipients"], Field(description=(
     "public: anyone with the link opens it; workspace: only signed-in members of the workspace "
-    "(anyone else gets the sign-in page, then the document)."))]
+    "(anyone else gets the sign-in page, then the document); recipients: the addresses and domains of "
+    "share_recipients, after an emailed 6-digit code, and the workspace's members."))]
+_EMAIL_SHAPE = r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$"
+_DOMAIN_ENTRY = r"^@(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$"
+MAX_RECIPIENTS = 100
+
+
+def _recipient_entry(value: str) -> str:
+    import re
+
+    value = value.strip().lower()
+    if value.startswith("@"):
+        if not re.fullmatch(_DOMAIN_ENTRY, value):
+            raise PydanticCustomError("recipient", "must be an email address or a domain written @example.com")
+        return value
+    if len(value) > 254 or not re.fullmatch(_EMAIL_SHAPE, value):
+        raise PydanticCustomError("recipient", "must be an email address or a domain written @example.com")
+    return value
+
+
+def _distinct(values: list[str]) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+RecipientEntry = Annotated[str, StringConstraints(max_length=254), AfterValidator(_recipient_entry)]
+ShareRecipients = Annotated[list[RecipientEntry], Field(min_length=1, max_length=MAX_RECIPIENTS, description=(
+    "Who may open a `recipients` link: 1 to 100 email addresses and/or domains written @example.com "
+    "(any verified address at that domain). Members of the workspace always may.")), AfterValidator(_distinct)]
 
 
 # ---------------------------------------------------------------- requests
@@ -162,6 +189,7 @@ class PublishRequest(RequestModel):
     share_enabled: Optional[ShareEnabled] = None
     share_expires_at: Optional[ExpiresAt] = None
     share_access: Optional[ShareAccess] = None
+    share_recipients: Optional[ShareRecipients] = None
     allow_secrets: Optional[bool] = Field(None, description=(
         "true: store the content even if the secret scan finds credentials in it (contract 7g; the "
         "activity log records it). Otherwise a workspace that blocks secrets (the default) answers 422 "
@@ -196,13 +224,15 @@ class UpdateDocumentRequest(RequestModel):
           for name in ("title", "description")),
         {"required": ["share_enabled"], "properties": {"share_enabled": {"type": "boolean"}}},
         {"required": ["share_expires_at"]},
-        {"required": ["share_access"], "properties": {"share_access": {"type": "string"}}}]})
+        {"required": ["share_access"], "properties": {"share_access": {"type": "string"}}},
+        {"required": ["share_recipients"], "properties": {"share_recipients": {"type": "array"}}}]})
 
     title: Optional[Title] = None
     description: Optional[Description] = None
     share_enabled: Optional[ShareEnabled] = None
     share_expires_at: Optional[ExpiresAt] = None
     share_access: Optional[ShareAccess] = None
+    share_recipients: Optional[ShareRecipients] = None
 
     _title_not_blank = field_validator("title")(_not_blank)
 
@@ -359,7 +389,6 @@ MAX_REVIEW_MESSAGE = 5000
 MAX_REVIEWERS = 20
 ReviewDecision = Literal["approved", "changes_requested", "commented"]
 ReviewState = Literal["none", "pending", "changes_requested", "approved"]
-_EMAIL_SHAPE = r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$"
 
 
 def _email_address(value: str) -> str:
@@ -547,7 +576,7 @@ class DocumentSummary(ResponseModel):
     open_feedback_count: int
     share_enabled: bool = True
     share_expires_at: Optional[str] = None
-    share_access: Literal["public", "workspace"] = "public"
+    share_access: Literal["public", "workspace", "recipients"] = "public"
     review_state: ReviewState = "none"
 
 
@@ -584,6 +613,8 @@ class DocumentDetail(DocumentSummary):
     versions_truncated: bool = Field(False, description="True when older versions exist than those listed "
                                                         "(GET /api/v1/documents/:id/versions pages through all).")
     passphrase_protected: bool
+    share_recipients: list[str] = Field(default_factory=list, description=(
+        "Who may open a `recipients` link (emails and @domains), as set; kept when the access changes."))
     views_total: int = Field(0, description="Counted views of the share link, all versions, all time.")
     last_viewed_at: Optional[str] = Field(None, description="When the link was last viewed (RFC 3339), or null.")
     html: Optional[str] = None
@@ -657,6 +688,8 @@ class Feedback(ResponseModel):
     resolved_at: Optional[str] = None
     resolved_in_version: Optional[int] = Field(None, description=(
         "An accepted suggestion: the number of the version that applied it."))
+    recipient_email: Optional[str] = Field(None, description=(
+        "Posted by a verified recipient of a `recipients` link (7f): their email address."))
     replies: list[Reply] = Field(default_factory=list, description="Oldest first.")
 
 
@@ -944,3 +977,23 @@ class ExportStatus(ResponseModel):
     def _without_absent(self, handler):
         data = handler(self)
         return {k: v for k, v in data.items() if v is not None}
+# ---------------------------------------------------------------- audiences (contract 7f)
+
+class RecipientInfo(ResponseModel):
+    email: str
+    first_opened_at: Optional[str] = Field(None, description="The first verified opening (RFC 3339), or null.")
+    last_opened_at: Optional[str] = Field(None, description="The last opening (RFC 3339), or null.")
+    views: int = Field(0, description="How often they opened the link.")
+    revoked: bool = Field(False, description="Refused from their next request on.")
+
+
+class RecipientList(ResponseModel):
+    recipients: list[RecipientInfo] = Field(description=(
+        "The listed addresses and the addresses verified under a listed domain (revoked ones too), by email."))
+
+
+class RecipientRevoked(ResponseModel):
+    """What the MCP tool revoke_recipient answers (REST answers 204 with no body)."""
+    document_id: str
+    email: str
+    revoked: Literal[True] = True

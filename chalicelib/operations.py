@@ -285,6 +285,24 @@ OPERATIONS: tuple[Operation, ...] = (
             "once (and is dropped from the CDN); versions, feedback and settings stay. Returns the new "
             "share_url; share it with the people who should still have access.")),)),
     Operation(
+        "list_recipients", "GET", "/api/v1/documents/{document_id}/recipients", "listRecipients",
+        "Who a `recipients` link admits and who opened it: first and last opening, views, revoked.",
+        lambda c: wiring.recipients().list(c.credentials, c.path["document_id"]),
+        models.RecipientList, errors=(404,), scope=READ,
+        tools=(Tool("list_recipients", "List a link's recipients", (
+            "For a document shared with share_access \"recipients\": every listed address and every address "
+            "verified under a listed @domain, with first_opened_at, last_opened_at, views and revoked."),
+            read_only=True),)),
+    Operation(
+        "revoke_recipient", "DELETE", "/api/v1/documents/{document_id}/recipients/{email}", "revokeRecipient",
+        "Revoke one recipient: their next request is refused (within 60 s behind the CDN).",
+        lambda c: wiring.recipients().revoke(c.credentials, c.path["document_id"], c.path["email"]),
+        status=204, errors=(404, 422), scope=WRITE,
+        tools=(Tool("revoke_recipient", "Revoke a recipient", (
+            "Refuse one person a \"recipients\" link from their next request on; they stay listed with "
+            "revoked true. Listing the address again in share_recipients admits them again."),
+            idempotent=True, destructive=True, result=models.RecipientRevoked),)),
+    Operation(
         "set_passphrase", "PUT", "/api/v1/documents/{document_id}/passphrase", "setPassphrase",
         "Protect the share link with a passphrase (Pro).",
         lambda c: wiring.sharing().set_passphrase(c.credentials, c.path["document_id"], c.body.passphrase),

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from chalicelib.services.activity import ActivityService
     from chalicelib.services.people import PeopleService
     from chalicelib.services.reviews import ReviewService
+    from chalicelib.services.recipients import RecipientService
     from chalicelib.services.accounts import AccountService
     from chalicelib.services.dashboard_pages import DashboardPages
     from chalicelib.services.documents import DocumentService
@@ -304,6 +305,13 @@ def exports() -> ExportService:
 
 
 @functools.lru_cache(maxsize=None)
+def recipients() -> RecipientService:
+    from chalicelib.services.recipients import RecipientService
+
+    return RecipientService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
 def dashboard_pages() -> DashboardPages:
     from chalicelib.services.dashboard_pages import DashboardPages
 
@@ -311,7 +319,7 @@ def dashboard_pages() -> DashboardPages:
 
 
 _SERVICES = (documents, workspaces, sharing, feedback, suggestions, webhooks, accounts, editing, views, oauth, uploads, people, activity,
-             reviews, dashboard_pages, exports)
+             reviews, recipients, dashboard_pages, exports)
 
 
 def reset() -> None:

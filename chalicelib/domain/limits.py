@@ -169,6 +169,15 @@ def viewer_rate() -> Rate:
     return Rate(config.viewer_rate_limit(), config.viewer_rate_window_seconds())
 
 
+# Recipient links (contract 7f): a 6-digit code, valid 10 minutes, 5 tries; at most 5 codes
+# per email address and 20 per client address an hour (whatever the link).
+RECIPIENT_CODE_DIGITS = 6
+RECIPIENT_CODE_SECONDS = 600
+RECIPIENT_CODE_TRIES = 5
+RECIPIENT_CODES_PER_EMAIL = Rate(5, 3600)
+RECIPIENT_CODES_PER_IP = Rate(20, 3600)
+
+
 def unlock_failure_rate() -> Rate:
     """Failed unlocks per document across all addresses (then 429 for everyone)."""
     return Rate(config.unlock_failure_budget(), config.unlock_failure_window_seconds())
@@ -197,6 +206,8 @@ REFUSALS = {
     "oauth-clients": "This server has taken all the new app registrations it stores for today",
     "unlock": "Too many unlock attempts from your address for this document",
     "feedback": "Too many feedback messages from your address for this document",
+    "recipient-code-email": "Too many codes were asked for this email address",
+    "recipient-code-ip": "Too many codes were asked from your address",
     "webhook-writes": "Too many webhook changes in this workspace",
 }
 

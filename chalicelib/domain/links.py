@@ -83,8 +83,8 @@ def withdraws(before: LinkSettings, changes: Mapping[str, Any], now_ms: int) -> 
     live at most EDGE_TTL_SECONDS, so a later expiry needs nothing)."""
     if "share_enabled" in changes and enabled(before) and changes["share_enabled"] is False:
         return True
-    if changes.get("share_access") == "workspace" and (before.share_access or "public") == "public":
-        return True  # a public copy at the edge must not outlive the move to members only
+    if changes.get("share_access") in ("workspace", "recipients") and (before.share_access or "public") == "public":
+        return True  # a public copy at the edge must not outlive the move to members or recipients only
     new = changes.get("share_expires_ms")
     if new is not None:
         old = expires_ms(before)

@@ -42,6 +42,8 @@ OPERATIONS: dict[str, str] = {
     "rotate_share_link": "editor",
     "set_passphrase": "editor",
     "clear_passphrase": "editor",
+    "list_recipients": "viewer",  # who opened a recipients link (contract 7f)
+    "revoke_recipient": "editor",
     # feedback
     "list_feedback": "viewer",
     "wait_for_feedback": "viewer",

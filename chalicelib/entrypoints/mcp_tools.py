@@ -139,16 +139,22 @@ SHARE_EXPIRES_AT = ("When the share link stops working (it then answers 410 \"ex
                     "timestamp in the future, at most 366 days ahead, e.g. 2026-12-31T23:00:00Z; null or "
                     "\"never\" removes the expiry.")
 SHARE_ACCESS = ("\"public\": anyone with the link opens it; \"workspace\": only signed-in members of this "
-                "workspace (others are asked to sign in first).")
+                "workspace (others are asked to sign in first); \"recipients\": only the people of "
+                "share_recipients, who confirm their email address with a 6-digit code (members too).")
+SHARE_RECIPIENTS = ("Who may open a \"recipients\" link: 1 to 100 email addresses and/or domains written "
+                    "@example.com (any verified address there). Replaces the list; a removed entry loses "
+                    "access at once.")
 NEVER = "never"
 
 
 def _link_settings(share_enabled: Optional[bool], share_expires_at: Optional[str],
-                   share_access: Optional[str] = None) -> dict:
+                   share_access: Optional[str] = None, share_recipients: Optional[list[str]] = None) -> dict:
     """The REST body's link fields: `"never"` is an explicit null (clears the expiry)."""
     given: dict = {}
     if share_access is not None:
         given["share_access"] = share_access
+    if share_recipients is not None:
+        given["share_recipients"] = share_recipients
     if share_enabled is not None:
         given["share_enabled"] = share_enabled
     if share_expires_at is not None:
@@ -182,7 +188,9 @@ async def publish_document(
         "Optional description (up to 5,000 characters); searched by find_document."))] = None,
     share_enabled: Annotated[Optional[bool], Field(description=SHARE_ENABLED)] = None,
     share_expires_at: Annotated[Optional[str], Field(max_length=40, description=SHARE_EXPIRES_AT)] = None,
-    share_access: Annotated[Optional[Literal["public", "workspace"]], Field(description=SHARE_ACCESS)] = None,
+    share_access: Annotated[Optional[Literal["public", "workspace", "recipients"]],
+                            Field(description=SHARE_ACCESS)] = None,
+    share_recipients: Annotated[Optional[list[str]], Field(description=SHARE_RECIPIENTS)] = None,
     allow_secrets: Annotated[Optional[bool], Field(description=(
         "Leave unset. The content is scanned for credentials (API keys, tokens, private keys, passwords) "
         "before it is stored; if the workspace blocks them the call fails with secret_detected and the "
@@ -194,7 +202,7 @@ async def publish_document(
             **_given(title=title, html=html, document_id=document_id, note=note, description=description,
                      format=format, files=[f.model_dump() for f in files] if files is not None else None,
                      allow_secrets=allow_secrets),
-            **_link_settings(share_enabled, share_expires_at, share_access)})
+            **_link_settings(share_enabled, share_expires_at, share_access, share_recipients)})
         return registry.documents().publish(_credentials(), request).response
 
     return _call(action)
@@ -247,11 +255,13 @@ async def update_document(
     description: Annotated[Optional[Description], Field(description="New description, up to 5,000 characters.")] = None,
     share_enabled: Annotated[Optional[bool], Field(description=SHARE_ENABLED)] = None,
     share_expires_at: Annotated[Optional[str], Field(max_length=40, description=SHARE_EXPIRES_AT)] = None,
-    share_access: Annotated[Optional[Literal["public", "workspace"]], Field(description=SHARE_ACCESS)] = None,
+    share_access: Annotated[Optional[Literal["public", "workspace", "recipients"]],
+                            Field(description=SHARE_ACCESS)] = None,
+    share_recipients: Annotated[Optional[list[str]], Field(description=SHARE_RECIPIENTS)] = None,
 ) -> Annotated[CallToolResult, DocumentDetail]:
     def action():
         request = validate(UpdateDocumentRequest, {**_given(title=title, description=description),
-                                                   **_link_settings(share_enabled, share_expires_at, share_access)})
+                                                   **_link_settings(share_enabled, share_expires_at, share_access, share_recipients)})
         return registry.documents().update(_credentials(), document_id, request)
 
     return _call(action, exclude=document_exclusions(False, False))
@@ -429,7 +439,8 @@ def _annotations(tool: operations.Tool) -> ToolAnnotations:
                            idempotent_hint=tool.read_only or tool.idempotent, open_world_hint=False)
 
 
-PATH_DESCRIPTIONS = {"document_id": DOC_ID, "feedback_id": "The feedback_id from list_feedback."}
+PATH_DESCRIPTIONS = {"document_id": DOC_ID, "feedback_id": "The feedback_id from list_feedback.",
+                     "email": "The recipient's email address (from list_recipients)."}
 
 
 def generated_tool(op: operations.Operation, tool: operations.Tool) -> Callable:
@@ -469,7 +480,8 @@ def generated_tool(op: operations.Operation, tool: operations.Tool) -> Callable:
                 raise TypeError(f"{op.name} answered no body")
             return ok_result(answer.body, answer.exclude)
         if answer is None and tool.result is not None:
-            return ok_result(tool.result(**{n: arguments[n] for n in path_names}, deleted=True))
+            done = {"deleted": True} if "deleted" in tool.result.model_fields else {}
+            return ok_result(tool.result(**{n: arguments[n] for n in path_names}, **done))
         return ok_result(answer)
 
     run.__name__ = tool.name

@@ -41,8 +41,10 @@ from chalicelib.models import (
 )
 from chalicelib import wiring as registry
 from chalicelib.ports.static import StaticObject
+from chalicelib.services.audience import RECIPIENT_COOKIE
 from chalicelib.services.sharing import (
-    MEMBER_COOKIE, UNLOCK_COOKIE, Locked, MembersOnly, SharePage, ViewerCookies, WrongPassphrase, share_path,
+    MEMBER_COOKIE, UNLOCK_COOKIE, Locked, MembersOnly, RecipientsOnly, SharePage, ViewerCookies, WrongPassphrase,
+    share_path,
 )
 
 log = logging.getLogger("docpub")
@@ -342,6 +344,34 @@ def _cookie(name: str) -> Optional[str]:
     return parse_cookies(_request().headers.get("cookie")).get(name)
 
 
+def _open_url(share_id: str, version: Optional[int]) -> str:
+    """The dashboard's door to a link for its members (sign-in first when needed)."""
+    return f"{urlparse(config.base_url()).path.rstrip('/')}/dashboard/open?" + urlencode(
+        {"share": share_id, **({"v": version} if version else {})})
+
+
+def _recipients_page(share_id: str, version: Optional[int], status: int = 200, message: str = "",
+                     email: str = "", extra_headers: Optional[dict] = None) -> Response:
+    """A `recipients` link's first step (contract 7f): the viewer's email address. Private."""
+    query = f"?v={version}" if version else ""
+    return _page("recipient_email.html", "Shared document", status, CACHE_PRIVATE, extra_headers,
+                 action=share_path(share_id) + "/recipient/email" + query, message=message, email=email,
+                 member_url=_open_url(share_id, version), preview=_generic_preview(share_id))
+
+
+def _code_page(share_id: str, version: Optional[int], email: str, status: int = 200, message: str = "",
+               extra_headers: Optional[dict] = None) -> Response:
+    """The second step: the same words whether or not a code was sent to `email`."""
+    from chalicelib.domain import limits as limit_table
+
+    query = f"?v={version}" if version else ""
+    base = share_path(share_id)
+    return _page("recipient_code.html", "Check your email", status, CACHE_PRIVATE, extra_headers, email=email,
+                 minutes=limit_table.RECIPIENT_CODE_SECONDS // 60, message=message,
+                 code_action=f"{base}/recipient/code{query}", email_action=f"{base}/recipient/email{query}",
+                 start_url=base + query, preview=_generic_preview(share_id))
+
+
 def _members_only(share_id: str, version: Optional[int]) -> Response:
     """A workspace-only link without a member's pass: the sign-in page (when needed),
     then the document: the dashboard checks the membership and hands this browser a
@@ -355,7 +385,8 @@ def _members_only(share_id: str, version: Optional[int]) -> Response:
 def _viewer() -> ViewerCookies:
     """The unlock cookie and the member pass of this viewer (both scoped to /d/<share>)."""
     cookies = parse_cookies(_request().headers.get("cookie"))
-    return ViewerCookies(unlock=cookies.get(UNLOCK_COOKIE), member=cookies.get(MEMBER_COOKIE))
+    return ViewerCookies(unlock=cookies.get(UNLOCK_COOKIE), member=cookies.get(MEMBER_COOKIE),
+                         recipient=cookies.get(RECIPIENT_COOKIE))
 
 
 def _version_param() -> Optional[int]:
@@ -404,11 +435,15 @@ def share_page(share_id):
                                      {"X-Robots-Tag": "noindex, nofollow", "Referrer-Policy": "no-referrer"})
         except MembersOnly:
             return _members_only(share_id, version)
+        except RecipientsOnly:
+            return _recipients_page(share_id, version)
         except Locked:
             return _unlock_page(share_id, version)
     page = registry.sharing().page(share_id, version, _viewer())
     if page.members_only:
         return _members_only(share_id, version)
+    if page.recipients_only:
+        return _recipients_page(share_id, version)
     if page.locked:
         return _unlock_page(share_id, version)
     return _viewer_page(page)
@@ -543,6 +578,64 @@ def share_unlock(share_id):
                              "Referrer-Policy": "no-referrer", "X-Robots-Tag": "noindex, nofollow"})
 
 
+class _EmailForm(RequestModel):
+    email: str = ""
+
+
+class _CodeForm(RequestModel):
+    email: str = ""
+    code: str = ""
+
+
+@bp.route("/d/{share_id}/recipient/email", methods=["POST"], content_types=FORM_TYPES)
+@_html_view
+def share_recipient_email(share_id):
+    """The email step of a `recipients` link: the code page whatever the address (a code is
+    mailed only to one that may open it); 422 for what is not an address, 429 past the limits."""
+    refuse_cross_site(_request())
+    version = _version_param()
+    try:
+        email = parse_form_or_json(_request(), _EmailForm).email
+    except errors.DocpubError:
+        email = ""
+    try:
+        email = registry.recipients().request_code(share_id, email, client_ip())
+    except errors.ValidationFailed:
+        return _recipients_page(share_id, version, 422, "Enter an email address, like name@example.com.",
+                                email[:254])
+    except errors.RateLimited as exc:
+        return _recipients_page(share_id, version, 429, exc.message, email[:254], dict(exc.headers))
+    return _code_page(share_id, version, email)
+
+
+@bp.route("/d/{share_id}/recipient/code", methods=["POST"], content_types=FORM_TYPES)
+@_html_view
+def share_recipient_code(share_id):
+    """The code step: right → 303 back to the link with the viewer cookie (30 days); wrong →
+    401 with the tries left; a spent or expired code → 401 offering a new one."""
+    from chalicelib.services.recipients import WrongCode
+
+    refuse_cross_site(_request())
+    version = _version_param()
+    try:
+        form = parse_form_or_json(_request(), _CodeForm)
+    except errors.DocpubError:
+        form = _CodeForm()
+    try:
+        granted = registry.recipients().verify_code(share_id, form.email, form.code)
+    except errors.ValidationFailed:
+        return _recipients_page(share_id, version, 422, "Enter an email address, like name@example.com.")
+    except WrongCode as exc:
+        return _code_page(share_id, version, form.email.strip().lower()[:254], 401, exc.message)
+    secure = "; Secure" if config.base_url().startswith("https://") else ""
+    cookie = (f"{granted.cookie_name}={granted.cookie_value}; Path={granted.path}; "
+              f"Max-Age={granted.max_age}; HttpOnly; SameSite=Lax{secure}")
+    location = share_path(share_id) + (f"?v={version}" if version else "")
+    return Response(body="", status_code=303,
+                    headers={"Location": location, "Set-Cookie": cookie, "Cache-Control": CACHE_PRIVATE,
+                             "Referrer-Policy": "no-referrer", "X-Robots-Tag": "noindex, nofollow"})
+
+
 def _cache_headers(cache: str):
     """Answers of viewer posts (beacon, feedback), success or error, are never
     indexed and never kept by a shared cache."""
@@ -601,7 +694,7 @@ def share_reply(share_id, feedback_id):
     request = _request()
     refuse_cross_site(request)
     reply = parse_form_or_json(request, ViewerReplyRequest)
-    created = registry.feedback().viewer_reply(share_id, feedback_id, reply, client_ip(), _cookie(UNLOCK_COOKIE))
+    created = registry.feedback().viewer_reply(share_id, feedback_id, reply, client_ip(), _viewer())
     return json_response(created, 201)
 
 
@@ -655,7 +748,7 @@ def share_live(share_id):
     reply. Never counts a view; one small object every viewer shares: a shared cache
     (CloudFront) answers it for LIVE_EDGE_SECONDS, so the origin sees one request per
     edge per interval whatever the number of viewers."""
-    live = registry.sharing().live(share_id, _cookie(UNLOCK_COOKIE))
+    live = registry.sharing().live(share_id, _viewer())
     seconds = min(limits.LIVE_EDGE_SECONDS, live.cache_seconds)
     return _public_json({"version": live.version_number, "version_id": live.version_id,
                          "activity": live.activity_ms}, cache_page(seconds), live.protected)
@@ -672,8 +765,10 @@ def share_threads(share_id, mark):
     never older than the mark asked for) or any fresh token after the viewer's own post."""
     if not _MARK.match(mark or ""):
         raise errors.NotFound("No such page.")
-    doc, threads = registry.feedback().threads(share_id, _cookie(UNLOCK_COOKIE))
-    protected = bool(doc.passphrase_hash)
+    from chalicelib.services.sharing import protected as is_protected
+
+    doc, threads = registry.feedback().threads(share_id, _viewer())
+    protected = is_protected(doc)  # passphrase, members or recipients only: never in a shared cache
     seconds = registry.sharing().cache_seconds(doc)
     return _public_json({"threads": [{**t.feedback.model_dump(mode="json"), "version_number": t.version_number}
                                      for t in threads]},

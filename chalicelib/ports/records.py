@@ -143,6 +143,7 @@ class Feedback:
     reply_count: int = 0
     suggestion: Optional[Mapping[str, Any]] = None  # {replacement} (contract 7e); only with an anchor
     resolved_in_version: Optional[int] = None  # the version an accepted suggestion made
+    recipient_email: Optional[str] = None  # a verified recipient's (contract 7f), else None
 
 
 @dataclass(frozen=True)
@@ -547,7 +548,7 @@ class Document:
     passphrase_epoch: int = 0  # moves on every passphrase change: unlock cookies name it
     share_enabled: bool = True
     share_expires_ms: Optional[int] = None  # None: the link never expires
-    share_access: str = "public"  # public | workspace
+    share_access: str = "public"  # public | workspace | recipients
     latest_content: Optional[str] = None  # "markdown", "files", "markdown files" or None (plain HTML)
     feedback_activity_ms: Optional[int] = None  # the last comment or reply
     deleting: bool = False
@@ -568,6 +569,9 @@ class Document:
     review_decisions: Mapping[str, str] = field(default_factory=dict)
     review_requested: tuple[str, ...] = ()
     review_seq: int = 0
+    # Who may open a `recipients` link (contract 7f): lowercased email addresses and
+    # `@domain` entries, in the order given (kept when the access changes).
+    share_recipients: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -710,3 +714,35 @@ class Export:
 
 
 __all__ += ["Export"]
+@dataclass(frozen=True)
+class Recipient:
+    """A person a `recipients` link admits, as the link saw them (contract 7f): created
+    by their first verified opening or by a revocation; `revoked_ms` set: refused."""
+    document_id: str
+    workspace_id: str
+    email: str
+    views: int = 0
+    first_opened_ms: Optional[int] = None
+    last_opened_ms: Optional[int] = None
+    revoked_ms: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class RecipientCode:
+    """The one live email code of (document, email): a keyed hash of the 6 digits, when
+    it stops working, and how many wrong tries it took (spent at the limit)."""
+    document_id: str
+    email: str
+    code_hash: str
+    expires_ms: int
+    tries: int = 0
+
+
+@dataclass(frozen=True)
+class AudienceEntry:
+    """One entry (an email or `@domain`) of one document's `share_recipients`, by entry:
+    what "Shared with me" asks for (the document is read again before it is shown)."""
+    entry: str
+    document_id: str
+    workspace_id: str
+    added_ms: int

@@ -67,6 +67,7 @@ class DocumentFields(TypedDict, total=False):
     share_expires_ms: Optional[int]
     latest_content: Optional[str]
     share_access: str
+    share_recipients: tuple[str, ...]
 
 
 class DocumentRepository(Protocol):
@@ -379,3 +380,5 @@ class Repositories:
     leases: Optional[object] = None
     # Workspace exports, one running per workspace (chalicelib/ports/exports.py).
     exports: Optional[object] = None
+    # Recipients of `recipients` links, their email codes, the audience by email (ports/recipients.py).
+    recipients: Optional[object] = None

@@ -26,6 +26,7 @@ from chalicelib.ports.people import PeopleRepository
 from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.reviews import ReviewRepository
 from chalicelib.ports.static import NoStaticSite, StaticSite
+from chalicelib.ports.recipients import RecipientRepository
 from chalicelib.ports.webhooks import WebhookRepository
 
 
@@ -163,6 +164,10 @@ class Context:
     @property
     def views(self) -> ViewCounterRepository:
         return self.repos.views
+
+    @property
+    def recipients(self) -> RecipientRepository:
+        return self.repos.recipients  # type: ignore[return-value]  # set by both adapters
 
     @property
     def leases(self) -> LeaseRepository:

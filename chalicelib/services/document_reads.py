@@ -87,6 +87,7 @@ class DocumentReads:
         return DocumentDetail(**summary_model(doc).model_dump(), versions=[version_model(v) for v in listed],
                               versions_truncated=len(listed) < len(versions),
                               passphrase_protected=bool(doc.passphrase_hash), html=html,
+                              share_recipients=list(doc.share_recipients),
                               views_total=views_total, last_viewed_at=last_viewed_at,
                               format=fmt, source=source)  # type: ignore[arg-type]  # html or markdown
 

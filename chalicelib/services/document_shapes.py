@@ -28,7 +28,7 @@ def summary_model(doc: Union[Document, DocumentListing], review_state: Optional[
         latest_version_id=doc.latest_version_id,
         open_feedback_count=doc.open_feedback_count,
         share_enabled=links.enabled(doc), share_expires_at=rfc3339_ms(links.expires_ms(doc)),
-        share_access=doc.share_access or "public",  # type: ignore[arg-type]  # public | workspace
+        share_access=doc.share_access or "public",  # type: ignore[arg-type]  # public | workspace | recipients
         review_state=review_state,  # type: ignore[arg-type]  # one of domain/reviews.STATES
     )
 

@@ -71,6 +71,7 @@ def feedback_model(item: records.Feedback, replies: Optional[Sequence[records.Re
                     suggestion=Suggestion(**item.suggestion) if item.suggestion is not None else None,
                     created_at=rfc3339(item.created_ms), resolved_at=rfc3339(item.resolved_ms),
                     resolved_in_version=item.resolved_in_version if item.status == "resolved" else None,
+                    recipient_email=item.recipient_email,
                     replies=[reply_model(r) for r in replies or []])
 
 
@@ -127,7 +128,8 @@ class FeedbackService:
                 version_id=access.version_id, version_number=access.version_number, message=submission.message,
                 name=submission.name or None, quote=submission.quote or (anchor["quote"] if anchor else None),
                 anchor=anchor, status="open", created_ms=now_ms,
-                suggestion=submission.suggestion.model_dump() if submission.suggestion is not None else None)
+                suggestion=submission.suggestion.model_dump() if submission.suggestion is not None else None,
+                recipient_email=access.recipient)
             state = anchor_states(self.ctx, [item], known={doc.document_id: doc}).get(feedback_id)
             event = make_event("feedback.created", doc.workspace_id, doc.document_id, now_ms,
                                event_payload(feedback_model(item, anchor_state=state)), feedback_id=feedback_id,
@@ -143,7 +145,7 @@ class FeedbackService:
         raise ratelimits.contended(what)
 
     def viewer_reply(self, share_id: str, feedback_id: str, request: ViewerReplyRequest, client_ip: str,
-                     unlock_cookie: Optional[str]) -> Reply:
+                     unlock_cookie: Viewer) -> Reply:
         """A viewer answers a thread of the link's document; counted in the same
         per-address budget as feedback. Reopens a resolved thread."""
         found = self.sharing.access(share_id, unlock_cookie)
@@ -154,7 +156,7 @@ class FeedbackService:
                            request.message, request.name or None, "viewer",
                            lambda: ratelimits.next_claim(self.ctx, scope, limits.viewer_rate(), what), what)
 
-    def threads(self, share_id: str, unlock_cookie: Optional[str]) -> tuple[Document, builtins.list[InboxItem]]:
+    def threads(self, share_id: str, unlock_cookie: Viewer) -> tuple[Document, builtins.list[InboxItem]]:
         """(the link's document, its open threads with replies, newest first, then its newest
         accepted suggestions (shown "accepted in version N")) for the share page, each with
         the number of the version it was written on."""

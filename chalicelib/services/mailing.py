@@ -23,6 +23,7 @@ SUBJECTS = {
     "exists": "You already have a Docpub account",
     "login": "Your Docpub sign-in link",
     "review": "Review requested: {title}",
+    "recipient_code": "{code} is your code for {title}",
 }
 
 

@@ -19,7 +19,7 @@ from chalicelib.services import access, activity, cdn, scanning, static_pages
 from chalicelib.services import content as content_files
 from chalicelib.services.access import Actor, Who, requires
 from chalicelib.services.context import new_document_id, new_share_id, new_version_id
-from chalicelib.services.document_settings import link_settings
+from chalicelib.services.document_settings import audience_changed, check_audience, link_settings
 from chalicelib.services.document_shapes import share_url
 from chalicelib.services.document_writes import (
     MAX_WRITE_ATTEMPTS, DocumentWrites, WriteResult, content_kind, distinct_files, gave_up, version_record,
@@ -114,6 +114,7 @@ class Publishing(DocumentWrites):
         # A new version keeps the document's title unless `title` is sent (the CLI and the Action too).
         title = content_files.require_title(request.title or (doc.title if doc else None), content)
         link_changes = link_settings(request, self.ctx.now_ms())
+        check_audience(link_changes, doc)
         # Contract 7g: scanned before anything is stored (a restored version was scanned when published)
         scanned = scanning.Outcome() if prepared is not None else scanning.check(
             self.ctx, actor.workspace_id, content, request.allow_secrets)
@@ -202,6 +203,7 @@ class Publishing(DocumentWrites):
                     cdn.withdraw(self.ctx, doc.share_id, "link settings")  # syncs the static copy too
                 else:
                     static_pages.sync(self.ctx, share_id, "new version")
+                audience_changed(self.ctx, doc, document_id, actor.workspace_id, link_changes)
                 return WriteResult(response, decision.headers() if decision else {})
             raise gave_up(doc, key_busy, "publishing")
         finally:

@@ -11,10 +11,10 @@ reviewer a link to the share page (a failed mail is a 503; repeating the request
 harmless: the state is the same and the mail goes again).
 
 Reviewers (the `Reviewer` a review names): a member (`member`: the dashboard, or the
-share page signed in), an API key (`key`), an OAuth grant (`oauth_client`: the app, even
-when a member approved it). Recipients (7f) are not built yet: `recipient` is in the
-vocabulary, `may_be_asked` is the one place that will admit them as reviewers, and a
-recipient's review will come through `_submit` with its own ReviewerIdentity.
+share page signed in), a verified recipient of a `recipients` link (`recipient`, 7f: the
+share page with its viewer cookie), an API key (`key`), an OAuth grant (`oauth_client`:
+the app, even when a member approved it). `may_be_asked` admits members and the addresses
+the link's audience admits; a reviewer outside the audience is 403 on the share page.
 """
 from __future__ import annotations
 
@@ -25,14 +25,14 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence, TypeVar, Union
 
 from chalicelib.domain import limits, reviews as rules
-from chalicelib.errors import NotFound, ServiceUnavailable, Unauthorized, ValidationFailed
+from chalicelib.errors import Forbidden, NotFound, ServiceUnavailable, Unauthorized, ValidationFailed
 from chalicelib.models import (
     Feedback, Review, ReviewList, ReviewRequestBody, ReviewsRequested, ReviewSubmission, Reviewer,
 )
 from chalicelib.ports import BadCursor, GuardFailed, StaleDocument
 from chalicelib.ports import records
 from chalicelib.ports.records import Document, ReviewStatus
-from chalicelib.services import access, cursors, mailing
+from chalicelib.services import access, audience, cursors, mailing
 from chalicelib.services.access import Actor, Who, requires
 from chalicelib.services.context import Context, rfc3339
 from chalicelib.services.events import make_event
@@ -106,8 +106,9 @@ class ReviewService:
         found = access.find_document(self.ctx, who, document_id)
         return self._submit(found.actor, found.document, submission)
 
-    def _submit(self, actor: Actor, doc: Document, submission: ReviewSubmission) -> Review:
-        reviewer = reviewer_of(actor)
+    def _submit(self, actor: Actor, doc: Document, submission: ReviewSubmission,
+                reviewer: Optional[ReviewerIdentity] = None) -> Review:
+        reviewer = reviewer or reviewer_of(actor)
         number = submission.version_number or doc.version_count
         if not 1 <= number <= doc.version_count or (
                 number != doc.version_count and self.ctx.documents.get_version(doc.document_id, number) is None):
@@ -187,11 +188,14 @@ class ReviewService:
         return ReviewsRequested(requested=emails)
 
     def may_be_asked(self, doc: Document, email: str, field: str) -> None:
-        """A reviewer must be a member of the document's workspace (7f will also admit the
-        document's recipients here); anyone else is 422 naming the address."""
+        """A reviewer must be a member of the document's workspace or a recipient its
+        `recipients` link admits (7f); anyone else is 422 naming the address."""
+        if audience.admitted(self.ctx, doc, email):
+            return
         if self.ctx.people.get_member(doc.workspace_id, email) is None:
-            raise ValidationFailed.field(field, f"{email} is not a member of this workspace; only members can be "
-                                                "asked to review (invite them first)")
+            raise ValidationFailed.field(field, f"{email} is not a member of this workspace nor a recipient of its "
+                                                "link; only they can be asked to review (invite them, or share "
+                                                "the link with them as a recipient)")
 
     def _mail(self, doc: Document, emails: Sequence[str], requester: ReviewerIdentity,
               message: Optional[str]) -> None:
@@ -279,26 +283,45 @@ class ReviewService:
         """(the member reviewing through this link, or None; the review state; the version
         shown) for the share page's review panel. NotFound, MembersOnly, Locked as the page."""
         found, member = self._share_access(share_id, cookies, version_number)
-        return (member[0] if member else None), rules.state_of(found.doc), found.version_number
+        who = member[0] if member else found.recipient
+        return who, rules.state_of(found.doc), found.version_number
 
     def submit_on_share(self, share_id: str, cookies: Any, version_number: Optional[int],
                         submission: ReviewSubmission) -> Review:
-        """A member's decision on the version a share page shows. The member is named by the
-        pass the dashboard gave this browser for the link (/dashboard/open); anyone else is
-        401 (recipients, 7f, will review here with their own reviewer kind)."""
+        """A decision on the version a share page shows, by a member (named by the pass the
+        dashboard gave this browser for the link, /dashboard/open) or a verified recipient of a
+        `recipients` link (its viewer cookie: reviewer kind `recipient`). A recipient pass whose
+        address the link's audience no longer admits is 403; no pass at all is 401."""
         found, member = self._share_access(share_id, cookies, version_number)
-        if member is None:
-            raise Unauthorized("Sign in as a member of this document's workspace to review it.")
-        actor = Actor(found.doc.workspace_id, role=member[1], member=member[0], surface="share")
-        access.authorize(actor, "submit_review")
         chosen = submission.model_copy(update={"version_number": found.version_number})
-        return self._submit(actor, found.doc, chosen)
+        if member is not None:
+            actor = Actor(found.doc.workspace_id, role=member[1], member=member[0], surface="share")
+            access.authorize(actor, "submit_review")
+            return self._submit(actor, found.doc, chosen)
+        if found.recipient is not None:
+            email = found.recipient
+            actor = Actor(found.doc.workspace_id, role="viewer", surface="share")
+            access.authorize(actor, "submit_review")
+            return self._submit(actor, found.doc, chosen, ReviewerIdentity("recipient", email, email, email))
+        from chalicelib.services.sharing import ViewerCookies
+
+        presented = audience.email_of_pass(self.ctx, found.doc, ViewerCookies.of(cookies).recipient)
+        if presented is not None:
+            raise Forbidden(f"{presented} is not among the people this document is shared with.")
+        raise Unauthorized("Sign in as a member of this document's workspace to review it.")
 
     def _share_access(self, share_id: str, cookies: Any, version_number: Optional[int]) -> tuple[Any, Any]:
-        from chalicelib.services.sharing import ShareService, ViewerCookies
+        """(the viewer's Access, the member a pass names or None). A recipient pass the link no
+        longer admits is 403 here, not 401: the reviewer is known, and outside the audience."""
+        from chalicelib.services.sharing import RecipientsOnly, ShareService, ViewerCookies
 
         sharing = ShareService(self.ctx)
-        found = sharing.access(share_id, cookies, version_number)
+        try:
+            found = sharing.access(share_id, cookies, version_number)
+        except RecipientsOnly as exc:
+            if exc.presented is not None:
+                raise Forbidden(f"{exc.presented} is not among the people this document is shared with.") from exc
+            raise
         return found, sharing.member_of_pass(found.doc, ViewerCookies.of(cookies).member)
 
     # ---------------------------------------------------------------- the dashboard

@@ -21,7 +21,7 @@ from chalicelib.domain import limits, links, plans, strength
 from chalicelib.errors import FeatureNotInPlan, Gone, NotFound, RateLimited, Unauthorized, ValidationFailed
 from chalicelib.models import ShareRotated
 from chalicelib.ports import BlobNotFound, StaleDocument, version_key
-from chalicelib.services import access, cdn, ratelimits, static_pages
+from chalicelib.services import access, audience, cdn, ratelimits, static_pages
 from chalicelib.services.context import Context, new_share_id
 from chalicelib.services import activity
 from chalicelib.services.access import Actor, Who, requires
@@ -62,11 +62,21 @@ class MembersOnly(Locked):
     """A workspace-only link opened by someone not signed in as a member."""
 
 
+class RecipientsOnly(Locked):
+    """A `recipients` link opened without a recipient's pass or a member's (contract 7f)."""
+
+    def __init__(self, message: str, presented: Optional[str] = None):
+        super().__init__(message)
+        self.presented = presented  # the address a signed pass named, no longer admitted
+
+
 @dataclass(frozen=True)
 class ViewerCookies:
-    """What a share-link viewer presents: the unlock cookie and the member pass."""
+    """What a share-link viewer presents: the unlock cookie, the member pass and the
+    recipient pass (contract 7f)."""
     unlock: Optional[str] = None
     member: Optional[str] = None
+    recipient: Optional[str] = None
 
     @staticmethod
     def of(value: "Union[str, ViewerCookies, None]") -> "ViewerCookies":
@@ -84,6 +94,14 @@ Viewer = Union[str, ViewerCookies, None]
 
 def members_only(doc: Document) -> bool:
     return doc.share_access == "workspace"
+
+
+def protected(doc: Document) -> bool:
+    """Not for every viewer alike (a passphrase, members only, recipients): never in a shared cache."""
+    return bool(doc.passphrase_hash) or doc.share_access in ("workspace", "recipients")
+
+
+RECIPIENTS_ONLY = "This document is shared with some people only."
 
 
 @dataclass(frozen=True)
@@ -120,11 +138,12 @@ class Access:
     version_number: int
     cache_seconds: int = links.EDGE_TTL_SECONDS
     has_files: bool = False
+    recipient: Optional[str] = None  # the verified recipient viewing it (7f), else None
 
     @property
     def protected(self) -> bool:
-        """Not for every viewer alike (passphrase, or members only): never in a shared cache."""
-        return bool(self.doc.passphrase_hash) or members_only(self.doc)
+        """Not for every viewer alike (passphrase, members only, recipients): never in a shared cache."""
+        return protected(self.doc)
 
 
 @dataclass(frozen=True)
@@ -135,6 +154,7 @@ class SharePage:
     locked: bool
     protected: bool
     members_only: bool = False  # locked because the link is for signed-in members only
+    recipients_only: bool = False  # locked until an emailed code (or a member's pass): 7f
     title: Optional[str] = None
     version_id: Optional[str] = None
     version_number: Optional[int] = None
@@ -263,6 +283,11 @@ class ShareService:
             raise Gone("This link has expired.")
         return doc, workspace, version
 
+    def access_settings(self, share_id: str) -> Document:
+        """The live link's document (NotFound, Gone), before any viewer check: the email step
+        of a `recipients` link asks who the viewer is."""
+        return self._resolve(share_id)[0]
+
     def cache_seconds(self, doc: Document) -> int:
         """How long a shared cache may keep a public answer of this link (<= 60 s, never past expiry)."""
         return links.cache_seconds(doc, self.ctx.now_ms())
@@ -277,19 +302,32 @@ class ShareService:
             raise NotFound("No such version.")
         cookies = ViewerCookies.of(unlock_cookie)
         doc, workspace, version = self._resolve(share_id, version_number, looked_up)
+        recipient = None
         if members_only(doc):
             if not self.member_pass_valid(doc, cookies.member):
                 raise MembersOnly("This document is shared with the members of its workspace only.")
+        elif audience.for_recipients(doc):
+            recipient = self.recipient_admitted(doc, cookies)
         elif doc.passphrase_hash and not self.cookie_unlocks(doc, cookies.unlock):
             raise Locked("This document is protected by a passphrase.")
         ttl = self.cache_seconds(doc)
         if version_number is None:
             return Access(share_id, doc, workspace, doc.latest_version_id, doc.version_count, ttl,
-                          "files" in (doc.latest_content or ""))
+                          "files" in (doc.latest_content or ""), recipient)
         if version is None:
             raise NotFound("No such version.")
         return Access(share_id, doc, workspace, version.version_id, version.number, ttl,
-                      bool(version.files))
+                      bool(version.files), recipient)
+
+    def recipient_admitted(self, doc: Document, cookies: ViewerCookies) -> Optional[str]:
+        """A `recipients` link: the verified recipient this viewer is (None for a member with
+        a pass); RecipientsOnly for anyone else, naming the address a stale pass presented."""
+        email = audience.email_of_pass(self.ctx, doc, cookies.recipient)
+        if email is not None and audience.admitted(self.ctx, doc, email):
+            return email
+        if self.member_pass_valid(doc, cookies.member):
+            return None
+        raise RecipientsOnly(RECIPIENTS_ONLY, email)
 
     def page(self, share_id: str, version_number: Optional[int] = None,
              unlock_cookie: Viewer = None, looked_up: Optional[ShareLookup] = None) -> SharePage:
@@ -297,8 +335,14 @@ class ShareService:
             access = self.access(share_id, unlock_cookie, version_number, looked_up)
         except MembersOnly:
             return SharePage(share_id=share_id, locked=True, protected=True, members_only=True)
+        except RecipientsOnly:
+            return SharePage(share_id=share_id, locked=True, protected=True, recipients_only=True)
         except Locked:
             return SharePage(share_id=share_id, locked=True, protected=True)
+        if access.recipient is not None:
+            # One opening of the page counted per request; a revocation that came first wins.
+            self.ctx.recipients.record_open(access.doc.document_id, access.doc.workspace_id, access.recipient,
+                                            self.ctx.now_ms())
         return SharePage(
             share_id=share_id, locked=False, protected=access.protected, title=access.doc.title,
             version_id=access.version_id, version_number=access.version_number,
@@ -318,7 +362,7 @@ class ShareService:
         from chalicelib.ports import document_prefix
 
         doc, workspace, _ = self._resolve(share_id)
-        if doc.passphrase_hash or members_only(doc):
+        if protected(doc):
             raise NotFound("No such link.")
         name = Branding.of(workspace).card_name
         key = cards.card_key(doc.title, name)
@@ -360,7 +404,7 @@ class ShareService:
         except BlobNotFound as exc:
             raise NotFound("No such version.") from exc
 
-    def live(self, share_id: str, unlock_cookie: Optional[str] = None) -> LivePage:
+    def live(self, share_id: str, unlock_cookie: Viewer = None) -> LivePage:
         """The latest version and feedback activity of a link (the same checks as the page:
         NotFound, Gone, Locked); counts no view."""
         found = self.access(share_id, unlock_cookie)
@@ -376,14 +420,16 @@ class ShareService:
             raise NotFound("No such version.")
         doc, _workspace, _ = self._resolve(share_id)
         cookies = ViewerCookies.of(unlock_cookie)
-        protected = bool(doc.passphrase_hash) or members_only(doc)
         token_ok = self._grant_valid(doc, content_token, CONTENT_SALT, CONTENT_TOKEN_SECONDS, version_id)
         if members_only(doc):
             if not (self.member_pass_valid(doc, cookies.member) or token_ok):
                 raise MembersOnly("This document is shared with the members of its workspace only.")
-        elif protected and not (self.cookie_unlocks(doc, cookies.unlock) or token_ok):
+        elif audience.for_recipients(doc):
+            if not token_ok:
+                self.recipient_admitted(doc, cookies)
+        elif doc.passphrase_hash and not (self.cookie_unlocks(doc, cookies.unlock) or token_ok):
             raise Locked("This document is protected by a passphrase.")
-        return ContentRef(doc, version_id, protected, self.cache_seconds(doc))
+        return ContentRef(doc, version_id, protected(doc), self.cache_seconds(doc))
 
     def open_file(self, ref: ContentRef, path: str) -> "FileRef":
         """A bundle file of the version `ref` opened (its access already checked)."""

@@ -35,7 +35,26 @@ TABLES = {"workspaces", "api_keys", "documents", "versions", "share_links", "ide
           # reviews (contract 7e; adapters/sqlite/reviews.py)
           "reviews",
           # waiting requests and pending uploads (issue 33)
-          "leases"}
+          "leases",
+          # workspace exports (contract 7g; adapters/sqlite/exports.py)
+          "exports",
+          # audiences (contract 7f; adapters/sqlite/recipients.py)
+          "recipients", "recipient_codes", "audience"}
+
+
+def undo_migration_16(conn) -> None:
+    """Back to schema 15: no audiences, and share_access's CHECK without 'recipients'."""
+    for table in ("recipients", "recipient_codes", "audience"):
+        conn.execute(f"DROP TABLE {table}")
+    conn.execute("ALTER TABLE documents DROP COLUMN share_recipients")
+    conn.execute("ALTER TABLE feedback DROP COLUMN recipient_email")
+    version = conn.execute("PRAGMA schema_version").fetchone()[0]
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute("UPDATE sqlite_master SET sql = replace(sql, ?, ?) WHERE name = 'documents'",
+                 ("CHECK (share_access IN ('public', 'workspace', 'recipients'))",
+                  "CHECK (share_access IN ('public', 'workspace'))"))
+    conn.execute(f"PRAGMA schema_version = {version + 1}")
+    conn.execute("PRAGMA writable_schema = OFF")
 
 
 @pytest.fixture
@@ -160,6 +179,8 @@ def test_migration_12_keeps_the_keys_already_stored_as_workspace_keys(repos, dat
     conn.execute("DROP TABLE leases")  # and what 12 -> 13 adds
     conn.execute("ALTER TABLE workspaces DROP COLUMN secret_scanning")  # and what 13 -> 14 adds
     conn.execute("ALTER TABLE workspaces DROP COLUMN pii_scanning")
+    undo_migration_16(conn)
+    conn.execute("DROP TABLE exports")  # and what 14 -> 15 adds
     conn.execute("PRAGMA user_version = 11")
     reopened = repositories(data_dir, shared=False)
     assert reopened.keys.get("key_old").created_by is None
@@ -461,9 +482,33 @@ def test_migration_14_adds_the_scanning_settings_with_their_defaults(data_dir, r
     conn = repos.documents.db.connection()
     conn.execute("ALTER TABLE workspaces DROP COLUMN secret_scanning")
     conn.execute("ALTER TABLE workspaces DROP COLUMN pii_scanning")
+    undo_migration_16(conn)
+    conn.execute("DROP TABLE exports")
     conn.execute("PRAGMA user_version = 13")
     reopened = repositories(data_dir, shared=False)
     old = reopened.workspaces.get("ws_scan")
     assert (old.secret_scanning, old.pii_scanning) == (None, None)
     changed = reopened.workspaces.set_fields("ws_scan", {"secret_scanning": "warn", "pii_scanning": "warn"})
     assert (changed.secret_scanning, changed.pii_scanning) == ("warn", "warn")
+
+
+def test_migration_16_widens_share_access_and_keeps_the_documents_stored(data_dir, repos):
+    """Contract 7f: a document stored before schema 16 reads with no recipients, and may then
+    become a `recipients` link (the CHECK of schema 7 widened in place, every row kept)."""
+    ctx, documents, workspaces = services_on(repos)
+    _, created = workspaces.create_workspace("Old")
+    doc = publish(documents, created.api_key, title="Before")
+    conn = repos.documents.db.connection()
+    undo_migration_16(conn)
+    conn.execute("PRAGMA user_version = 15")
+    with pytest.raises(Exception):
+        conn.execute("UPDATE documents SET share_access = 'recipients'")  # schema 15 refuses it
+    reopened = repositories(data_dir, shared=False)
+    stored = reopened.documents.get(doc.document_id)
+    assert stored.title == "Before" and stored.share_recipients == () and stored.share_access == "public"
+    changed = reopened.documents.update_fields(stored, {"share_access": "recipients",
+                                                        "share_recipients": ("a@b.example", "@c.example")})
+    assert changed.share_access == "recipients" and changed.share_recipients == ("a@b.example", "@c.example")
+    assert reopened.documents.db.one("PRAGMA integrity_check")["integrity_check"] == "ok"
+    with pytest.raises(Exception):
+        reopened.documents.db.connection().execute("UPDATE documents SET share_access = 'nobody'")

@@ -49,7 +49,8 @@ def test_submit_json_and_form(client, workspace):
         "feedback_id": first, "document_id": doc["document_id"], "version_id": doc["version_id"],
         "message": "Typo in §2", "name": "Ana", "quote": "teh results", "status": "open",
         "created_at": by_id[first]["created_at"], "resolved_at": None, "anchor": None, "replies": [],
-        "anchor_state": None, "suggestion": None, "resolved_in_version": None}
+        "anchor_state": None, "suggestion": None, "resolved_in_version": None,
+        "recipient_email": None}
     assert by_id[second]["name"] is None and by_id[second]["quote"] is None
     assert by_id[second]["message"] == "Form post ✓"
     assert _open_count(client, key, doc["document_id"]) == 2

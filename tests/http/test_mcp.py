@@ -15,7 +15,7 @@ TOOL_NAMES = {"publish_document", "edit_document", "get_document", "update_docum
               "get_document_stats",
               "set_passphrase", "rotate_share_link", "list_versions", "delete_version", "reply_to_feedback",
               "wait_for_feedback", "accept_suggestion", "submit_review", "list_reviews", "wait_for_review",
-              "request_review"}
+              "request_review", "list_recipients", "revoke_recipient"}
 ACCEPT = "application/json, text/event-stream"
 
 
@@ -112,7 +112,7 @@ def test_tools_list_schemas_and_annotations(client, key):
     assert publish["inputSchema"]["required"] == ["html"]  # title is inferred when left out (7b)
     assert set(publish["inputSchema"]["properties"]) == {"title", "html", "document_id", "note", "description",
                                                         "share_enabled", "share_expires_at", "format", "files", "share_access",
-                                                        "allow_secrets"}
+                                                        "share_recipients", "allow_secrets"}
     assert publish["inputSchema"]["properties"]["title"]["anyOf"][0]["maxLength"] == 500
     assert "4 MiB" in publish["description"] and "5 documents" in publish["description"]
     assert "60" in publish["description"]

@@ -118,7 +118,7 @@ def _tool_arguments(fn, world) -> dict:
             "html": "<p>t</p>", "edits": [EditOperation(old_string="x", new_string="z")], "query": "Doc",
             "passphrase": "a long and unusual passphrase 42", "message": "a reply",
             "version_id": "v_unknown", "decision": "approved", "reviewers": ["someone@example.com"],
-            "export_id": "exp_zzzzzzzzzzzzzzzz"}
+            "export_id": "exp_zzzzzzzzzzzzzzzz", "email": "someone@example.com"}
     arguments = {}
     for name, parameter in inspect.signature(fn).parameters.items():
         if parameter.default is inspect.Parameter.empty:

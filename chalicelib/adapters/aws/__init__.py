@@ -33,6 +33,7 @@ def repositories():
     from chalicelib.adapters.aws.workspaces import ApiKeyRepository, WorkspaceRepository
     from chalicelib.adapters.aws.people import PeopleRepository
     from chalicelib.adapters.aws.reviews import ReviewRepository
+    from chalicelib.adapters.aws.recipients import RecipientRepository
     from chalicelib.ports import Repositories
 
     table = Table()
@@ -43,4 +44,4 @@ def repositories():
         views=ViewCounterRepository(table), kind="aws", oauth=OAuthRepository(table),
         cdn_pending=PendingInvalidationRepository(table), webhooks=WebhookRepository(table),
         people=PeopleRepository(table), reviews=ReviewRepository(table), leases=LeaseRepository(table),
-        exports=ExportRepository(table))
+        exports=ExportRepository(table), recipients=RecipientRepository(table))

@@ -228,7 +228,9 @@ def document_record(item: Optional[Mapping[str, Any]]) -> Optional[Document]:
     if item is None:
         return None
     requested = item.get("review_requested")
-    return from_fields(Document, {**item, "review_requested": tuple(requested) if requested else ()})
+    audience = item.get("share_recipients")
+    return from_fields(Document, {**item, "review_requested": tuple(requested) if requested else (),
+                                  "share_recipients": tuple(audience) if audience else ()})
 
 
 # A new document's item leaves out what reads as absent (`deleting` is a condition:

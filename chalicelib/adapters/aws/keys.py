@@ -240,3 +240,22 @@ def invites_index_pk(workspace_id: str) -> str:
 
 def activity_pk(workspace_id: str) -> str:
     return f"ACT#{workspace_id}"
+
+
+# Recipients (adapters/aws/recipients.py): a document's recipients and codes in one partition;
+# the audience by entry in the entry's partition ("Shared with me": one Query per entry).
+
+def recipients_pk(document_id: str) -> str:
+    return f"RCPT#{document_id}"
+
+
+def recipient_key(document_id: str, email: str) -> dict:
+    return {"PK": recipients_pk(document_id), "SK": f"R#{email}"}
+
+
+def recipient_code_key(document_id: str, email: str) -> dict:
+    return {"PK": recipients_pk(document_id), "SK": f"C#{email}"}
+
+
+def audience_key(entry: str, document_id: str) -> dict:
+    return {"PK": f"AUD#{entry}", "SK": document_id}

@@ -74,6 +74,7 @@ def repositories(data_dir: str | Path, shared: bool = True):
     from chalicelib.adapters.sqlite.workspaces import ApiKeyRepository, WorkspaceRepository
     from chalicelib.adapters.sqlite.people import PeopleRepository
     from chalicelib.adapters.sqlite.reviews import ReviewRepository
+    from chalicelib.adapters.sqlite.recipients import RecipientRepository
     from chalicelib.ports import Repositories
 
     db, blobs = _shared(str(Path(data_dir).resolve())) if shared else open_storage(data_dir)
@@ -84,4 +85,4 @@ def repositories(data_dir: str | Path, shared: bool = True):
         views=ViewCounterRepository(db), kind="sqlite", oauth=OAuthRepository(db),
         cdn_pending=PendingInvalidationRepository(db), webhooks=WebhookRepository(db),
         people=PeopleRepository(db), reviews=ReviewRepository(db), leases=LeaseRepository(db),
-        exports=ExportRepository(db))
+        exports=ExportRepository(db), recipients=RecipientRepository(db))

@@ -473,11 +473,65 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX exports_running ON exports (workspace_id, status, deadline_ms);
     """,
+    # 15 -> 16: audiences (contract 7f): the recipients of a link, their email codes (a keyed
+    # hash, never the code), the audience by entry ("Shared with me"), a verified recipient's
+    # feedback; share_access gains 'recipients' (SCHEMA_EDITS[15]: a CHECK cannot be altered).
+    """
+    ALTER TABLE documents ADD COLUMN share_recipients TEXT;  -- JSON [email | @domain, ...]
+    ALTER TABLE feedback ADD COLUMN recipient_email TEXT;
+    CREATE TABLE recipients (
+        document_id     TEXT NOT NULL,
+        email           TEXT NOT NULL,
+        workspace_id    TEXT NOT NULL,
+        views           INTEGER NOT NULL DEFAULT 0 CHECK (views >= 0),
+        first_opened_ms INTEGER,
+        last_opened_ms  INTEGER,
+        revoked_ms      INTEGER,
+        PRIMARY KEY (document_id, email)
+    ) WITHOUT ROWID;
+    CREATE TABLE recipient_codes (
+        document_id     TEXT NOT NULL,
+        email           TEXT NOT NULL,
+        code_hash       TEXT NOT NULL,
+        expires_ms      INTEGER NOT NULL,
+        tries           INTEGER NOT NULL DEFAULT 0 CHECK (tries >= 0),
+        PRIMARY KEY (document_id, email)
+    ) WITHOUT ROWID;
+    CREATE TABLE audience (
+        entry           TEXT NOT NULL,  -- an email or @domain of a document's share_recipients
+        document_id     TEXT NOT NULL,
+        workspace_id    TEXT NOT NULL,
+        added_ms        INTEGER NOT NULL,
+        PRIMARY KEY (entry, document_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX audience_by_document ON audience (document_id);
+    """,
 ]
+
+
+def _allow_recipients_access(tx: sqlite3.Connection) -> None:
+    """documents.share_access's CHECK gains 'recipients': SQLite cannot alter a CHECK, and
+    rebuilding the table would touch every foreign key to it, so the stored definition is
+    widened in place, as SQLite's ALTER TABLE documentation describes for constraints
+    (writable_schema, then a new schema_version so every connection reads it again)."""
+    old = "CHECK (share_access IN ('public', 'workspace'))"
+    new = "CHECK (share_access IN ('public', 'workspace', 'recipients'))"
+    version = tx.execute("PRAGMA schema_version").fetchone()[0]
+    tx.execute("PRAGMA writable_schema = ON")
+    try:
+        tx.execute("UPDATE sqlite_master SET sql = replace(sql, ?, ?) WHERE type = 'table' AND name = 'documents'",
+                   (old, new))
+        tx.execute(f"PRAGMA schema_version = {int(version) + 1}")
+    finally:
+        tx.execute("PRAGMA writable_schema = OFF")
+
+
+# Changes a migration's statements cannot say, run right after MIGRATIONS[i].
+SCHEMA_EDITS = {15: _allow_recipients_access}
 
 SCHEMA_VERSION = len(MIGRATIONS)
 JSON_COLUMNS = ("writes", "hits", "files", "detail", "anchor", "payload", "events", "secrets", "suggestion",
-                "review_decisions", "review_requested")
+                "review_decisions", "review_requested", "share_recipients")
 
 
 def row_dict(row: Optional[sqlite3.Row]) -> Optional[dict]:
@@ -543,6 +597,8 @@ class Database:
             for number in range(version, SCHEMA_VERSION):
                 for statement in _statements(MIGRATIONS[number]):
                     tx.execute(statement)
+                if number in SCHEMA_EDITS:
+                    SCHEMA_EDITS[number](tx)
             if version != SCHEMA_VERSION:
                 tx.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 

@@ -28,7 +28,8 @@ from chalicelib.ports.records import (
     WriteRefused,
 )
 
-DOCUMENT_FIELDS = ("title", "description", "share_enabled", "share_expires_ms", "latest_content", "share_access")
+DOCUMENT_FIELDS = ("title", "description", "share_enabled", "share_expires_ms", "latest_content", "share_access",
+                   "share_recipients")
 VERSION_COLUMNS = "version_id, number, note, created_ms, size_bytes, blob_key, format, files"
 LIVE = "document_id = ? AND workspace_id = ? AND deleting = 0"
 MAX_GET_MANY = 100
@@ -132,7 +133,9 @@ def document_record(row: Optional[Mapping[str, Any]]) -> Optional[Document]:
     if row is None:
         return None
     requested = row.get("review_requested")
-    return from_fields(Document, {**row, "review_requested": tuple(requested) if requested else ()})
+    audience = row.get("share_recipients")
+    return from_fields(Document, {**row, "review_requested": tuple(requested) if requested else (),
+                                  "share_recipients": tuple(audience) if audience else ()})
 
 
 def version_record(row: Optional[Mapping[str, Any]]) -> Optional[Version]:
@@ -254,13 +257,14 @@ class DocumentRepository:
                        (doc.workspace_id,))
             tx.execute("INSERT INTO documents (document_id, workspace_id, title, description, share_id, created_ms, "
                        "updated_ms, version_count, latest_version_id, latest_size, open_feedback_count, "
-                       "share_enabled, share_expires_ms, latest_content, share_access) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       "share_enabled, share_expires_ms, latest_content, share_access, share_recipients) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        (doc.document_id, doc.workspace_id, doc.title, doc.description or "",
                         doc.share_id, doc.created_ms, doc.updated_ms, doc.version_count,
                         doc.latest_version_id, doc.latest_size, doc.open_feedback_count,
                         1 if doc.share_enabled else 0, doc.share_expires_ms,
-                        doc.latest_content, doc.share_access or "public"))
+                        doc.latest_content, doc.share_access or "public",
+                        json.dumps(list(doc.share_recipients)) if doc.share_recipients else None))
             self._insert_version(tx, doc.document_id, version)
             tx.execute("INSERT INTO share_links (share_id, document_id, workspace_id) VALUES (?, ?, ?)",
                        (doc.share_id, doc.document_id, doc.workspace_id))
@@ -293,7 +297,8 @@ class DocumentRepository:
                 raise StaleDocument(current)
             new_file_bytes = check_quota(tx, quota)
             sets: dict[str, Any] = {"version_count": version.number, "latest_version_id": version.version_id,
-                                    "latest_size": version.size_bytes, "updated_ms": version.created_ms, **changes}
+                                    "latest_size": version.size_bytes, "updated_ms": version.created_ms,
+                                    **_bound(changes)}
             tx.execute(f"UPDATE documents SET {', '.join(f'{k} = ?' for k in sets)} WHERE document_id = ?",  # noqa: S608
                        (*sets.values(), doc.document_id))
             self._insert_version(tx, doc.document_id, version)
@@ -331,7 +336,7 @@ class DocumentRepository:
         with self.db.write() as tx:
             changed = tx.execute(
                 f"UPDATE documents SET {', '.join(f'{k} = ?' for k in fields)} WHERE {LIVE}",  # noqa: S608
-                (*fields.values(), doc.document_id, doc.workspace_id)).rowcount
+                (*_bound(fields).values(), doc.document_id, doc.workspace_id)).rowcount
             if not changed:
                 raise StaleDocument(None)
             if activity is not None:
@@ -441,6 +446,14 @@ class DocumentRepository:
                 tx.execute("DELETE FROM documents WHERE document_id = ?", (document_id,))
 
         self.db.deleting(work)
+
+
+def _bound(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Document fields as columns take them (the audience as JSON)."""
+    out = dict(fields)
+    if "share_recipients" in out:
+        out["share_recipients"] = json.dumps(list(out["share_recipients"])) if out["share_recipients"] else None
+    return out
 
 
 def _check_fields(fields: Mapping[str, Any]) -> None:

@@ -17,7 +17,7 @@ from chalicelib.ports.records import (
 )
 
 COLUMNS = ("feedback_id", "document_id", "workspace_id", "version_id", "version_number", "message", "name",
-           "quote", "anchor", "status", "created_ms", "resolved_ms", "suggestion")
+           "quote", "anchor", "status", "created_ms", "resolved_ms", "suggestion", "recipient_email")
 REPLY_COLUMNS = ("reply_id", "feedback_id", "document_id", "workspace_id", "message", "name", "author",
                  "created_ms")
 EVENT_COLUMNS = ("event_id", "workspace_id", "document_id", "type", "feedback_id", "reply_id", "wakes",

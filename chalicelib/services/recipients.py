@@ -1,0 +1,159 @@
+"""Recipients of `recipients` links (contract 7f): the email step and its code on the
+share page, and, for the document's people, who opened it and revoking one person.
+
+The email step answers the same for any address (no enumeration): a code goes only to
+an admitted address, and only the mail itself says so. A code is 6 digits, valid 10
+minutes, stored as a keyed hash (HMAC with the service's secret: 10^6 codes would be
+guessed from a plain hash), good for 5 tries; the fifth wrong try spends it until a new
+one is sent. Code requests count per email address and per client address, whatever
+the answer, through the one rate limiter (services/ratelimits.py).
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import builtins
+import re
+import secrets
+from dataclasses import dataclass
+
+from chalicelib import config
+from chalicelib.domain import limits
+from chalicelib.errors import NotFound, Unauthorized, ValidationFailed
+from chalicelib.models import RecipientInfo, RecipientList
+from chalicelib.ports.records import Document
+from chalicelib.services import access, activity, audience, cdn, mailing, ratelimits
+from chalicelib.services.access import Who, requires
+from chalicelib.services.context import Context, rfc3339
+from chalicelib.services.sharing import ShareService, share_path
+
+_EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$")
+_CODE = re.compile(r"^[0-9]{6}$")
+
+
+class WrongCode(Unauthorized):
+    """A code that is not the one sent (401, with the tries left)."""
+
+
+@dataclass(frozen=True)
+class RecipientPass:
+    cookie_name: str
+    cookie_value: str
+    max_age: int
+    path: str
+
+
+def valid_email(value: str, field: str = "email") -> str:
+    email = (value or "").strip().lower()
+    if len(email) > 254 or not _EMAIL.match(email):
+        raise ValidationFailed.field(field, "must be an email address")
+    return email
+
+
+def _code_hash(document_id: str, email: str, code: str) -> str:
+    message = f"recipient-code:{document_id}:{email}:{code}".encode()
+    return hmac.new(config.secret_key().encode(), message, hashlib.sha256).hexdigest()
+
+
+class RecipientService:
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self.sharing = ShareService(ctx)
+
+    # ---------------------------------------------------------------- the share page
+
+    def _link(self, share_id: str) -> Document:
+        doc = self.sharing.access_settings(share_id)
+        if not audience.for_recipients(doc):
+            raise NotFound("No such link.")
+        return doc
+
+    def request_code(self, share_id: str, email: str, client_ip: str) -> str:
+        """Mail a code to `email` if it may open the link; the same answer (the address,
+        lowercased) whether or not. 422 for what is not an email address, 429 past the limits."""
+        doc = self._link(share_id)
+        email = valid_email(email)
+        ratelimits.hit(self.ctx, ratelimits.viewer_scope("recipient-code-ip", "any", client_ip),
+                       limits.RECIPIENT_CODES_PER_IP, limits.REFUSALS["recipient-code-ip"])
+        ratelimits.hit(self.ctx, ratelimits.scope_key("recipient-code-email", _email_digest(email)),
+                       limits.RECIPIENT_CODES_PER_EMAIL, limits.REFUSALS["recipient-code-email"])
+        if audience.admitted(self.ctx, doc, email):
+            from chalicelib.ports.records import RecipientCode
+
+            code = f"{secrets.randbelow(10 ** limits.RECIPIENT_CODE_DIGITS):0{limits.RECIPIENT_CODE_DIGITS}d}"
+            self.ctx.recipients.put_code(RecipientCode(
+                doc.document_id, email, _code_hash(doc.document_id, email, code),
+                self.ctx.now_ms() + limits.RECIPIENT_CODE_SECONDS * 1000))
+            workspace = self.ctx.workspaces.get(doc.workspace_id)
+            mailing.send(self.ctx, mailing.render(
+                "recipient_code", email, mailing.branding_of(workspace), code=code, title=doc.title,
+                minutes=limits.RECIPIENT_CODE_SECONDS // 60,
+                workspace_name=workspace.name if workspace else "Docpub",
+                link=config.base_url() + share_path(doc.share_id)))
+        return email
+
+    def verify_code(self, share_id: str, email: str, code: str) -> RecipientPass:
+        """The right code: a viewer pass for this link (30 days) and the recipient recorded.
+        Anything else: WrongCode (401) with the tries left; 0 once the code is spent."""
+        doc = self._link(share_id)
+        email = valid_email(email)
+        code = (code or "").strip()
+        stored = self.ctx.recipients.get_code(doc.document_id, email)
+        if (stored is None or stored.expires_ms <= self.ctx.now_ms()
+                or stored.tries >= limits.RECIPIENT_CODE_TRIES):
+            raise _spent()
+        right = bool(_CODE.match(code)) and hmac.compare_digest(
+            _code_hash(doc.document_id, email, code), stored.code_hash)
+        if right and audience.admitted(self.ctx, doc, email) and self.ctx.recipients.use_code(stored):
+            self.ctx.recipients.record_open(doc.document_id, doc.workspace_id, email, self.ctx.now_ms(), views=0)
+            return RecipientPass(audience.RECIPIENT_COOKIE, audience.issue_pass(self.ctx, doc, email),
+                                 audience.RECIPIENT_PASS_SECONDS, share_path(doc.share_id))
+        if not self.ctx.recipients.spend_try(stored):
+            raise _spent()  # another try (or a new code) came first: ask again
+        left = limits.RECIPIENT_CODE_TRIES - stored.tries - 1
+        if left <= 0:
+            raise _spent("That code is not right, and it was the last try.")
+        tries = "1 try" if left == 1 else f"{left} tries"
+        raise WrongCode(f"That code is not right; {tries} left.", {"tries_left": left})
+
+    # ---------------------------------------------------------------- the document's people
+
+    @requires("list_recipients")
+    def list(self, who: Who, document_id: str) -> RecipientList:
+        found = access.find_document(self.ctx, who, document_id)
+        return RecipientList(recipients=self.listed(found.document))
+
+    def listed(self, doc: Document) -> builtins.list[RecipientInfo]:
+        """Listed addresses and addresses verified under a listed domain, revoked ones too."""
+        recorded = {r.email: r for r in self.ctx.recipients.list_for_document(doc.document_id)}
+        emails = set(recorded) | {e for e in doc.share_recipients if not e.startswith("@")}
+        shown = []
+        for email in sorted(emails):
+            item = recorded.get(email)
+            shown.append(RecipientInfo(
+                email=email, first_opened_at=rfc3339(item.first_opened_ms) if item else None,
+                last_opened_at=rfc3339(item.last_opened_ms) if item else None, views=item.views if item else 0,
+                revoked=bool(item and item.revoked_ms is not None)
+                or (item is not None and not audience.listed(doc.share_recipients, email))))
+        return shown
+
+    @requires("revoke_recipient")
+    def revoke(self, who: Who, document_id: str, email: str) -> None:
+        """Refuse one person from their next request on (and at the edge: the link is dropped
+        from the CDN, though recipient pages are never kept there)."""
+        found = access.find_document(self.ctx, who, document_id)
+        doc = found.document
+        email = valid_email(email)
+        self.ctx.recipients.revoke(doc.document_id, doc.workspace_id, email, self.ctx.now_ms())
+        cdn.withdraw(self.ctx, doc.share_id, "recipient revoked")
+        activity.record(self.ctx, found.actor, doc.workspace_id, "share.recipient_revoked", doc.document_id,
+                        {"title": doc.title, "email": email})
+
+
+def _spent(message: str = "This code can no longer be used.") -> WrongCode:
+    return WrongCode(message + " Ask for a new code.", {"tries_left": 0})
+
+
+def _email_digest(email: str) -> str:
+    """A rate log names an address by a keyed hash only."""
+    return hmac.new(config.secret_key().encode(), email.encode(), hashlib.sha256).hexdigest()[:32]
