@@ -569,9 +569,15 @@ def share_unlock(share_id):
         return _unlock_page(share_id, version, 401, exc.message)
     except errors.RateLimited as exc:
         return _unlock_page(share_id, version, 429, exc.message, dict(exc.headers))
+    return _back_to_link(share_id, version, unlocked)
+
+
+def _back_to_link(share_id: str, version: Optional[int], granted) -> Response:
+    """303 back to the link with the viewer cookie `granted` (an unlock or a recipient pass):
+    that link only, HttpOnly, SameSite=Lax, Secure on https."""
     secure = "; Secure" if config.base_url().startswith("https://") else ""
-    cookie = (f"{unlocked.cookie_name}={unlocked.cookie_value}; Path={unlocked.path}; "
-              f"Max-Age={unlocked.max_age}; HttpOnly; SameSite=Lax{secure}")
+    cookie = (f"{granted.cookie_name}={granted.cookie_value}; Path={granted.path}; "
+              f"Max-Age={granted.max_age}; HttpOnly; SameSite=Lax{secure}")
     location = share_path(share_id) + (f"?v={version}" if version else "")
     return Response(body="", status_code=303,
                     headers={"Location": location, "Set-Cookie": cookie, "Cache-Control": CACHE_PRIVATE,
@@ -627,13 +633,7 @@ def share_recipient_code(share_id):
         return _recipients_page(share_id, version, 422, "Enter an email address, like name@example.com.")
     except WrongCode as exc:
         return _code_page(share_id, version, form.email.strip().lower()[:254], 401, exc.message)
-    secure = "; Secure" if config.base_url().startswith("https://") else ""
-    cookie = (f"{granted.cookie_name}={granted.cookie_value}; Path={granted.path}; "
-              f"Max-Age={granted.max_age}; HttpOnly; SameSite=Lax{secure}")
-    location = share_path(share_id) + (f"?v={version}" if version else "")
-    return Response(body="", status_code=303,
-                    headers={"Location": location, "Set-Cookie": cookie, "Cache-Control": CACHE_PRIVATE,
-                             "Referrer-Policy": "no-referrer", "X-Robots-Tag": "noindex, nofollow"})
+    return _back_to_link(share_id, version, granted)
 
 
 def _cache_headers(cache: str):

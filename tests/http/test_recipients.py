@@ -38,14 +38,6 @@ def _verify(viewer: DashboardClient, share: str, email: str, code: str):
 
 
 @pytest.fixture
-def signed_in(client, app_clock, fast_argon2):
-    dash = DashboardClient(client)
-    dash.sign_up(email="owner@example.com", workspace="Acme")
-    page = dash.post("/dashboard/keys", {"name": "ci"}, csrf=dash.token())
-    return dash, re.search(r"dpk_[A-Za-z0-9_-]{32,}", page.text).group(0)
-
-
-@pytest.fixture
 def audit(client, key, app_clock):
     doc = publish(client, key, title="Audit pack", share_access="recipients", share_recipients=AUDIT)
     return doc
@@ -272,8 +264,8 @@ def test_removing_an_entry_revokes_it_and_listing_it_again_admits_again(client, 
     assert "Audit pack" in viewer.get(f"/d/{share}").text
 
 
-def test_members_open_a_recipients_link_without_the_email_step(client, signed_in):
-    owner, key = signed_in
+def test_members_open_a_recipients_link_without_the_email_step(client, signed_in_owner):
+    owner, key = signed_in_owner
     doc = publish(client, key, title="Board notes", share_access="recipients", share_recipients=["x@y.example"])
     share = doc["share_id"]
     first = owner.get(f"/d/{share}")

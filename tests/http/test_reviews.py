@@ -181,18 +181,6 @@ def test_mcp_tools_request_review_submit_and_wait(client, team, app_clock, monke
 
 # ------------------------------------------------------------------ the share page (members signed in)
 
-@pytest.fixture
-def signed_in_owner(client, app_clock, fast_argon2):
-    from tests.dashboard_client import DashboardClient
-
-    dash = DashboardClient(client)
-    dash.sign_up(email="owner@example.com", workspace="Acme")
-    page = dash.post("/dashboard/keys", {"name": "ci"}, csrf=dash.token())
-    import re
-
-    return dash, re.search(r"dpk_[A-Za-z0-9_-]{32,}", page.text).group(0)
-
-
 def test_a_signed_in_member_reviews_on_the_share_page(client, signed_in_owner):
     from tests.dashboard_client import DashboardClient
 
