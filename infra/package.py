@@ -60,7 +60,8 @@ def package(stage: str, out: Path) -> Path:
     template = out / TEMPLATE_NAME
     merged = yaml.safe_load(written.read_text())
     resources = merged.get("Resources", {})
-    for worker in ("WebhookWorker", "MaintenanceFunction", "ShareFunction"):  # the same package on the same Python
+    # The same package on the same Python.
+    for worker in ("WebhookWorker", "MaintenanceFunction", "ShareFunction", "ViewLogFunction"):
         if worker in resources:
             resources[worker]["Properties"]["Runtime"] = resources["APIHandler"]["Properties"]["Runtime"]
     # Compact, as deployed (`compact` below): indented, the template passes 1 MB and

@@ -213,8 +213,12 @@ def test_table_and_bucket_actions_name_exactly_these_resources(resources, functi
     from chalicelib.services.uploads import UPLOAD_ROOT
     from chalicelib.services.exports import EXPORT_ROOT
 
-    # Versions, bundle files, large uploads, large downloads: each a prefix of its own.
-    prefixes = {blobs.version_key("w", "d", "v").split("/")[0] + "/", FILE_ROOT, UPLOAD_ROOT, DOWNLOAD_ROOT}
+    from chalicelib.adapters.aws.static import ROOT as STATIC_ROOT
+
+    # Versions, bundle files, large uploads, large downloads, public links' static copies
+    # (issue 38): each a prefix of its own.
+    prefixes = {blobs.version_key("w", "d", "v").split("/")[0] + "/", FILE_ROOT, UPLOAD_ROOT, DOWNLOAD_ROOT,
+                STATIC_ROOT}
     for action, targets in allowed(resources, function_role).items():
         service = action.split(":")[0]
         for target in targets:
@@ -483,7 +487,14 @@ def test_bucket_is_private_encrypted_and_tls_only(resources):
     [policy] = [p for p in of_type(resources, "AWS::S3::BucketPolicy").values()
                 if p["Properties"]["Bucket"] == {"Ref": name}]
     statements = as_list(policy["Properties"]["PolicyDocument"]["Statement"])
-    assert all(s["Effect"] == "Deny" for s in statements), "the bucket policy only denies"
+    # It denies, but for one grant: this stack's distributions read static/* (issue 38).
+    allows = [s for s in statements if s["Effect"] != "Deny"]
+    assert [s["Sid"] for s in allows] == ["CloudFrontReadsStaticCopies"]
+    static = allows[0]
+    assert static["Principal"] == {"Service": "cloudfront.amazonaws.com"} and static["Action"] == "s3:GetObject"
+    assert static["Resource"] == {"Fn::Sub": f"${{{name}.Arn}}/static/*"}
+    readers = json.dumps(static["Condition"]["StringEquals"]["AWS:SourceArn"])
+    assert "distribution/${Distribution}" in readers and "distribution/${ContentDistribution}" in readers
     tls = [s for s in statements if s.get("Condition") == {"Bool": {"aws:SecureTransport": "false"}}]
     assert tls and tls[0]["Action"] == "s3:*" and len(as_list(tls[0]["Resource"])) == 2
     assert bucket["DeletionPolicy"] == "Retain"
@@ -590,9 +601,13 @@ def test_cloudfront_is_https_only(distribution):
     for pattern, behaviour in behaviours(distribution).items():
         assert behaviour["ViewerProtocolPolicy"] in ("redirect-to-https", "https-only"), pattern
     origins = {o["Id"]: o for o in distribution["Origins"]}
-    assert set(origins) == {"api", "share"}
-    for origin in origins.values():
+    assert set(origins) == {"api", "share", "static"}
+    for origin in (origins["api"], origins["share"]):
         assert origin["CustomOriginConfig"]["OriginProtocolPolicy"] == "https-only"
+    # The static copies: the private bucket through origin access control (always signed; sigv4 is https).
+    static = origins["static"]
+    assert static["OriginPath"] == "/static/main" and static["S3OriginConfig"] == {"OriginAccessIdentity": ""}
+    assert static["OriginAccessControlId"] == {"Fn::GetAtt": ["StaticOriginAccessControl", "Id"]}
     assert origins["api"]["OriginPath"] == "/api"  # chalice's stage name
     assert refs(origins["api"]["DomainName"]) == {"RestAPI"}
     assert "OriginPath" not in origins["share"] and refs(origins["share"]["DomainName"]) == {"ShareFunctionUrl"}
@@ -647,10 +662,16 @@ def test_api_mcp_and_dashboard_see_the_viewers_address(resources, distribution):
     found = behaviours(distribution)
     for pattern in ("*", "/api/*", "/mcp", "/mcp/*", "/dashboard*"):
         assert found[pattern]["OriginRequestPolicyId"] == ALL_VIEWER_EXCEPT_HOST, pattern
+    route = [{"EventType": "viewer-request",
+              "FunctionARN": {"Fn::GetAtt": ["StaticRouteFunction", "FunctionMetadata.FunctionARN"]}}]
     for pattern, behaviour in found.items():
-        policy = behaviour["OriginRequestPolicyId"]
-        if policy == ALL_VIEWER_EXCEPT_HOST:  # forwards any viewer header: the function must overwrite it
+        policy = behaviour.get("OriginRequestPolicyId")
+        if policy is None:  # the static beacon: nothing reaches an origin but the path
+            assert behaviour["TargetOriginId"] == "static" and "FunctionAssociations" not in behaviour
+        elif policy == ALL_VIEWER_EXCEPT_HOST:  # forwards any viewer header: the function must overwrite it
             assert behaviour["FunctionAssociations"] == [{"EventType": "viewer-request", "FunctionARN": function_arn}]
+        elif pattern == "/d/*":  # the share page: S3 or the function (StaticRouteFunction), whitelisted headers
+            assert behaviour["FunctionAssociations"] == route
         else:  # a whitelist that never names the header (a viewer cannot forge it) and no function price
             assert behaviour.get("FunctionAssociations", NO_VALUE) == NO_VALUE, pattern
             config = resources[policy["Ref"]]["Properties"]["OriginRequestPolicyConfig"]
@@ -675,9 +696,18 @@ def test_api_mcp_and_dashboard_see_the_viewers_address(resources, distribution):
 
 def test_share_pages_honour_origin_cache_control(resources, distribution):
     share = behaviours(distribution)["/d/*"]
-    # The view beacon's more specific pattern comes first (CloudFront takes the first match).
-    assert [b["PathPattern"] for b in distribution["CacheBehaviors"][:2]] == ["/d/*/view", "/d/*"]
-    assert "POST" in share["AllowedMethods"] and share["CachedMethods"] == ["GET", "HEAD"]
+    # The more specific patterns come first (CloudFront takes the first match).
+    assert [b["PathPattern"] for b in distribution["CacheBehaviors"][:7]] == [
+        "/d/*/view", "/d/*/seen", "/d/*/v/*", "/d/*/unlock", "/d/*/feedback*", "/d/*/review*", "/d/*"]
+    # The page and content behaviours take an origin group (GET, HEAD, OPTIONS only); what
+    # viewers post has behaviours of its own, on the function, with the same policies.
+    assert share["AllowedMethods"] == ["GET", "HEAD", "OPTIONS"] and share["CachedMethods"] == ["GET", "HEAD"]
+    for pattern in ("/d/*/unlock", "/d/*/feedback*", "/d/*/review*"):
+        posted = behaviours(distribution)[pattern]
+        assert "POST" in posted["AllowedMethods"] and posted["TargetOriginId"] == "share", pattern
+        assert posted["CachePolicyId"] == share["CachePolicyId"], pattern
+        assert posted["OriginRequestPolicyId"] == share["OriginRequestPolicyId"], pattern
+    assert behaviours(distribution)["/d/*/v/*"]["CachePolicyId"] == share["CachePolicyId"]
     policy = resources[share["CachePolicyId"]["Ref"]]["Properties"]["CachePolicyConfig"]
     # DefaultTTL 0: cached only when (and as long as) the origin's Cache-Control says.
     assert policy["MinTTL"] == 0 and policy["DefaultTTL"] == 0
@@ -1008,7 +1038,9 @@ def test_a_content_domain_gets_its_own_distribution_that_serves_content_only(tem
     config = content["Properties"]["DistributionConfig"]
     assert config["Aliases"] == [{"Ref": "ContentDomainName"}]
     assert config["ViewerCertificate"]["AcmCertificateArn"] == {"Ref": "ContentCertificateArn"}
-    [origin] = config["Origins"]
+    origins = {o["Id"]: o for o in config["Origins"]}
+    assert set(origins) == {"share", "static"} and origins["static"]["OriginPath"] == "/static/content"
+    origin = origins["share"]
     headers = {h["HeaderName"]: h["HeaderValue"] for h in origin["OriginCustomHeaders"]}
     assert headers["X-Docpub-Site"] == "content" and "OriginSecret" in json.dumps(headers["X-Docpub-Origin-Secret"])
     main = {h["HeaderName"]: h["HeaderValue"]
@@ -1454,10 +1486,14 @@ def test_access_logs_of_both_distributions_and_the_bucket_go_to_a_private_log_bu
     assert delivery["Resource"] == {"Fn::Sub": "${AccessLogBucket.Arn}/s3/*"}
     assert delivery["Condition"] == {"ArnLike": {"aws:SourceArn": {"Fn::GetAtt": [bucket, "Arn"]}},
                                      "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
-    # No function can read or write the logs.
+    # No function can write the logs; one reads CloudFront's main logs and nothing else (views, issue 38).
     for where, document, is_resource_policy in policy_documents(resources):
-        if not is_resource_policy:
+        if not is_resource_policy and where != "ViewLogRole/count-views":
             assert "AccessLogBucket" not in json.dumps(document), where
+    reads = [s for s in resources["ViewLogRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+             if "AccessLogBucket" in json.dumps(s)]
+    assert reads == [{"Sid": "ReadDistributionLogs", "Effect": "Allow", "Action": ["s3:GetObject"],
+                      "Resource": {"Fn::Sub": "${AccessLogBucket.Arn}/cloudfront/main/*"}}]
     assert template["Outputs"]["AccessLogBucketName"]["Value"] == {"Ref": "AccessLogBucket"}
 
 
@@ -1544,7 +1580,10 @@ def test_share_paths_run_in_their_own_function_behind_a_function_url(template, r
     # Both share behaviours go to it, with CloudFront's secret; the API paths stay on API Gateway.
     origins = {o["Id"]: o for o in distribution["Origins"]}
     found = behaviours(distribution)
-    assert found["/d/*/view"]["TargetOriginId"] == found["/d/*"]["TargetOriginId"] == "share"
+    assert found["/d/*/view"]["TargetOriginId"] == "share"
+    groups = {g["Id"]: g for g in distribution["OriginGroups"]["Items"]}
+    assert found["/d/*"]["TargetOriginId"] == found["/d/*/v/*"]["TargetOriginId"] == "static-first"
+    assert [m["OriginId"] for m in groups["static-first"]["Members"]["Items"]] == ["static", "share"]
     for pattern in ("/api/*", "/mcp", "/mcp/*", "/dashboard*", "*"):
         assert found[pattern]["TargetOriginId"] == "api", pattern
     assert origins["share"]["DomainName"] == {
@@ -1558,10 +1597,139 @@ def test_share_paths_run_in_their_own_function_behind_a_function_url(template, r
     forwarded = resources[found["/d/*"]["OriginRequestPolicyId"]["Ref"]]["Properties"]["OriginRequestPolicyConfig"]
     assert "Host" not in forwarded["HeadersConfig"]["Headers"]
     content = resources["ContentDistribution"]["Properties"]["DistributionConfig"]
-    assert [o["Id"] for o in content["Origins"]] == ["share"] and content["DefaultCacheBehavior"]["TargetOriginId"] == "share"
+    assert [o["Id"] for o in content["Origins"]] == ["share", "static"]
+    assert content["DefaultCacheBehavior"]["TargetOriginId"] == "static-first"
     # Its role is its own (test_the_share_function_may_make_exactly_the_calls_the_share_path_makes).
     assert share["Role"] != api["Role"]
     # Alarms: 5xx rate at the URL, errors, throttles (the reservation reached).
     alarms = json.dumps({n: a for n, a in of_type(resources, "AWS::CloudWatch::Alarm").items() if "Share" in n})
     for metric in ("Url5xxCount", "UrlRequestCount", '"Throttles"', '"Errors"'):
         assert metric in alarms, metric
+
+
+# ------------------------------------------------------------------ public links at the edge (issue 38)
+
+def _route(function_code: str, uri: str, query: dict) -> str | None:
+    """Run StaticRouteFunction under Node with a stand-in for the `cloudfront` module:
+    the origin it selects (None: the behaviour's own, the static-first group)."""
+    import shutil
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the function's code is not run")
+    code = function_code.replace("import cf from 'cloudfront';",
+                                 "var chosen = null; var cf = {selectRequestOriginById: function (id) { chosen = id; }};")
+    event = {"version": "1.0", "context": {"eventType": "viewer-request"}, "viewer": {"ip": "203.0.113.7"},
+             "request": {"method": "GET", "uri": uri, "headers": {}, "cookies": {},
+                         "querystring": {k: {"value": v} for k, v in query.items()}}}
+    script = code + f"\nhandler({json.dumps(event)}).then(r => process.stdout.write(JSON.stringify({{chosen: chosen, uri: r.uri}})));"
+    ran = subprocess.run([node, "-e", script], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    out = json.loads(ran.stdout)
+    assert out["uri"] == uri  # never rewritten: the function and S3 see the public path
+    return out["chosen"]
+
+
+def test_only_a_public_links_page_and_content_can_come_from_s3(resources, distribution):
+    """Issue 38: /d/<share> and its content try the static copy first (an origin group: S3,
+    then the share function on 403/404/5xx); a pinned version, a download, live, threads,
+    cards, and every POST go to the function; the S3 origin is read with origin access
+    control and nothing else of the bucket is reachable."""
+    groups = {g["Id"]: g for g in distribution["OriginGroups"]["Items"]}
+    codes = groups["static-first"]["FailoverCriteria"]["StatusCodes"]
+    assert {403, 404} <= set(codes["Items"]) and codes["Quantity"] == len(codes["Items"])
+    oac = resources["StaticOriginAccessControl"]["Properties"]["OriginAccessControlConfig"]
+    assert (oac["OriginAccessControlOriginType"], oac["SigningBehavior"], oac["SigningProtocol"]) == (
+        "s3", "always", "sigv4")
+    code = resources["StaticRouteFunction"]["Properties"]["FunctionCode"]
+    assert resources["StaticRouteFunction"]["Properties"]["FunctionConfig"]["Runtime"] == "cloudfront-js-2.0"
+    share = "AbCdEfGhIjKlMnOpQrStUv"
+    assert _route(code, f"/d/{share}", {}) is None
+    assert _route(code, f"/d/{share}", {"utm_source": "newsletter"}) is None  # not in the cache key either
+    for query in ({"v": "2"}, {"version": "2"}, {"download": "1"}):
+        assert _route(code, f"/d/{share}", query) == "share", query
+    for tail in ("/live", "/threads/123", "/card.png", "/review"):
+        assert _route(code, f"/d/{share}{tail}", {}) == "share", tail
+
+
+def test_static_answers_carry_the_functions_headers(resources):
+    """S3 keeps Content-Type and Cache-Control only: the response-headers policies add what
+    the function sets (the content's sandbox CSP must be the function's own, kept in step)."""
+    from chalicelib.entrypoints.share import SANDBOX, _content_csp
+
+    content = resources["StaticContentHeadersPolicy"]["Properties"]["ResponseHeadersPolicyConfig"]
+    csp = content["SecurityHeadersConfig"]["ContentSecurityPolicy"]
+    assert csp == {"ContentSecurityPolicy": _content_csp(), "Override": False}  # no content domain: 'self'
+    site = resources["ContentSiteHeadersPolicy"]["Properties"]["ResponseHeadersPolicyConfig"]
+    text = site["SecurityHeadersConfig"]["ContentSecurityPolicy"]["ContentSecurityPolicy"]["Fn::Sub"][0]
+    assert text == f"sandbox {SANDBOX}; frame-ancestors ${{Main}}"
+    page = resources["StaticPageHeadersPolicy"]["Properties"]["ResponseHeadersPolicyConfig"]
+    assert page["SecurityHeadersConfig"]["FrameOptions"] == {"FrameOption": "DENY", "Override": False}
+    for policy in (content, site, page):
+        assert policy["SecurityHeadersConfig"]["ReferrerPolicy"] == {"ReferrerPolicy": "no-referrer",
+                                                                     "Override": False}
+        assert policy["CustomHeadersConfig"]["Items"] == [
+            {"Header": "X-Robots-Tag", "Value": "noindex, nofollow", "Override": False}]
+
+
+def test_the_static_beacon_is_a_cached_object_counted_from_the_logs(template, resources, distribution):
+    """A view of a static page is a cache hit on /d/<share>/seen (no function, no
+    database) and a line in the standard logs, which land under the prefix that invokes
+    ViewLogFunction through EventBridge."""
+    import importlib
+
+    from chalicelib.domain.view_logs import BEACON
+
+    beacon = behaviours(distribution)["/d/*/seen"]
+    assert beacon["TargetOriginId"] == "static" and beacon["AllowedMethods"] == ["GET", "HEAD"]
+    assert "FunctionAssociations" not in beacon and "OriginRequestPolicyId" not in beacon
+    policy = resources["BeaconCachePolicy"]["Properties"]["CachePolicyConfig"]
+    assert policy["MinTTL"] == policy["DefaultTTL"] == policy["MaxTTL"] >= 3600
+    key = policy["ParametersInCacheKeyAndForwardedToOrigin"]
+    assert [key[k] for k in ("CookiesConfig", "HeadersConfig", "QueryStringsConfig")] == [
+        {"CookieBehavior": "none"}, {"HeaderBehavior": "none"}, {"QueryStringBehavior": "none"}]
+    assert BEACON.match("/d/AbCdEfGhIjKlMnOpQrStUv/seen")
+    logs = resources["AccessLogBucket"]["Properties"]
+    assert logs["NotificationConfiguration"] == {"EventBridgeConfiguration": {"EventBridgeEnabled": True}}
+    function = resources["ViewLogFunction"]["Properties"]
+    module, _, name = function["Handler"].rpartition(".")
+    assert callable(getattr(importlib.import_module(module), name))
+    assert function["Runtime"] == resources["APIHandler"]["Properties"]["Runtime"]
+    pattern = function["Events"]["LogDelivered"]["Properties"]["Pattern"]
+    prefix = distribution["Logging"]["Prefix"]
+    assert pattern["detail"] == {"bucket": {"name": [{"Ref": "AccessLogBucket"}]},
+                                 "object": {"key": [{"prefix": prefix}]}}
+    assert template["Resources"]["ViewLogErrorsAlarm"]["Properties"]["Dimensions"] == [
+        {"Name": "FunctionName", "Value": {"Ref": "ViewLogFunction"}}]
+
+
+@pytest.mark.aws
+def test_the_view_log_function_may_make_exactly_the_calls_it_makes(aws_storage, clock, resources, monkeypatch):
+    """Least privilege from behaviour: count a delivered log file (a link looked up, a batch
+    written, the same file again) on moto, record the calls, compare with ViewLogRole."""
+    from chalicelib import wiring
+    from chalicelib.adapters.aws import clients as aws
+    from chalicelib.entrypoints import view_logs
+    from chalicelib.models import PublishRequest
+    from chalicelib.services.auth import credentials_from_key
+    from chalicelib.services.documents import DocumentService
+    from chalicelib.services.workspaces import WorkspaceService
+    from tests.cloudfront_logs import beacon, gzipped
+
+    ctx = wiring.new_context(clock=clock)
+    _, key = WorkspaceService(ctx).create_workspace("Logs", "free")
+    done = DocumentService(ctx).publish(credentials_from_key(key.api_key), PublishRequest(
+        title="Logged", html="<p>x</p>")).response
+    share = ctx.documents.get(done.document_id).share_id
+    aws.s3().create_bucket(Bucket="docpub-access-logs")
+    log_key = "cloudfront/main/E1.2026-11-28-12.abc.gz"
+    aws.s3().put_object(Bucket="docpub-access-logs", Key=log_key, Body=gzipped([beacon(share, clock.now * 1000)]))
+    monkeypatch.setattr(wiring, "default_context", lambda: ctx)
+    event = {"detail": {"bucket": {"name": "docpub-access-logs"}, "object": {"key": log_key}}}
+    with AwsCallRecorder() as recorder:
+        assert view_logs.handle(event)["files"][0]["counted"] == 1
+        assert view_logs.handle(event)["files"][0]["batches_seen_before"] == 1
+    needed = {(a, d) for a, d in recorder.calls}
+    statements = {s["Sid"]: s for s in resources["ViewLogRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]}
+    assert needed == {("s3:GetObject", "cloudfront/")} | {(a, "table") for a in statements["CountViews"]["Action"]}
+    assert statements["CountViews"]["Resource"] == {"Fn::GetAtt": ["Table", "Arn"]}
