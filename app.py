@@ -7,7 +7,7 @@ from chalicelib.entrypoints.http import (
     MULTIPART_TYPE, body_bytes, empty_response, forget_content_type_without_body, handles_errors, normalise_chalice_error,
     refuse_without_origin_secret,
 )
-from chalicelib.entrypoints import bounds, pages, rest, routing
+from chalicelib.entrypoints import admission, pages, rest, routing
 from chalicelib.entrypoints.share import bp as share_pages, separate_sites
 from chalicelib.entrypoints.mcp import bp as mcp_blueprint
 from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
@@ -33,7 +33,7 @@ def contract_errors(event, get_response):
     if elsewhere is not None:
         return elsewhere
     # Undecodable headers, credentials where needed, the route's body cap: before any view reads the body.
-    refused = bounds.admit_event(event, app)
+    refused = admission.admit_event(event, app)
     if refused is not None:
         return refused
     # Chalice answers 405/415 itself, in its own shape; reshape to the contract's. A request

@@ -3,10 +3,12 @@
 One `Operation` per operation: its name, method and path, request / query /
 response models, success status, the contract's error statuses, the OAuth scope
 it needs, its MCP tool(s) (name, title, description, hints) and `call`, the one
-service function it runs. Everything else is generated from this table:
+service function it runs. It declares and imports nothing of the surfaces: the
+entrypoints read it (tests/unit/test_layers.py). Everything else is generated
+from this table:
 
 - the Chalice routes (chalicelib/entrypoints/rest.py registers one view each);
-- the OpenAPI document (chalicelib/openapi.py);
+- the OpenAPI document (chalicelib/openapi.py reads this table; REST serves it);
 - the MCP tool list (chalicelib/entrypoints/mcp_tools.py: a tool with a
   hand-written typed function keeps it, any other tool's arguments are built
   from the operation's path parameters and models);
@@ -14,9 +16,9 @@ service function it runs. Everything else is generated from this table:
 
 Adding an operation = one entry here + one service function (docs/architecture.md
 walks through `listVersions`). `call` receives a `Call` (credentials, path
-parameters, the validated body / query, headers) and returns a response model
-(or a plain JSON object), a `Reply` (model + headers / excluded fields), or None
-for "no body".
+parameters, the validated body / query, headers, an uploaded file) and returns a
+response model (or a plain JSON object), a `Reply` (model + headers / excluded
+fields / another status), a service's `Download` (a file), or None for "no body".
 """
 from __future__ import annotations
 
@@ -56,14 +58,15 @@ class Call:
     body: Any = None  # the validated request model, or None
     query: Any = None  # the validated query model, or None
     headers: Mapping[str, str] = field(default_factory=dict)
-    routes: Mapping[str, Any] = field(default_factory=dict)  # the app's route table (openapi only)
+    upload: Optional[tuple[str, bytes]] = None  # (filename, bytes) of a multipart body's `file` part
 
 
 @dataclass(frozen=True)
 class Reply:
-    body: Optional[BaseModel]
+    body: Union[BaseModel, dict, None]
     headers: Mapping[str, str] = field(default_factory=dict)
     exclude: Optional[set[str]] = None
+    status: Optional[int] = None  # another status than the operation's
 
 
 Answer = Union[BaseModel, dict, Reply, None]
@@ -76,7 +79,7 @@ class Operation:
     path: str
     operation_id: str
     summary: str
-    call: Callable[[Call], Answer]
+    call: Optional[Callable[[Call], Answer]]  # None: the surface answers it (REST: the OpenAPI document)
     response: Optional[type[BaseModel]] = None  # None: no body (204) or `response_schema`
     status: int = 200
     request: Optional[type[BaseModel]] = None
@@ -97,7 +100,9 @@ class Operation:
     redirects: dict = field(default_factory=dict)  # {status: when}: an answer that is a `Location` elsewhere
     extra_request_content: Optional[dict] = None  # other request media types beside JSON
     content_types: tuple[str, ...] = ("application/json",)  # what the route accepts
-    parse: Optional[Callable[[Any, type[BaseModel]], Any]] = None  # the body's parser (default: JSON)
+    # A multipart/form-data body besides JSON: its text fields, and whether a `file` part came,
+    # as the request model's input (the entrypoint parses the form and validates the model).
+    form: Optional[Callable[[Mapping[str, str], bool], dict[str, Any]]] = None
 
 
 # ------------------------------------------------------------------ OpenAPI decorations
@@ -134,43 +139,34 @@ MULTIPART_TYPE = "multipart/form-data"
 MARKUP_FILE = ".html, .htm, .md, .markdown, or a .zip whose root (or single top folder) holds index.html or index.md"
 
 
-def _parse_publish(request: Any, model: type[BaseModel]) -> tuple[BaseModel, Any]:
-    """(PublishRequest, upload or None): JSON, or multipart/form-data with a `file`
-    part (.html/.htm/.md/.markdown/.zip) and text fields named like the JSON ones."""
-    from chalicelib.entrypoints.http import is_multipart, parse_body, parse_multipart, validate
+def _publish_form(fields: Mapping[str, str], has_file: bool) -> dict[str, Any]:
+    """A multipart/form-data publish: a `file` part (.html/.htm/.md/.markdown/.zip)
+    and text fields named like the JSON ones, as PublishRequest's input."""
     from chalicelib.errors import ValidationFailed
 
-    if not is_multipart(request):
-        return parse_body(request, model), None
-    text_fields, upload = parse_multipart(request)
-    fields: dict[str, Any] = dict(text_fields)
-    if isinstance(fields.get("allow_secrets"), str):  # a form's boolean (contract 7g)
-        fields["allow_secrets"] = {"true": True, "false": False}.get(fields["allow_secrets"].lower(),
-                                                                     fields["allow_secrets"])
-    if upload is None:
-        if "upload_id" in fields:
-            return validate(model, fields), None
-        if "html" not in fields:
+    data: dict[str, Any] = dict(fields)
+    if isinstance(data.get("allow_secrets"), str):  # a form's boolean (contract 7g)
+        data["allow_secrets"] = {"true": True, "false": False}.get(data["allow_secrets"].lower(),
+                                                                   data["allow_secrets"])
+    if not has_file:
+        if "upload_id" not in data and "html" not in data:
             raise ValidationFailed.field("file", "is required: send the document as a `file` part "
                                                  "(.html, .htm, .md, .markdown or .zip)")
-        return validate(model, fields), None
-    if "html" in fields:
+        return data
+    if "html" in data:
         raise ValidationFailed.field("html", "give either a `file` part or an `html` field, not both")
-    if "format" in fields:
+    if "format" in data:
         raise ValidationFailed.field("format", "comes from the file's name (.md/.markdown is Markdown)")
-    return validate(model, {**fields, "html": "(file)"}), upload
+    return {**data, "html": "(file)"}
 
 
 def _publish(c: Call) -> Reply:
-    request, upload = c.body
-    result = wiring.documents().publish(c.credentials, request, c.headers.get("idempotency-key"), upload=upload)
+    result = wiring.documents().publish(c.credentials, c.body, c.headers.get("idempotency-key"), upload=c.upload)
     return Reply(result.response, result.headers)
 
 
 def _download(c: Call) -> Any:
-    from chalicelib.entrypoints.http import download_response
-
-    return download_response(wiring.documents().download(c.credentials, c.path["document_id"], c.query.version_id))
+    return wiring.documents().download(c.credentials, c.path["document_id"], c.query.version_id)
 
 
 def _accept_suggestion(c: Call) -> Reply:
@@ -198,24 +194,17 @@ def _update(c: Call) -> Reply:
                  exclude=document_exclusions(False, False))
 
 
-def _health(c: Call) -> Any:
-    from chalicelib.entrypoints.http import json_response
+def _health(c: Call) -> Answer:
     from chalicelib.ports import StorageFull
     from chalicelib.services.health import check_storage
 
     try:
         check_storage(wiring.default_context())
     except StorageFull:  # readable, but the disk is full: writes answer 507
-        return json_response({"status": "degraded", "reason": "disk_full",
-                              "message": "The disk is full: writes are refused (507); reads and deletes work."},
-                             status=503, headers={"Retry-After": "60"})
+        return Reply({"status": "degraded", "reason": "disk_full",
+                      "message": "The disk is full: writes are refused (507); reads and deletes work."},
+                     {"Retry-After": "60"}, status=503)
     return models.Health(status="ok")
-
-
-def _openapi(c: Call) -> dict:
-    from chalicelib import openapi  # built on first request only
-
-    return openapi.document(dict(c.routes))
 
 
 # ------------------------------------------------------------------ the table
@@ -225,7 +214,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "publish", "POST", "/api/v1/publish", "publish", "Create a document or append a version.",
         _publish, models.PublishResponse, request=models.PublishRequest, errors=(403, 404, 409, 413, 429),
         scope=WRITE, write=True, response_headers=RATE_HEADERS, header_parameters=(IDEMPOTENCY_KEY,),
-        links=DOCUMENT_LINKS, content_types=("application/json", MULTIPART_TYPE), parse=_parse_publish,
+        links=DOCUMENT_LINKS, content_types=("application/json", MULTIPART_TYPE), form=_publish_form,
         extra_request_content={MULTIPART_TYPE: {"schema": {
             "type": "object", "required": ["file"], "properties": {
                 "file": {"type": "string", "format": "binary", "description": MARKUP_FILE},
@@ -553,7 +542,7 @@ OPERATIONS: tuple[Operation, ...] = (
         _health, models.Health, auth=False, tag="service"),
     Operation(
         "openapi_document", "GET", "/api/v1/openapi.json", "openapi", "This OpenAPI document.",
-        _openapi, response_schema={"type": "object"}, auth=False, tag="service"),
+        None, response_schema={"type": "object"}, auth=False, tag="service"),  # REST builds it (openapi.py)
 )
 
 

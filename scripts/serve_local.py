@@ -125,11 +125,11 @@ DRAIN_MAX_BYTES = 64 * 1024 * 1024
 
 
 def _patch_admission() -> None:
-    """The route's bounds (chalicelib/entrypoints/bounds.py), decided from the
+    """The route's bounds (chalicelib/entrypoints/admission.py, bounds.py), decided from the
     request line and headers before the body is read: a stranger's or an
     oversized body never reaches memory (chalice local would read it whole).
     `Expect: 100-continue` gets the refusal instead of the 100."""
-    from chalicelib.entrypoints import bounds
+    from chalicelib.entrypoints import admission
     from chalicelib.errors import DocpubError
 
     handler = chalice_local.ChaliceRequestHandler
@@ -148,11 +148,11 @@ def _patch_admission() -> None:
                 template = chalice_local.RouteMatcher(list(app.routes)).match_route(self.path).route
             except ValueError:
                 template = None
-            bounds.admit(self.command, self.path, bounds.CaseInsensitive(headers), size, verify_key=True,
-                         routed=bounds.routed(app, template, self.command))
+            admission.admit(self.command, self.path, admission.CaseInsensitive(headers), size, verify_key=True,
+                            routed=admission.routed(app, template, self.command))
             return False
         except DocpubError as exc:
-            answer = bounds.refusal_response(self.command, self.path, exc).to_dict()
+            answer = admission.refusal_response(self.command, self.path, exc).to_dict()
         except Exception:  # noqa: BLE001 - storage trouble: let the app answer it the usual way
             return False
         self.close_connection = True
@@ -280,11 +280,11 @@ def _declared_length(handler) -> "int | None":
 def _unreadable_length(handler) -> None:
     """400 `invalid_request` (a header the server cannot read, contract section 4), then close:
     the body's end is unknown."""
-    from chalicelib.entrypoints import bounds
+    from chalicelib.entrypoints import admission
     from chalicelib.errors import BadRequest
 
     error = BadRequest("The Content-Length header is not a number of bytes.")
-    answer = bounds.refusal_response(handler.command, handler.path, error).to_dict()
+    answer = admission.refusal_response(handler.command, handler.path, error).to_dict()
     handler.close_connection = True
     handler._send_http_response(answer["statusCode"], {**dict(answer["headers"]), "Connection": "close"},
                                 answer["body"])

@@ -450,6 +450,9 @@ def generated_tool(op: operations.Operation, tool: operations.Tool) -> Callable:
     response = op.response or tool.result
     if response is None:
         raise TypeError(f"{op.name}: a generated tool needs a response model (or Tool.result for a 204)")
+    call = op.call
+    if call is None:
+        raise TypeError(f"{op.name}: a generated tool needs the operation's call")
     path_names = re.findall(r"\{([^}]+)\}", op.path)
     parameters = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[
         str, StringConstraints(min_length=1), Field(description=PATH_DESCRIPTIONS.get(name, name))])
@@ -469,15 +472,15 @@ def generated_tool(op: operations.Operation, tool: operations.Tool) -> Callable:
                 if op.query is not None else None
             body = validate(op.request, _given(**{n: arguments.get(n) for n in fields["body"]})) \
                 if op.request is not None else None
-            return op.call(operations.Call(_credentials(), {n: arguments[n] for n in path_names}, body, query))
+            return call(operations.Call(_credentials(), {n: arguments[n] for n in path_names}, body, query))
 
         try:
             answer = action()
         except Exception as exc:  # noqa: BLE001 - mapped by as_error, like every tool
             return error_result(as_error(exc))
         if isinstance(answer, operations.Reply):
-            if answer.body is None:
-                raise TypeError(f"{op.name} answered no body")
+            if not isinstance(answer.body, BaseModel):
+                raise TypeError(f"{op.name} answered no model")
             return ok_result(answer.body, answer.exclude)
         if answer is None and tool.result is not None:
             done = {"deleted": True} if "deleted" in tool.result.model_fields else {}

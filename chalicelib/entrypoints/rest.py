@@ -1,9 +1,11 @@
 """REST v1: one Chalice view per entry of chalicelib/operations.py, all alike.
 
 A view parses the input with the operation's models (the key judged first: a
-missing or unknown key is 401 whatever the input), runs the operation's `call`
-(one service function) and shapes its answer; failures go through the one error
-mapping (entrypoints/http.handles_errors → as_error).
+missing or unknown key is 401 whatever the input; a multipart body read here, its
+fields shaped by the operation's `form`), runs the operation's `call` (one service
+function) and shapes its answer (a file: http.download_response); failures go
+through the one error mapping (entrypoints/http.handles_errors → as_error). The
+OpenAPI document, which has no `call`, is built here from the app's routes.
 """
 from __future__ import annotations
 
@@ -13,10 +15,13 @@ from chalice import Response
 from pydantic import BaseModel
 
 from chalicelib import wiring
-from chalicelib.entrypoints.http import empty_response, handles_errors, json_response, parse_body, parse_query
+from chalicelib.entrypoints.http import (
+    download_response, empty_response, handles_errors, is_multipart, json_response, parse_body, parse_multipart,
+    parse_query, validate,
+)
 from chalicelib.errors import DocpubError
 from chalicelib.models import NoBody
-from chalicelib.operations import OPERATIONS, Call, Operation, Reply
+from chalicelib.operations import OPERATIONS, Answer, Call, Operation, Reply
 from chalicelib.services.auth import credentials_from_headers
 
 
@@ -30,15 +35,35 @@ def register(app: Any, operations: tuple[Operation, ...] = OPERATIONS) -> None:
         app.route(op.path, methods=[op.method], name=op.name, content_types=content_types)(api(_view(app, op)))
 
 
+def _answered_here(app: Any, op: Operation) -> Callable[[Call], Answer]:
+    """The call of an operation that declares none: the OpenAPI document, built from the
+    app's routes (chalicelib/openapi.py reads the operations; they never import it)."""
+    if op.name != "openapi_document":
+        raise ValueError(f"{op.name} declares no call")
+
+    def openapi_document(c: Call) -> Answer:
+        from chalicelib import openapi  # built on first request only
+
+        return openapi.document(dict(app.routes))
+
+    return openapi_document
+
+
 def _view(app: Any, op: Operation) -> Callable[..., Any]:
+    call = op.call or _answered_here(app, op)
+
     def view(**path: str) -> Any:
         request = app.current_request
         credentials = credentials_from_headers(request.headers) if op.auth else None
-        body = query = None
+        body = query = upload = None
         try:
-            if op.request is not None:
-                body = (op.request() if op.body_optional and not request.raw_body
-                        else (op.parse or parse_body)(request, op.request))
+            if op.request is not None and op.body_optional and not request.raw_body:
+                body = op.request()
+            elif op.request is not None and op.form is not None and is_multipart(request):
+                fields, upload = parse_multipart(request)
+                body = validate(op.request, op.form(fields, upload is not None))
+            elif op.request is not None:
+                body = parse_body(request, op.request)
             elif request.raw_body and request.raw_body.strip():  # a body where none is taken: `{}` only
                 parse_body(request, NoBody)
             if op.query is not None:
@@ -49,7 +74,7 @@ def _view(app: Any, op: Operation) -> Callable[..., Any]:
                 if op.write:  # every publish/edit answer carries the rate-limit headers
                     exc.headers.update(wiring.documents().rate_limit_headers(key_item))
             raise
-        answer = op.call(Call(credentials, path, body, query, request.headers, app.routes))
+        answer = call(Call(credentials, path, body, query, request.headers, upload))
         return respond(op, answer)
 
     view.__name__ = op.name
@@ -62,9 +87,13 @@ def respond(op: Operation, answer: Any) -> Any:
     if isinstance(answer, Reply):
         if answer.body is None:
             return empty_response(op.status, dict(answer.headers))
-        return json_response(answer.body, op.status, dict(answer.headers), answer.exclude)
+        return json_response(answer.body, answer.status or op.status, dict(answer.headers), answer.exclude)
     if isinstance(answer, (BaseModel, dict)):
         return json_response(answer, op.status)
-    if isinstance(answer, Response):  # a file (download) or another answer made by the call
+    if isinstance(answer, Response):  # an answer made by the call
         return answer
+    from chalicelib.services.downloads import Download
+
+    if isinstance(answer, Download):  # a file to save
+        return download_response(answer)
     raise TypeError(f"{op.name} answered {type(answer).__name__}")

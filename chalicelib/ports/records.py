@@ -16,22 +16,10 @@ from typing import TYPE_CHECKING, Any, Literal, Mapping, Optional, TypedDict, Ty
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-# The storage errors live in chalicelib/ports/errors.py; re-exported here for older imports.
-from chalicelib.ports.errors import (  # noqa: F401
-    BadCursor, BlobNotFound, Conflict, DocumentCapReached, FeedbackGone, GuardFailed, InvalidCursor, KeyCapReached,
-    NotFound, OutcomeUnknown, QuotaExceeded, StaleDocument, StorageError, StorageUnavailable, Unavailable, UserExists,
-    QuotaReached, ReplyCapReached, StorageFull, WebhookCapReached, WriteRefused, definitely_not_applied,
-)
-
-
 __all__ = [
     "Feedback", "Reply", "Event", "FeedbackStatus", "Author", "Webhook", "WebhookSecret",
     "WebhookDelivery", "DeliveryStatus", "User", "DashboardSession", "Member",
-    "AccountToken", "ActivityEntry", "PendingInvalidation", "RateLog", "from_fields", "fields_of", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota", "QuotaReached", "StorageFull",
-    "BadCursor", "BlobNotFound", "Conflict", "DocumentCapReached", "FeedbackGone", "GuardFailed", "InvalidCursor",
-    "KeyCapReached", "NotFound", "OutcomeUnknown", "QuotaExceeded", "StaleDocument", "StorageError",
-    "StorageUnavailable", "Unavailable", "UserExists", "WriteRefused", "definitely_not_applied",
-    "ReplyCapReached", "WebhookCapReached",
+    "AccountToken", "ActivityEntry", "PendingInvalidation", "RateLog", "from_fields", "fields_of", "RateSlot", "IdempotencyRecord", "RateClaim", "Quota",
     "Workspace", "WorkspaceFields", "ApiKey", "KeyWriteLog",
 ]
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from chalicelib.adapters.sqlite import DATABASE_FILE, repositories
+from chalicelib.adapters.sqlite import repositories
+from chalicelib.adapters.sqlite.layout import DATABASE_FILE
 from chalicelib.adapters.sqlite.db import SCHEMA_VERSION, Database
 from chalicelib.ports import BlobNotFound, StorageUnavailable, WriteRefused, version_key
 from chalicelib.ports.records import Workspace

@@ -8,7 +8,8 @@ import dataclasses
 import pytest
 
 from chalicelib.ports.records import Event, Feedback, Reply, Webhook, WebhookDelivery, WebhookSecret
-from chalicelib.ports.records import ApiKey, KeyCapReached, KeyWriteLog, Workspace
+from chalicelib.ports.records import ApiKey, KeyWriteLog, Workspace
+from chalicelib.ports.errors import KeyCapReached
 from tests.contract.test_repository_contract import WS, create, make_workspace, repos  # noqa: F401
 
 ANCHOR = {"quote": "the results", "prefix": "see ", "suffix": " below"}

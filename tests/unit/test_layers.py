@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -79,6 +80,121 @@ def test_domain_and_ports_stand_alone():
     """domain/ is pure rules; ports/ is the storage vocabulary: neither knows the services."""
     for layer in ("domain", "ports"):
         assert _offenders(_sources(CHALICELIB / layer), ("chalicelib.services",)) == []
+
+
+# ------------------------------------------------------------------ import circles (issue 37 item 7)
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """{module: the chalicelib modules it imports} over every module of chalicelib/.
+
+    Every import counts, at any depth: module level, inside a function and under
+    TYPE_CHECKING. Only a module-level circle fails when Python loads it, and the
+    module-level graph has none; but a function-level import does not remove a circle,
+    it defers it to the first call (operations.py reached entrypoints/http.py that way)
+    and the two modules still know each other, which is what layers are about. A
+    TYPE_CHECKING import is the same knowledge (ports/errors.py <-> ports/records.py).
+    `from package import submodule` is an edge to the submodule alone: the package's
+    __init__ runs before any of its submodules whoever imports them, so that is no edge
+    of the importer's; a name the __init__ itself defines is an edge to the package."""
+    modules = {_module_name(p): p for p in _sources(CHALICELIB)}
+
+    def resolve(name: str) -> Optional[str]:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[:len(package.split(".")) - (node.level - 1)]
+                    base = ".".join(up + ([node.module] if node.module else []))
+                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+            else:
+                continue
+            found.update(r for n in names if n.split(".")[0] == "chalicelib" and (r := resolve(n)) and r != module)
+        graph[module] = found
+    return graph
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The circles of each strongly connected group of modules (Tarjan): the shortest way
+    back to itself from each module no circle found so far passes: ["a", "b", "a"]."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[set[str]] = []
+
+    def connect(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = set()
+            while True:
+                w = stack.pop()
+                group.add(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    circles: list[list[str]] = []
+    for group in groups:
+        covered: set[str] = set()
+        for start in sorted(group - covered):
+            if start in covered:
+                continue
+            paths = {start: [start]}
+            queue = [start]
+            while queue:  # breadth first, inside the group: the shortest way back to `start`
+                v = queue.pop(0)
+                if start in graph[v] and len(paths[v]) > 1:
+                    circles.append(paths[v] + [start])
+                    covered.update(paths[v])
+                    break
+                for w in sorted(graph[v] & group):
+                    if w not in paths:
+                        paths[w] = paths[v] + [w]
+                        queue.append(w)
+    return sorted(circles)
+
+
+def test_no_import_circle_in_chalicelib():
+    """Layers point one way: no two modules of chalicelib/ need each other, through any
+    number of others (issue 37 found three circles, through function-level imports)."""
+    circles = import_circles(import_graph())
+    assert circles == [], "import circles:\n" + "\n".join(" -> ".join(c) for c in circles)
+
+
+def test_the_circle_finder_finds_a_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": {"c"}, "e": set()}
+    assert import_circles(graph) == [["a", "b", "c", "a"], ["d", "c", "d"]]
+
+
+def test_operations_declare_and_import_no_entrypoint():
+    """chalicelib/operations.py declares; the entrypoints (REST, MCP) read it and
+    supply the HTTP parsing and answers."""
+    assert _offenders([CHALICELIB / "operations.py"], ("chalicelib.entrypoints", "chalicelib.openapi", "chalice")) == []
 
 
 def test_the_embedded_adapter_speaks_no_dynamodb():

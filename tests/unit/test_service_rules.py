@@ -67,37 +67,12 @@ def test_every_service_answers_the_same_not_found(ctx, owned, services):
             assert caught.value.message == f"No document {shown} in this workspace.", (name, doc_id)
 
 
-def _imports(path: Path) -> set[str]:
-    """chalicelib.services modules `path` imports, at any depth (function-level too)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == "chalicelib.services":
-                found.update(f"chalicelib.services.{a.name}" for a in node.names)
-            elif node.module.startswith("chalicelib.services."):
-                found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.startswith("chalicelib.services."))
-    return found
+def test_feedback_and_sharing_stand_below_the_documents_service():
+    """No import circle anywhere in chalicelib/ (tests/unit/test_layers.py walks the graph);
+    feedback and sharing import neither DocumentService nor any of its parts."""
+    from tests.unit.test_layers import import_graph
 
-
-def test_services_import_each_other_without_a_cycle():
-    graph = {f"chalicelib.services.{p.stem}": _imports(p) for p in SERVICES_DIR.glob("*.py")}
-    graph = {m: {d for d in deps if d in graph and d != m} for m, deps in graph.items()}
-    state: dict[str, int] = {}
-
-    def visit(module, path):
-        if state.get(module) == 1:
-            raise AssertionError("import cycle: " + " -> ".join(path + [module]))
-        if state.get(module) == 2:
-            return
-        state[module] = 1
-        for dep in sorted(graph[module]):
-            visit(dep, path + [module])
-        state[module] = 2
-
-    for module in sorted(graph):
-        visit(module, [])
+    graph = import_graph()
     document_parts = {m for m in graph if m in ("chalicelib.services.documents", "chalicelib.services.publishing")
                       or m.startswith("chalicelib.services.document_")}
     assert len(document_parts) == 8, document_parts  # DocumentService and its parts (services/documents.py)

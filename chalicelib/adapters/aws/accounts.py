@@ -6,7 +6,8 @@ from typing import Optional
 
 from chalicelib.adapters.aws.keys import session_key, user_key, user_sessions_index_pk
 from chalicelib.adapters.aws.table import ConditionFailed, Table
-from chalicelib.ports.records import DashboardSession, User, UserExists, fields_of, from_fields
+from chalicelib.ports.records import DashboardSession, User, fields_of, from_fields
+from chalicelib.ports.errors import UserExists
 from chalicelib.ports.repositories import UserFields
 from chalicelib.adapters.aws.errors import storage_errors
 

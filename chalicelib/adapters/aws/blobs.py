@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 
 from chalicelib import config
 from chalicelib.adapters.aws import clients as aws
-from chalicelib.ports.records import BlobNotFound
+from chalicelib.ports.errors import BlobNotFound
 from chalicelib.ports.repositories import document_prefix, version_key  # noqa: F401 (the key layout)
 from chalicelib.adapters.aws.errors import storage_errors
 

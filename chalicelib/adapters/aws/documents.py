@@ -22,14 +22,14 @@ from chalicelib.adapters.aws.keys import (
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
 from chalicelib.adapters.aws.workspaces import with_write_logs, workspace_record
 from chalicelib.ports.records import ApiKey
-from chalicelib.ports.records import ActivityEntry, Event, FeedbackGone, OutcomeUnknown, Resolution, WriteRefused
+from chalicelib.ports.records import ActivityEntry, Event, Resolution
+from chalicelib.ports.errors import FeedbackGone, OutcomeUnknown, WriteRefused
 from chalicelib.ports.records import (
     Document, DocumentListing, FileRecount, ShareLink, StoredIdempotency, Version, Workspace, fields_of, from_fields,
 )
 from chalicelib.ports.repositories import DocumentFields
-from chalicelib.ports.records import (
-    BadCursor, DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, StaleDocument,
-)
+from chalicelib.ports.records import IdempotencyRecord, Quota, RateSlot
+from chalicelib.ports.errors import BadCursor, DocumentCapReached, GuardFailed, QuotaReached, StaleDocument
 from chalicelib.adapters.aws.errors import storage_errors
 
 # The condition of every change to a document: it exists in this workspace and is not being deleted.

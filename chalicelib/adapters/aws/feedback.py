@@ -16,10 +16,8 @@ from chalicelib.adapters.aws.keys import (
 )
 from chalicelib.adapters.aws.rates import add_rate_claim
 from chalicelib.adapters.aws.table import ConditionFailed, Table, Transaction, decode_cursor, encode_cursor
-from chalicelib.ports.records import (
-    BadCursor, Event, Feedback, FeedbackGone, GuardFailed, RateClaim, Reply, ReplyCapReached, StaleDocument,
-    fields_of, from_fields,
-)
+from chalicelib.ports.records import Event, Feedback, RateClaim, Reply, fields_of, from_fields
+from chalicelib.ports.errors import BadCursor, FeedbackGone, GuardFailed, ReplyCapReached, StaleDocument
 from chalicelib.adapters.aws.errors import storage_errors
 
 # An event's time is taken before its transaction commits; one that commits at most

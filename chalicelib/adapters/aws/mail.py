@@ -5,7 +5,7 @@ policy allows sending from that identity only (infra/resources.yaml)."""
 from __future__ import annotations
 
 from chalicelib.adapters.aws import clients as aws
-from chalicelib.adapters.mail import rfc5322
+from chalicelib.adapters.mail.message import rfc5322
 from chalicelib.ports.mail import MailUndeliverable, OutgoingMail
 
 

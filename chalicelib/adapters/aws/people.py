@@ -24,9 +24,8 @@ from chalicelib.adapters.aws.table import (
     ConditionFailed, Table, Transaction, decode_cursor, encode_cursor,
 )
 from chalicelib.ports.people import LastOwner, MemberExists, NotMember
-from chalicelib.ports.records import (
-    AccountToken, ActivityEntry, BadCursor, Member, MemberRemoval, fields_of, from_fields,
-)
+from chalicelib.ports.records import AccountToken, ActivityEntry, Member, MemberRemoval, fields_of, from_fields
+from chalicelib.ports.errors import BadCursor
 from chalicelib.adapters.aws.errors import storage_errors
 from chalicelib.adapters.aws.workspaces import ApiKeyRepository
 

@@ -15,9 +15,8 @@ from chalicelib.adapters.aws.table import (
 )
 from chalicelib import config
 from chalicelib.adapters.aws.table import to_item
-from chalicelib.ports.records import (
-    BadCursor, Document, Event, GuardFailed, Review, ReviewStatus, StaleDocument, fields_of, from_fields,
-)
+from chalicelib.ports.records import Document, Event, Review, ReviewStatus, fields_of, from_fields
+from chalicelib.ports.errors import BadCursor, GuardFailed, StaleDocument
 
 
 def _status_update(tx: Transaction, expected: Document, status: Optional[ReviewStatus]) -> int:

@@ -21,7 +21,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from chalicelib import config
 from chalicelib.adapters.aws import clients as aws
-from chalicelib.ports.records import BadCursor, OutcomeUnknown, StorageUnavailable, WriteRefused
+from chalicelib.ports.errors import BadCursor, OutcomeUnknown, StorageUnavailable, WriteRefused
 
 # A DynamoDB item (or an expression's names and values) as boto3 gives and takes it.
 Item = dict[str, Any]

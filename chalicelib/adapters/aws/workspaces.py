@@ -9,9 +9,8 @@ from chalicelib.adapters.aws.keys import (
     WRITE_SHARDS, api_key_key, keys_index_pk, write_shard_key, write_shard_keys, workspace_key,
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Item, Table, Transaction
-from chalicelib.ports.records import (
-    ApiKey, KeyCapReached, KeyWriteLog, Workspace, WorkspaceFields, fields_of, from_fields,
-)
+from chalicelib.ports.records import ApiKey, KeyWriteLog, Workspace, WorkspaceFields, fields_of, from_fields
+from chalicelib.ports.errors import KeyCapReached
 from chalicelib.adapters.aws.errors import storage_errors
 
 

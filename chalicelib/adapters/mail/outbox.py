@@ -12,7 +12,7 @@ import secrets
 import time
 from pathlib import Path
 
-from chalicelib.adapters.mail import rfc5322
+from chalicelib.adapters.mail.message import rfc5322
 from chalicelib.ports.mail import MailUndeliverable, OutgoingMail
 
 _LINK = re.compile(r"https?://[^\s<>\"']+")

@@ -13,7 +13,7 @@ import ssl
 import socket
 from urllib.parse import parse_qs, unquote, urlparse
 
-from chalicelib.adapters.mail import rfc5322
+from chalicelib.adapters.mail.message import rfc5322
 from chalicelib.ports.mail import MailUndeliverable, OutgoingMail
 
 TIMEOUT_SECONDS = 10

@@ -6,8 +6,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-DATABASE_FILE = "docpub.sqlite3"
-BLOBS_FOLDER = "blobs"
+from chalicelib.adapters.sqlite.layout import BLOBS_FOLDER, DATABASE_FILE
 
 
 class SqliteHealth:
@@ -17,7 +16,7 @@ class SqliteHealth:
     def check(self) -> None:
         """StorageUnavailable (or any error) when the store cannot be used; StorageFull
         when it can be read but the disk is full (writes would be refused)."""
-        from chalicelib.ports.records import StorageFull
+        from chalicelib.ports.errors import StorageFull
 
         self.db.one("SELECT COUNT(*) AS n FROM workspaces")
         if not self.blobs.root.is_dir():

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Optional
 
 from chalicelib.adapters.sqlite.db import Database, one
-from chalicelib.ports.records import DashboardSession, User, UserExists, WriteRefused, fields_of, from_fields
+from chalicelib.ports.records import DashboardSession, User, fields_of, from_fields
+from chalicelib.ports.errors import UserExists, WriteRefused
 from chalicelib.ports.repositories import UserFields
 
 USER_COLUMNS = ("email", "password_hash", "workspace_id", "role", "created_ms", "password_changed_ms",

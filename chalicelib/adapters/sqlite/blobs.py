@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
 from chalicelib.adapters.sqlite.space import is_full
-from chalicelib.ports.records import BlobNotFound, StorageFull
+from chalicelib.ports.errors import BlobNotFound, StorageFull
 
 TEMP_PREFIX = ".tmp-"
 

@@ -7,7 +7,7 @@ import base64
 import json
 from typing import Optional
 
-from chalicelib.ports.records import BadCursor
+from chalicelib.ports.errors import BadCursor
 
 
 def encode(listing: str, position: list) -> str:

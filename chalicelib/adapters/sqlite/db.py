@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from chalicelib.adapters.sqlite.space import Reserve
-from chalicelib.ports.records import OutcomeUnknown, StorageFull, StorageUnavailable, WriteRefused
+from chalicelib.ports.errors import OutcomeUnknown, StorageFull, StorageUnavailable, WriteRefused
 
 BUSY_TIMEOUT_MS = 10_000
 # Expired rows (idempotency records, rate logs, sessions, OAuth codes and tokens,

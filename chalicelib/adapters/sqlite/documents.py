@@ -23,10 +23,8 @@ from chalicelib.ports.records import (
     from_fields,
 )
 from chalicelib.ports.repositories import DocumentFields
-from chalicelib.ports.records import (
-    DocumentCapReached, GuardFailed, IdempotencyRecord, Quota, QuotaReached, RateSlot, Resolution, StaleDocument,
-    WriteRefused,
-)
+from chalicelib.ports.records import IdempotencyRecord, Quota, RateSlot, Resolution
+from chalicelib.ports.errors import DocumentCapReached, GuardFailed, QuotaReached, StaleDocument, WriteRefused
 
 DOCUMENT_FIELDS = ("title", "description", "share_enabled", "share_expires_ms", "latest_content", "share_access",
                    "share_recipients")

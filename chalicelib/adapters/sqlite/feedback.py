@@ -11,10 +11,8 @@ from typing import Optional
 from chalicelib.adapters.sqlite import cursors
 from chalicelib.adapters.sqlite.db import Database, one
 from chalicelib.adapters.sqlite.rates import try_claim
-from chalicelib.ports.records import (
-    BadCursor, Event, Feedback, FeedbackGone, GuardFailed, RateClaim, Reply, ReplyCapReached, Resolution,
-    StaleDocument, WriteRefused, fields_of, from_fields,
-)
+from chalicelib.ports.records import Event, Feedback, RateClaim, Reply, Resolution, fields_of, from_fields
+from chalicelib.ports.errors import BadCursor, FeedbackGone, GuardFailed, ReplyCapReached, StaleDocument, WriteRefused
 
 COLUMNS = ("feedback_id", "document_id", "workspace_id", "version_id", "version_number", "message", "name",
            "quote", "anchor", "status", "created_ms", "resolved_ms", "suggestion", "recipient_email")

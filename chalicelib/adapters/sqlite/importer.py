@@ -116,7 +116,7 @@ def import_snapshot(data_dir: str | Path) -> Optional[dict]:
 
 
 def _import(folder: Path, items_file: Path, objects: Path) -> dict:
-    from chalicelib.adapters.sqlite import BLOBS_FOLDER, DATABASE_FILE
+    from chalicelib.adapters.sqlite.layout import BLOBS_FOLDER, DATABASE_FILE
     from chalicelib.adapters.sqlite.blobs import FileBlobStore
     from chalicelib.adapters.sqlite.db import Database
 

@@ -10,9 +10,8 @@ from typing import Optional
 from chalicelib.adapters.sqlite import cursors
 from chalicelib.adapters.sqlite.db import Database, one
 from chalicelib.adapters.sqlite.feedback import insert_event
-from chalicelib.ports.records import (
-    Document, Event, GuardFailed, Review, ReviewStatus, StaleDocument, WriteRefused, fields_of, from_fields,
-)
+from chalicelib.ports.records import Document, Event, Review, ReviewStatus, fields_of, from_fields
+from chalicelib.ports.errors import GuardFailed, StaleDocument, WriteRefused
 
 COLUMNS = ("review_id", "document_id", "workspace_id", "version_number", "decision", "message", "reviewer_kind",
            "reviewer_id", "reviewer_name", "reviewer_email", "created_ms")

@@ -6,9 +6,8 @@ from typing import Optional
 
 from chalicelib.adapters.sqlite.db import Database, one
 from chalicelib.adapters.sqlite.feedback import event_from_row, insert_event
-from chalicelib.ports.records import (
-    Event, Webhook, WebhookCapReached, WebhookDelivery, WebhookSecret, fields_of, from_fields,
-)
+from chalicelib.ports.records import Event, Webhook, WebhookDelivery, WebhookSecret, fields_of, from_fields
+from chalicelib.ports.errors import WebhookCapReached
 
 DELIVERY_COLUMNS = ("delivery_id", "webhook_id", "workspace_id", "event_id", "event", "status", "attempts",
                     "response_status", "last_error", "created_ms", "next_attempt_ms", "updated_ms")

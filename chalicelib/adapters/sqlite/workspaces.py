@@ -7,9 +7,8 @@ import sqlite3
 from typing import Any, Mapping, Optional
 
 from chalicelib.adapters.sqlite.db import Database, one
-from chalicelib.ports.records import (
-    ApiKey, KeyCapReached, KeyWriteLog, Workspace, WorkspaceFields, WriteRefused, from_fields,
-)
+from chalicelib.ports.records import ApiKey, KeyWriteLog, Workspace, WorkspaceFields, from_fields
+from chalicelib.ports.errors import KeyCapReached, WriteRefused
 
 WORKSPACE_FIELDS = ("name", "plan", "brand_name", "brand_tagline", "secret_scanning", "pii_scanning")
 
