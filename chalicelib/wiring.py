@@ -69,7 +69,7 @@ def build_static() -> tuple[Any, Any]:
 
     if not config.static_pages():
         return NoStaticSite(), None
-    from chalicelib.entrypoints.share import static_objects
+    from chalicelib.entrypoints.share_pages import static_objects
 
     if config.storage() == "aws":
         from chalicelib.adapters.aws.static import S3StaticSite

@@ -20,30 +20,31 @@ also asks the CDN to drop `/d/<share_id>*` (services/cdn.py).
 """
 from __future__ import annotations
 
-import base64
-import hashlib
 import re
 import logging
-from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 from urllib.parse import urlencode, urlparse
 
 from chalice import Blueprint, Response
 
 from chalicelib import config, errors, rendering
-from chalicelib.domain import bundles, limits, links
+from chalicelib.domain import bundles, limits
 from chalicelib.entrypoints.http import (
     FORM_TYPE, EncodedResponse, as_error, compress, download_response, handles_errors, json_response, parse_form_or_json,
     client_ip as http_client_ip, parse_cookies, refuse_cross_site,
+)
+from chalicelib.entrypoints.share_pages import (
+    CACHE_NO_STORE, CACHE_PAGE, CACHE_PRIVATE, CONTENT_REVISION, GRANT_SEPARATOR, VARY, cache_content, cache_page,
+    _content_csp, _error_page, frame_script, _generic_preview, _headers, _message_page, _page, _unlock_page,
+    _viewer_page,
 )
 from chalicelib.models import (
     FeedbackSubmission, RequestModel, ReviewDecision, ReviewMessage, ReviewSubmission, ViewerReplyRequest,
 )
 from chalicelib import wiring as registry
-from chalicelib.ports.static import StaticObject
 from chalicelib.services.audience import RECIPIENT_COOKIE
 from chalicelib.services.sharing import (
-    MEMBER_COOKIE, UNLOCK_COOKIE, Locked, MembersOnly, RecipientsOnly, SharePage, ViewerCookies, WrongPassphrase,
+    MEMBER_COOKIE, UNLOCK_COOKIE, Locked, MembersOnly, RecipientsOnly, ViewerCookies, WrongPassphrase,
     share_path,
 )
 
@@ -52,79 +53,6 @@ log = logging.getLogger("docpub")
 bp = Blueprint(__name__)
 
 FORM_TYPES = [FORM_TYPE, "application/json"]
-HTML_TYPE = "text/html; charset=utf-8"
-SANDBOX = "allow-scripts allow-forms allow-popups allow-modals"
-# A shared cache (CloudFront) keeps a public answer at most EDGE_TTL_SECONDS and never
-# past the link's expiry: that bounds how long a withdrawn link can still be served.
-CACHE_PAGE = f"public, max-age=0, s-maxage={links.EDGE_TTL_SECONDS}"
-CACHE_PRIVATE = "private, no-store"
-CACHE_NO_STORE = "no-store"  # the view beacon: never kept by any cache
-# Public answers differ by encoding (gzip or not): say so on every one, 304s included.
-VARY = "Accept-Encoding"
-
-
-def cache_page(seconds: int) -> str:
-    """The wrapper (the latest pointer): browsers revalidate every time, so a new
-    version shows at once without a CDN and within `seconds` through one."""
-    return f"public, max-age=0, s-maxage={seconds}"
-
-
-def cache_content(seconds: int) -> str:
-    """A version's content: the bytes never change, but access to them can be
-    withdrawn, so no cache keeps them longer than `seconds` without asking (a
-    revalidation is a 304 answered from DynamoDB alone)."""
-    return f"public, max-age={seconds}, s-maxage={seconds}"
-# Bump when the bytes served for a version change (e.g. the injected script).
-CONTENT_REVISION = "3"
-
-STATIC = Path(__file__).resolve().parent.parent / "static" / "share"
-# Injected at the end of every served version (static/share/frame.js): it tells the
-# share page what the viewer selected (a TextQuoteSelector) and draws the comments'
-# highlights. The frame is an opaque origin, so postMessage is the only way in or out;
-# it takes messages only from its parent and the service's origin, and the page takes
-# messages only from the frame's window.
-FRAME_SCRIPT = (STATIC / "frame.js").read_text(encoding="utf-8")
-
-
-def frame_script() -> bytes:
-    origin = _origin(config.base_url())
-    return ("<script>" + FRAME_SCRIPT.replace("__PARENT_ORIGIN__", origin) + "</script>").encode("utf-8")
-
-
-PAGE_CSS = (STATIC / "page.css").read_text(encoding="utf-8")
-
-# The page's own script (static/share/page.js): feedback form, threads, highlights,
-# replies, the newer-version notice, the view beacon. Allowed by its CSP hash.
-PAGE_SCRIPT = (STATIC / "page.js").read_text(encoding="utf-8")
-
-
-def _csp_hash(text: str) -> str:
-    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"
-
-
-# Inline script and style are allowed by hash only (stable, so the page stays cacheable).
-def _page_csp(meta: bool = False) -> str:
-    """The share page's policy; `meta`: as a static page carries it in a <meta> tag, where
-    frame-ancestors means nothing (the CDN's X-Frame-Options: DENY does that part)."""
-    frame_src = _origin(config.content_url()) or "'self'"
-    return ("default-src 'none'; script-src " + _csp_hash(PAGE_SCRIPT) + "; style-src " + _csp_hash(PAGE_CSS)
-            + f"; frame-src {frame_src}; connect-src 'self'; form-action 'self'; base-uri 'none'; "
-            "img-src 'self' data:" + ("" if meta else "; frame-ancestors 'none'"))
-
-
-def _content_csp() -> str:
-    """Sandboxed (an opaque origin) wherever it is served; framed only by the share page."""
-    ancestors = _origin(config.base_url()) if config.content_url() else "'self'"
-    return f"sandbox {SANDBOX}; frame-ancestors {ancestors}"
-
-
-def _origin(url: str) -> str:
-    from urllib.parse import urlsplit
-
-    if not url:
-        return ""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}"
 
 
 # ------------------------------------------------------------------ two sites
@@ -135,10 +63,6 @@ _PARTS = [f"p{i}" for i in range(1, bundles.MAX_DEPTH + 1)]
 FILE_ROUTES = [CONTENT_ROUTE + "".join(f"/{{{name}}}" for name in _PARTS[:depth])
                for depth in range(1, bundles.MAX_DEPTH + 1)]
 CONTENT_ROUTES = frozenset([CONTENT_ROUTE, *FILE_ROUTES])
-# The version segment of a file's URL may carry the content grant of a protected
-# document after "~" (the content origin never sees the unlock cookie, and relative
-# references cannot carry a query string along).
-GRANT_SEPARATOR = "~"
 
 
 def site_of(request) -> str:
@@ -182,156 +106,6 @@ def separate_sites(request) -> Optional[Response]:
         return Response(body="", status_code=302, headers={"Location": location, "Cache-Control": CACHE_PRIVATE,
                                                            "Referrer-Policy": "no-referrer"})
     return None
-
-
-def _headers(csp: str, cache: str, extra: Optional[dict] = None) -> dict:
-    headers = {"Content-Type": HTML_TYPE, "Content-Security-Policy": csp, "Cache-Control": cache,
-               "X-Robots-Tag": "noindex, nofollow", "Referrer-Policy": "no-referrer",
-               "X-Content-Type-Options": "nosniff"}
-    if cache.startswith("public"):
-        headers["Vary"] = VARY
-    return {**headers, **(extra or {})}
-
-
-def _page(template: str, title: str, status: int = 200, cache: str = CACHE_PRIVATE,
-          extra_headers: Optional[dict] = None, **context) -> Response:
-    """A share page: templates/share/<template>, with the page style (and script) allowed by hash."""
-    from markupsafe import Markup
-
-    body = rendering.page(f"share/{template}", title=title, css=Markup(PAGE_CSS), **context)
-    return Response(body=body, status_code=status,
-                    headers=_headers(_page_csp(), cache, {"X-Frame-Options": "DENY", **(extra_headers or {})}))
-
-
-def _message_page(title: str, heading: str, text: str, status: int, cache: str = CACHE_PRIVATE,
-                  extra_headers: Optional[dict] = None) -> Response:
-    return _page("message.html", title, status, cache, extra_headers, heading=heading, text=text)
-
-
-def _not_found_page() -> Response:
-    return _message_page("Not found", "Not found", "There is no document at this link. It may have been deleted, "
-                         "or the link is mistyped.", 404, CACHE_PAGE)
-
-
-def _expired_page() -> Response:
-    return _message_page("Link expired", "This link has expired", "The person who shared this document set it "
-                         "to stop working after a date that has passed. Ask them for a new link if you still "
-                         "need it.", 410, CACHE_PAGE)
-
-
-def _error_page(error: errors.DocpubError) -> Response:
-    """The share surface's answer for any error (as_error maps exceptions to errors)."""
-    if isinstance(error, errors.NotFound):
-        return _not_found_page()
-    if isinstance(error, errors.Gone):
-        return _expired_page()
-    return _message_page("Error", "Something went wrong", error.message, error.status, CACHE_PRIVATE,
-                         dict(error.headers))
-
-
-GENERIC_PREVIEW_TITLE = "A document shared with Docpub"
-
-
-def _preview(title: str, url: str, description: str = "", image: str = "") -> list[tuple[str, str, str]]:
-    """Open Graph and Twitter tags for link unfurls (Slack, iMessage, Discord, X...):
-    (attribute, name, content) for templates/share/base.html."""
-    tags = [("property", "og:type", "website"), ("property", "og:site_name", "Docpub"),
-            ("property", "og:title", title), ("property", "og:url", url), ("name", "twitter:title", title)]
-    if description:
-        tags += [("property", "og:description", description[:300]),
-                 ("name", "twitter:description", description[:300])]
-    if image:
-        tags += [("property", "og:image", image), ("property", "og:image:type", "image/png"),
-                 ("property", "og:image:width", "1200"), ("property", "og:image:height", "630"),
-                 ("name", "twitter:card", "summary_large_image"), ("name", "twitter:image", image)]
-    else:
-        tags.append(("name", "twitter:card", "summary"))
-    return tags
-
-
-def _generic_preview(share_id: str) -> list[tuple[str, str, str]]:
-    """What a protected link unfurls as: nothing of the document."""
-    return _preview(GENERIC_PREVIEW_TITLE, f"{config.base_url()}{share_path(share_id)}")
-
-
-def _unlock_page(share_id: str, version: Optional[int], status: int = 200, message: str = "",
-                 extra_headers: Optional[dict] = None) -> Response:
-    action = share_path(share_id) + "/unlock" + (f"?v={version}" if version else "")
-    return _page("unlock.html", "Protected document", status, CACHE_PRIVATE, extra_headers, action=action,
-                 message=message, preview=_generic_preview(share_id))
-
-
-def _viewer_page(page: SharePage, static: bool = False) -> Response:
-    from markupsafe import Markup
-
-    # An unlocked page names its version (SharePage leaves these None only when locked).
-    assert page.title is not None and page.version_id is not None and page.version_number is not None
-    base = share_path(page.share_id)
-    links: list[dict[str, Any]] = []
-    if page.version_number > 1:
-        links.append({"href": f"{base}?v={page.version_number - 1}", "text": "previous"})
-    if not page.latest:
-        links.append({"href": base, "text": "latest"})
-    links.append({"href": f"{base}?download=1" + ("" if page.latest else f"&v={page.version_number}"),
-                  "text": "download", "download": True})
-    content_src = f"{config.content_url()}{base}/v/{page.version_id}"
-    if page.has_files:
-        # Opened as <version>/index.html so the page's relative references resolve to its files.
-        if config.content_url() and page.content_token:
-            content_src += GRANT_SEPARATOR + page.content_token
-        content_src += "/index.html"
-    elif config.content_url() and page.content_token:  # the content origin never sees the unlock cookie
-        content_src += f"?t={page.content_token}"
-    cache = CACHE_PRIVATE if page.protected else cache_page(page.cache_seconds)
-    url = f"{config.base_url()}{base}"
-    if page.protected:  # even for a viewer who unlocked it: a preview names nothing of it
-        preview = _generic_preview(page.share_id)
-    else:
-        from chalicelib.domain.cards import card_key
-
-        name = page.branding.card_name if page.branding else "Docpub"
-        preview = _preview(page.title, url, page.description, f"{url}/card.png?k={card_key(page.title, name)}")
-    return _page("viewer.html", page.title, 200, cache, preview=preview, version_number=page.version_number,
-                 version_count=page.version_count, links=links, content_src=content_src, sandbox=SANDBOX,
-                 view_url=f"{base}/{'seen' if static else 'view'}?v={page.version_number}",
-                 view_method="get" if static else "post", csp_meta=_page_csp(meta=True) if static else "",
-                 branding=page.branding,
-                 feedback_action=f"{base}/feedback?v={page.version_number}", script=Markup(PAGE_SCRIPT),
-                 share_base=base, version_id=page.version_id, latest=page.latest,
-                 newer=(page.version_count or 0) > page.version_number,
-                 live_seconds=config.live_poll_seconds(),
-                 review_action=f"{base}/reviews?v={page.version_number}",
-                 review_panel=f"{base}/review?v={page.version_number}",
-                 review_sign_in=f"{urlparse(config.base_url()).path.rstrip('/')}/dashboard/open?"
-                                + urlencode({"share": page.share_id, "v": page.version_number, "review": 1}))
-
-
-# ------------------------------------------------------------------ static copies (issue 38)
-
-# The static beacon's empty object: CloudFront keeps it (its cache policy), browsers never
-# (page.js fetches it with cache "no-store"), so every view is a request in CloudFront's logs.
-CACHE_BEACON = "public, max-age=0, s-maxage=86400"
-
-
-def static_objects(ctx, share_id: str, looked_up) -> list[tuple[str, StaticObject]]:
-    """(site, object) of a public link's static copy (services/static_pages.py), from what
-    storage said of it a moment ago (`looked_up`): the page as anyone gets it from the
-    function, with its CSP in a <meta> tag and a GET beacon; the latest version's content
-    with the frame script; the beacon's empty object."""
-    from chalicelib.services.sharing import ContentRef, ShareService
-
-    sharing = ShareService(ctx)
-    page = sharing.page(share_id, None, None, looked_up=looked_up)
-    assert page.version_id is not None and not page.protected
-    content = sharing.read_content(ContentRef(looked_up[1], page.version_id, False))
-    base = share_path(share_id)
-    body = _viewer_page(page, static=True).body
-    html = body.encode("utf-8") if isinstance(body, str) else bytes(body)
-    content_path = f"{base}/v/{page.version_id}" + ("/index.html" if page.has_files else "")
-    return [("main", StaticObject(base, html, HTML_TYPE, cache_page(page.cache_seconds))),
-            ("content" if config.content_url() else "main",
-             StaticObject(content_path, content + frame_script(), HTML_TYPE, cache_content(page.cache_seconds))),
-            ("main", StaticObject(f"{base}/seen", b"", "text/plain; charset=utf-8", CACHE_BEACON))]
 
 
 # ------------------------------------------------------------------ request helpers

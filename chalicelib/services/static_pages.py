@@ -97,7 +97,7 @@ def _sync(ctx: Context, share_id: str) -> None:
         if doc is None or not is_public(share, doc, share_id, ctx.now_ms()):
             remove(ctx, share_id)
             return
-        # The share surface draws it (entrypoints/share.static_objects, given by wiring):
+        # The share surface draws it (entrypoints/share_pages.static_objects, given by wiring):
         # the page exactly as the function renders it for anyone.
         for site, obj in ctx.static_render(ctx, share_id, looked_up):
             ctx.static.put(site, obj)
