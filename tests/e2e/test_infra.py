@@ -697,8 +697,9 @@ def test_api_mcp_and_dashboard_see_the_viewers_address(resources, distribution):
 def test_share_pages_honour_origin_cache_control(resources, distribution):
     share = behaviours(distribution)["/d/*"]
     # The more specific patterns come first (CloudFront takes the first match).
-    assert [b["PathPattern"] for b in distribution["CacheBehaviors"][:7]] == [
-        "/d/*/view", "/d/*/seen", "/d/*/v/*", "/d/*/unlock", "/d/*/feedback*", "/d/*/review*", "/d/*"]
+    assert [b["PathPattern"] for b in distribution["CacheBehaviors"][:8]] == [
+        "/d/*/view", "/d/*/seen", "/d/*/v/*", "/d/*/unlock", "/d/*/feedback*", "/d/*/review*", "/d/*/recipient/*",
+        "/d/*"]
     # The page and content behaviours take an origin group (GET, HEAD, OPTIONS only); what
     # viewers post has behaviours of its own, on the function, with the same policies.
     assert share["AllowedMethods"] == ["GET", "HEAD", "OPTIONS"] and share["CachedMethods"] == ["GET", "HEAD"]
@@ -1733,3 +1734,27 @@ def test_the_view_log_function_may_make_exactly_the_calls_it_makes(aws_storage, 
     statements = {s["Sid"]: s for s in resources["ViewLogRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]}
     assert needed == {("s3:GetObject", "cloudfront/")} | {(a, "table") for a in statements["CountViews"]["Action"]}
     assert statements["CountViews"]["Resource"] == {"Fn::GetAtt": ["Table", "Arn"]}
+
+
+def test_every_share_route_that_takes_a_post_reaches_the_function(distribution):
+    """An origin group (the static copy first) serves GET, HEAD and OPTIONS only: every POST
+    route under /d/ must match, first, a behaviour that goes to the share function (found:
+    the recipient routes, added beside this change, fell under the page's behaviour)."""
+    import fnmatch
+    import re as regex
+
+    from app import app
+
+    def first_behaviour(path: str) -> dict:
+        for behaviour in distribution["CacheBehaviors"]:
+            if fnmatch.fnmatchcase(path, behaviour["PathPattern"]):
+                return behaviour
+        return distribution["DefaultCacheBehavior"]
+
+    posted = [path for path, methods in app.routes.items() if path.startswith("/d/") and "POST" in methods
+              and methods["POST"].view_name != "method_not_allowed"]  # app.py's 405 filler
+    assert len(posted) >= 5
+    for route in posted:
+        path = regex.sub(r"\{[^}]+\}", "AbCdEfGhIjKlMnOpQrStUv", route)
+        behaviour = first_behaviour(path)
+        assert behaviour["TargetOriginId"] == "share" and "POST" in behaviour["AllowedMethods"], route
