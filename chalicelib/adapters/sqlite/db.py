@@ -457,7 +457,7 @@ MIGRATIONS: list[str] = [
     # 14 -> 15: workspace exports (contract 7g, adapters/sqlite/exports.py); at most one
     # running (and before its deadline) per workspace, decided under the write lock.
     """
-    CREATE TABLE exports (
+    CREATE TABLE IF NOT EXISTS exports (
         export_id           TEXT PRIMARY KEY,
         workspace_id        TEXT NOT NULL,
         status              TEXT NOT NULL CHECK (status IN ('running', 'ready', 'failed')),
@@ -471,7 +471,7 @@ MIGRATIONS: list[str] = [
         available_until_ms  INTEGER,
         error               TEXT
     );
-    CREATE INDEX exports_running ON exports (workspace_id, status, deadline_ms);
+    CREATE INDEX IF NOT EXISTS exports_running ON exports (workspace_id, status, deadline_ms);
     """,
     # 15 -> 16: audiences (contract 7f): the recipients of a link, their email codes (a keyed
     # hash, never the code), the audience by entry ("Shared with me"), a verified recipient's
