@@ -218,3 +218,21 @@ def test_dashboard_button_progress_then_download_link(fast_argon2, owner, client
     r = client.http.get("/" + link.split("://", 1)[1].split("/", 1)[1], headers={"Accept": "*/*"})
     assert r.status_code == 200 and zipfile.ZipFile(io.BytesIO(r.body)).read("manifest.json")
     assert owner.get("/dashboard/workspace/exports/exp_zzzzzzzzzzzzzzzz").status == 404
+
+
+def test_dashboard_shows_no_export_to_an_editor_and_refuses_one(fast_argon2, owner, client):
+    from tests.dashboard_client import DashboardClient, mail_link
+
+    invited = owner.post("/dashboard/members/invite", {"email": "ed@example.com", "role": "editor"},
+                         csrf=owner.token())
+    assert invited.status == 303
+    editor = DashboardClient(client)
+    path = mail_link("ed@example.com", "invite")
+    path = path[path.index("/dashboard/"):]
+    form = editor.get(path)
+    editor.post("/dashboard/join/sign-up", {"token": path.split("token=")[1], "password": "correct horse battery"},
+                csrf=form.csrf())
+    page = editor.get("/dashboard/workspace")
+    assert page.status == 200 and "Export workspace" not in page and "/workspace/export" not in page.text
+    refused = editor.post("/dashboard/workspace/export", {}, csrf=page.csrf())
+    assert refused.status == 403 and "owner" in refused.text
