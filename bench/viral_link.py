@@ -2,6 +2,7 @@
 pattern vs the aggregated one, in the same run (make bench-aws).
 
     .venv/bin/python -m bench.viral_link [--views 3000] [--rate 3000] [--instances 20]
+    .venv/bin/python -m bench.viral_link --all-in [--views-per-file 1000]   (issue 38; moto)
 
 Each view is what reaches the function once the page and its content come
 from CloudFront: the view beacon (POST /d/<share>/view), through the real view
@@ -124,7 +125,12 @@ def main() -> int:
     parser.add_argument("--rate", type=int, default=3000, help="views per simulated second")
     parser.add_argument("--instances", type=int, default=20, help="function instances sharing the load")
     parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--all-in", action="store_true",
+                        help="a public link's all-in cost before and after issue 38 (moto, no engines)")
+    parser.add_argument("--views-per-file", type=int, default=1000, help="--all-in: views per CloudFront log file")
     args = parser.parse_args()
+    if args.all_in:
+        return all_in(args)
     from tests import engines
 
     why = engines.missing()
@@ -280,6 +286,230 @@ def run(name: str, flush: str, cache: str, args, meter: Meter, current: dict) ->
     return {"calls": sum(calls.values()) / args.views, "reads": read_units / args.views,
             "writes": write_units / args.views, "hottest": max(item_writes.values()) if item_writes else 0,
             "service_ms": spent[0] / args.views * 1000, "share_id": share_id, "document_id": first.document_id}
+
+
+# ------------------------------------------------------------------ all-in, before and after issue 38
+
+"""`--all-in`: what a million views of a public link cost with CloudFront included, as
+deployed before issue 38 (the page and content from the share function on a cache miss,
+a beacon through the function per view) and after it (page and content static in S3,
+the beacon a cached object counted from CloudFront's standard logs), in one run, on moto
+in-process (no engines needed).
+
+Measured here: the bytes of a view (the page and content as written, gzip as CloudFront
+compresses them), the storage calls of a page miss and a content miss through the app,
+of the beacon (the view service at the deployed settings over many instances) and of
+counting one log file (services/view_logs.py on a file of `--views-per-file` beacon
+lines, each from its own address). Modelled, and said so: DynamoDB units from the calls
+(1 write unit per item write, 2 in a transaction; 0.5 read unit per eventually
+consistent item read, 1 strongly consistent: every item here is under 1 KB / 4 KB),
+Lambda time as in-region time (2 ms + 4 ms per storage call + the parsing measured
+here), hit ratios (80 % page, 95 % content, as docs/deploy.md) and how many views one
+log file holds (CloudFront writes a distribution's log files several times an hour,
+consolidated over its edges: 1,000 views per file is a conservative average for a link
+seen a million times)."""
+
+CLOUDFRONT_PER_10K_REQUESTS = 0.0100
+CLOUDFRONT_PER_GB = 0.085
+CLOUDFRONT_FUNCTION_PER_MILLION = 0.10
+S3_GET_PER_1000 = 0.0004
+PAGE_HIT, CONTENT_HIT = 0.80, 0.95
+REQUESTS_PER_VIEW = 3  # page, content, beacon (docs/deploy.md)
+HEADER_BYTES = 600  # response headers per answer (CloudFront's and ours)
+LOG_FUNCTION_GB = 0.5  # ViewLogFunction's memory
+ALL_IN_GOAL, ORIGIN_GOAL, ORIGIN_REQUESTS_GOAL = 6.00, 0.10, 1.0
+
+
+class Units:
+    """Storage calls and modelled DynamoDB units, S3 GETs, from botocore hooks on moto."""
+
+    def __init__(self):
+        from chalicelib.adapters.aws import clients as aws
+
+        self.reset()
+        aws.dynamodb().meta.events.register("before-parameter-build.dynamodb", self._dynamodb)
+        aws.s3().meta.events.register("before-parameter-build.s3", self._s3)
+
+    def reset(self):
+        self.calls, self.reads, self.writes, self.s3_gets = 0, 0.0, 0.0, 0
+
+    def snapshot(self) -> tuple[int, float, float, int]:
+        return self.calls, self.reads, self.writes, self.s3_gets
+
+    def _dynamodb(self, params, model, **_kwargs):
+        self.calls += 1
+        name = model.name
+        if name == "TransactWriteItems":
+            self.writes += 2 * len(params["TransactItems"])
+        elif name in ("PutItem", "UpdateItem", "DeleteItem"):
+            self.writes += 1
+        elif name == "BatchWriteItem":
+            self.writes += sum(len(v) for v in params["RequestItems"].values())
+        elif name == "GetItem":
+            self.reads += 1 if params.get("ConsistentRead") else 0.5
+        elif name == "BatchGetItem":
+            self.reads += sum(len(v["Keys"]) * (1 if v.get("ConsistentRead") else 0.5)
+                              for v in params["RequestItems"].values())
+        elif name == "Query":
+            self.reads += 1 if params.get("ConsistentRead") else 0.5
+
+    def _s3(self, params, model, **_kwargs):
+        self.s3_gets += model.name == "GetObject"
+
+
+def lambda_cost(invocations: float, ms_each: float, gb: float = LAMBDA_MEMORY_GB) -> float:
+    return invocations * (LAMBDA_REQUEST_PER_MILLION / 1e6 + LAMBDA_GB_SECOND * gb * ms_each / 1000)
+
+
+def dynamodb_cost(reads: float, writes: float) -> float:
+    return reads * READ_UNIT_PER_MILLION / 1e6 + writes * WRITE_UNIT_PER_MILLION / 1e6
+
+
+def representative_html(size: int = 50_000) -> str:
+    """A report of varied prose (seeded), about `size` bytes: compresses like real text."""
+    import random
+
+    rng = random.Random(38)
+    words = ("the a of to and in is that for on with as by it this are be from or at an which was we our "
+             "results quarter revenue growth customers report model latency budget team launch region cost "
+             "analysis figure table section summary risk plan review metric weekly baseline forecast").split()
+    parts, total, n = ["<!doctype html><html><head><title>Report</title></head><body><h1>Quarterly report</h1>"], 0, 0
+    while total < size:
+        n += 1
+        sentence = " ".join(rng.choice(words) for _ in range(rng.randint(8, 20))).capitalize() + "."
+        chunk = (f"<h2>Section {n}</h2>" if n % 12 == 1 else "") + f"<p>{sentence} {rng.randint(1, 9999)}</p>"
+        parts.append(chunk)
+        total += len(chunk)
+    return "".join(parts) + "</body></html>"
+
+
+def all_in(args) -> int:
+    import gzip
+
+    import moto
+
+    from bench._common import fake_aws_env
+
+    fake_aws_env()
+    os.environ.update({"DOCPUB_TABLE": "bench-viral", "DOCPUB_BUCKET": "bench-viral", "DOCPUB_STATIC_PAGES": "on",
+                       "DOCPUB_BASE_URL": "https://docs.example.com", "DOCPUB_VIEW_RATE_LIMIT": "30",
+                       "DOCPUB_VIEW_FLUSH_SECONDS": "1", "DOCPUB_SHARE_CACHE_SECONDS": "5"})
+    with moto.mock_aws():
+        from chalice.test import Client
+
+        from app import app
+        from chalicelib import wiring
+        from chalicelib.adapters.aws.schema import ensure_storage
+        from chalicelib.domain import view_logs as log_lines
+        from chalicelib.models import PublishRequest
+        from chalicelib.services.auth import credentials_from_key
+        from chalicelib.services.documents import DocumentService
+        from chalicelib.services.view_logs import count_log
+        from chalicelib.services.views import ViewService
+        from chalicelib.services.workspaces import WorkspaceService
+        from tests.cloudfront_logs import CHROME, HEADER, beacon
+        from tests.helpers import FakeClock
+
+        ensure_storage()
+        wiring.reset()
+        clock = FakeClock()
+        ctx = wiring.new_context(clock=clock)
+        units = Units()
+        _, key = WorkspaceService(ctx).create_workspace("Viral", "pro")
+        html = representative_html()
+        done = DocumentService(ctx).publish(credentials_from_key(key.api_key),
+                                            PublishRequest(title="Quarterly report", html=html)).response
+        doc = ctx.documents.get(done.document_id)
+        share = doc.share_id
+        page = ctx.static.get("main", f"/d/{share}")
+        content = ctx.static.get("main", f"/d/{share}/v/{doc.latest_version_id}")
+        assert page is not None and content is not None
+        page_gz, content_gz = len(gzip.compress(page.body, 6)), len(gzip.compress(content.body, 6))
+        bytes_per_view = page_gz + content_gz + REQUESTS_PER_VIEW * HEADER_BYTES
+
+        # Before: a page miss and a content miss through the function (the app), and the beacon.
+        with Client(app) as client:
+            units.reset()
+            assert client.http.get(f"/d/{share}").status_code == 200
+            page_miss = units.snapshot()
+            units.reset()
+            assert client.http.get(f"/d/{share}/v/{doc.latest_version_id}").status_code == 200
+            content_miss = units.snapshot()
+        clocks = [FakeClock(clock.now) for _ in range(args.instances)]
+        instances = [ViewService(wiring.new_context(clock=c)) for c in clocks]
+        units.reset()
+        for i in range(args.views):
+            n = i % args.instances
+            clocks[n].now = clock.now + i / args.rate
+            instances[n].record(share, None, None, f"10.{i // 65536 % 256}.{i // 256 % 256}.{i % 256}", CHROME, {})
+        beacon_calls, beacon_reads, beacon_writes, _ = (x / args.views for x in units.snapshot())
+
+        # After: one log file of the link's beacons, counted (and parsed alone, timed).
+        now_ms = int(clock.now * 1000)
+        lines = HEADER + [beacon(share, now_ms + i, 1, ip=f"10.{i // 65536 % 256}.{i // 256 % 256}.{i % 256}")
+                          for i in range(args.views_per_file)]
+        start = time.perf_counter()
+        for _ in range(5):
+            for text in lines[2:]:
+                log_lines.parse(text)
+        parse_ms = (time.perf_counter() - start) / 5 * 1000
+        units.reset()
+        report = count_log(ctx, "cloudfront/main/E1.2026-11-28-12.bench.gz", lines)
+        assert report.counted == args.views_per_file, report
+        file_calls, file_reads, file_writes, _ = units.snapshot()
+
+    million = 1e6
+    cloudfront = REQUESTS_PER_VIEW * million / 1e4 * CLOUDFRONT_PER_10K_REQUESTS
+    data = bytes_per_view * million / 1e9 * CLOUDFRONT_PER_GB
+
+    def miss_cost(miss: tuple[int, float, float, int], count: float) -> float:
+        calls, reads, writes, gets = miss
+        return (lambda_cost(count, LAMBDA_BASE_MS + LAMBDA_MS_PER_CALL * (calls + gets))
+                + dynamodb_cost(reads * count, writes * count) + gets * count * S3_GET_PER_1000 / 1000)
+
+    page_misses, content_misses = million * (1 - PAGE_HIT), million * (1 - CONTENT_HIT)
+    before_beacon = (lambda_cost(million, LAMBDA_BASE_MS + LAMBDA_MS_PER_CALL * beacon_calls)
+                     + dynamodb_cost(beacon_reads * million, beacon_writes * million))
+    before_misses = miss_cost(page_miss, page_misses) + miss_cost(content_miss, content_misses)
+    before_origin = before_beacon + before_misses
+    files = million / args.views_per_file
+    file_ms = LAMBDA_BASE_MS + LAMBDA_MS_PER_CALL * (file_calls + 1) + parse_ms  # + the log file's GET
+    after_origin = (lambda_cost(files, file_ms, LOG_FUNCTION_GB) + dynamodb_cost(file_reads * files, file_writes * files)
+                    + files * S3_GET_PER_1000 / 1000)
+    after_edge_extra = million * CLOUDFRONT_FUNCTION_PER_MILLION / 1e6  # StaticRouteFunction on the page request
+    after_static_gets = (page_misses + content_misses) * S3_GET_PER_1000 / 1000
+    before_total = cloudfront + data + before_origin
+    after_total = cloudfront + data + after_edge_extra + after_static_gets + after_origin
+    before_requests = (million + page_misses + content_misses) / 1000
+    after_requests = files / 1000
+
+    print_header(f"A public link, all-in: a million views, before and after issue 38 (moto, in-process; "
+                 f"{args.views} beacons over {args.instances} instances, {args.views_per_file} views per log file)")
+    print(f"a view: page {len(page.body):,} B ({page_gz:,} gzip), content {len(content.body):,} B ({content_gz:,} gzip), "
+          f"{REQUESTS_PER_VIEW} answers' headers {REQUESTS_PER_VIEW * HEADER_BYTES:,} B: {bytes_per_view:,} B to the viewer")
+    print(f"page miss: {page_miss[0]} DynamoDB calls, {page_miss[3]} S3 GETs; content miss: {content_miss[0]} calls, "
+          f"{content_miss[3]} S3 GETs; beacon: {beacon_calls:.3f} calls, {beacon_reads:.3f} read and "
+          f"{beacon_writes:.3f} write units per view; a log file of {args.views_per_file} views: {file_calls} calls, "
+          f"{file_reads:g} read and {file_writes:g} write units, {parse_ms:.1f} ms parsing\n")
+    rows = [
+        ["CloudFront requests (3 per view)", f"{cloudfront:.2f}", f"{cloudfront:.2f}"],
+        [f"CloudFront data ({bytes_per_view / 1e3:.1f} KB per view)", f"{data:.2f}", f"{data:.2f}"],
+        ["CloudFront Function (StaticRouteFunction, the page request)", "0.00", f"{after_edge_extra:.2f}"],
+        ["S3 GET, static copies on a miss (80 % / 95 % hits)", "0.00", f"{after_static_gets:.2f}"],
+        ["origin: page + content misses (function, DynamoDB, S3)", f"{before_misses:.2f}", "0.00"],
+        ["origin: view beacon (function URL, DynamoDB)", f"{before_beacon:.2f}", "0.00"],
+        ["origin: counting CloudFront's logs (function, DynamoDB, S3)", "0.00", f"{after_origin:.3f}"],
+        ["**origin**", f"**{before_origin:.2f}**", f"**{after_origin:.3f}**"],
+        ["**all-in, $ per million views**", f"**{before_total:.2f}**", f"**{after_total:.2f}**"],
+        ["origin requests per 1,000 views", f"{before_requests:.0f}", f"{after_requests:.2f}"],
+    ]
+    print_table(["per million views of a public link", "before (function on a miss, beacon per view)",
+                 "after (static in S3, views from the logs)"], rows)
+    ok = after_total <= ALL_IN_GOAL and after_origin <= ORIGIN_GOAL and after_requests <= ORIGIN_REQUESTS_GOAL
+    print(f"\ngoal: all-in at most ${ALL_IN_GOAL:.2f} (${after_total:.2f}), origin at most ${ORIGIN_GOAL:.2f} "
+          f"(${after_origin:.3f}), at most {ORIGIN_REQUESTS_GOAL:g} origin request per 1,000 views "
+          f"({after_requests:.2f}): {'met' if ok else 'NOT met'}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
