@@ -95,7 +95,8 @@ TAG_SECTIONS = {"documents": "Documents", "feedback": "Feedback", "reviews": "Re
 PATH_VARIABLES = {"document_id": ("DOC", "a `document_id`, from a publish answer or the list"),
                   "feedback_id": ("FEEDBACK_ID", "a `feedback_id`, from the feedback list"),
                   "webhook_id": ("WEBHOOK_ID", "a `webhook_id`, from creating or listing webhooks"),
-                  "version_id": ("VERSION_ID", "an old version's `version_id`, from `versions` of a document")}
+                  "version_id": ("VERSION_ID", "an old version's `version_id`, from `versions` of a document"),
+                  "export_id": ("EXPORT_ID", "an `export_id`, from starting an export")}
 
 
 def sections(found: list[dict]) -> list[dict]:

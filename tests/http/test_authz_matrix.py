@@ -26,7 +26,7 @@ from chalicelib import openapi
 from chalicelib.models import ErrorBody
 
 CREDENTIALS = ("none", "malformed", "revoked", "other_workspace", "right")
-RESOURCE_PARAMS = {"document_id", "feedback_id", "webhook_id"}
+RESOURCE_PARAMS = {"document_id", "feedback_id", "webhook_id", "export_id"}
 
 MCP_PATH = "/mcp"
 MCP_LIST_TOOLS = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
@@ -65,6 +65,19 @@ class World:
         self.feedback_id = self._feedback(client)
         self.webhook_id = self._webhook(client)
         self._members(services)
+        self.export_id = self._export(services)
+
+    def _export(self, services):
+        """A finished export of workspace A (built here: a running one would make the start a 429)."""
+        from chalicelib import wiring
+        from chalicelib.services.auth import credentials_from_key
+        from chalicelib.services.exports import ExportService
+
+        ctx = wiring.new_context(run_export=lambda export_id: None)  # the app's clock: it answers for an hour
+        exports = ExportService(ctx)
+        export_id = exports.start(credentials_from_key(self.key)).export_id
+        assert exports.build(export_id).status == "ready"
+        return export_id
 
     def _members(self, services):
         """The people the review request's example names are members of workspace A."""
@@ -103,7 +116,8 @@ class World:
     def path(self, template: str) -> str:
         values = {"document_id": self.document_id, "feedback_id": self.feedback_id,
                   "webhook_id": getattr(self, "webhook_id", "unknown"),
-                  "version_id": self.old_version_id, "email": "someone@example.com"}
+                  "version_id": self.old_version_id, "email": "someone@example.com",
+                  "export_id": getattr(self, "export_id", "unknown")}
         return re.sub(r"\{([^}]+)\}", lambda m: values.get(m.group(1), "unknown"), template)
 
     @staticmethod

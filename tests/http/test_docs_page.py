@@ -8,6 +8,7 @@ import html
 import json
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -91,6 +92,12 @@ def test_every_curl_example_runs_as_shown_against_the_local_stack(stack, tmp_pat
     with stack.client(key) as http:
         webhook = http.post("/api/v1/webhooks", json={"url": "https://hooks.example.com/docs-page",
                                                       "events": ["feedback.created"]}).json()
+        # getExport reads a finished export (startExport's own example then starts another).
+        export_id = http.post("/api/v1/exports").json()["export_id"]
+        for _ in range(300):  # built by the stack's thread: bounded polling, no clock involved
+            if http.get(f"/api/v1/exports/{export_id}").json()["status"] != "running":
+                break
+            time.sleep(0.1)
     page = httpx.get(stack.base_url + "/docs").text
     document = httpx.get(stack.base_url + "/api/v1/openapi.json").json()
     # Review requests name members of the workspace: the example's reviewers join it.
@@ -104,7 +111,8 @@ def test_every_curl_example_runs_as_shown_against_the_local_stack(stack, tmp_pat
     examples = [(m.group(1), html.unescape(CURL.search(m.group(2)).group(1))) for m in OP.finditer(page)]
     examples.sort(key=lambda item: (item[0] == "deleteDocument", item[0] == "deleteWebhook"))
     env = {"PATH": "/usr/bin:/bin", "BASE": stack.base_url, "KEY": key, "DOC": doc["document_id"],
-           "FEEDBACK_ID": feedback["feedback_id"], "VERSION_ID": old_version, "WEBHOOK_ID": webhook["webhook_id"]}
+           "FEEDBACK_ID": feedback["feedback_id"], "VERSION_ID": old_version, "WEBHOOK_ID": webhook["webhook_id"],
+           "EXPORT_ID": export_id}
     for operation, command in examples:
         body = tmp_path / f"{operation}.out"
         run_env = {**env, "FEEDBACK_ID": suggestion["feedback_id"]} if operation == "acceptSuggestion" else env
