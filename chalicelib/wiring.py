@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from chalicelib.services.activity import ActivityService
     from chalicelib.services.people import PeopleService
     from chalicelib.services.reviews import ReviewService
-    from chalicelib.services.recipients import RecipientService
+    from chalicelib.services.recipients import RecipientService, SharedWithMe
     from chalicelib.services.accounts import AccountService
     from chalicelib.services.dashboard_pages import DashboardPages
     from chalicelib.services.documents import DocumentService
@@ -312,14 +312,22 @@ def recipients() -> RecipientService:
 
 
 @functools.lru_cache(maxsize=None)
+def shared_with_me() -> SharedWithMe:
+    from chalicelib.services.recipients import SharedWithMe
+
+    return SharedWithMe(default_context())
+
+
+@functools.lru_cache(maxsize=None)
 def dashboard_pages() -> DashboardPages:
     from chalicelib.services.dashboard_pages import DashboardPages
 
-    return DashboardPages(documents(), workspaces(), feedback(), sharing(), views(), editing(), reviews())
+    return DashboardPages(documents(), workspaces(), feedback(), sharing(), views(), editing(), reviews(),
+                          recipients())
 
 
 _SERVICES = (documents, workspaces, sharing, feedback, suggestions, webhooks, accounts, editing, views, oauth, uploads, people, activity,
-             reviews, recipients, dashboard_pages, exports)
+             reviews, recipients, shared_with_me, dashboard_pages, exports)
 
 
 def reset() -> None:

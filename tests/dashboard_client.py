@@ -48,6 +48,12 @@ def mail_link(email: str, kind: str, data_dir: str | None = None) -> str:
     raise AssertionError(f"no {kind} mail to {email} in the outbox")
 
 
+def mail_codes(email: str, data_dir: str | None = None) -> list[str]:
+    """The recipient codes (contract 7f) mailed to `email`, newest first (the subject starts with it)."""
+    return [m["subject"].split(" ", 1)[0] for m in outbox_messages(data_dir)
+            if m["to"] == email and m["kind"] == "recipient_code"]
+
+
 class DashboardClient:
     def __init__(self, client, headers: dict | None = None):
         self.client = client

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from chalicelib.domain import roles
 from chalicelib.models import (
-    DocumentDetail, DocumentList, DocumentStats, DocumentSummary, Feedback, Review, Workspace,
+    DocumentDetail, DocumentList, DocumentStats, DocumentSummary, Feedback, RecipientInfo, Review, Workspace,
 )
 from chalicelib.services import access
 from chalicelib.services.access import Who
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from chalicelib.services.editing import EditingService
     from chalicelib.services.feedback import FeedbackService
     from chalicelib.services.reviews import ReviewService
+    from chalicelib.services.recipients import RecipientService
     from chalicelib.services.sharing import ShareService
     from chalicelib.services.views import Ranked, ViewService
     from chalicelib.services.workspaces import WorkspaceService
@@ -55,6 +56,7 @@ class DocumentPage:
     # The decisions, newest version first: (version number, its reviews newest first).
     reviews: list[tuple[int, list[Review]]] = field(default_factory=list)
     requested: tuple[str, ...] = ()  # who was asked to review
+    recipients: list[RecipientInfo] = field(default_factory=list)  # a recipients link's people (7f)
 
 
 REVIEW_FILTERS = ("mine", "pending", "changes_requested", "approved", "none")  # "Needs my review" first
@@ -100,8 +102,9 @@ class WorkspacePage:
 class DashboardPages:
     def __init__(self, documents: DocumentService, workspaces: WorkspaceService, feedback: FeedbackService,
                  sharing: ShareService, views: ViewService, editing: EditingService,
-                 reviews: ReviewService) -> None:
+                 reviews: ReviewService, recipients: Optional[RecipientService] = None) -> None:
         self.reviews = reviews
+        self.recipients = recipients
         self.documents = documents
         self.workspaces = workspaces
         self.feedback = feedback
@@ -138,8 +141,11 @@ class DashboardPages:
         by_version: dict[int, list[Review]] = {}
         for item in history:
             by_version.setdefault(item.version_number, []).append(item)
+        people = (self.recipients.listed(stored) if self.recipients is not None
+                  and (stored.share_access == "recipients" or stored.share_recipients) else [])
         return DocumentPage(document=document, workspace=workspace, failed_unlocks=failed, views=views,
-                            reviews=sorted(by_version.items(), reverse=True), requested=stored.review_requested)
+                            reviews=sorted(by_version.items(), reverse=True), requested=stored.review_requested,
+                            recipients=people)
 
     def document(self, who: Who, document_id: str) -> DocumentDetail:
         return self.documents.get(who, document_id)

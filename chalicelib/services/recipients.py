@@ -23,7 +23,7 @@ from chalicelib.errors import NotFound, Unauthorized, ValidationFailed
 from chalicelib.models import RecipientInfo, RecipientList
 from chalicelib.ports.records import Document
 from chalicelib.services import access, activity, audience, cdn, mailing, ratelimits
-from chalicelib.services.access import Who, requires
+from chalicelib.services.access import Actor, Who, requires
 from chalicelib.services.context import Context, rfc3339
 from chalicelib.services.sharing import ShareService, share_path
 
@@ -148,6 +148,57 @@ class RecipientService:
         cdn.withdraw(self.ctx, doc.share_id, "recipient revoked")
         activity.record(self.ctx, found.actor, doc.workspace_id, "share.recipient_revoked", doc.document_id,
                         {"title": doc.title, "email": email})
+
+
+@dataclass(frozen=True)
+class SharedItem:
+    """A document of another workspace the signed-in person may open as a recipient."""
+    title: str
+    share_url: str
+    share_id: str
+    workspace_name: str
+    shared_at: str
+
+
+class SharedWithMe:
+    """The dashboard's "Shared with me" (contract 7f): what other workspaces' `recipients`
+    links admit the signed-in account's (verified) email, and a pass to open one as that
+    recipient without a code: the account's sign-in verified the address already."""
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+
+    def _verified_email(self, who: Actor) -> str:
+        email = who.member or ""
+        user = self.ctx.users.get(email) if email else None
+        if user is None or not user.email_verified_ms:
+            raise NotFound("Confirm your email address first.")
+        return email
+
+    def listed(self, who: Actor) -> builtins.list[SharedItem]:
+        email = self._verified_email(who)
+        mine = {m.workspace_id for m in self.ctx.people.list_memberships(email)}
+        found = audience.shared_with(self.ctx, email, exclude_workspaces=mine)
+        names: dict[str, str] = {}
+        items = []
+        for shared in found:
+            doc = shared.document
+            if doc.workspace_id not in names:
+                workspace = self.ctx.workspaces.get(doc.workspace_id)
+                names[doc.workspace_id] = workspace.name if workspace else ""
+            items.append(SharedItem(doc.title, config.base_url() + share_path(doc.share_id), doc.share_id,
+                                    names[doc.workspace_id], rfc3339(shared.added_ms)))
+        return items
+
+    def open(self, who: Actor, share_id: str) -> RecipientPass:
+        """A viewer pass for the link, for the account's email if the link admits it (else NotFound)."""
+        email = self._verified_email(who)
+        doc = ShareService(self.ctx).access_settings(share_id)
+        if not audience.admitted(self.ctx, doc, email):
+            raise NotFound("This document is not shared with you.")
+        self.ctx.recipients.record_open(doc.document_id, doc.workspace_id, email, self.ctx.now_ms(), views=0)
+        return RecipientPass(audience.RECIPIENT_COOKIE, audience.issue_pass(self.ctx, doc, email),
+                             audience.RECIPIENT_PASS_SECONDS, share_path(doc.share_id))
 
 
 def _spent(message: str = "This code can no longer be used.") -> WrongCode:

@@ -159,6 +159,7 @@ def dashboard_pages(document_id: str) -> dict[str, str]:
             "new-version": f"/dashboard/upload?document_id={document_id}", "feedback": "/dashboard/feedback",
             "keys": "/dashboard/keys", "apps": "/dashboard/apps", "members": "/dashboard/members",
             "activity": "/dashboard/activity", "workspace": "/dashboard/workspace", "account": "/dashboard/account",
+            "shared": "/dashboard/shared",
             "missing": f"/dashboard/documents/{MISSING}"}
 
 

@@ -2,8 +2,8 @@
 
 - axe-core's WCAG 2.1 A/AA rules find no violation on the share page with comments (a
   thread with a reply, a suggested change, the comments beside the page and the feedback
-  form open), on the passphrase step (and its refusal), on a link that is off, and on the
-  landing page.
+  form open), on the passphrase step (and its refusal), on a recipients link's email and
+  code steps (and a wrong code; issue 35), on a link that is off, and on the landing page.
 - Keyboard only: Tab into the document, select a passage with the keyboard, comment on
   it, then reply to the thread, never touching the mouse.
 - At desktop width the open comments are listed beside the page (contract 7c), not folded
@@ -47,9 +47,13 @@ def shared(stack):
         locked = http.post("/api/v1/publish", json={"title": "Locked", "html": "<p>secret</p>"}).json()
         assert http.put(f"/api/v1/documents/{locked['document_id']}/passphrase",
                         json={"passphrase": "correct horse"}).status_code in (200, 204)
+        only = http.post("/api/v1/publish", json={"title": "Some people", "html": "<p>only</p>",
+                                                  "share_access": "recipients",
+                                                  "share_recipients": ["a11y@client.example"]}).json()
         off = http.post("/api/v1/publish", json={"title": "Off", "html": "<p>off</p>"}).json()
         http.patch(f"/api/v1/documents/{off['document_id']}", json={"share_enabled": False})
-    return {"doc": doc, "comment": comment["feedback_id"], "locked": locked["share_url"], "off": off["share_url"]}
+    return {"doc": doc, "comment": comment["feedback_id"], "locked": locked["share_url"], "off": off["share_url"],
+            "recipients": only["share_url"]}
 
 
 def _shot(page, width: int) -> None:
@@ -135,6 +139,22 @@ def test_the_share_pages_pass_axe(stack, browser, shared):
         problems["passphrase refused"] = axe.violations(page)
         page.goto(shared["off"])
         problems["link turned off"] = axe.violations(page)
+        for where, tab in (("", page), (" on a phone", phone.new_page())):
+            tab.goto(shared["recipients"])
+            problems["recipients link, email step" + where] = axe.violations(tab)
+            tab.fill("#email", "not an address@")
+            tab.evaluate("document.querySelector('form').noValidate = true")
+            tab.click("button[type=submit]")
+            tab.locator(".error").wait_for()
+            problems["recipients link, email refused" + where] = axe.violations(tab)
+            tab.fill("#email", "a11y@client.example")
+            tab.click("button[type=submit]")
+            tab.locator("#code").wait_for()
+            problems["recipients link, code step" + where] = axe.violations(tab)
+            tab.fill("#code", "000000")
+            tab.click("button[type=submit] >> text=Open the document")
+            tab.locator(".error").wait_for()
+            problems["recipients link, wrong code" + where] = axe.violations(tab)
         small = phone.new_page()
         small.goto(shared["doc"]["share_url"])
         small.locator("#rv-count", has_text="2").wait_for()

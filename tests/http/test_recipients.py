@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.dashboard_client import DashboardClient, outbox_messages
+from tests.dashboard_client import DashboardClient, mail_codes, outbox_messages
 from tests.helpers import auth, publish, publish_raw
 
 AUDIT = ["lead@auditors.example", "@client.example"]
@@ -25,8 +25,7 @@ def _patch(client, key, document_id, body):
 
 
 def _codes(email: str) -> list[str]:
-    return [re.match(r"([0-9]{6}) ", m["subject"]).group(1) for m in outbox_messages()
-            if m["to"] == email and m["kind"] == "recipient_code"]
+    return mail_codes(email)
 
 
 def _ask(viewer: DashboardClient, share: str, email: str):
@@ -325,3 +324,53 @@ def test_mcp_tools_set_list_and_revoke_recipients(client, key, audit):
                                                   "share_recipients": ["a@b.example"]})["structuredContent"]
     got = call(client, key, "get_document", {"document_id": made["document_id"]})["structuredContent"]
     assert got["share_access"] == "recipients" and got["share_recipients"] == ["a@b.example"]
+
+
+# ------------------------------------------------------------------ the dashboard
+
+def test_the_document_page_sets_the_audience_shows_who_opened_it_and_revokes(client, signed_in_owner):
+    owner, key = signed_in_owner
+    doc = publish(client, key, title="Q3 report")
+    path = f"/dashboard/documents/{doc['document_id']}"
+    page = owner.get(path)
+    assert 'id="audience"' in page.text and "Who opened it" not in page.text
+    bad = owner.post(f"{path}/audience", {"share_access": "recipients", "share_recipients": ""}, csrf=page.csrf())
+    assert bad.status == 422 and "share_recipients" in bad.text
+    saved = owner.post(f"{path}/audience", {"share_access": "recipients",
+                                            "share_recipients": "ann@client.example, @auditors.example"},
+                       csrf=page.csrf())
+    assert saved.status == 303 and saved.location.endswith("#audience")
+    viewer = _verified(client, doc["share_id"], "bob@auditors.example")
+    page = owner.get(path)
+    assert "Who opened it" in page.text and "bob@auditors.example" in page.text and "ann@client.example" in page.text
+    assert 'aria-label="Revoke bob@auditors.example"' in page.text
+    revoked = owner.post(f"{path}/recipients/revoke", {"email": "bob@auditors.example"}, csrf=page.csrf())
+    assert revoked.status == 303
+    assert "recipient/email" in viewer.get(f"/d/{doc['share_id']}").text
+    page = owner.get(revoked.location)
+    assert "Recipient revoked" in page.text and '<span class="badge">revoked</span>' in page.text
+
+
+def test_shared_with_me_lists_other_workspaces_documents_newest_first_and_opens_them(client, signed_in_owner):
+    owner, key = signed_in_owner
+    older = publish(client, key, title="Older", share_access="recipients", share_recipients=["@client.example"])
+    publish(client, key, title="Not for Ann", share_access="recipients", share_recipients=["bob@else.example"])
+    from chalicelib.wiring import default_context
+
+    default_context().clock.advance(5)
+    newer = publish(client, key, title="Newer", share_access="recipients", share_recipients=["ann@client.example"])
+    ann = DashboardClient(client)
+    ann.sign_up(email="ann@client.example", workspace="Client Co")
+    page = ann.get("/dashboard/shared")
+    assert page.status == 200
+    titles = re.findall(r'/dashboard/shared/open\?share=[^"]+">([^<]+)</a>', page.text)
+    assert titles == ["Newer", "Older"] and "Acme" in page.text
+    opened = ann.get(f"/dashboard/shared/open?share={newer['share_id']}")
+    assert opened.status == 303 and opened.location == f"/d/{newer['share_id']}"
+    assert "Newer" in ann.get(f"/d/{newer['share_id']}").text
+    # Revoked: gone from the list; a link not shared with Ann: 404.
+    client.http.delete(f"/api/v1/documents/{older['document_id']}/recipients/ann@client.example", headers=auth(key))
+    assert "Older" not in ann.get("/dashboard/shared").text
+    assert ann.get(f"/dashboard/shared/open?share={older['share_id']}").status == 404
+    # The owner's own workspace is not "shared with" them.
+    assert "Nothing yet" in owner.get("/dashboard/shared").text

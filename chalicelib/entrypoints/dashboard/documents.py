@@ -121,7 +121,7 @@ def document_page(page: Page, document_id: str):
     return render(page, "document.html", active="documents", document=data.document, workspace=data.workspace,
                   sharing_available=True, failed_unlocks=data.failed_unlocks,
                   views=_views_charts(data.document, data.views), reviews=data.reviews,
-                  requested=data.requested)
+                  requested=data.requested, recipients=data.recipients)
 
 
 @route("/documents/{document_id}/reviews", methods=("POST",))
@@ -251,6 +251,35 @@ def share_link(page: Page, document_id: str):
         raise validation_error(exc) from None
     registry.documents().update(page.actor, document_id, request)
     return redirect(url(f"/documents/{document_id}", m="link-saved"))
+
+
+@route("/documents/{document_id}/audience", methods=("POST",))
+def audience(page: Page, document_id: str):
+    """Who may open the link (contract 7d, 7f): anyone, the members, or these people (emails
+    and @domains separated by commas, spaces or lines)."""
+    from chalicelib.models import UpdateDocumentRequest
+    from chalicelib.services import access
+
+    access.authorize(page.actor, "update_document")  # before the form is judged: a viewer learns nothing
+    form = page.form()
+    fields: dict[str, object] = {"share_access": form.get("share_access", "")}
+    entries = [e for e in re.split(r"[\s,;]+", form.get("share_recipients", "")) if e]
+    if entries or fields["share_access"] == "recipients":
+        fields["share_recipients"] = entries
+    try:
+        request = UpdateDocumentRequest.model_validate(fields)
+    except ValidationError as exc:  # pydantic's error, said in the contract's words
+        from chalicelib.entrypoints.http import validation_error
+
+        raise validation_error(exc) from None
+    registry.documents().update(page.actor, document_id, request)
+    return redirect(url(f"/documents/{document_id}", m="audience-saved") + "#audience")
+
+
+@route("/documents/{document_id}/recipients/revoke", methods=("POST",))
+def revoke_recipient(page: Page, document_id: str):
+    registry.recipients().revoke(page.actor, document_id, page.form().get("email", ""))
+    return redirect(url(f"/documents/{document_id}", m="recipient-revoked") + "#audience")
 
 
 @route("/documents/{document_id}/passphrase", methods=("POST",))

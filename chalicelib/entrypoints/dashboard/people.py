@@ -254,6 +254,24 @@ def open_shared(page: Page):
     return redirect(target)
 
 
+# ------------------------------------------------------------------ shared with me (contract 7f)
+
+@route("/shared")
+def shared_with_me(page: Page):
+    """Documents of other workspaces that the signed-in account's email may open, newest first."""
+    items = registry.shared_with_me().listed(page.actor)
+    return render(page, "shared.html", active="shared", items=items)
+
+
+@route("/shared/open")
+def open_as_recipient(page: Page):
+    """Open one of them as its recipient: the account's sign-in verified the address, so no code."""
+    granted = registry.shared_with_me().open(page.actor, page.query.get("share", ""))
+    page.set_cookies.append(f"{granted.cookie_name}={granted.cookie_value}; Path={granted.path}; "
+                            f"Max-Age={granted.max_age}; HttpOnly; SameSite=Lax" + ("; Secure" if _secure() else ""))
+    return redirect(granted.path)
+
+
 def _secure() -> bool:
     from chalicelib.entrypoints.dashboard.web import secure_cookies
 

@@ -71,6 +71,8 @@ MESSAGES = {
     "branding-saved": "Branding saved.",
     "scanning-saved": "Scanning settings saved.",
     "link-saved": "Share link settings saved.",
+    "audience-saved": "Who may open the link saved.",
+    "recipient-revoked": "Recipient revoked: their next request is refused.",
     "link-rotated": "New share link made: the old link no longer works.",
     "resolved": "Feedback resolved.",
     "reopened": "Feedback reopened.",

@@ -1,0 +1,107 @@
+"""Recipient links in real Chromium (issue 35, contract 7f): a recipient opens a link by the
+code mailed to them, on a phone (390 px) and at desktop width; a stranger gets the same
+answer and no mail; a revoked recipient is refused on their next request."""
+from __future__ import annotations
+
+import pytest
+
+from tests.chromium import browser  # noqa: F401  (fixture)
+from tests.dashboard_client import mail_codes, outbox_messages
+
+pytestmark = [pytest.mark.browser, pytest.mark.e2e]
+
+PAGE = "<!doctype html><html lang=en><title>Audit pack</title><h1>Audit pack</h1><p>Findings: none.</p></html>"
+
+
+@pytest.fixture(scope="module")
+def audit(stack):
+    key = stack.admin("create-workspace", "--name", "Recipients", "--plan", "free")["api_key"]
+    with stack.client(key) as http:
+        doc = http.post("/api/v1/publish", json={
+            "html": PAGE, "share_access": "recipients",
+            "share_recipients": ["wide@auditors.example", "phone@auditors.example", "@client.example"]}).json()
+    return {"key": key, "share_id": doc["share_url"].rsplit("/d/", 1)[1], **doc}
+
+
+def _ask(page, email: str) -> None:
+    page.fill("#email", email)
+    page.click("button[type=submit] >> text=Send me a code")
+    page.locator("h1", has_text="Check your email").wait_for()
+
+
+def _fits(page, width: int) -> None:
+    scroll = page.evaluate("document.documentElement.scrollWidth")
+    assert scroll <= width, f"{page.url} is {scroll} px wide at {width} px"
+
+
+@pytest.mark.parametrize("width,email", [(390, "phone@auditors.example"), (1280, "wide@auditors.example")])
+def test_a_recipient_opens_the_link_by_the_code_mailed_to_them(stack, browser, audit, width, email):
+    phone = width < 600
+    context = browser.new_context(viewport={"width": width, "height": 844}, is_mobile=phone, has_touch=phone)
+    try:
+        page = context.new_page()
+        page.goto(audit["share_url"])
+        assert page.locator("h1").inner_text() == "This document is shared with some people only"
+        assert "Findings" not in page.content()
+        _fits(page, width)
+        _ask(page, email)
+        _fits(page, width)
+        code = mail_codes(email, str(stack.data_dir))[0]
+        page.fill("#code", code)
+        page.click("button[type=submit] >> text=Open the document")
+        page.frame_locator("#doc").locator("text=Findings: none.").wait_for()
+        cookie = next(c for c in context.cookies() if c["name"] == "dp_recipient")
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Lax" and cookie["path"] == f"/d/{audit['share_id']}"
+        assert cookie["expires"] > 0
+        # The next visit needs no code.
+        page.goto(audit["share_url"])
+        page.frame_locator("#doc").locator("text=Findings: none.").wait_for()
+    finally:
+        context.close()
+    with stack.client(audit["key"]) as http:
+        listed = http.get(f"/api/v1/documents/{audit['document_id']}/recipients").json()["recipients"]
+    mine = next(r for r in listed if r["email"] == email)
+    assert mine["views"] == 2 and mine["first_opened_at"] and not mine["revoked"]
+
+
+def test_a_stranger_gets_the_same_answer_and_no_mail(stack, browser, audit):
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    try:
+        page = context.new_page()
+        page.goto(audit["share_url"])
+        _ask(page, "stranger@else.example")
+        stranger = page.locator("main").inner_text().replace("stranger@else.example", "EMAIL")
+        page.goto(audit["share_url"])
+        _ask(page, "someone@client.example")
+        allowed = page.locator("main").inner_text().replace("someone@client.example", "EMAIL")
+        assert stranger == allowed
+        page.fill("#code", "123456")
+        page.click("button[type=submit] >> text=Open the document")
+        page.locator(".error", has_text="tries left").wait_for()
+    finally:
+        context.close()
+    sent_to = {m["to"] for m in outbox_messages(str(stack.data_dir)) if m["kind"] == "recipient_code"}
+    assert "stranger@else.example" not in sent_to and "someone@client.example" in sent_to
+
+
+def test_a_revoked_recipient_is_refused_on_the_next_request(stack, browser, audit):
+    email = "revoked@client.example"
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        page.goto(audit["share_url"])
+        _ask(page, email)
+        page.fill("#code", mail_codes(email, str(stack.data_dir))[0])
+        page.click("button[type=submit] >> text=Open the document")
+        page.frame_locator("#doc").locator("text=Findings: none.").wait_for()
+        with stack.client(audit["key"]) as http:
+            gone = http.delete(f"/api/v1/documents/{audit['document_id']}/recipients/{email}")
+            assert gone.status_code == 204
+        page.reload()
+        page.locator("h1", has_text="This document is shared with some people only").wait_for()
+        assert page.locator("#doc").count() == 0
+        answer = page.request.post(f"{audit['share_url']}/feedback", data={"message": "still here?"},
+                                   headers={"Content-Type": "application/json"})
+        assert answer.status == 401
+    finally:
+        context.close()
