@@ -626,6 +626,7 @@ def test_view_beacon_is_never_cached_and_sees_the_viewer(resources, distribution
     viewer's address (a managed all-viewer policy does not promise CloudFront-Viewer-Address:
     every viewer behind one edge would then share one per-address cap), never Host."""
     from chalicelib.domain.views import PURPOSE_HEADERS
+    from chalicelib.services.audience import RECIPIENT_COOKIE
     from chalicelib.services.sharing import MEMBER_COOKIE
 
     beacon = behaviours(distribution)["/d/*/view"]
@@ -642,7 +643,7 @@ def test_view_beacon_is_never_cached_and_sees_the_viewer(resources, distribution
     for name in ("sec-fetch-site", "origin", "cloudfront-viewer-address"):
         assert f'headers.get("{name}")' in http, name  # the names the code reads
     assert policy["CookiesConfig"] == {"CookieBehavior": "whitelist",
-                                       "Cookies": [{"Ref": "UnlockCookieName"}, MEMBER_COOKIE]}
+                                       "Cookies": [{"Ref": "UnlockCookieName"}, MEMBER_COOKIE, RECIPIENT_COOKIE]}
     assert policy["QueryStringsConfig"] == {"QueryStringBehavior": "whitelist", "QueryStrings": ["v"]}
 
 
@@ -714,10 +715,11 @@ def test_share_pages_honour_origin_cache_control(resources, distribution):
     assert policy["MinTTL"] == 0 and policy["DefaultTTL"] == 0
     assert policy["MaxTTL"] == {"Ref": "ShareEdgeMaxTtl"}
     key = policy["ParametersInCacheKeyAndForwardedToOrigin"]
+    from chalicelib.services.audience import RECIPIENT_COOKIE
     from chalicelib.services.sharing import MEMBER_COOKIE
 
     assert key["CookiesConfig"] == {"CookieBehavior": "whitelist",
-                                    "Cookies": [{"Ref": "UnlockCookieName"}, MEMBER_COOKIE]}
+                                    "Cookies": [{"Ref": "UnlockCookieName"}, MEMBER_COOKIE, RECIPIENT_COOKIE]}
     assert key["HeadersConfig"] == {"HeaderBehavior": "none"}
     assert key["QueryStringsConfig"] == {"QueryStringBehavior": "whitelist", "QueryStrings": ["v", "version", "download"]}
     forwarded = resources[share["OriginRequestPolicyId"]["Ref"]]["Properties"]["OriginRequestPolicyConfig"]

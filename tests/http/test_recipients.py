@@ -275,6 +275,17 @@ def test_members_open_a_recipients_link_without_the_email_step(client, signed_in
     assert page.status == 200 and "Board notes" in page.text
 
 
+def test_a_members_page_of_a_workspace_link_polls_live_and_threads(client, signed_in_owner):
+    """The page's live refresh and comments read the member's pass too (they read the unlock
+    cookie alone: 401 for every member), privately."""
+    owner, key = signed_in_owner
+    share = publish(client, key, title="Team", share_access="workspace")["share_id"]
+    assert owner.get(f"/dashboard/open?share={share}").status == 303
+    for path in ("live", "threads/0"):
+        answer = owner.get(f"/d/{share}/{path}")
+        assert answer.status == 200 and answer.headers["Cache-Control"] == "private, no-store", path
+
+
 # ------------------------------------------------------------------ feedback and reviews
 
 def test_a_recipients_feedback_and_review_name_them_and_outsiders_are_403(client, key, audit):
