@@ -1658,7 +1658,7 @@ def test_only_a_public_links_page_and_content_can_come_from_s3(resources, distri
 def test_static_answers_carry_the_functions_headers(resources):
     """S3 keeps Content-Type and Cache-Control only: the response-headers policies add what
     the function sets (the content's sandbox CSP must be the function's own, kept in step)."""
-    from chalicelib.entrypoints.share import SANDBOX, _content_csp
+    from chalicelib.entrypoints.share_pages import SANDBOX, _content_csp
 
     content = resources["StaticContentHeadersPolicy"]["Properties"]["ResponseHeadersPolicyConfig"]
     csp = content["SecurityHeadersConfig"]["ContentSecurityPolicy"]
