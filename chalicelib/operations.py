@@ -22,6 +22,8 @@ fields / another status), a service's `Download` (a file), or None for "no body"
 """
 from __future__ import annotations
 
+from urllib.parse import unquote
+
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Union
 
@@ -285,7 +287,7 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "revoke_recipient", "DELETE", "/api/v1/documents/{document_id}/recipients/{email}", "revokeRecipient",
         "Revoke one recipient: their next request is refused (within 60 s behind the CDN).",
-        lambda c: wiring.recipients().revoke(c.credentials, c.path["document_id"], c.path["email"]),
+        lambda c: wiring.recipients().revoke(c.credentials, c.path["document_id"], unquote(c.path["email"])),
         status=204, errors=(404, 422), scope=WRITE,
         tools=(Tool("revoke_recipient", "Revoke a recipient", (
             "Refuse one person a \"recipients\" link from their next request on; they stay listed with "

@@ -49,5 +49,9 @@ class RecipientRepository(Protocol):
         """The document is listed under each of `entries` (kept time if already there) and
         no longer under `dropped`."""
 
+    def delete_for_document(self, document_id: str, entries: Sequence[str]) -> None:
+        """Every recipient and code of a deleted document, and its audience under `entries`
+        (its `share_recipients`); safe to repeat."""
+
     def shared_with(self, entries: Sequence[str]) -> list[AudienceEntry]:
         """What is listed under any of `entries` (an email and its `@domain`), newest first."""

@@ -64,6 +64,8 @@ class DocumentDeletion(DocumentWrites):
         if doc.review_seq:  # ever reviewed or asked for reviews
             self.ctx.reviews.delete_for_document(doc.document_id, doc.workspace_id)
         self.ctx.views.delete_for_document(doc.document_id)
+        if doc.share_recipients or doc.share_access == "recipients":  # contract 7f: its people and audience
+            self.ctx.recipients.delete_for_document(doc.document_id, doc.share_recipients)
         # The document record goes last, so an interrupted delete can be found and finished.
         self.ctx.documents.purge(doc.document_id)
         if "files" in (doc.latest_content or ""):

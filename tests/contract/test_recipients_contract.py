@@ -77,3 +77,19 @@ def test_the_audience_by_entry_newest_first(ctx, storage):
     assert [(a.entry, a.document_id) for a in repo.shared_with(["ann@example.com", "@example.com"])] == [
         ("@example.com", "doc_2"), ("ann@example.com", "doc_1")]
     assert repo.shared_with([]) == []
+
+
+@BOTH
+def test_a_deleted_documents_recipients_codes_and_audience_go(ctx, storage):
+    repo = ctx.recipients
+    repo.record_open("doc_gone", "ws_a", "ann@example.com", 1_000)
+    repo.revoke("doc_gone", "ws_a", "bob@example.com", 1_000)
+    repo.put_code(RecipientCode("doc_gone", "cy@example.com", "h", 9_000))
+    repo.index_audience("doc_gone", "ws_a", ["ann@example.com", "@example.com"], [], 1_000)
+    repo.record_open("doc_kept", "ws_a", "ann@example.com", 1_000)
+    repo.index_audience("doc_kept", "ws_a", ["@example.com"], [], 2_000)
+    repo.delete_for_document("doc_gone", ["ann@example.com", "@example.com"])
+    repo.delete_for_document("doc_gone", ["ann@example.com", "@example.com"])  # safe to repeat
+    assert repo.list_for_document("doc_gone") == [] and repo.get_code("doc_gone", "cy@example.com") is None
+    assert [a.document_id for a in repo.shared_with(["ann@example.com", "@example.com"])] == ["doc_kept"]
+    assert [r.email for r in repo.list_for_document("doc_kept")] == ["ann@example.com"]

@@ -108,6 +108,13 @@ class RecipientRepository:
             except ConditionFailed:
                 pass  # listed already: keeps its time
 
+    def delete_for_document(self, document_id: str, entries: Sequence[str]) -> None:
+        items = self.table.query_all("PK = :pk", {":pk": recipients_pk(document_id)}, consistent=True)
+        keys = [{"PK": i["PK"], "SK": i["SK"]} for i in items]
+        keys += [audience_key(entry, document_id) for entry in dict.fromkeys(entries)]
+        if keys:
+            self.table.delete_keys(keys)
+
     def shared_with(self, entries: Sequence[str]) -> list[AudienceEntry]:
         found: list[AudienceEntry] = []
         for entry in dict.fromkeys(entries):

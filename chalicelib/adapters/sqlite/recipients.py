@@ -86,6 +86,11 @@ class RecipientRepository:
                 tx.execute("INSERT INTO audience (entry, document_id, workspace_id, added_ms) VALUES (?, ?, ?, ?) "
                            "ON CONFLICT (entry, document_id) DO NOTHING", (entry, document_id, workspace_id, now_ms))
 
+    def delete_for_document(self, document_id: str, entries: Sequence[str]) -> None:
+        with self.db.write() as tx:
+            for table in ("recipients", "recipient_codes", "audience"):
+                tx.execute(f"DELETE FROM {table} WHERE document_id = ?", (document_id,))  # noqa: S608
+
     def shared_with(self, entries: Sequence[str]) -> list[AudienceEntry]:
         if not entries:
             return []
