@@ -12,6 +12,7 @@ from chalicelib.entrypoints.share import bp as share_pages, separate_sites
 from chalicelib.entrypoints.mcp import bp as mcp_blueprint
 from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
 from chalicelib.entrypoints.oauth import bp as oauth_blueprint
+from chalicelib.entrypoints.signing_keys import bp as signing_keys_blueprint
 
 config.check_startup()  # deployed without DOCPUB_SECRET_KEY: refuse to start (no public default)
 # configure_logs=False: Chalice would add its own plain handler to the "docpub" logger, and every
@@ -103,6 +104,7 @@ app.register_blueprint(share_pages)
 app.register_blueprint(mcp_blueprint)  # POST /mcp (the SDK is imported only when it is hit)
 app.register_blueprint(dashboard_blueprint, url_prefix="/dashboard")
 app.register_blueprint(oauth_blueprint)  # OAuth 2.1 for MCP clients (discovery, register, authorize, token)
+app.register_blueprint(signing_keys_blueprint)  # /.well-known/docpub-signing-keys.json (signed versions)
 
 # Must stay last: answers 405 (in the contract's shape) for every method a route lacks.
 routing.add_method_not_allowed(app)

@@ -145,6 +145,11 @@ def data_dir() -> str:
     return _get("DOCPUB_DATA_DIR", ".local")
 
 
+def signing_kms_key() -> str:
+    """The KMS key (ARN) that signs versions deployed (contract 7g); empty: the key file in data_dir()."""
+    return _get("DOCPUB_SIGNING_KMS_KEY", "")
+
+
 def storage() -> str:
     """`aws` (DynamoDB + S3) or `sqlite` (embedded, in data_dir()); default: aws in Lambda, else sqlite."""
     default = "aws" if os.environ.get("AWS_LAMBDA_FUNCTION_NAME") else "sqlite"

@@ -608,6 +608,48 @@ class VersionList(ResponseModel):
     next_cursor: Optional[str] = None
 
 
+class ProvenanceFile(ResponseModel):
+    path: str
+    sha256: str = Field(description="Lowercase hex SHA-256 of the file's bytes.")
+
+
+class Publisher(ResponseModel):
+    kind: Literal["key", "member", "oauth_client"]
+    id: str
+    name: str
+
+
+class ProvenanceStatement(ResponseModel):
+    """What was published: signed over its RFC 8785 canonical JSON (contract 7g)."""
+    document_id: str
+    workspace_id: str
+    version_number: int
+    content_sha256: str = Field(description="Lowercase hex SHA-256 of the content as downloaded (`?download=1`): "
+                                            "the HTML page, a bundle's index page, or the Markdown source.")
+    files: list[ProvenanceFile] = Field(description="A bundle's other files, by path (empty for a page).")
+    published_at: str
+    publisher: Publisher
+
+
+class ProvenanceSignature(ResponseModel):
+    alg: Literal["ES256", "EdDSA"]
+    kid: str = Field(description="The signing key's id in /.well-known/docpub-signing-keys.json.")
+    value: str = Field(description="base64url signature of the statement's canonical JSON (ES256: raw r||s).")
+    statement_sha256: Optional[str] = Field(None, description="SHA-256 of the canonical statement that was signed: "
+                                                              "tells a changed statement from a changed signature.")
+
+
+class Provenance(ResponseModel):
+    """GET /documents/:id/versions/:version_number/provenance: a version's signed statement."""
+    statement: ProvenanceStatement
+    signature: ProvenanceSignature
+
+
+class SigningKeySet(ResponseModel):
+    """/.well-known/docpub-signing-keys.json: a JWKS; a rotated key keeps its `not_after`."""
+    keys: list[dict[str, str]]
+
+
 class DocumentDetail(DocumentSummary):
     versions: list[VersionInfo] = Field(description="The newest 100 versions at most, oldest first.")
     versions_truncated: bool = Field(False, description="True when older versions exist than those listed "

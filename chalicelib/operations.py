@@ -510,6 +510,20 @@ OPERATIONS: tuple[Operation, ...] = (
             "plan. The latest version cannot be deleted (version_conflict: publish a new one first, or "
             "delete the document). Version ids come from list_versions. Cannot be undone."),
             idempotent=True, destructive=True, result=models.VersionDeleted),)),
+    Operation(
+        "get_provenance", "GET", "/api/v1/documents/{document_id}/versions/{version_number}/provenance",
+        "getProvenance",
+        "A version's signed statement: who published which bytes when (contract 7g). Keys: "
+        "/.well-known/docpub-signing-keys.json. A version made before versions were signed: 404 "
+        "with details.reason `provenance_unavailable`.",
+        lambda c: wiring.provenance().get(c.credentials, c.path["document_id"], c.path["version_number"]),
+        models.Provenance, errors=(404,), scope=READ,
+        tools=(Tool("get_provenance", "Get a version's provenance", (
+            "The signed statement of one version (version_number from list_versions): document, workspace, "
+            "version number, the SHA-256 of its content as downloaded and of a bundle's files, when and by whom "
+            "(API key, member or connected app) it was published, and the ES256 signature over the statement's "
+            "RFC 8785 canonical JSON. Anyone can check it with `docpub verify` against the public keys at "
+            "/.well-known/docpub-signing-keys.json."), read_only=True, idempotent=True),)),
     # REST only (MCP: set_passphrase with passphrase=null; uploads and downloads are files).
     Operation(
         "list_activity", "GET", "/api/v1/activity", "listActivity",

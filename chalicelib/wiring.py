@@ -17,6 +17,7 @@ from chalicelib.ports import Repositories
 from chalicelib.ports.cdn import CdnInvalidator
 from chalicelib.ports.mail import Mailer
 from chalicelib.ports.outbound import OutboundHttp
+from chalicelib.ports.signing import SignerFactory
 from chalicelib.services.context import Context
 
 if TYPE_CHECKING:
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from chalicelib.services.people import PeopleService
     from chalicelib.services.reviews import ReviewService
     from chalicelib.services.recipients import RecipientService, SharedWithMe
+    from chalicelib.services.provenance import ProvenanceService
     from chalicelib.services.accounts import AccountService
     from chalicelib.services.dashboard_pages import DashboardPages
     from chalicelib.services.documents import DocumentService
@@ -94,6 +96,22 @@ def build_mailer() -> Mailer:
     return configured()
 
 
+def build_signers() -> SignerFactory:
+    """Who signs versions (contract 7g): the KMS key the stack names, else a key file in the data folder."""
+    if config.signing_kms_key():
+        from chalicelib.adapters.aws.kms import KmsSigners
+
+        return KmsSigners()
+    return _local_signers(str(Path(config.data_dir()).resolve()))
+
+
+@functools.lru_cache(maxsize=None)
+def _local_signers(data_dir: str) -> SignerFactory:
+    from chalicelib.adapters.signing import LocalSigners
+
+    return LocalSigners(data_dir)
+
+
 def build_outbound() -> OutboundHttp:
     """The one fenced client for requests to addresses strangers chose (adapters/outbound.py)."""
     from chalicelib.adapters.outbound import PinnedHttp
@@ -157,6 +175,7 @@ def new_context(**overrides: Any) -> Context:
     overrides.setdefault("mail_factory", build_mailer)
     if "nudge_outbox" not in overrides:
         overrides["nudge_outbox"] = build_outbox_nudge()
+    overrides.setdefault("signers_factory", build_signers)
     if "outbound" not in overrides:
         overrides["outbound"] = build_outbound()
     if "webhook_sender" not in overrides:
@@ -291,6 +310,13 @@ def activity() -> ActivityService:
 
 
 @functools.lru_cache(maxsize=None)
+def provenance() -> ProvenanceService:
+    from chalicelib.services.provenance import ProvenanceService
+
+    return ProvenanceService(default_context())
+
+
+@functools.lru_cache(maxsize=None)
 def reviews() -> ReviewService:
     from chalicelib.services.reviews import ReviewService
 
@@ -327,7 +353,7 @@ def dashboard_pages() -> DashboardPages:
 
 
 _SERVICES = (documents, workspaces, sharing, feedback, suggestions, webhooks, accounts, editing, views, oauth, uploads, people, activity,
-             reviews, recipients, shared_with_me, dashboard_pages, exports)
+             reviews, recipients, shared_with_me, provenance, dashboard_pages, exports)
 
 
 def reset() -> None:

@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     outbox = sub.add_parser("outbox", help="the latest messages in the mail outbox (DOCPUB_MAIL=outbox) "
                                           "with their links, newest first")
     outbox.add_argument("--limit", type=int, default=10)
+    sub.add_parser("rotate-signing-key", help="sign new versions with a new key; the old one is retired (kept in "
+                                              "the JWKS with its not_after: what it signed still verifies). "
+                                              "Deployed (KMS): see docs/provenance.md")
     return parser
 
 
@@ -92,6 +95,13 @@ def run(args) -> dict:
             return {"login_url": accounts().login_link(args.workspace_id)}
         if args.command == "outbox":
             return wiring.read_outbox(args.limit)
+        if args.command == "rotate-signing-key":
+            from chalicelib.services import provenance
+
+            try:
+                return provenance.rotate(wiring.default_context())
+            except RuntimeError as exc:  # deployed: a KMS key is rotated by deploying a new one
+                return {"error": {"code": "not_supported", "message": str(exc)}}
         if args.command == "cdn-retry":
             from chalicelib.services import cdn
 

@@ -32,6 +32,7 @@ OPERATIONS: dict[str, str] = {
     "delete_version": "editor",
     "get_document": "viewer",
     "list_versions": "viewer",
+    "get_provenance": "viewer",
     "download_document": "viewer",
     "create_upload": "editor",  # the first step of a large publish
     "list_documents": "viewer",

@@ -547,3 +547,42 @@ def share_threads(share_id, mark):
     return _public_json({"threads": [{**t.feedback.model_dump(mode="json"), "version_number": t.version_number}
                                      for t in threads]},
                         cache_page(seconds), protected)
+
+
+# ------------------------------------------------------------------ signed versions (contract 7g)
+@bp.route("/d/{share_id}/verified", methods=["GET"])
+def share_verified(share_id):
+    """The page's "Verified" line (templates/share/verified.html), which page.js puts under the
+    title: who published the shown version and when, and whether its stored content and
+    signature still match the statement. Cached as the page is (a version's verdict never
+    changes); empty for a version without provenance, and never an error page: a line that
+    cannot be shown is left out (the log says why)."""
+    request = _request()
+    cache = CACHE_PRIVATE
+    body = ""
+    try:
+        line, protected, seconds = registry.provenance().share_line(share_id, _version_param(), _viewer())
+        if not protected:
+            cache = cache_page(seconds)
+        if line is not None:
+            base = share_path(share_id)
+            page_url = f"{config.base_url()}{base}" + (f"?v={_version_param()}" if _version_param() else "")
+            body = str(rendering.fragment(
+                "share/verified.html", verified=line, provenance_url=f"{base}/provenance?v={line.version_number}",
+                keys_url=f"{urlparse(config.base_url()).path.rstrip('/')}/.well-known/docpub-signing-keys.json",
+                page_url=page_url))
+    except Exception as exc:  # noqa: BLE001 - no line rather than an error in the page
+        if not isinstance(exc, errors.DocpubError):
+            log.exception("provenance line not shown", extra={"share_id": share_id})
+    return compress(request, Response(body=body, status_code=200, headers={
+        "Content-Type": HTML_TYPE, "Cache-Control": cache, "Vary": VARY, "X-Robots-Tag": "noindex, nofollow",
+        "X-Content-Type-Options": "nosniff", "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'"}))
+
+
+@bp.route("/d/{share_id}/provenance", methods=["GET"])
+@_private
+@handles_errors(bp)
+def share_provenance(share_id):
+    """The shown version's (`?v=N`, else the latest) signed statement, under the same access
+    as viewing it: what `docpub verify SHARE_URL` checks (docs/provenance.md)."""
+    return json_response(registry.provenance().for_share(share_id, _version_param(), _viewer()))

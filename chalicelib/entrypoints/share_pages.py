@@ -219,6 +219,7 @@ def _viewer_page(page: SharePage, static: bool = False) -> Response:
                  live_seconds=config.live_poll_seconds(),
                  review_action=f"{base}/reviews?v={page.version_number}",
                  review_panel=f"{base}/review?v={page.version_number}",
+                 verified_url=f"{base}/verified?v={page.version_number}",
                  review_sign_in=f"{urlparse(config.base_url()).path.rstrip('/')}/dashboard/open?"
                                 + urlencode({"share": page.share_id, "v": page.version_number, "review": 1}))
 

@@ -513,6 +513,9 @@ class Version:
     note: Optional[str] = None
     format: Optional[str] = None  # None: HTML as published; "markdown"
     files: tuple[Mapping[str, Any], ...] = ()
+    # Its signed statement (contract 7g), the provenance answer as JSON: `{statement, signature}`,
+    # made when the version was and never again; None for versions made before signing existed.
+    provenance: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -734,3 +737,20 @@ class AudienceEntry:
     document_id: str
     workspace_id: str
     added_ms: int
+# ------------------------------------------------------------------ signing keys (ports/signing.py)
+
+@dataclass(frozen=True)
+class SigningKey:
+    """A key that signs (or signed) versions' statements: its public JWK (with `kid`, the
+    RFC 7638 thumbprint, and `alg`), where its private half lives (`holder`: a key file's
+    name in the data folder, or a KMS key's ARN), and, once retired, `not_after_ms`: it
+    signs nothing after that, and stays listed so what it signed still verifies."""
+    kid: str
+    alg: str
+    public_jwk: Mapping[str, str]
+    holder: str
+    created_ms: int
+    not_after_ms: Optional[int] = None
+
+
+__all__ += ["SigningKey"]

@@ -382,3 +382,5 @@ class Repositories:
     exports: Optional[object] = None
     # Recipients of `recipients` links, their email codes, the audience by email (ports/recipients.py).
     recipients: Optional[object] = None
+    # Every key that signed versions (chalicelib/ports/signing.py SigningKeyRepository).
+    signing_keys: Optional[object] = None

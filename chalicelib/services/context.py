@@ -27,6 +27,7 @@ from chalicelib.ports.oauth import OAuthRepository
 from chalicelib.ports.reviews import ReviewRepository
 from chalicelib.ports.static import NoStaticSite, StaticSite
 from chalicelib.ports.recipients import RecipientRepository
+from chalicelib.ports.signing import SignerFactory, SigningKeyRepository
 from chalicelib.ports.webhooks import WebhookRepository
 
 
@@ -49,6 +50,13 @@ def new_feedback_id() -> str:
 
 def new_workspace_id() -> str:
     return "ws_" + secrets.token_urlsafe(12)
+
+
+def _memory_signers() -> SignerFactory:
+    """A Context built without the composition root (tests) signs with a key in memory."""
+    from chalicelib.domain.provenance import MemorySigners
+
+    return MemorySigners()
 
 
 def _no_nudge() -> None:
@@ -89,6 +97,8 @@ class Context:
     # Builds a started export in the background (services/exports.py): wiring gives the
     # deployed stack's SQS message to the worker, else a thread of this process.
     run_export: Callable[[str], None] = _no_export_runner
+    # Who signs versions' statements (ports/signing.py, contract 7g), built on first use.
+    signers_factory: Callable[[], SignerFactory] = _memory_signers
     # Backoff between optimistic-concurrency retries; tests may inject a no-op.
     sleep: Callable[[float], None] = time.sleep
 
@@ -100,6 +110,14 @@ class Context:
     @functools.cached_property
     def mail(self) -> Mailer:
         return self.mail_factory()
+
+    @functools.cached_property
+    def signers(self) -> SignerFactory:
+        return self.signers_factory()
+
+    @property
+    def signing_keys(self) -> SigningKeyRepository:
+        return self.repos.signing_keys  # type: ignore[return-value]  # set by both adapters
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)

@@ -10,7 +10,7 @@ from chalicelib.errors import ValidationFailed, VersionContentMissing
 from chalicelib.models import EditRequest, EditResponse, EditSummary
 from chalicelib.ports import BlobNotFound, GuardFailed, QuotaReached, StaleDocument, definitely_not_applied, version_key
 from chalicelib.ports.records import Document, Resolution, Version
-from chalicelib.services import access, activity, scanning, static_pages
+from chalicelib.services import access, activity, provenance, scanning, static_pages
 from chalicelib.services import content as content_files
 from chalicelib.services.access import Who, canonical_document_id, requires
 from chalicelib.services.context import new_version_id
@@ -74,8 +74,8 @@ class DocumentEdits(DocumentWrites):
                                          "send the edit again")
             version_id = new_version_id()
             object_key = version_key(actor.workspace_id, document_id, version_id)
-            version = version_record(version_id, doc.version_count + 1, request.note, now_ms, object_key,
-                                      content.page, fmt, files)
+            version = provenance.signed(self.ctx, actor, document_id, version_record(
+                version_id, doc.version_count + 1, request.note, now_ms, object_key, content.page, fmt, files), content)
             quota = self._quota(actor, doc, version.size_bytes, now_ms,  # 429 before anything is stored
                                 distinct_files(files))
             objects = content_files.StoredContent(self.ctx, actor.workspace_id, document_id, version_id)

@@ -27,7 +27,7 @@ import secrets
 import time
 import zipfile
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Iterator, Mapping, Optional
+from typing import Any, Iterable, Iterator, Mapping, Optional
 
 from chalicelib import config
 from chalicelib.domain import bundles, limits
@@ -74,19 +74,15 @@ def new_export_id() -> str:
     return "exp_" + secrets.token_urlsafe(12)
 
 
-# ------------------------------------------------------------------ provenance (the hook)
-
-# version -> its provenance answer ({"statement", "signature"}), or None when it has none.
-# Set by services/provenance.py once signed versions exist (contract 7g); until then the
-# zip holds no provenance/ folder and the manifest says `"provenance": false`.
-ProvenanceReader = Callable[[Context, Document, Version], Optional[Mapping[str, Any]]]
-PROVENANCE: list[ProvenanceReader] = []
-
+# ------------------------------------------------------------------ provenance
 
 def provenance_of(ctx: Context, doc: Document, version: Version) -> Optional[Mapping[str, Any]]:
-    for reader in PROVENANCE:
-        return reader(ctx, doc, version)
-    return None
+    """Version -> its provenance answer ({"statement", "signature"}, contract 7g), or None when
+    it was made before versions were signed (services/provenance.provenance_for)."""
+    from chalicelib.services.provenance import provenance_for
+
+    found = provenance_for(ctx, doc, version)
+    return found.model_dump(mode="json") if found is not None else None
 
 
 # ------------------------------------------------------------------ the signed local URL
@@ -280,7 +276,7 @@ class _Build:
                 "workspace": {"id": self.ws, "name": workspace.name if workspace else None,
                               "plan": workspace.plan if workspace else None},
                 "exported_at": rfc3339(self.ctx.now_ms()), "counts": self.counts,
-                "provenance": bool(PROVENANCE), "documents": self.documents}
+                "provenance": True, "documents": self.documents}
 
 
 class _Counted:
@@ -428,4 +424,4 @@ class ExportFile:
     size_bytes: int
 
 
-__all__ = ["ExportService", "ExportFile", "LAYOUT", "PROVENANCE", "export_key", "zip_stream", "EXPORT_ROOT"]
+__all__ = ["ExportService", "ExportFile", "LAYOUT", "export_key", "zip_stream", "EXPORT_ROOT"]

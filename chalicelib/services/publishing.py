@@ -15,7 +15,7 @@ from chalicelib.ports import (
 )
 from chalicelib.ports.records import ActivityEntry, Document, StoredIdempotency, Version
 from chalicelib.ports.repositories import DocumentFields
-from chalicelib.services import access, activity, cdn, scanning, static_pages
+from chalicelib.services import access, activity, cdn, provenance, scanning, static_pages
 from chalicelib.services import content as content_files
 from chalicelib.services.access import Actor, Who, requires
 from chalicelib.services.context import new_document_id, new_share_id, new_version_id
@@ -146,8 +146,9 @@ class Publishing(DocumentWrites):
                 if not stored:
                     objects.put(content)
                     stored = True
-                version = version_record(version_id, (doc.version_count + 1) if doc else 1, request.note,
-                                                  now_ms, object_key, content.page, content.format, content.file_infos())
+                version = provenance.signed(self.ctx, actor, document_id, version_record(
+                    version_id, (doc.version_count + 1) if doc else 1, request.note, now_ms, object_key, content.page,
+                    content.format, content.file_infos()), content)  # contract 7g: signed as it is made
                 response = PublishResponse(document_id=document_id, version_id=version_id,
                                            version_number=version.number, share_url=share_url(share_id),
                                            warnings=scanned.response_warnings())

@@ -201,7 +201,8 @@ def test_documents_versions_share_links_and_idempotency_come_back_as_records(rep
 
     files = ({"path": "style.css", "size_bytes": 12, "sha256": "ab" * 32},)
     second = Version(version_id="v_typed_2", number=2, created_ms=5000, size_bytes=40,
-                     blob_key="documents/ws/d/v_typed_2.html", note="two", format="markdown", files=files)
+                     blob_key="documents/ws/d/v_typed_2.html", note="two", format="markdown", files=files,
+                     provenance='{"statement":{"version_number":2},"signature":{"alg":"ES256"}}')
     repos.documents.append_version(doc, second, {"title": "Two", "latest_content": "markdown files"}, None, None)
     after = dataclasses.replace(doc, title="Two", latest_content="markdown files", version_count=2,
                                 latest_version_id=second.version_id, latest_size=second.size_bytes,

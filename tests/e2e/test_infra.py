@@ -249,6 +249,10 @@ def test_table_and_bucket_actions_name_exactly_these_resources(resources, functi
                 assert action == "ses:SendEmail"
                 assert target == {"Fn::Sub": "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:"
                                              "identity/${MailIdentity}"}, target
+            elif service == "kms":  # signed versions (contract 7g): the one signing key, nothing else
+                assert action in ("kms:Sign", "kms:GetPublicKey"), action
+                assert target == {"Fn::If": ["HasSigningKeyArn", {"Ref": "SigningKeyArn"},
+                                             {"Fn::GetAtt": ["SigningKey", "Arn"]}]}, target
             else:
                 assert service == "logs", action
     # Bundle files and large uploads are written, read and deleted by the function too
@@ -297,8 +301,9 @@ CLOUDFRONT_ACTIONS = {"create_invalidation": ["CreateInvalidation"]}
 SSM_ACTIONS = {"get_parameter": ["GetParameter"]}
 SES_ACTIONS = {"send_email": ["SendEmail"]}  # aws.ses() is the sesv2 client; IAM names it ses:*
 SQS_ACTIONS = {"send_message": ["SendMessage"]}
+KMS_ACTIONS = {"sign": ["Sign"], "get_public_key": ["GetPublicKey"]}  # signed versions (contract 7g)
 ACTIONS = {"dynamodb": DYNAMODB_ACTIONS, "s3": S3_ACTIONS, "cloudfront": CLOUDFRONT_ACTIONS, "ssm": SSM_ACTIONS,
-           "ses": SES_ACTIONS, "sqs": SQS_ACTIONS}
+           "ses": SES_ACTIONS, "sqs": SQS_ACTIONS, "kms": KMS_ACTIONS}
 WAITERS = {("dynamodb", "table_exists"): ["DescribeTable"]}
 # Setup code that runs only against the local emulator (make run, tests), never in Lambda.
 LOCAL_ONLY = {("chalicelib/adapters/aws/schema.py", "ensure_storage")}
@@ -1760,3 +1765,23 @@ def test_every_share_route_that_takes_a_post_reaches_the_function(distribution):
         path = regex.sub(r"\{[^}]+\}", "AbCdEfGhIjKlMnOpQrStUv", route)
         behaviour = first_behaviour(path)
         assert behaviour["TargetOriginId"] == "share" and "POST" in behaviour["AllowedMethods"], route
+
+
+# ------------------------------------------------------------------ signed versions (contract 7g)
+
+def test_versions_are_signed_by_one_kms_key_only_the_api_function_may_use(resources, template):
+    """An asymmetric P-256 key whose private half stays in KMS; the API function may Sign and
+    GetPublicKey with it (and nothing else in KMS); no other role may touch it."""
+    key = resources["SigningKey"]
+    assert key["Type"] == "AWS::KMS::Key" and key["Condition"] == "MakesSigningKey"
+    assert (key["Properties"]["KeySpec"], key["Properties"]["KeyUsage"]) == ("ECC_NIST_P256", "SIGN_VERIFY")
+    chosen = {"Fn::If": ["HasSigningKeyArn", {"Ref": "SigningKeyArn"}, {"Fn::GetAtt": ["SigningKey", "Arn"]}]}
+    assert resources["APIHandler"]["Properties"]["Environment"]["Variables"]["DOCPUB_SIGNING_KMS_KEY"] == chosen
+    policy = resources["SigningPolicy"]["Properties"]
+    assert policy["Roles"] == [{"Ref": "ApiHandlerRole"}]
+    assert policy["PolicyDocument"]["Statement"] == [{"Sid": "SignVersions", "Effect": "Allow",
+                                                      "Action": ["kms:Sign", "kms:GetPublicKey"],
+                                                      "Resource": chosen}]
+    for name, resource in resources.items():
+        if resource["Type"] in ("AWS::IAM::Policy", "AWS::IAM::Role") and name != "SigningPolicy":
+            assert "kms:" not in json.dumps(resource), f"{name} grants KMS"

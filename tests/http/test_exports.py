@@ -107,7 +107,20 @@ def test_export_holds_every_part_and_reads_back_from_the_zip(api, storage, clock
     assert manifest["format"] == "docpub-workspace-export" and manifest["export_id"] == export_id
     assert manifest["workspace"]["name"] == "Export Co"
     assert manifest["counts"] == {"documents": 2, "versions": 3, "files": 3, "feedback": 1, "replies": 2,
-                                  "reviews": 1, "activity": manifest["counts"]["activity"], "provenance": 0}
+                                  "reviews": 1, "activity": manifest["counts"]["activity"], "provenance": 3}
+    assert manifest["provenance"] is True
+    # Each version's signed statement beside it, verifying against the exported content and files.
+    from chalicelib.domain import provenance as signed
+    from chalicelib.services.provenance import key_set
+
+    keys = key_set(wiring.default_context()).model_dump()
+    for listed in manifest["documents"]:
+        folder = f"documents/{listed['document_id']}"
+        for version in json.loads(archive.read(f"{folder}/document.json"))["versions"]:
+            answer = json.loads(archive.read(version["provenance"]))
+            content = archive.read(version.get("source") or version["content"])
+            files = {f["path"]: f["sha256"] for f in version.get("files", [])} if version.get("files") else None
+            assert signed.verify(answer, keys, content, files).valid, (folder, version["number"])
 
     # The bundle: both versions as published, each with its own files, byte for byte.
     site = f"documents/{made['bundle']['document_id']}"

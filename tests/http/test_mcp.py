@@ -15,7 +15,7 @@ TOOL_NAMES = {"publish_document", "edit_document", "get_document", "update_docum
               "get_document_stats",
               "set_passphrase", "rotate_share_link", "list_versions", "delete_version", "reply_to_feedback",
               "wait_for_feedback", "accept_suggestion", "submit_review", "list_reviews", "wait_for_review",
-              "request_review", "start_export", "get_export", "list_recipients", "revoke_recipient"}
+              "request_review", "start_export", "get_export", "list_recipients", "revoke_recipient", "get_provenance"}
 ACCEPT = "application/json, text/event-stream"
 
 

@@ -17,6 +17,16 @@ pytestmark = pytest.mark.aws  # DynamoDB/S3 round trips
 CURRENT = {"publish replay (same Idempotency-Key)": 1, "update (PATCH)": 4, "delete": 8}
 
 
+@pytest.fixture(autouse=True)
+def signing_key_recorded(client):
+    """Signed versions (contract 7g): a process reads the signing keys with its first signature,
+    and the first signature of a new key records it (docs/provenance.md): once, not per write."""
+    from chalicelib import wiring
+    from chalicelib.services import provenance
+
+    provenance.current_signer(wiring.default_context())
+
+
 @pytest.fixture
 def measured(client, workspace):
     from app import app

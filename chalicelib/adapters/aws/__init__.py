@@ -27,6 +27,7 @@ def repositories():
     from chalicelib.adapters.aws.rates import RateLimitRepository
     from chalicelib.adapters.aws.leases import LeaseRepository
     from chalicelib.adapters.aws.exports import ExportRepository
+    from chalicelib.adapters.aws.signing_keys import SigningKeyRepository
     from chalicelib.adapters.aws.table import Table
     from chalicelib.adapters.aws.views import ViewCounterRepository
     from chalicelib.adapters.aws.webhooks import WebhookRepository
@@ -44,4 +45,5 @@ def repositories():
         views=ViewCounterRepository(table), kind="aws", oauth=OAuthRepository(table),
         cdn_pending=PendingInvalidationRepository(table), webhooks=WebhookRepository(table),
         people=PeopleRepository(table), reviews=ReviewRepository(table), leases=LeaseRepository(table),
-        exports=ExportRepository(table), recipients=RecipientRepository(table))
+        exports=ExportRepository(table), recipients=RecipientRepository(table),
+        signing_keys=SigningKeyRepository(table))

@@ -42,6 +42,8 @@ PROFILES = {
     "ses": RetryProfile(connect_timeout=1, read_timeout=5, max_attempts=2),
     # The webhook nudge, inside an API call after the commit: one short try (the sweep catches up).
     "sqs": RetryProfile(connect_timeout=1, read_timeout=2, max_attempts=1),
+    # Signing a version's statement (contract 7g), inside the publish: milliseconds, retried once.
+    "kms": RetryProfile(connect_timeout=1, read_timeout=2, max_attempts=2),
 }
 
 
@@ -106,6 +108,13 @@ def ses():
     return boto3.client("sesv2", region_name=config.aws_region(), config=_botocore_config("ses"))
 
 
+@functools.lru_cache(maxsize=None)
+def kms():
+    import boto3
+
+    return boto3.client("kms", region_name=config.aws_region(), config=_botocore_config("kms"))
+
+
 def reset_clients() -> None:
     """Forget cached clients (tests that switch endpoints)."""
     dynamodb.cache_clear()
@@ -114,6 +123,7 @@ def reset_clients() -> None:
     cloudfront.cache_clear()
     ssm.cache_clear()
     ses.cache_clear()
+    kms.cache_clear()
 
 
 @functools.lru_cache(maxsize=None)

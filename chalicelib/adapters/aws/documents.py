@@ -206,8 +206,10 @@ def version_item(version: Version) -> dict[str, Any]:
     """A version record as its item: the blob's key is stored as `s3_key` (the item's
     name for it since the first release; old items keep working); `format` and
     `files` only when there are some."""
-    item = {k: v for k, v in fields_of(version).items() if k not in ("blob_key", "files", "format")}
+    item = {k: v for k, v in fields_of(version).items() if k not in ("blob_key", "files", "format", "provenance")}
     item["s3_key"] = version.blob_key
+    if version.provenance is not None:  # signed versions (contract 7g); absent on older items
+        item["provenance"] = version.provenance
     if version.format is not None:
         item["format"] = version.format
     if version.files:

@@ -68,6 +68,7 @@ def repositories(data_dir: str | Path, shared: bool = True):
     from chalicelib.adapters.sqlite.rates import RateLimitRepository
     from chalicelib.adapters.sqlite.leases import LeaseRepository
     from chalicelib.adapters.sqlite.exports import ExportRepository
+    from chalicelib.adapters.sqlite.signing_keys import SigningKeyRepository
     from chalicelib.adapters.sqlite.views import ViewCounterRepository
     from chalicelib.adapters.sqlite.webhooks import WebhookRepository
     from chalicelib.adapters.sqlite.workspaces import ApiKeyRepository, WorkspaceRepository
@@ -84,4 +85,5 @@ def repositories(data_dir: str | Path, shared: bool = True):
         views=ViewCounterRepository(db), kind="sqlite", oauth=OAuthRepository(db),
         cdn_pending=PendingInvalidationRepository(db), webhooks=WebhookRepository(db),
         people=PeopleRepository(db), reviews=ReviewRepository(db), leases=LeaseRepository(db),
-        exports=ExportRepository(db), recipients=RecipientRepository(db))
+        exports=ExportRepository(db), recipients=RecipientRepository(db),
+        signing_keys=SigningKeyRepository(db))

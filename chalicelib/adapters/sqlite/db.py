@@ -506,6 +506,20 @@ MIGRATIONS: list[str] = [
     ) WITHOUT ROWID;
     CREATE INDEX audience_by_document ON audience (document_id);
     """,
+    # 16 -> 17: signed versions (contract 7g): each version's provenance (its signed statement,
+    # JSON; NULL for versions made before), and every key that signed (a retired one keeps
+    # not_after_ms and stays listed).
+    """
+    ALTER TABLE versions ADD COLUMN provenance TEXT;
+    CREATE TABLE signing_keys (
+        kid             TEXT PRIMARY KEY,
+        alg             TEXT NOT NULL,
+        public_jwk      TEXT NOT NULL,
+        holder          TEXT NOT NULL,
+        created_ms      INTEGER NOT NULL,
+        not_after_ms    INTEGER
+    );
+    """,
 ]
 
 

@@ -28,7 +28,7 @@ from chalicelib.ports.errors import DocumentCapReached, GuardFailed, QuotaReache
 
 DOCUMENT_FIELDS = ("title", "description", "share_enabled", "share_expires_ms", "latest_content", "share_access",
                    "share_recipients")
-VERSION_COLUMNS = "version_id, number, note, created_ms, size_bytes, blob_key, format, files"
+VERSION_COLUMNS = "version_id, number, note, created_ms, size_bytes, blob_key, format, files, provenance"
 LIVE = "document_id = ? AND workspace_id = ? AND deleting = 0"
 MAX_GET_MANY = 100
 
@@ -276,10 +276,10 @@ class DocumentRepository:
     def _insert_version(tx: sqlite3.Connection, document_id: str, version: Version) -> None:
         files = [dict(f) for f in version.files]
         tx.execute("INSERT INTO versions (document_id, number, version_id, note, created_ms, size_bytes, blob_key, "
-                   "format, files) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   "format, files, provenance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                    (document_id, version.number, version.version_id, version.note,
                     version.created_ms, version.size_bytes, version.blob_key, version.format,
-                    json.dumps(files, separators=(",", ":")) if files else None))
+                    json.dumps(files, separators=(",", ":")) if files else None, version.provenance))
 
     def append_version(self, doc: Document, version: Version, changes: DocumentFields,
                        slot: Optional[RateSlot], idem: Optional[IdempotencyRecord],

@@ -297,3 +297,17 @@
   document.addEventListener("prerenderingchange", send);
   send();
 })();
+(function () {
+  /* The "Verified" line (contract 7g): rendered by the service (templates/share/verified.html,
+     same origin, escaped), fetched after the page so the page itself reads nothing more. */
+  var box = document.getElementById("pv"), src = box && box.getAttribute("data-src");
+  if (!src || !window.fetch || !window.DOMParser) return;
+  fetch(src, {credentials: "same-origin", headers: {"Accept": "text/html"}}).then(function (r) {
+    return r.ok ? r.text() : "";
+  }).then(function (text) {
+    if (!text) return;
+    var parsed = new DOMParser().parseFromString(text, "text/html");
+    var line = parsed.body.firstElementChild;
+    if (line && line.tagName === "DETAILS") box.appendChild(document.importNode(line, true));
+  }).catch(function () { /* no line */ });
+})();

@@ -32,6 +32,7 @@ Exit statuses:
   {EXIT_LIMIT}  limit: plan_limit_reached, feature_not_in_plan, document_too_large,
      rate_limited (after retries)
   {EXIT_SERVER}  server: internal_error / other 5xx, connection failure, unexpected answer
+  7  verify: the content, statement or signature does not match what was signed
 """
 
 
@@ -407,6 +408,88 @@ def export(output: str, timeout: float) -> None:
         emit_json({"path": output, "size_bytes": size, "export_id": export_id})
     else:
         click.echo(output)
+
+
+@command(cli)
+@click.argument("target", metavar="SHARE_URL|FILE")
+@click.option("--provenance", "provenance_path", metavar="PROVENANCE.json",
+              help="The provenance route's answer (with FILE: the content as downloaded, or a bundle's .zip).")
+@click.option("--keys", "keys_path", metavar="KEYS.json",
+              help="The signing keys (JWKS) to trust; without it they are fetched from the service.")
+def verify(target: str, provenance_path: Optional[str], keys_path: Optional[str]) -> None:
+    """Check that a version is what was signed: its content, its statement, its signature.
+
+    \b
+    docpub verify https://docs.example.com/d/AbC…[?v=N]      fetches content, statement and keys
+    docpub verify FILE --provenance PROVENANCE.json [--keys KEYS.json]   offline with --keys
+
+    Exit 0 when valid, 7 when not (each failed part on stderr: content, statement, signature).
+    """
+    from docpub import verify as rules
+
+    share = rules.share_address(target) if provenance_path is None else None
+    if provenance_path is None and share is None:
+        raise UsageError("give a share URL, or FILE with --provenance PROVENANCE.json")
+    keys = _read_json(keys_path, "--keys") if keys_path else None
+    if share is not None:
+        data = _fetch(share.download, "the content")
+        answer = json.loads(_fetch(share.provenance, "the signed statement"))
+        name = "download.zip" if data[:4] == b"PK\x03\x04" else ""
+        keys = keys if keys is not None else json.loads(_fetch(share.keys, "the signing keys"))
+    else:
+        data = read_input(target)
+        answer = _read_json(provenance_path, "--provenance")
+        name = target
+        if keys is None:
+            base = config.resolve(state().url, None).url.rstrip("/")
+            keys = json.loads(_fetch(base + "/.well-known/docpub-signing-keys.json", "the signing keys"))
+    try:
+        content, files = rules.content_of(data, name)
+    except ValueError as exc:
+        raise UsageError(f"{target}: {exc}") from None
+    result = rules.verify(answer, keys, content, files)
+    stated = answer.get("statement") if isinstance(answer, dict) else None
+    if state().json:
+        emit_json({"valid": result.valid, "failures": [{"part": p, "message": m} for p, m in result.failures],
+                   "statement": stated})
+    elif result.valid:
+        assert isinstance(stated, dict)
+        who = stated["publisher"]
+        click.echo(f"valid: version {stated['version_number']} of document {stated['document_id']}, "
+                   f"published by {who['kind']} {who['name']} at {stated['published_at']}, "
+                   f"signed with key {answer['signature']['kid']}")
+    else:
+        for part, message in result.failures:
+            click.echo(f"docpub: invalid {part}: {message}", err=True)
+    if not result.valid:
+        raise click.exceptions.Exit(rules.EXIT_INVALID)
+
+
+def _read_json(path: str, option: str) -> Any:
+    try:
+        return json.loads(read_input(path))
+    except ValueError:
+        raise UsageError(f"{option} {path}: not JSON") from None
+
+
+def _fetch(url: str, what: str) -> bytes:
+    """A public GET (share links and keys need no API key), redirects followed (a large download)."""
+    import httpx
+
+    from docpub.errors import ConnectionFailed, error_from_response
+
+    try:
+        response = httpx.get(url, follow_redirects=True, timeout=state().timeout,
+                             headers={"Accept": "*/*", "User-Agent": f"docpub/{VERSION}"})
+    except httpx.HTTPError as exc:
+        raise ConnectionFailed(f"cannot fetch {what} from {url}: {exc}") from None
+    if response.status_code != 200:
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        raise error_from_response(response.status_code, body)
+    return response.content
 
 
 @command(cli)
