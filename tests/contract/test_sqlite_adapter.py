@@ -35,12 +35,20 @@ TABLES = {"workspaces", "api_keys", "documents", "versions", "share_links", "ide
           "workspace_files",
           # reviews (contract 7e; adapters/sqlite/reviews.py)
           "reviews",
+          # signed versions (contract 7g; adapters/sqlite/signing_keys.py)
+          "signing_keys",
           # waiting requests and pending uploads (issue 33)
           "leases",
           # workspace exports (contract 7g; adapters/sqlite/exports.py)
           "exports",
           # audiences (contract 7f; adapters/sqlite/recipients.py)
           "recipients", "recipient_codes", "audience"}
+
+
+def undo_migration_17(conn) -> None:
+    """Back to schema 16: no signed versions (no provenance column, no signing keys)."""
+    conn.execute("DROP TABLE signing_keys")
+    conn.execute("ALTER TABLE versions DROP COLUMN provenance")
 
 
 def undo_migration_16(conn) -> None:
@@ -180,6 +188,7 @@ def test_migration_12_keeps_the_keys_already_stored_as_workspace_keys(repos, dat
     conn.execute("DROP TABLE leases")  # and what 12 -> 13 adds
     conn.execute("ALTER TABLE workspaces DROP COLUMN secret_scanning")  # and what 13 -> 14 adds
     conn.execute("ALTER TABLE workspaces DROP COLUMN pii_scanning")
+    undo_migration_17(conn)
     undo_migration_16(conn)
     conn.execute("DROP TABLE exports")  # and what 14 -> 15 adds
     conn.execute("PRAGMA user_version = 11")
@@ -483,6 +492,7 @@ def test_migration_14_adds_the_scanning_settings_with_their_defaults(data_dir, r
     conn = repos.documents.db.connection()
     conn.execute("ALTER TABLE workspaces DROP COLUMN secret_scanning")
     conn.execute("ALTER TABLE workspaces DROP COLUMN pii_scanning")
+    undo_migration_17(conn)
     undo_migration_16(conn)
     conn.execute("DROP TABLE exports")
     conn.execute("PRAGMA user_version = 13")
@@ -500,6 +510,7 @@ def test_migration_16_widens_share_access_and_keeps_the_documents_stored(data_di
     _, created = workspaces.create_workspace("Old")
     doc = publish(documents, created.api_key, title="Before")
     conn = repos.documents.db.connection()
+    undo_migration_17(conn)
     undo_migration_16(conn)
     conn.execute("PRAGMA user_version = 15")
     with pytest.raises(Exception):
@@ -513,3 +524,17 @@ def test_migration_16_widens_share_access_and_keeps_the_documents_stored(data_di
     assert reopened.documents.db.one("PRAGMA integrity_check")["integrity_check"] == "ok"
     with pytest.raises(Exception):
         reopened.documents.db.connection().execute("UPDATE documents SET share_access = 'nobody'")
+
+
+def test_migration_17_keeps_versions_stored_before_signing_without_provenance(data_dir, repos):
+    """Contract 7g: a version stored before schema 17 reads with no provenance (its route answers
+    404 provenance_unavailable); versions made after are signed."""
+    ctx, documents, workspaces = services_on(repos)
+    _, created = workspaces.create_workspace("Old")
+    doc = publish(documents, created.api_key, title="Before")
+    conn = repos.documents.db.connection()
+    undo_migration_17(conn)
+    conn.execute("PRAGMA user_version = 16")
+    reopened = repositories(data_dir, shared=False)
+    assert reopened.documents.get_version(doc.document_id, 1).provenance is None
+    assert reopened.signing_keys.list_keys() == []
