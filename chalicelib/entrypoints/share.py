@@ -34,7 +34,8 @@ from chalicelib.entrypoints.http import (
     client_ip as http_client_ip, parse_cookies, refuse_cross_site,
 )
 from chalicelib.entrypoints.share_pages import (
-    CACHE_NO_STORE, CACHE_PAGE, CACHE_PRIVATE, CONTENT_REVISION, GRANT_SEPARATOR, VARY, cache_content, cache_page,
+    CACHE_NO_STORE, CACHE_PAGE, CACHE_PRIVATE, CONTENT_REVISION, GRANT_SEPARATOR, HTML_TYPE, VARY, cache_content,
+    cache_page,
     _content_csp, _error_page, frame_script, _generic_preview, _headers, _message_page, _page, _unlock_page,
     _viewer_page,
 )
