@@ -204,10 +204,12 @@ class ReviewService:
         workspace = self.ctx.workspaces.get(doc.workspace_id)
         title = " ".join(doc.title.split())
         for email in emails:
+            # A member signs in; a recipient of a `recipients` link (7f) gets a code by mail instead.
+            recipient = self.ctx.people.get_member(doc.workspace_id, email) is None
             mailing.send(self.ctx, mailing.render(
                 "review", email, mailing.branding_of(workspace), link=share_url(doc.share_id) + "#review",
                 title=title[:200], version=doc.version_count, requester=requester.name,
-                workspace_name=workspace.name if workspace else "Docpub", message=message))
+                workspace_name=workspace.name if workspace else "Docpub", message=message, recipient=recipient))
 
     # ---------------------------------------------------------------- reading and waiting
 

@@ -11,6 +11,7 @@ from tests.dashboard_client import DashboardClient, mail_codes, outbox_messages
 from tests.helpers import auth, publish, publish_raw
 
 AUDIT = ["lead@auditors.example", "@client.example"]
+BOTH = pytest.mark.parametrize("storage", ["sqlite", "aws"], indirect=True)
 
 
 def _fields(response) -> list[str]:
@@ -118,6 +119,7 @@ def test_an_address_that_is_not_one_is_422_on_the_email_step(client, audit):
     assert outbox_messages() == []
 
 
+@BOTH
 def test_the_right_code_sets_the_viewer_cookie_and_records_the_recipient(client, key, audit, app_clock):
     share = audit["share_id"]
     viewer = DashboardClient(client)
@@ -168,6 +170,7 @@ def test_a_domain_entry_admits_a_verified_address_which_then_appears_as_a_recipi
     assert [(r["email"], r["views"]) for r in listed] == [("cfo@client.example", 1), ("lead@auditors.example", 0)]
 
 
+@BOTH
 def test_a_wrong_code_is_401_with_tries_left_and_the_sixth_try_needs_a_new_code(client, audit):
     share = audit["share_id"]
     viewer = DashboardClient(client)
@@ -228,6 +231,7 @@ def _verified(client, share: str, email: str) -> DashboardClient:
     return viewer
 
 
+@BOTH
 def test_a_revoked_recipient_is_refused_on_the_next_request_and_stays_listed(client, key, audit):
     share, document_id = audit["share_id"], audit["document_id"]
     viewer = _verified(client, share, "lead@auditors.example")
@@ -250,6 +254,7 @@ def test_a_revoked_recipient_is_refused_on_the_next_request_and_stays_listed(cli
                               headers=auth(key)).status_code == 422
 
 
+@BOTH
 def test_removing_an_entry_revokes_it_and_listing_it_again_admits_again(client, key, audit):
     share, document_id = audit["share_id"], audit["document_id"]
     viewer = _verified(client, share, "cfo@client.example")
@@ -288,6 +293,7 @@ def test_a_members_page_of_a_workspace_link_polls_live_and_threads(client, signe
 
 # ------------------------------------------------------------------ feedback and reviews
 
+@BOTH
 def test_a_recipients_feedback_and_review_name_them_and_outsiders_are_403(client, key, audit):
     share, document_id = audit["share_id"], audit["document_id"]
     viewer = _verified(client, share, "lead@auditors.example")
@@ -301,7 +307,13 @@ def test_a_recipients_feedback_and_review_name_them_and_outsiders_are_403(client
     assert made.status == 201, made.text
     assert json.loads(made.text)["reviewer"] == {"kind": "recipient", "id": "lead@auditors.example",
                                                  "name": "lead@auditors.example", "email": "lead@auditors.example"}
-    # A review request may name a recipient; someone outside the audience is 422 naming them.
+    # A review request may name a recipient (mailed how to open it); outside the audience: 422 naming them.
+    asked = client.http.post(f"/api/v1/documents/{document_id}/review-requests", headers={
+        **auth(key), "Content-Type": "application/json"}, body=json.dumps({"reviewers": ["cfo@client.example"]}))
+    assert asked.status_code == 202, asked.body
+    mailed = next(m for m in outbox_messages() if m["to"] == "cfo@client.example" and m["kind"] == "review")
+    assert mailed["links"] == [f"http://127.0.0.1:8000/d/{share}#review"] or mailed["links"][0].endswith(
+        f"/d/{share}#review")
     asked = client.http.post(f"/api/v1/documents/{document_id}/review-requests", headers={
         **auth(key), "Content-Type": "application/json"},
         body=json.dumps({"reviewers": ["cfo@client.example", "out@else.example"]}))
@@ -362,6 +374,7 @@ def test_the_document_page_sets_the_audience_shows_who_opened_it_and_revokes(cli
     assert "Recipient revoked" in page.text and '<span class="badge">revoked</span>' in page.text
 
 
+@BOTH
 def test_shared_with_me_lists_other_workspaces_documents_newest_first_and_opens_them(client, signed_in_owner):
     owner, key = signed_in_owner
     older = publish(client, key, title="Older", share_access="recipients", share_recipients=["@client.example"])
