@@ -105,3 +105,66 @@ def test_a_revoked_recipient_is_refused_on_the_next_request(stack, browser, audi
         assert answer.status == 401
     finally:
         context.close()
+
+
+WIDEST = """() => { const limit = document.documentElement.clientWidth; return [...document.querySelectorAll('body *')]
+    .filter(el => el.getBoundingClientRect().right > limit + 1).map(el => el.tagName + '.' + el.className).slice(0, 5); }"""
+
+
+def test_the_owner_sees_who_opened_it_and_revokes_at_both_widths(stack, browser):
+    """The document's dashboard page: who may open the link, who opened it (when, how often),
+    Revoke; it fits a phone and passes axe at 390 px and 1280 px. Then "Shared with me" of a
+    recipient who has an account of their own opens the document without a code."""
+    from tests import axe
+    from tests.chromium import confirm_sign_up
+
+    owner = browser.new_context(viewport={"width": 390, "height": 844})
+    reader = browser.new_context(viewport={"width": 390, "height": 844})
+    try:
+        page = owner.new_page()
+        page.goto(stack.base_url + "/dashboard/sign-up")
+        page.fill("input[name=email]", "owner@audience.example")
+        page.fill("input[name=password]", "a long audience password 42")
+        page.fill("input[name=workspace_name]", "Audience")
+        page.click("button[type=submit] >> text=Create workspace")
+        confirm_sign_up(page, stack.data_dir, "owner@audience.example")
+        page.fill("input[name=name]", "CI")
+        page.click("text=Create key")
+        key = page.locator("#new-key").inner_text().strip()
+        with stack.client(key) as http:
+            doc = http.post("/api/v1/publish", json={"html": PAGE}).json()
+        page.goto(f"{stack.base_url}/dashboard/documents/{doc['document_id']}")
+        page.check("input[name=share_access][value=recipients]")
+        page.fill("#share-recipients", "reader@readers.example\n@board.example")
+        page.click("button[type=submit] >> text=Save who may open it")
+        page.locator("text=Who may open the link saved.").wait_for()
+        # A reader with an account of their own finds it under "Shared with me" and opens it.
+        mine = reader.new_page()
+        mine.goto(stack.base_url + "/dashboard/sign-up")
+        mine.fill("input[name=email]", "reader@readers.example")
+        mine.fill("input[name=password]", "a long reader password 42")
+        mine.fill("input[name=workspace_name]", "Readers")
+        mine.click("button[type=submit] >> text=Create workspace")
+        confirm_sign_up(mine, stack.data_dir, "reader@readers.example")
+        mine.goto(stack.base_url + "/dashboard/shared")
+        mine.click("text=Audit pack")
+        mine.frame_locator("#doc").locator("text=Findings: none.").wait_for()
+        problems = {}
+        for width in (390, 1280):
+            page.set_viewport_size({"width": width, "height": 844})
+            page.goto(f"{stack.base_url}/dashboard/documents/{doc['document_id']}#audience")
+            page.locator("table.recipients td", has_text="reader@readers.example").wait_for()
+            assert page.evaluate(WIDEST) == [], f"the document page scrolls sideways at {width} px"
+            problems[width] = axe.violations(page)
+            mine.set_viewport_size({"width": width, "height": 844})
+            mine.goto(stack.base_url + "/dashboard/shared")
+            assert mine.evaluate(WIDEST) == [], f"Shared with me scrolls sideways at {width} px"
+            problems[f"shared {width}"] = axe.violations(mine)
+        assert not any(problems.values()), problems
+        page.click("button[aria-label='Revoke reader@readers.example']")
+        page.locator("text=Recipient revoked").wait_for()
+        mine.goto(doc["share_url"])
+        mine.locator("h1", has_text="This document is shared with some people only").wait_for()
+    finally:
+        owner.close()
+        reader.close()
