@@ -2,7 +2,7 @@
 
 - axe-core's WCAG 2.1 A/AA rules find no violation on the share page with comments (a
   thread with a reply, a suggested change, the comments beside the page and the feedback
-  form open), on the passphrase step (and its refusal), on a recipients link's email and
+  form open; the "Verified" line, closed and open), on the passphrase step (and its refusal), on a recipients link's email and
   code steps (and a wrong code; issue 35), on a link that is off, and on the landing page.
 - Keyboard only: Tab into the document, select a passage with the keyboard, comment on
   it, then reply to the thread, never touching the mouse.
@@ -124,7 +124,12 @@ def test_the_share_pages_pass_axe(stack, browser, shared):
         problems["API reference"] = axe.violations(page)
         page.goto(shared["doc"]["share_url"])
         _threads_listed(page)
+        page.locator("#pv details.verified").wait_for()  # the "Verified" line (contract 7g), put in by page.js
         problems["share page, comments beside it"] = axe.violations(page)
+        page.click("#pv summary")
+        assert page.locator("#pv details.verified").get_attribute("open") is not None
+        problems["share page, Verified line open"] = axe.violations(page)
+        page.click("#pv summary")
         page.click("#fb-open")
         problems["share page, feedback form open"] = axe.violations(page)
         page.click("#fb-cancel")
