@@ -22,7 +22,8 @@ log = logging.getLogger("docpub.webhooks")
 
 WORKER_INTERVAL_SECONDS = 1.0
 PURGE_EVERY_SECONDS = 3600
-# A Lambda invocation stops starting new rounds after this long (its timeout is 60 s).
+# A Lambda invocation stops starting new webhook rounds after this long (whatever its timeout: 900 s,
+# for a workspace export it may build first).
 LAMBDA_BUDGET_SECONDS = 40
 
 
