@@ -216,3 +216,14 @@ def test_the_key_set_is_a_jwks_of_p256_keys(client, pro):
     jwk = keys[0]
     assert {jwk["kty"], jwk["crv"], jwk["alg"], jwk["use"]} == {"EC", "P-256", "ES256", "sig"}
     assert jwk["kid"] == rules.thumbprint(jwk) and "not_after" not in jwk and "d" not in jwk
+
+
+def test_the_dashboard_hands_out_a_versions_statement_as_a_file(client, signed_in_owner):
+    dash, key = signed_in_owner
+    doc = publish(client, key, title="Dash", html="<p>dash</p>")
+    page = dash.get(f"/dashboard/documents/{doc['document_id']}")
+    assert f"/dashboard/documents/{doc['document_id']}/provenance?number=1" in page.text
+    got = dash.get(f"/dashboard/documents/{doc['document_id']}/provenance?number=1")
+    assert got.status == 200 and got.headers["Content-Disposition"] == 'attachment; filename="provenance-v1.json"'
+    assert json.loads(got.text) == _provenance(client, key, doc["document_id"], 1)
+    assert dash.get(f"/dashboard/documents/{doc['document_id']}/provenance?number=9").status == 404

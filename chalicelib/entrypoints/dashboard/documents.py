@@ -154,6 +154,19 @@ def download(page: Page, document_id: str):
     return download_response(registry.documents().download(page.actor, document_id, version_id))
 
 
+@route("/documents/{document_id}/provenance")
+def provenance(page: Page, document_id: str):
+    """Version `number`'s signed statement as a file to hand to `docpub verify FILE --provenance`
+    (contract 7g); a version made before signing answers the dashboard's not-found page."""
+    from chalice import Response
+
+    number = page.query.get("number") or ""
+    answer = registry.provenance().get(page.actor, document_id, number)
+    return Response(body=answer.model_dump_json(indent=2), status_code=200, headers={
+        "Content-Type": "application/json; charset=utf-8", "Cache-Control": "private, no-store",
+        "Content-Disposition": f'attachment; filename="provenance-v{answer.statement.version_number}.json"'})
+
+
 @route("/documents/{document_id}", methods=("POST",))
 def update_details(page: Page, document_id: str):
     from chalicelib.models import UpdateDocumentRequest
