@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 from urllib.parse import urlencode, urlparse
 
 from chalice import Response
@@ -231,22 +231,36 @@ def _viewer_page(page: SharePage, static: bool = False) -> Response:
 CACHE_BEACON = "public, max-age=0, s-maxage=86400"
 
 
-def static_objects(ctx, share_id: str, looked_up) -> list[tuple[str, StaticObject]]:
+def static_objects(ctx, share_id: str, looked_up) -> Iterator[tuple[str, StaticObject]]:
     """(site, object) of a public link's static copy (services/static_pages.py), from what
     storage said of it a moment ago (`looked_up`): the page as anyone gets it from the
     function, with its CSP in a <meta> tag and a GET beacon; the latest version's content
-    with the frame script; the beacon's empty object."""
+    with the frame script, and a bundle's files up to what the function serves inline
+    (larger ones stay on the function, which redirects to storage); the beacon's empty
+    object. One object at a time (a bundle's files are never all in memory)."""
+    from chalicelib.domain import bundles, limits
+    from chalicelib.services import content as contents
     from chalicelib.services.sharing import ContentRef, ShareService
 
     sharing = ShareService(ctx)
     page = sharing.page(share_id, None, None, looked_up=looked_up)
-    assert page.version_id is not None and not page.protected
-    content = sharing.read_content(ContentRef(looked_up[1], page.version_id, False))
+    assert page.version_id is not None and page.version_number is not None and not page.protected
+    doc = looked_up[1]
     base = share_path(share_id)
+    content_site = "content" if config.content_url() else "main"
     body = _viewer_page(page, static=True).body
-    html = body.encode("utf-8") if isinstance(body, str) else bytes(body)
-    content_path = f"{base}/v/{page.version_id}" + ("/index.html" if page.has_files else "")
-    return [("main", StaticObject(base, html, HTML_TYPE, cache_page(page.cache_seconds))),
-            ("content" if config.content_url() else "main",
-             StaticObject(content_path, content + frame_script(), HTML_TYPE, cache_content(page.cache_seconds))),
-            ("main", StaticObject(f"{base}/seen", b"", "text/plain; charset=utf-8", CACHE_BEACON))]
+    yield "main", StaticObject(base, body.encode("utf-8") if isinstance(body, str) else bytes(body), HTML_TYPE,
+                               cache_page(page.cache_seconds))
+    version_base = f"{base}/v/{page.version_id}"
+    content = sharing.read_content(ContentRef(doc, page.version_id, False)) + frame_script()
+    yield content_site, StaticObject(version_base + ("/index.html" if page.has_files else ""), content, HTML_TYPE,
+                                     cache_content(page.cache_seconds))
+    if page.has_files:
+        version = ctx.documents.get_version(doc.document_id, page.version_number)
+        for entry in (version.files if version is not None else ()):
+            if entry["path"] == "index.html" or entry["size_bytes"] > limits.INLINE_RESPONSE_BYTES:
+                continue
+            yield content_site, StaticObject(f"{version_base}/{entry['path']}",
+                                             contents.read_file(ctx, doc.workspace_id, entry["sha256"]),
+                                             bundles.content_type(entry["path"]), cache_content(page.cache_seconds))
+    yield "main", StaticObject(f"{base}/seen", b"", "text/plain; charset=utf-8", CACHE_BEACON)

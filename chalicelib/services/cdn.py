@@ -64,7 +64,8 @@ def pending(ctx: Context, limit: int = RETRY_BATCH) -> list[PendingInvalidation]
 
 
 def retry_pending(ctx: Context, limit: int = RETRY_BATCH) -> dict[str, Any]:
-    """Send every pending path again, in one invalidation; drop those accepted."""
+    """Send every pending path again, in one invalidation; drop those accepted. Pending
+    static syncs (`static:<share>`, services/static_pages.py) are synced again."""
     from chalicelib.services import static_pages
 
     items = pending(ctx, limit)
@@ -73,9 +74,13 @@ def retry_pending(ctx: Context, limit: int = RETRY_BATCH) -> dict[str, Any]:
         ctx.cdn_pending.remove(item.path)  # sync records it again if it fails again
         static_pages.sync(ctx, item.path[len(static_pages.PENDING_PREFIX):], item.reason)
         resynced += 1
-    items = [i for i in items if not i.path.startswith(static_pages.PENDING_PREFIX)]
+    result = _invalidate_pending(ctx, [i for i in items if not i.path.startswith(static_pages.PENDING_PREFIX)])
+    return {**result, "static_synced": resynced} if resynced else result
+
+
+def _invalidate_pending(ctx: Context, items: list[PendingInvalidation]) -> dict[str, Any]:
     if not items:
-        return {"pending": 0, "invalidated": 0, **({"static_synced": resynced} if resynced else {})}
+        return {"pending": 0, "invalidated": 0}
     if not getattr(ctx.cdn, "enabled", True):  # e.g. the admin CLI run without the distribution's id
         return {"pending": len(items), "invalidated": 0,
                 "error": "no CDN configured: set DOCPUB_CDN_DISTRIBUTION_ID (or DOCPUB_CDN_DISTRIBUTION_PARAMETER)"}

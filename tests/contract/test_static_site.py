@@ -224,3 +224,21 @@ def test_nothing_is_written_when_static_pages_are_off(storage, clock, monkeypatc
     monkeypatch.delenv("DOCPUB_STATIC_PAGES", raising=False)
     ctx = new_context(clock=clock)
     assert not ctx.static.enabled
+
+
+@BOTH
+def test_a_bundles_files_are_static_too_and_go_with_the_link(world):
+    """A bundle's page asks for its files beside it: they are written with the page, so a
+    viral bundle's misses reach S3 too, and a withdrawal removes them with the rest."""
+    ctx = world[0]
+    files = [{"path": "style.css", "content": "body { color: #123456 }"},
+             {"path": "data/notes.txt", "content": "plain text"}]
+    doc = _publish(world, html="<link rel=stylesheet href=style.css><p>bundle</p>", files=files)
+    version = f"/d/{doc.share_id}/v/{doc.latest_version_id}"
+    assert ctx.static.get("main", version + "/index.html").body.startswith(b"<link rel=stylesheet")
+    css = ctx.static.get("main", version + "/style.css")
+    assert css.body == b"body { color: #123456 }" and css.content_type.startswith("text/css")
+    assert ctx.static.get("main", version + "/data/notes.txt").body == b"plain text"
+    _disable(world, doc)
+    assert _readable(ctx, doc.share_id, [version + "/index.html", version + "/style.css",
+                                         version + "/data/notes.txt", "/d/" + doc.share_id]) == []

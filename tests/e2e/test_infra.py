@@ -1215,6 +1215,7 @@ def orphan_sweep_calls(aws_storage, clock, monkeypatch):
     aws.ssm().put_parameter(Name="/docpub-test/cdn-distribution-id", Type="String", Value=distribution)
     monkeypatch.setenv("DOCPUB_CDN_DISTRIBUTION_PARAMETER", "/docpub-test/cdn-distribution-id")
     cdn_adapter.default_invalidator.cache_clear()
+    monkeypatch.setenv("DOCPUB_STATIC_PAGES", "on")  # as deployed: pending static syncs are retried
     ctx = new_context(clock=clock)
     _, key = WorkspaceService(ctx).create_workspace("Sweep", "pro")
     who = credentials_from_key(key.api_key)
@@ -1227,6 +1228,16 @@ def orphan_sweep_calls(aws_storage, clock, monkeypatch):
     ctx.blobs.put_file(f"uploads/{ws}/up_1.bin", b"old upload")
     ctx.blobs.put_file(f"downloads/{ws}/{'0' * 64}.zip", b"old download")
     ctx.cdn_pending.add("/d/x*", "rotated", ctx.now_ms(), "TooManyInvalidationsInProgress")
+    # Static copies whose sync failed (issue 38): one to write again, one to remove.
+    from chalicelib.services import static_pages
+
+    from chalicelib.ports.static import StaticObject
+
+    kept_share, gone_share = (ctx.documents.get(d.document_id).share_id for d in (kept, gone))
+    static_pages.remove(ctx, kept_share)
+    ctx.cdn_pending.add(static_pages.PENDING_PREFIX + kept_share, "new version", ctx.now_ms(), "SlowDown")
+    ctx.static.put("main", StaticObject(f"/d/{gone_share}", b"stale", "text/html", "public"))
+    ctx.cdn_pending.add(static_pages.PENDING_PREFIX + gone_share, "delete", ctx.now_ms(), "SlowDown")
     clock.now = __import__("time").time() + GRACE_SECONDS * 2
     with AwsCallRecorder() as recorder:
         result = sweep_orphans(ctx)
@@ -1234,7 +1245,9 @@ def orphan_sweep_calls(aws_storage, clock, monkeypatch):
     assert result["deleted"] == 1 and result["deletes_finished"] == 1, result
     assert result["files_deleted"] == 1 and result["uploads_deleted"] == 1, result
     assert result["downloads_deleted"] == 1, result
-    assert result["cdn"] == {"pending": 0, "invalidated": 1}, result
+    assert result["cdn"] == {"pending": 0, "invalidated": 1, "static_synced": 2}, result
+    assert ctx.static.get("main", f"/d/{kept_share}") is not None
+    assert ctx.static.get("main", f"/d/{gone_share}") is None
     cdn_adapter.default_invalidator.cache_clear()
     return recorder.calls
 

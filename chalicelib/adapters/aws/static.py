@@ -18,7 +18,7 @@ ROOT = "static/"
 
 
 def object_key(site: str, path: str) -> str:
-    if site not in SITES or not path.startswith("/d/") or ".." in path:
+    if site not in SITES or not path.startswith("/d/") or any(part in ("", ".", "..") for part in path[1:].split("/")):
         raise ValueError(f"not a static path: {site!r} {path!r}")
     return f"{ROOT}{site}{path}"
 

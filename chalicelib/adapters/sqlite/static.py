@@ -17,7 +17,7 @@ from chalicelib.ports.static import SITES, StaticObject
 
 
 def _name(path: str) -> str:
-    if not path.startswith("/d/") or ".." in path:
+    if not path.startswith("/d/") or any(part in ("", ".", "..") for part in path[1:].split("/")):
         raise ValueError(f"not a static path: {path!r}")
     return quote(path, safe="")
 
