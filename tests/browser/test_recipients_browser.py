@@ -53,15 +53,22 @@ def test_a_recipient_opens_the_link_by_the_code_mailed_to_them(stack, browser, a
         cookie = next(c for c in context.cookies() if c["name"] == "dp_recipient")
         assert cookie["httpOnly"] and cookie["sameSite"] == "Lax" and cookie["path"] == f"/d/{audit['share_id']}"
         assert cookie["expires"] > 0
-        # The next visit needs no code.
+        # The next visit needs no code; the recipient reviews as themselves (reviewer kind recipient).
         page.goto(audit["share_url"])
         page.frame_locator("#doc").locator("text=Findings: none.").wait_for()
+        page.click("#rvw-open")
+        page.locator("#rvw-who", has_text=f"as {email}").wait_for()
+        page.click("#rvw-form button[value=approved]")
+        page.locator("#rvw-status", has_text="you approved this version").wait_for()
     finally:
         context.close()
     with stack.client(audit["key"]) as http:
         listed = http.get(f"/api/v1/documents/{audit['document_id']}/recipients").json()["recipients"]
     mine = next(r for r in listed if r["email"] == email)
     assert mine["views"] == 2 and mine["first_opened_at"] and not mine["revoked"]
+    with stack.client(audit["key"]) as http:
+        reviews = http.get(f"/api/v1/documents/{audit['document_id']}/reviews").json()["reviews"]
+    assert {"kind": "recipient", "id": email, "name": email, "email": email} in [r["reviewer"] for r in reviews]
 
 
 def test_a_stranger_gets_the_same_answer_and_no_mail(stack, browser, audit):
