@@ -188,3 +188,19 @@ def test_a_version_published_on_dynamodb_with_kms_verifies(aws, monkeypatch):
     keys = provenance.key_set(ctx).model_dump()
     assert [k["kid"] for k in keys["keys"]] == [answer.signature.kid]
     assert rules.verify(answer.model_dump(mode="json"), keys, b"<p>k</p>").valid
+
+
+def test_an_eddsa_statement_verifies_and_a_key_for_another_algorithm_does_not():
+    """The contract allows ES256 or EdDSA: the one verification takes both (the service signs ES256)."""
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    key = ed25519.Ed25519PrivateKey.generate()
+    jwk = rules.public_jwk(key)
+    assert (jwk["kty"], jwk["crv"], jwk["alg"]) == ("OKP", "Ed25519", "EdDSA")
+    stated = rules.statement("d", "w", 1, rules.sha256_hex(b"x"), [], "2026-11-28T19:00:00Z",
+                             {"kind": "oauth_client", "id": "dpc_1", "name": "Agent"})
+    signature = {"alg": "EdDSA", "kid": jwk["kid"], "value": rules.b64url(key.sign(rules.canonical(stated)))}
+    assert rules.verify({"statement": stated, "signature": signature}, {"keys": [jwk]}, b"x").valid
+    wrong = {**signature, "alg": "ES256"}
+    assert [p for p, _ in rules.verify({"statement": stated, "signature": wrong}, {"keys": [jwk]}, b"x").failures] \
+        == ["signature"]
