@@ -1,46 +1,19 @@
 """Docpub's Chalice app: the REST operations (generated from chalicelib/operations.py),
 the pages, share links, /mcp, the dashboard and OAuth blueprints."""
-from chalice import Chalice
-
-from chalicelib import config, logs, wiring
-from chalicelib.entrypoints.http import (
-    MULTIPART_TYPE, body_bytes, empty_response, forget_content_type_without_body, handles_errors, normalise_chalice_error,
-    refuse_without_origin_secret,
-)
-from chalicelib.entrypoints import admission, pages, rest, routing
-from chalicelib.entrypoints.share import bp as share_pages, separate_sites
+from chalicelib import wiring
+from chalicelib.entrypoints.apps import new_app
+from chalicelib.entrypoints.http import body_bytes, empty_response, handles_errors
+from chalicelib.entrypoints import pages, rest, routing
+from chalicelib.entrypoints.share import bp as share_pages
 from chalicelib.entrypoints.mcp import bp as mcp_blueprint
 from chalicelib.entrypoints.dashboard import bp as dashboard_blueprint
 from chalicelib.entrypoints.oauth import bp as oauth_blueprint
 from chalicelib.entrypoints.signing_keys import bp as signing_keys_blueprint
 
-config.check_startup()  # deployed without DOCPUB_SECRET_KEY: refuse to start (no public default)
-# configure_logs=False: Chalice would add its own plain handler to the "docpub" logger, and every
-# line came out twice, plain and as JSON (issue 33); chalicelib/logs.py owns the one handler.
-app = Chalice(app_name="docpub", configure_logs=False)
-# Uploads (multipart) reach the function as bytes, base64-encoded by API Gateway.
-app.api.binary_types.append(MULTIPART_TYPE)
-logs.configure()
-
-
-@app.middleware("http")
-def contract_errors(event, get_response):
-    # Only CloudFront may call the origin (when it has a secret): 403 otherwise.
-    refused = refuse_without_origin_secret(event)
-    if refused is not None:
-        return refused
-    # With DOCPUB_CONTENT_URL: that origin serves document content only, and only it does.
-    elsewhere = separate_sites(event)
-    if elsewhere is not None:
-        return elsewhere
-    # Undecodable headers, credentials where needed, the route's body cap: before any view reads the body.
-    refused = admission.admit_event(event, app)
-    if refused is not None:
-        return refused
-    # Chalice answers 405/415 itself, in its own shape; reshape to the contract's. A request
-    # without a body is not refused for its Content-Type.
-    forget_content_type_without_body(event)
-    return normalise_chalice_error(get_response(event))
+# The configuration check, logging and the contract's middleware (origin secret, separate
+# content site, resource bounds, Chalice's own errors reshaped): chalicelib/entrypoints/apps.py,
+# shared with the share function's app (chalicelib/entrypoints/edge.py).
+app = new_app()
 
 
 def _request():

@@ -14,11 +14,11 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-MAX_HTML_BYTES = 4 * 1024 * 1024
+from chalicelib.domain.limits import MAX_EDITS, MAX_HTML_BYTES  # noqa: F401 - the one table of limits
+
 MAX_TITLE = 500
 MAX_DESCRIPTION = 5000
 MAX_NOTE = 2000
-MAX_EDITS = 100
 
 
 # defer_build: a model's validator and serializer are built on first use, not at
@@ -410,6 +410,28 @@ class ReviewSubmission(RequestModel):
     message: Optional[ReviewMessage] = Field(None, description="Up to 5,000 characters.")
     version_number: Optional[Annotated[int, Field(ge=1, description=(
         "The version reviewed (default: the latest). A deleted or unknown version is 404."))]] = None
+
+
+class ShareReview(RequestModel):
+    """A decision posted from a share page (the version is the page's `?v=`, else the latest)."""
+    decision: ReviewDecision
+    message: Optional[ReviewMessage] = None
+
+
+class ShareUnlockForm(RequestModel):
+    """POST /d/<share>/unlock (a form): the passphrase."""
+    passphrase: str = ""
+
+
+class RecipientEmailForm(RequestModel):
+    """POST /d/<share>/recipient/email (a form): the viewer's address."""
+    email: str = ""
+
+
+class RecipientCodeForm(RequestModel):
+    """POST /d/<share>/recipient/code (a form): the address and the code mailed to it."""
+    email: str = ""
+    code: str = ""
 
 
 class ReviewRequestBody(RequestModel):
@@ -871,7 +893,7 @@ class AuthorizationServerMetadata(ResponseModel):
 
 class ClientRegistrationRequest(BaseModel):
     """RFC 7591 client metadata; other members are accepted and ignored (RFC 7591 2)."""
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
     redirect_uris: list[str] = Field(min_length=1, max_length=10)
     client_name: Optional[str] = None
     grant_types: Optional[list[str]] = None
@@ -895,6 +917,7 @@ class ClientRegistration(ResponseModel):
 
 class TokenRequest(BaseModel):
     """`application/x-www-form-urlencoded` body of POST /oauth/token."""
+    model_config = ConfigDict(defer_build=True)
     grant_type: Literal["authorization_code", "refresh_token"]
     client_id: str
     code: Optional[str] = None
@@ -915,6 +938,7 @@ class TokenResponse(ResponseModel):
 
 class RevokeRequest(BaseModel):
     """`application/x-www-form-urlencoded` body of POST /oauth/revoke (RFC 7009)."""
+    model_config = ConfigDict(defer_build=True)
     token: str
     token_type_hint: Optional[Literal["access_token", "refresh_token"]] = None
     client_id: Optional[str] = None

@@ -20,12 +20,14 @@ import posixpath
 import re
 import stat
 import unicodedata
-import zipfile
 import zlib
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 from chalicelib.errors import BundleTooLarge, ValidationFailed
+
+if TYPE_CHECKING:  # zipfile (and shutil, bz2, lzma) only where an archive is read or written
+    import zipfile
 
 MAX_FILES = 200
 MAX_BYTES = 32 * 1024 * 1024
@@ -224,6 +226,8 @@ def read_zip(data: bytes, html_limit: int, field: str = "file") -> Archive:
     directory declares), 422 naming the entry for unsafe paths, symlinks,
     duplicates, encryption, an entry that inflates past its declared size or fails
     its CRC, and for an archive with no index page."""
+    import zipfile
+
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         infos = archive.infolist()
@@ -298,6 +302,8 @@ def read_zip(data: bytes, html_limit: int, field: str = "file") -> Archive:
 
 def write_zip(index_name: str, index: bytes, files: list[tuple[str, bytes]]) -> bytes:
     """A download: the page and the files at their paths, at the archive's root."""
+    import zipfile
+
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as archive:
         archive.writestr(index_name, index)

@@ -11,9 +11,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional, Protocol
 
-from chalicelib.domain.limits import too_large
+from chalicelib.domain.limits import MAX_HTML_BYTES, too_large
 from chalicelib.errors import EditAmbiguous, EditNotFound, InvalidJson, NoChange
-from chalicelib.models import MAX_HTML_BYTES
 
 CLOSEST_MATCH_MAX_CHARS = 200
 # The hint's work is bounded whatever the document's size (issue 24: a refused

@@ -14,7 +14,6 @@ from typing import NamedTuple
 
 from chalicelib import config
 from chalicelib.errors import DocumentTooLarge, InvalidJson, ValidationFailed
-from chalicelib.models import MAX_EDITS, MAX_HTML_BYTES
 
 
 class Rate(NamedTuple):
@@ -25,7 +24,10 @@ class Rate(NamedTuple):
 
 # ------------------------------------------------------------------ the table
 
-# Size of one document's HTML (UTF-8 bytes), every plan.
+# Size of one document's HTML (UTF-8 bytes), every plan; edits in one request. models.py
+# takes both from here (a share page's cold start imports this table, not pydantic).
+MAX_HTML_BYTES = 4 * 1024 * 1024
+MAX_EDITS = 100
 HTML_BYTES = MAX_HTML_BYTES
 # Markdown source (UTF-8 bytes): the contract's 4 MiB, like HTML (section 7b: "the 4 MiB
 # limit applies to the source and to the rendered page"). Prose renders at about 1 s per MiB;

@@ -1,8 +1,12 @@
 """Plans and what they entitle a workspace to (docs/contract.md, Limits and plans)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from chalicelib.domain import limits
-from chalicelib.models import Entitlements, RateLimitEntitlement
+
+if TYPE_CHECKING:
+    from chalicelib.models import Entitlements
 
 PLANS = ("free", "pro")
 # Plans without document or key caps.
@@ -10,6 +14,8 @@ UNCAPPED_PLANS = ("pro",)
 
 
 def entitlements(plan: str) -> Entitlements:
+    from chalicelib.models import Entitlements, RateLimitEntitlement  # pydantic: not at a share page's cold start
+
     pro = plan == "pro"
     rate = limits.write_rate()
     return Entitlements(

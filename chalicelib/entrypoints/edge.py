@@ -6,7 +6,8 @@ runs on this function's reserved concurrency, never on the API's and the
 dashboard's, and the view beacon pays no API Gateway request price
 (docs/scaling.md, "Views: a viral link").
 
-The app is the same Chalice app object (app.py) as the API function. A function URL
+The app is its own Chalice app (`share_app`: the share routes and app.py's middleware,
+built by the same code). A function URL
 hands the function an HTTP API payload 2.0 event, and Chalice routes API Gateway REST
 proxy events, so `handle` translates one into the other and the answer back: the
 route template and its parameters are matched against the app's own route table,
@@ -29,10 +30,26 @@ NOT_FOUND = {"error": {"code": "not_found", "message": "No such route."}}
 SET_COOKIE_NAMES = frozenset({"set-cookie"})
 
 
-@functools.lru_cache(maxsize=1)
-def _app():
-    from app import app
+def share_app():
+    """The share function's own Chalice app: app.py's configuration and middleware
+    (entrypoints/apps.py) and the share pages' routes, nothing else: its cold start
+    never imports the REST operations, the dashboard, MCP or OAuth
+    (tests/http/test_cold_start.py, bench/cold_start.py)."""
+    from chalicelib.entrypoints import routing
+    from chalicelib.entrypoints.apps import new_app
+    from chalicelib.entrypoints.share import bp
 
+    built = new_app()
+    built.register_blueprint(bp)
+    routing.add_method_not_allowed(built)  # last: 405 for every method a route lacks
+    return built
+
+
+# Built at import: Lambda's init phase, before the first viewer waits.
+app = share_app()
+
+
+def _app():
     return app
 
 

@@ -8,17 +8,18 @@ import gzip
 import json
 import logging
 import re
-import uuid
-from typing import Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
 
 from chalice import Response
-from pydantic import BaseModel, ValidationError
 
 from chalicelib import errors
 
+if TYPE_CHECKING:  # pydantic is imported by the routes that parse a body, not by every function
+    from pydantic import BaseModel, ValidationError
+
 log = logging.getLogger("docpub")
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound="BaseModel")
 
 JSON_TYPE = "application/json; charset=utf-8"
 GZIP_MIN_BYTES = 1024
@@ -220,6 +221,8 @@ def _has_lone_surrogate(value: Any) -> bool:
 
 
 def validate(model: type[M], data: Any) -> M:
+    from pydantic import ValidationError
+
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -351,7 +354,7 @@ def parse_query(request, model: type[M]) -> M:
 
 def json_response(body: BaseModel | dict, status: int = 200, headers: Optional[dict] = None,
                   exclude: Optional[set] = None) -> Response:
-    if isinstance(body, BaseModel):
+    if hasattr(body, "model_dump_json"):  # a pydantic model (pydantic itself is not imported here)
         text = body.model_dump_json(exclude=exclude)
     else:
         text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
@@ -426,6 +429,8 @@ def as_error(exc: BaseException, app=None) -> errors.DocpubError:
 def _unexpected(app, exc: BaseException) -> errors.DocpubError:
     # A fresh id per failure: the Lambda context can be shared (threads of the
     # local server) or stale, and two failures must never share an id.
+    import uuid  # not at import: uuid loads platform
+
     rid = str(uuid.uuid4())
     context = {"request_id": rid, "aws_request_id": lambda_request_id(app)}
     from chalicelib.ports import StorageFull, StorageUnavailable

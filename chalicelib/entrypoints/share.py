@@ -25,10 +25,11 @@ import logging
 from typing import Optional
 from urllib.parse import urlencode, urlparse
 
-from chalice import Blueprint, Response
+from chalice import Response
 
 from chalicelib import config, errors, rendering
 from chalicelib.domain import bundles, limits
+from chalicelib.entrypoints.apps import SharedBlueprint
 from chalicelib.entrypoints.http import (
     FORM_TYPE, EncodedResponse, as_error, compress, download_response, handles_errors, json_response, parse_form_or_json,
     client_ip as http_client_ip, parse_cookies, refuse_cross_site,
@@ -39,9 +40,6 @@ from chalicelib.entrypoints.share_pages import (
     _content_csp, _error_page, frame_script, _generic_preview, _headers, _message_page, _page, _unlock_page,
     _viewer_page,
 )
-from chalicelib.models import (
-    FeedbackSubmission, RequestModel, ReviewDecision, ReviewMessage, ReviewSubmission, ViewerReplyRequest,
-)
 from chalicelib import wiring as registry
 from chalicelib.services.audience import RECIPIENT_COOKIE
 from chalicelib.services.sharing import (
@@ -51,7 +49,8 @@ from chalicelib.services.sharing import (
 
 log = logging.getLogger("docpub")
 
-bp = Blueprint(__name__)
+# Registered by app.py's app and by the share function's (entrypoints/edge.py).
+bp = SharedBlueprint(__name__)
 
 FORM_TYPES = [FORM_TYPE, "application/json"]
 
@@ -324,17 +323,15 @@ def share_card(share_id):
     return EncodedResponse(body=data, status_code=200, headers=headers)
 
 
-class _UnlockForm(RequestModel):
-    passphrase: str = ""
-
-
 @bp.route("/d/{share_id}/unlock", methods=["POST"], content_types=FORM_TYPES)
 @_html_view
 def share_unlock(share_id):
+    from chalicelib.models import ShareUnlockForm  # pydantic only for the routes that parse a body
+
     refuse_cross_site(_request())
     version = _version_param()
     try:
-        form = parse_form_or_json(_request(), _UnlockForm)
+        form = parse_form_or_json(_request(), ShareUnlockForm)
         passphrase = form.passphrase
     except errors.DocpubError:
         passphrase = ""
@@ -359,24 +356,17 @@ def _back_to_link(share_id: str, version: Optional[int], granted) -> Response:
                              "Referrer-Policy": "no-referrer", "X-Robots-Tag": "noindex, nofollow"})
 
 
-class _EmailForm(RequestModel):
-    email: str = ""
-
-
-class _CodeForm(RequestModel):
-    email: str = ""
-    code: str = ""
-
-
 @bp.route("/d/{share_id}/recipient/email", methods=["POST"], content_types=FORM_TYPES)
 @_html_view
 def share_recipient_email(share_id):
     """The email step of a `recipients` link: the code page whatever the address (a code is
     mailed only to one that may open it); 422 for what is not an address, 429 past the limits."""
+    from chalicelib.models import RecipientEmailForm
+
     refuse_cross_site(_request())
     version = _version_param()
     try:
-        email = parse_form_or_json(_request(), _EmailForm).email
+        email = parse_form_or_json(_request(), RecipientEmailForm).email
     except errors.DocpubError:
         email = ""
     try:
@@ -394,14 +384,15 @@ def share_recipient_email(share_id):
 def share_recipient_code(share_id):
     """The code step: right → 303 back to the link with the viewer cookie (30 days); wrong →
     401 with the tries left; a spent or expired code → 401 offering a new one."""
+    from chalicelib.models import RecipientCodeForm
     from chalicelib.services.recipients import WrongCode
 
     refuse_cross_site(_request())
     version = _version_param()
     try:
-        form = parse_form_or_json(_request(), _CodeForm)
+        form = parse_form_or_json(_request(), RecipientCodeForm)
     except errors.DocpubError:
-        form = _CodeForm()
+        form = RecipientCodeForm()
     try:
         granted = registry.recipients().verify_code(share_id, form.email, form.code)
     except errors.ValidationFailed:
@@ -451,6 +442,8 @@ def share_view(share_id):
 @handles_errors(bp)
 def share_feedback(share_id):
     """JSON API: 201 {"feedback_id"} or the contract's error body."""
+    from chalicelib.models import FeedbackSubmission
+
     request = _request()
     refuse_cross_site(request)
     version = _version_param()
@@ -466,6 +459,8 @@ def share_feedback(share_id):
 def share_reply(share_id, feedback_id):
     """A viewer's reply to a thread: 201 Reply or the contract's error body; the same
     limits as feedback, counted in the same per-address budget."""
+    from chalicelib.models import ViewerReplyRequest
+
     request = _request()
     refuse_cross_site(request)
     reply = parse_form_or_json(request, ViewerReplyRequest)
@@ -474,12 +469,6 @@ def share_reply(share_id, feedback_id):
 
 
 # ------------------------------------------------------------------ reviews (contract 7e)
-
-class ShareReview(RequestModel):
-    """A decision posted from a share page (the version is the page's `?v=`, else the latest)."""
-    decision: ReviewDecision
-    message: Optional[ReviewMessage] = None
-
 
 @bp.route("/d/{share_id}/review", methods=["GET"])
 @_private
@@ -497,6 +486,8 @@ def share_review_panel(share_id):
 def share_review(share_id):
     """A signed-in member approves, requests changes or comments: 201 Review, or the
     contract's error body (401 without a member's pass for this link)."""
+    from chalicelib.models import ReviewSubmission, ShareReview
+
     request = _request()
     refuse_cross_site(request)
     posted = parse_form_or_json(request, ShareReview)

@@ -9,15 +9,17 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from chalicelib.domain import limits
 from chalicelib.errors import ValidationFailed
-from chalicelib.models import ActivityList
 from chalicelib.ports import BadCursor
 from chalicelib.ports.records import ActivityEntry
 from chalicelib.services.access import Actor, Who, requires
 from chalicelib.services.context import Context, rfc3339
+
+if TYPE_CHECKING:
+    from chalicelib.models import ActivityList
 
 log = logging.getLogger("docpub")
 
@@ -75,10 +77,11 @@ class ActivityService:
 
     @requires("list_activity")
     def list(self, who: Who, limit: int = 20, cursor: Optional[str] = None) -> ActivityList:
+        from chalicelib.models import ActivityList
+        from chalicelib.services import cursors
         from chalicelib.services.access import actor
 
         acting = actor(self.ctx, who)
-        from chalicelib.services import cursors
 
         since = self.ctx.now_ms() - limits.ACTIVITY_DAYS * DAY_MS
         raw = cursors.unseal(acting.workspace_id, "activity", cursor)

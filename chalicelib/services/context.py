@@ -8,7 +8,6 @@ import functools
 import random
 import secrets
 import time
-import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Optional, overload
@@ -32,6 +31,8 @@ from chalicelib.ports.webhooks import WebhookRepository
 
 
 def new_document_id() -> str:
+    import uuid  # not at import: uuid loads platform (a share page never makes an id)
+
     return str(uuid.uuid4())
 
 

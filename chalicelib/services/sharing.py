@@ -19,7 +19,6 @@ from chalicelib.ports.records import Document, ShareLink, Version, Workspace
 from chalicelib import config
 from chalicelib.domain import limits, links, plans, strength
 from chalicelib.errors import FeatureNotInPlan, Gone, NotFound, RateLimited, Unauthorized, ValidationFailed
-from chalicelib.models import ShareRotated
 from chalicelib.ports import BlobNotFound, StaleDocument, version_key
 from chalicelib.services import access, audience, cdn, ratelimits, static_pages
 from chalicelib.services.context import Context, new_share_id
@@ -46,6 +45,7 @@ _VERSION_ID = re.compile(r"^v_[A-Za-z0-9_-]{1,60}$")
 CARD_FLIGHTS: SingleFlight[bytes] = SingleFlight()
 
 if TYPE_CHECKING:
+    from chalicelib.models import ShareRotated
     from argon2 import PasswordHasher
     from itsdangerous import URLSafeSerializer
 
@@ -631,6 +631,8 @@ class ShareService:
             static_pages.sync(self.ctx, new_id, "rotate")
             activity.record(self.ctx, found.actor, doc.workspace_id, "share.rotate", doc.document_id,
                             {"title": doc.title})
+            from chalicelib.models import ShareRotated  # pydantic: not on the share function's path
+
             return ShareRotated(share_url=config.base_url() + share_path(new_id))
         raise RateLimited(1, "The link is being rotated by another request; retry in 1 s.")
 

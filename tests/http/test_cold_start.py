@@ -1,6 +1,8 @@
 """Cold start (issue 10): a REST request never loads the heavy modules that
-only the MCP, share-page and dashboard routes need (bench/cold_start.py
-measures the time)."""
+only the MCP, share-page and dashboard routes need; (issue 38) the share
+function (chalicelib/entrypoints/edge.py) loads nothing of the dashboard, MCP,
+OAuth, the REST operations or pydantic, at import or serving a share page
+(bench/cold_start.py measures the time)."""
 from __future__ import annotations
 
 import json
@@ -57,3 +59,48 @@ def test_heavy_list_names_real_modules():
 
     for name in ("mcp", "jinja2", "argon2", "starlette", "anyio"):
         assert importlib.util.find_spec(name) is not None, name
+
+
+# What the share function's routes (/d/*) never need: the other surfaces' entry points and
+# services, the operations registry (it pulls every model), and the libraries behind them.
+NOT_FOR_SHARE_PAGES = (
+    "app", "chalicelib.entrypoints.dashboard", "chalicelib.entrypoints.mcp", "chalicelib.entrypoints.mcp_tools",
+    "chalicelib.entrypoints.oauth", "chalicelib.entrypoints.rest", "chalicelib.entrypoints.pages",
+    "chalicelib.services.oauth", "chalicelib.services.cimd", "chalicelib.services.dashboard_pages",
+    "chalicelib.services.accounts", "chalicelib.operations", "chalicelib.openapi", "chalicelib.mcp_instructions",
+    "chalicelib.models", "pydantic", "mcp", "starlette", "anyio", "httpx", "markdown_it", "pygments", "rapidfuzz",
+    "re2",
+)
+
+SHARE_SCRIPT = """
+import json, sys
+from chalicelib.entrypoints import edge
+
+def loaded():
+    return sorted(m for m in sys.modules if any(m == n or m.startswith(n + ".") for n in NOT_FOR_SHARE_PAGES))
+
+at_import = loaded()
+event = {"version": "2.0", "rawPath": "/d/NoSuchShareLinkAtAll00", "rawQueryString": "",
+         "headers": {"user-agent": "Mozilla/5.0", "accept-encoding": "gzip"},
+         "requestContext": {"requestId": "cold", "http": {"method": "GET", "path": "/d/NoSuchShareLinkAtAll00",
+                                                          "sourceIp": "203.0.113.9"}},
+         "isBase64Encoded": False}
+status = edge.handle(event, None)["statusCode"]
+print(json.dumps({"import": at_import, "after": loaded(), "status": status}))
+"""
+
+
+def test_the_share_function_loads_nothing_of_the_other_surfaces(tmp_path):
+    """Issue 38: the share function imported the whole app (every REST route, the dashboard,
+    MCP, OAuth, all the pydantic models) on its first request; now its own app has the
+    share routes only."""
+    script = SHARE_SCRIPT.replace("NOT_FOR_SHARE_PAGES", repr(NOT_FOR_SHARE_PAGES))
+    env = {"PATH": "/usr/bin:/bin", "DOCPUB_STORAGE": "sqlite", "DOCPUB_DATA_DIR": str(tmp_path),
+           "DOCPUB_SECRET_KEY": "cold-start-test-secret-" + "x" * 20}
+    out = subprocess.run([sys.executable, "-c", script], cwd=PROJECT, env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["status"] == 404
+    assert result["import"] == [], f"imported by the share function: {result['import']}"
+    assert result["after"] == [], f"loaded by a share page request: {result['after']}"
