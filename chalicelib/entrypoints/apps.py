@@ -14,6 +14,7 @@ under test both live in one process.
 """
 from __future__ import annotations
 
+import copy
 from contextvars import ContextVar
 from typing import Any, Optional
 
@@ -35,6 +36,15 @@ class SharedBlueprint(Blueprint):
     @_current_app.setter
     def _current_app(self, app: Optional[Chalice]) -> None:
         self._registered = app
+
+    def _register_handler(self, handler_type: str, name: str, user_handler: Any, wrapped_handler: Any,
+                          kwargs: dict[str, Any], options: Optional[dict[Any, Any]] = None) -> None:
+        # Chalice pops a route's methods and settings out of `kwargs` as an app registers it:
+        # a second app would get the route as GET only. Each app registers from its own copy.
+        def register(app: Chalice, options: dict[Any, Any]) -> None:
+            app._register_handler(handler_type, name, user_handler, wrapped_handler, copy.deepcopy(kwargs), options)
+
+        self._deferred_registrations.append(register)
 
 
 def new_app() -> Chalice:

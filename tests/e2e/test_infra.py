@@ -733,6 +733,31 @@ def test_share_pages_honour_origin_cache_control(resources, distribution):
                                                           "CloudFront-Viewer-Address"}
 
 
+def test_every_text_answer_is_compressed_on_its_way_to_the_viewer(resources):
+    """Issue 38 (bytes per view): the API, MCP and dashboard behaviours went out with
+    Compress: false. Now every behaviour of both distributions compresses: where the cache
+    policy caches, CloudFront does (gzip and Brotli in the key); a caching-disabled policy
+    cannot take Accept-Encoding, so there the viewer's header must reach the origin (the
+    all-viewer policy), which gzips (tests/http/test_share_pages.py measures a page's bytes).
+    The beacon is the one exception: a 204 without a body."""
+    distributions = {name: r["Properties"]["DistributionConfig"]
+                     for name, r in of_type(resources, "AWS::CloudFront::Distribution").items()}
+    assert set(distributions) == {"Distribution", "ContentDistribution"}
+    for name, config in distributions.items():
+        for pattern, behaviour in behaviours(config).items() if "CacheBehaviors" in config else \
+                [("*", config["DefaultCacheBehavior"])]:
+            where = f"{name} {pattern}"
+            assert behaviour["Compress"] is True, where
+            policy = behaviour["CachePolicyId"]
+            if policy == CACHING_DISABLED:
+                if pattern == "/d/*/view":
+                    continue
+                assert behaviour["OriginRequestPolicyId"] == ALL_VIEWER_EXCEPT_HOST, where
+                continue
+            key = resources[policy["Ref"]]["Properties"]["CachePolicyConfig"]["ParametersInCacheKeyAndForwardedToOrigin"]
+            assert key["EnableAcceptEncodingGzip"] is True and key["EnableAcceptEncodingBrotli"] is True, where
+
+
 def test_every_answer_gets_security_headers(resources, distribution):
     for pattern, behaviour in behaviours(distribution).items():
         policy_ref = behaviour["ResponseHeadersPolicyId"]

@@ -67,6 +67,21 @@ def body_of(answer: dict) -> bytes:
     return data
 
 
+def test_the_share_function_has_exactly_the_apps_share_routes():
+    """The share function's own app (issue 38) registers the same blueprint as app.py's:
+    every /d/* route with the same methods, whichever app registered it first."""
+    from app import app
+
+    def share_routes(chalice_app) -> dict[str, set[str]]:
+        return {path: set(entries) for path, entries in chalice_app.routes.items() if path.startswith("/d/")}
+
+    assert share_routes(edge.app) == share_routes(app)
+    assert set(edge.app.routes) == set(share_routes(edge.app))  # nothing else
+    view = edge.app.routes["/d/{share_id}/view"]
+    real = {m for m, entry in view.items() if not getattr(entry.view_function, "docpub_method_not_allowed", False)}
+    assert real == {"POST"}  # the beacon; every other method answers 405
+
+
 def test_the_share_page_and_its_content_answer_as_through_api_gateway(api, workspace):
     _, key = workspace
     doc = publish(api, key, "Edge", "<p>served at the edge</p>")

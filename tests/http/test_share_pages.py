@@ -131,6 +131,28 @@ def test_gzip_content_round_trips(client, workspace):
     assert "Accept-Encoding" in r.headers["Vary"]
 
 
+# Issue 38 (bytes per view): what a viewer downloads of the share page's own (its wrapper
+# with the inline style and script, and the script injected into the content), compressed.
+SHARE_PAGE_OWN_BYTES = 15_000
+
+
+def test_the_share_pages_own_bytes_stay_within_15_kb_compressed(client, workspace):
+    """A share view of a small document: the wrapper (HTML + page.css + page.js inline) and
+    the content answer (the document + frame.js), both gzip as a browser asks for them. The
+    document is 20 bytes, so nearly everything counted is the page's own."""
+    _, key = workspace
+    doc = publish(client, key, html="<p>a small page</p>")
+    asks = {"Accept-Encoding": "gzip, deflate, br"}
+    sizes = {}
+    for name, path in (("wrapper", f"/d/{doc['share_id']}"),
+                       ("content", f"/d/{doc['share_id']}/v/{doc['version_id']}")):
+        r = client.http.get(path, headers=asks)
+        assert r.status_code == 200 and r.headers["Content-Encoding"] == "gzip", name
+        sizes[name] = len(r.body)
+        assert len(gzip.decompress(r.body)) > 2 * len(r.body), name  # text: compression pays
+    assert sum(sizes.values()) <= SHARE_PAGE_OWN_BYTES, sizes
+
+
 def test_old_versions_by_number(client, workspace):
     _, key = workspace
     v1 = publish(client, key, "First", "<p>one</p>")
