@@ -25,13 +25,52 @@ from __future__ import annotations
 from urllib.parse import unquote
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Union
 
-from pydantic import BaseModel
+from chalicelib import wiring
 
-from chalicelib import models, wiring
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 API_PREFIX = "/api/v1"
+
+
+class _ModelNames:
+    """`models.X` in the table below is the name "X": the operation's model is looked up in
+    chalicelib.models when it is first read (`ModelField`). Importing this table (every REST
+    route of app.py) then builds no pydantic class and loads no pydantic at all: the API
+    function's cold start (bench/cold_start.py); the first request that reads a model pays."""
+
+    def __getattr__(self, name: str) -> str:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return name
+
+
+models = _ModelNames()
+
+
+class ModelField:
+    """A model field of `Operation` and `Tool`: set to a model class or a `models.X` name,
+    read as the class (chalicelib.models is imported on the first read of a name)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, obj: Any, owner: Optional[type] = None) -> Optional[type[BaseModel]]:
+        if obj is None:
+            return None  # the field's default
+        value = obj.__dict__[self.slot]
+        if isinstance(value, str):
+            import chalicelib.models as defined
+
+            value = getattr(defined, value)
+            obj.__dict__[self.slot] = value
+        return value
+
+    def __set__(self, obj: Any, value: Union[str, type[BaseModel], None]) -> None:
+        obj.__dict__[self.slot] = value
+
 
 # OAuth scopes (services/oauth.py SCOPES): what an access token must hold to run an operation's tools.
 READ, WRITE, FEEDBACK = "docs:read", "docs:write", "feedback"
@@ -49,7 +88,7 @@ class Tool:
     destructive: bool = False
     # For an operation that answers no body (204): the tool's result, built from its path
     # arguments and `deleted=True` (REST's 204 says the same).
-    result: Optional[type[BaseModel]] = None
+    result: ModelField = ModelField()
 
 
 @dataclass(frozen=True)
@@ -71,7 +110,7 @@ class Reply:
     status: Optional[int] = None  # another status than the operation's
 
 
-Answer = Union[BaseModel, dict, Reply, None]
+Answer = Union["BaseModel", dict, Reply, None]
 
 
 @dataclass(frozen=True)
@@ -82,10 +121,10 @@ class Operation:
     operation_id: str
     summary: str
     call: Optional[Callable[[Call], Answer]]  # None: the surface answers it (REST: the OpenAPI document)
-    response: Optional[type[BaseModel]] = None  # None: no body (204) or `response_schema`
+    response: ModelField = ModelField()  # None: no body (204) or `response_schema`
     status: int = 200
-    request: Optional[type[BaseModel]] = None
-    query: Optional[type[BaseModel]] = None
+    request: ModelField = ModelField()
+    query: ModelField = ModelField()
     errors: tuple[int, ...] = ()
     auth: bool = True  # an API key is required
     scope: Optional[str] = None  # the OAuth scope its tools need
@@ -206,7 +245,9 @@ def _health(c: Call) -> Answer:
         return Reply({"status": "degraded", "reason": "disk_full",
                       "message": "The disk is full: writes are refused (507); reads and deletes work."},
                      {"Retry-After": "60"}, status=503)
-    return models.Health(status="ok")
+    from chalicelib.models import Health
+
+    return Health(status="ok")
 
 
 # ------------------------------------------------------------------ the table

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from chalice import Response
-from pydantic import BaseModel
 
 from chalicelib import wiring
 from chalicelib.entrypoints.http import (
@@ -20,7 +19,6 @@ from chalicelib.entrypoints.http import (
     parse_query, validate,
 )
 from chalicelib.errors import DocpubError
-from chalicelib.models import NoBody
 from chalicelib.operations import OPERATIONS, Answer, Call, Operation, Reply
 from chalicelib.services.auth import credentials_from_headers
 
@@ -65,6 +63,8 @@ def _view(app: Any, op: Operation) -> Callable[..., Any]:
             elif op.request is not None:
                 body = parse_body(request, op.request)
             elif request.raw_body and request.raw_body.strip():  # a body where none is taken: `{}` only
+                from chalicelib.models import NoBody
+
                 parse_body(request, NoBody)
             if op.query is not None:
                 query = parse_query(request, op.query)
@@ -88,7 +88,7 @@ def respond(op: Operation, answer: Any) -> Any:
         if answer.body is None:
             return empty_response(op.status, dict(answer.headers))
         return json_response(answer.body, answer.status or op.status, dict(answer.headers), answer.exclude)
-    if isinstance(answer, (BaseModel, dict)):
+    if isinstance(answer, dict) or hasattr(answer, "model_dump_json"):  # a pydantic model (not imported here)
         return json_response(answer, op.status)
     if isinstance(answer, Response):  # an answer made by the call
         return answer

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from pydantic import ValidationError
 
 from chalicelib import errors
 from chalicelib.entrypoints.dashboard.web import Page, redirect, render, route, url
@@ -171,14 +170,11 @@ def provenance(page: Page, document_id: str):
 def update_details(page: Page, document_id: str):
     from chalicelib.models import UpdateDocumentRequest
 
-    form = page.form()
-    try:
-        request = UpdateDocumentRequest.model_validate(
-            {"title": form.get("title", ""), "description": form.get("description", "")})
-    except ValidationError as exc:  # pydantic's error, said in the contract's words
-        from chalicelib.entrypoints.http import validation_error
+    from chalicelib.entrypoints.http import validate  # pydantic's error, said in the contract's words
 
-        raise validation_error(exc) from None
+    form = page.form()
+    request = validate(UpdateDocumentRequest, {"title": form.get("title", ""),
+                                               "description": form.get("description", "")})
     registry.documents().update(page.actor, document_id, request)
     return redirect(url(f"/documents/{document_id}", m="saved"))
 
@@ -256,12 +252,9 @@ def share_link(page: Page, document_id: str):
     fields = {"share_enabled": form.get("share_enabled") == "on", "share_expires_at": expires or None}
     if expires and expires[:16] == (pages().document(page.actor, document_id).share_expires_at or "")[:16]:
         del fields["share_expires_at"]  # unchanged (the form shows minutes): keep it, even if already past
-    try:
-        request = UpdateDocumentRequest.model_validate(fields)
-    except ValidationError as exc:  # pydantic's error, said in the contract's words
-        from chalicelib.entrypoints.http import validation_error
+    from chalicelib.entrypoints.http import validate  # pydantic's error, said in the contract's words
 
-        raise validation_error(exc) from None
+    request = validate(UpdateDocumentRequest, fields)
     registry.documents().update(page.actor, document_id, request)
     return redirect(url(f"/documents/{document_id}", m="link-saved"))
 

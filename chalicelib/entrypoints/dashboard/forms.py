@@ -13,7 +13,7 @@ from typing import Optional
 from urllib.parse import parse_qs
 
 from chalicelib import errors
-from chalicelib.models import MAX_HTML_BYTES
+from chalicelib.domain.limits import MAX_HTML_BYTES
 
 FORM_TYPES = ["application/x-www-form-urlencoded", "multipart/form-data"]
 # The largest document plus room for the other fields and the multipart framing.

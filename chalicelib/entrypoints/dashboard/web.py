@@ -18,7 +18,7 @@ from chalicelib import config, errors, rendering
 from chalicelib.domain import limits, roles
 from chalicelib.entrypoints.dashboard import forms
 from chalicelib.entrypoints.http import as_error, client_ip, compress, error_response, parse_cookies
-from chalicelib.models import MAX_HTML_BYTES
+from chalicelib.domain.limits import MAX_HTML_BYTES
 from chalicelib import wiring as registry
 
 if TYPE_CHECKING:
