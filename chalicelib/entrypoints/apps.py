@@ -7,44 +7,16 @@ made by `new_app`: the same logging, binary types and the contract's middleware
 (origin secret, separate content site, resource bounds, Chalice's own errors in
 the contract's shape).
 
-A blueprint both apps register (the share pages) must read the request of the
-app that is dispatching it, not of the last app that registered it (Chalice keeps
-one app per blueprint): `SharedBlueprint`. In Lambda each function has one app;
-under test both live in one process.
+A blueprint both apps register (the share pages) is a `blueprints.SharedBlueprint`:
+the middleware here names the app dispatching each request.
 """
 from __future__ import annotations
 
-import copy
-from contextvars import ContextVar
-from typing import Any, Optional
+from typing import Any
 
-from chalice import Blueprint, Chalice
+from chalice import Chalice
 
-_DISPATCHING: ContextVar[Optional[Chalice]] = ContextVar("docpub_dispatching_app", default=None)
-
-
-class SharedBlueprint(Blueprint):
-    """A blueprint registered on more than one app: its current request, app and
-    Lambda context are those of the app now dispatching (set by new_app's middleware)."""
-
-    _registered: Optional[Chalice] = None
-
-    @property  # type: ignore[override]
-    def _current_app(self) -> Optional[Chalice]:
-        return _DISPATCHING.get() or self._registered
-
-    @_current_app.setter
-    def _current_app(self, app: Optional[Chalice]) -> None:
-        self._registered = app
-
-    def _register_handler(self, handler_type: str, name: str, user_handler: Any, wrapped_handler: Any,
-                          kwargs: dict[str, Any], options: Optional[dict[Any, Any]] = None) -> None:
-        # Chalice pops a route's methods and settings out of `kwargs` as an app registers it:
-        # a second app would get the route as GET only. Each app registers from its own copy.
-        def register(app: Chalice, options: dict[Any, Any]) -> None:
-            app._register_handler(handler_type, name, user_handler, wrapped_handler, copy.deepcopy(kwargs), options)
-
-        self._deferred_registrations.append(register)
+from chalicelib.entrypoints.blueprints import dispatching
 
 
 def new_app() -> Chalice:
@@ -67,8 +39,7 @@ def new_app() -> Chalice:
 
     @app.middleware("http")
     def contract_errors(event: Any, get_response: Any) -> Any:
-        token = _DISPATCHING.set(app)
-        try:
+        with dispatching(app):
             # Only CloudFront may call the origin (when it has a secret): 403 otherwise.
             refused = refuse_without_origin_secret(event)
             if refused is not None:
@@ -85,7 +56,5 @@ def new_app() -> Chalice:
             # without a body is not refused for its Content-Type.
             forget_content_type_without_body(event)
             return normalise_chalice_error(get_response(event))
-        finally:
-            _DISPATCHING.reset(token)
 
     return app

@@ -29,7 +29,7 @@ from chalice import Response
 
 from chalicelib import config, errors, rendering
 from chalicelib.domain import bundles, limits
-from chalicelib.entrypoints.apps import SharedBlueprint
+from chalicelib.entrypoints.blueprints import SharedBlueprint
 from chalicelib.entrypoints.http import (
     FORM_TYPE, EncodedResponse, as_error, compress, download_response, handles_errors, json_response, parse_form_or_json,
     client_ip as http_client_ip, parse_cookies, refuse_cross_site,
