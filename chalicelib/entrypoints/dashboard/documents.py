@@ -272,12 +272,9 @@ def audience(page: Page, document_id: str):
     entries = [e for e in re.split(r"[\s,;]+", form.get("share_recipients", "")) if e]
     if entries or fields["share_access"] == "recipients":
         fields["share_recipients"] = entries
-    try:
-        request = UpdateDocumentRequest.model_validate(fields)
-    except ValidationError as exc:  # pydantic's error, said in the contract's words
-        from chalicelib.entrypoints.http import validation_error
+    from chalicelib.entrypoints.http import validate  # pydantic's error, said in the contract's words
 
-        raise validation_error(exc) from None
+    request = validate(UpdateDocumentRequest, fields)
     registry.documents().update(page.actor, document_id, request)
     return redirect(url(f"/documents/{document_id}", m="audience-saved") + "#audience")
 
