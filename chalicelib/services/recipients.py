@@ -21,6 +21,7 @@ from chalicelib import config
 from chalicelib.domain import limits
 from chalicelib.errors import NotFound, Unauthorized, ValidationFailed
 from chalicelib.models import RecipientInfo, RecipientList
+from chalicelib.ports import StaleDocument
 from chalicelib.ports.records import Document
 from chalicelib.services import access, activity, audience, cdn, mailing, ratelimits
 from chalicelib.services.access import Actor, Who, requires
@@ -140,14 +141,27 @@ class RecipientService:
     @requires("revoke_recipient")
     def revoke(self, who: Who, document_id: str, email: str) -> None:
         """Refuse one person from their next request on (and at the edge: the link is dropped
-        from the CDN, though recipient pages are never kept there)."""
+        from the CDN, though recipient pages are never kept there). They stay listed, revoked;
+        an entry naming exactly their address leaves `share_recipients`, so listing them
+        again is what admits them again (a domain entry stays: it admits the others)."""
         found = access.find_document(self.ctx, who, document_id)
         doc = found.document
         email = valid_email(email)
-        self.ctx.recipients.revoke(doc.document_id, doc.workspace_id, email, self.ctx.now_ms())
+        now_ms = self.ctx.now_ms()
+        self.ctx.recipients.revoke(doc.document_id, doc.workspace_id, email, now_ms)  # refused from here on
+        logged = activity.entry(self.ctx, found.actor, doc.workspace_id, "share.recipient_revoked",
+                                doc.document_id, {"title": doc.title, "email": email})
+        if email in doc.share_recipients:
+            after = tuple(entry for entry in doc.share_recipients if entry != email)
+            try:
+                self.ctx.documents.update_fields(doc, {"share_recipients": after}, activity=logged)
+            except StaleDocument as exc:
+                raise access.document_not_found(document_id) from exc
+            self.ctx.recipients.index_audience(doc.document_id, doc.workspace_id, [], [email], now_ms)
+        else:
+            activity.record(self.ctx, found.actor, doc.workspace_id, "share.recipient_revoked", doc.document_id,
+                            {"title": doc.title, "email": email})
         cdn.withdraw(self.ctx, doc.share_id, "recipient revoked")
-        activity.record(self.ctx, found.actor, doc.workspace_id, "share.recipient_revoked", doc.document_id,
-                        {"title": doc.title, "email": email})
 
 
 @dataclass(frozen=True)

@@ -247,8 +247,21 @@ def test_a_revoked_recipient_is_refused_on_the_next_request_and_stays_listed(cli
     before = len(_codes("lead@auditors.example"))
     assert _ask(DashboardClient(client), share, "lead@auditors.example").status == 200
     assert len(_codes("lead@auditors.example")) == before
+    # Their entry left the list; listing them again admits them again.
+    got = json.loads(client.http.get(f"/api/v1/documents/{document_id}", headers=auth(key)).body)
+    assert got["share_recipients"] == ["@client.example"]
+    assert _patch(client, key, document_id, {"share_recipients": AUDIT}).status_code == 200
+    assert "Audit pack" in viewer.get(f"/d/{share}").text
+    # Someone a domain entry admits: revoked alone, the domain stays for the others.
+    cfo = _verified(client, share, "cfo@client.example")
+    assert client.http.delete(f"/api/v1/documents/{document_id}/recipients/cfo@client.example",
+                              headers=auth(key)).status_code == 204
+    assert "recipient/email" in cfo.get(f"/d/{share}").text
+    got = json.loads(client.http.get(f"/api/v1/documents/{document_id}", headers=auth(key)).body)
+    assert got["share_recipients"] == AUDIT
+    _verified(client, share, "ceo@client.example")
     # Unknown document: 404; not an address: 422.
-    assert client.http.delete(f"/api/v1/documents/{document_id[:-1]}0/recipients/a@b.example",
+    assert client.http.delete("/api/v1/documents/00000000-0000-4000-8000-000000000000/recipients/a@b.example",
                               headers=auth(key)).status_code == 404
     assert client.http.delete(f"/api/v1/documents/{document_id}/recipients/nobody",
                               headers=auth(key)).status_code == 422
