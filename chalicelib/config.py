@@ -286,3 +286,39 @@ def static_pages() -> bool:
     (services/static_pages.py) that CloudFront serves with no function; the deployed
     stack sets it. Off (the default, `make run`): every share answer is the function's."""
     return _get("DOCPUB_STATIC_PAGES", "off").lower() in ("on", "true", "1")
+
+
+# ------------------------------------------------------------------ single sign-on (contract 7f)
+
+def oidc_issuer() -> str:
+    """DOCPUB_OIDC_ISSUER: the OpenID provider's issuer identifier (its discovery document is
+    `<issuer>/.well-known/openid-configuration`); empty: no single sign-on."""
+    return _get("DOCPUB_OIDC_ISSUER", "").strip()
+
+
+def oidc_client_id() -> str:
+    """DOCPUB_OIDC_CLIENT_ID: Docpub's client at that provider."""
+    return _get("DOCPUB_OIDC_CLIENT_ID", "").strip()
+
+
+def oidc_client_secret() -> str:
+    """DOCPUB_OIDC_CLIENT_SECRET: the client's secret, given directly (`make run`, tests).
+    The deployed stack names an SSM SecureString parameter instead (oidc_client_secret_parameter)."""
+    return _get("DOCPUB_OIDC_CLIENT_SECRET", "")
+
+
+def oidc_client_secret_parameter() -> str:
+    """DOCPUB_OIDC_CLIENT_SECRET_PARAMETER: the SSM Parameter Store SecureString holding the
+    client secret (the deployed stack; read once per process, decrypted)."""
+    return _get("DOCPUB_OIDC_CLIENT_SECRET_PARAMETER", "").strip()
+
+
+def oidc_name() -> str:
+    """DOCPUB_OIDC_NAME: what the sign-in button says ("Sign in with NAME"); default "SSO"."""
+    return _get("DOCPUB_OIDC_NAME", "SSO").strip()[:60] or "SSO"
+
+
+def sso_enabled() -> bool:
+    """Single sign-on is offered when the issuer, the client id and a secret (or the SSM
+    parameter holding it) are all set."""
+    return bool(oidc_issuer() and oidc_client_id() and (oidc_client_secret() or oidc_client_secret_parameter()))

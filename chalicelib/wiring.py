@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from chalicelib.services.reviews import ReviewService
     from chalicelib.services.recipients import RecipientService, SharedWithMe
     from chalicelib.services.provenance import ProvenanceService
+    from chalicelib.services.sso import SsoService
     from chalicelib.services.accounts import AccountService
     from chalicelib.services.dashboard_pages import DashboardPages
     from chalicelib.services.documents import DocumentService
@@ -117,6 +118,14 @@ def build_outbound() -> OutboundHttp:
     from chalicelib.adapters.outbound import PinnedHttp
 
     return PinnedHttp()
+
+
+def build_identity_provider() -> Any:
+    """The OpenID provider of this deployment (adapters/oidc.py, Authlib), or None without
+    DOCPUB_OIDC_* settings."""
+    from chalicelib.adapters.oidc import configured_provider
+
+    return configured_provider()
 
 
 def build_webhook_sender() -> Any:
@@ -350,6 +359,13 @@ def dashboard_pages() -> DashboardPages:
 
     return DashboardPages(documents(), workspaces(), feedback(), sharing(), views(), editing(), reviews(),
                           recipients())
+
+
+def sso() -> SsoService:
+    """Not cached: the provider follows the DOCPUB_OIDC_* settings (read lazily)."""
+    from chalicelib.services.sso import SsoService
+
+    return SsoService(default_context(), build_identity_provider())
 
 
 _SERVICES = (documents, workspaces, sharing, feedback, suggestions, webhooks, accounts, editing, views, oauth, uploads, people, activity,

@@ -116,6 +116,8 @@ LIVE_EDGE_SECONDS = 10
 
 # Standalone sliding logs of the dashboard (per client IP / per account).
 SIGN_IN_PER_IP = Rate(20, 15 * 60)
+# Single sign-ons started per client address (each stores a 10-minute state; contract 7f).
+SSO_START_PER_IP = Rate(30, 10 * 60)
 # Guessing one account's password from one address is stopped quickly; the
 # account-wide cap is high, so an attacker cannot lock its owner out cheaply.
 SIGN_IN_PER_ACCOUNT_AND_IP = Rate(10, 15 * 60)
@@ -191,6 +193,7 @@ REFUSALS = {
     "signin-account-ip": "Too many sign-in attempts for this account from this address",
     "signin-account": "Too many sign-in attempts for this account",
     "signin-device": "Too many sign-in attempts from this browser",
+    "sso-start": "Too many single sign-ons started from this address",
     "password-change": "Too many password attempts for this account",
     "signup-ip": "Too many sign-ups from this address",
     "reset-ip": "Too many password reset requests from this address",

@@ -60,6 +60,9 @@ class Workspace:
     # Contract 7g; None: the default ("block", "off"), as in items stored before they existed
     secret_scanning: Optional[str] = None
     pii_scanning: Optional[str] = None
+    # Contract 7f: {"domain": "@example.com", "role": "viewer" | "editor"}: people who sign in
+    # through SSO with an address at that domain join with that role. None: off.
+    sso_auto_join: Optional[dict[str, str]] = None
 
 
 class WorkspaceFields(TypedDict, total=False):
@@ -198,6 +201,9 @@ class DashboardSession:
     created_ms: int
     expires_ms: int
     expires_at: Optional[int] = None
+    # Signed in through single sign-on (contract 7f): the email domain the provider vouched
+    # for ("@example.com"); None for any other sign-in.
+    sso_domain: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -225,7 +231,7 @@ class AccountToken:
     invitation (to `workspace_id` as `role`, by `invited_by`) or a sign-in link. Used once
     (`used_ms`); `expires_ms` is checked on every read, `expires_at` is for cleanup."""
     token_hash: str
-    kind: str  # verify | reset | invite | login
+    kind: str  # verify | reset | invite | login | sso (a single sign-on under way: its `state`)
     email: str
     created_ms: int
     expires_ms: int

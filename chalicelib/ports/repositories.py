@@ -40,6 +40,15 @@ class WorkspaceRepository(Protocol):
     def set_fields(self, workspace_id: str, fields: WorkspaceFields) -> Workspace:
         """Set fields (None removes a brand field); returns the workspace as stored."""
 
+    def set_sso_auto_join(self, workspace_id: str, domain: Optional[str], role: Optional[str]) -> Workspace:
+        """Set `sso_auto_join` to {"domain", "role"} (domain None: clear it) and what
+        `sso_auto_join_for` reads, in one step; the workspace as stored. WriteRefused when
+        the workspace does not exist."""
+
+    def sso_auto_join_for(self, domain: str) -> list[tuple[str, str]]:
+        """(workspace_id, role) of every workspace whose `sso_auto_join` names `domain`
+        ("@example.com", lowercase), in workspace id order."""
+
 
 class ApiKeyRepository(Protocol):
     def get(self, key_id: str) -> Optional[ApiKey]:

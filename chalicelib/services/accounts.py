@@ -80,6 +80,8 @@ class Session:
     created_ms: int
     expires_ms: int
     role: str = "owner"
+    # Signed in through single sign-on at this email domain ("@example.com"; contract 7f), else None.
+    sso_domain: Optional[str] = None
 
     @property
     def actor(self) -> "Actor":
@@ -195,6 +197,19 @@ class AccountService:
         except BaseException:
             self.ctx.users.delete(email)
             raise
+
+    def create_verified_account(self, email: str, password_hash: str, workspace_name: str,
+                                workspace_id: Optional[str] = None, own_workspace: bool = True) -> None:
+        """An account whose email someone trusted has confirmed (single sign-on, services/sso.py)."""
+        self._create_account(email, password_hash, workspace_name, self.ctx.now_ms(), workspace_id, own_workspace)
+
+    def start_sso(self, email: str, workspace_id: str, sso_domain: str) -> StartedSession:
+        """A session in `workspace_id`, signed in through SSO at `sso_domain`."""
+        return self._start(email, workspace_id, sso_domain)
+
+    def start_in_sso(self, user: User, sso_domain: str) -> StartedSession:
+        """A session in the person's default (or first) workspace, signed in through SSO."""
+        return self._start_in(user, sso_domain)
 
     def _send_verification(self, email: str) -> None:
         token, digest = new_token()
@@ -366,7 +381,7 @@ class AccountService:
             self.sign_out(previous_session_id)  # rotation: the pre-sign-in id never becomes valid
         return self._start_in(user)
 
-    def _start_in(self, user: User) -> StartedSession:
+    def _start_in(self, user: User, sso_domain: Optional[str] = None) -> StartedSession:
         """A session in the person's default workspace, or their first one."""
         email = user.email
         workspace_id: Optional[str] = user.workspace_id
@@ -376,7 +391,7 @@ class AccountService:
                 raise Unauthorized("This account is not a member of any workspace any more. "
                                    "Ask a workspace owner for a new invitation.")
             workspace_id = memberships[0].workspace_id
-        return self._start(email, workspace_id)
+        return self._start(email, workspace_id, sso_domain)
 
     def switch_workspace(self, session_id: str, workspace_id: str) -> Session:
         """Act in another workspace the person belongs to (the dashboard's switcher)."""
@@ -392,7 +407,7 @@ class AccountService:
         self.ctx.sessions.set_workspace(session.session_hash, workspace_id)
         self.ctx.users.set_fields(session.email, {"workspace_id": workspace_id})
         return Session(session.session_hash, session.email, workspace_id, session.created_ms, session.expires_ms,
-                       role)
+                       role, session.sso_domain)
 
     @staticmethod
     def device_token(email: str) -> str:
@@ -439,7 +454,8 @@ class AccountService:
         if role is None:  # removed from the workspace: this session ended with the membership
             self.ctx.sessions.delete(digest)
             return None
-        return Session(digest, item.email, item.workspace_id, item.created_ms, item.expires_ms, role)
+        return Session(digest, item.email, item.workspace_id, item.created_ms, item.expires_ms, role,
+                       item.sso_domain)
 
     def change_password(self, session_id: str, current_password: str, new_password: str,
                         client_ip: str) -> StartedSession:
@@ -460,16 +476,18 @@ class AccountService:
         self.ctx.sessions.delete_for_user(session.email)
         return self._start(session.email, session.workspace_id)
 
-    def _start(self, email: str, workspace_id: str) -> StartedSession:
+    def _start(self, email: str, workspace_id: str, sso_domain: Optional[str] = None) -> StartedSession:
         session_id = secrets.token_urlsafe(32)
         now_ms = self.ctx.now_ms()
         lifetime = config.dashboard_session_seconds()
         role = members.role_in(self.ctx, workspace_id, email) or "viewer"
-        session = Session(hash_session_id(session_id), email, workspace_id, now_ms, now_ms + lifetime * 1000, role)
+        session = Session(hash_session_id(session_id), email, workspace_id, now_ms, now_ms + lifetime * 1000, role,
+                          sso_domain)
         self.ctx.sessions.create(DashboardSession(session_hash=session.session_hash, email=email,
                                                   workspace_id=workspace_id, created_ms=now_ms,
                                                   expires_ms=session.expires_ms,
-                                                  expires_at=now_ms // 1000 + lifetime + 3600))
+                                                  expires_at=now_ms // 1000 + lifetime + 3600,
+                                                  sso_domain=sso_domain))
         return StartedSession(session_id, session, self.device_token(email))
 
     # ---------------------------------------------------------------- CSRF

@@ -224,3 +224,45 @@ def test_sessions_switch_workspace_and_end_all_but_one(repos):
     assert repos.users.get("a@x.io") == User("a@x.io", "x", WS, 1, "owner", 1, email_verified_ms=77)
     assert type(repos.users.get("a@x.io")) is User
     assert not repos.users.set_fields("nobody@x.io", {"email_verified_ms": 77})
+
+
+# ------------------------------------------------------------------ single sign-on (contract 7f)
+
+def test_sso_auto_join_is_stored_and_looked_up_by_domain(repos):
+    from chalicelib.ports import WriteRefused
+
+    setup(repos, ("a@x.io", "owner"))
+    repos.workspaces.create(Workspace("ws_two", "Two", "free", 1))
+    assert repos.workspaces.sso_auto_join_for("@example.com") == []
+    stored = exactly(Workspace, repos.workspaces.set_sso_auto_join(WS, "@example.com", "editor"))
+    assert stored.sso_auto_join == {"domain": "@example.com", "role": "editor"}
+    assert repos.workspaces.get(WS).sso_auto_join == {"domain": "@example.com", "role": "editor"}
+    repos.workspaces.set_sso_auto_join("ws_two", "@example.com", "viewer")
+    assert repos.workspaces.sso_auto_join_for("@example.com") == [(WS, "editor"), ("ws_two", "viewer")]
+    # Moving to another domain leaves nothing behind at the old one; clearing removes it.
+    repos.workspaces.set_sso_auto_join(WS, "@example.org", "viewer")
+    assert repos.workspaces.sso_auto_join_for("@example.com") == [("ws_two", "viewer")]
+    assert repos.workspaces.sso_auto_join_for("@example.org") == [(WS, "viewer")]
+    assert repos.workspaces.set_sso_auto_join(WS, None, None).sso_auto_join is None
+    assert repos.workspaces.sso_auto_join_for("@example.org") == []
+    assert repos.workspaces.get(WS).name == "People"  # nothing else changed
+    with pytest.raises(WriteRefused):
+        repos.workspaces.set_sso_auto_join("ws_missing", "@example.com", "viewer")
+
+
+def test_a_session_remembers_its_sso_domain(repos):
+    setup(repos, ("a@x.io", "owner"))
+    repos.sessions.create(DashboardSession("h1", "a@x.io", WS, 1, 10**13, 10**10, sso_domain="@x.io"))
+    repos.sessions.create(DashboardSession("h2", "a@x.io", WS, 1, 10**13, 10**10))
+    assert exactly(DashboardSession, repos.sessions.get("h1")).sso_domain == "@x.io"
+    assert repos.sessions.get("h2").sso_domain is None
+    repos.sessions.set_workspace("h1", WS)
+    assert repos.sessions.get("h1").sso_domain == "@x.io"
+
+
+def test_a_sign_in_under_way_is_a_one_time_token(repos):
+    setup(repos, ("a@x.io", "owner"))
+    repos.people.put_token(AccountToken(token_hash="sso1", kind="sso", email="", created_ms=1, expires_ms=10**13,
+                                        expires_at=10**10))
+    assert repos.people.use_token("sso1", 5).kind == "sso"
+    assert repos.people.use_token("sso1", 6) is None

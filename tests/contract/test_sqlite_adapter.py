@@ -188,6 +188,7 @@ def test_migration_12_keeps_the_keys_already_stored_as_workspace_keys(repos, dat
     conn.execute("DROP TABLE leases")  # and what 12 -> 13 adds
     conn.execute("ALTER TABLE workspaces DROP COLUMN secret_scanning")  # and what 13 -> 14 adds
     conn.execute("ALTER TABLE workspaces DROP COLUMN pii_scanning")
+    undo_migration_18(conn)
     undo_migration_17(conn)
     undo_migration_16(conn)
     conn.execute("DROP TABLE exports")  # and what 14 -> 15 adds
@@ -492,6 +493,7 @@ def test_migration_14_adds_the_scanning_settings_with_their_defaults(data_dir, r
     conn = repos.documents.db.connection()
     conn.execute("ALTER TABLE workspaces DROP COLUMN secret_scanning")
     conn.execute("ALTER TABLE workspaces DROP COLUMN pii_scanning")
+    undo_migration_18(conn)
     undo_migration_17(conn)
     undo_migration_16(conn)
     conn.execute("DROP TABLE exports")
@@ -510,6 +512,7 @@ def test_migration_16_widens_share_access_and_keeps_the_documents_stored(data_di
     _, created = workspaces.create_workspace("Old")
     doc = publish(documents, created.api_key, title="Before")
     conn = repos.documents.db.connection()
+    undo_migration_18(conn)
     undo_migration_17(conn)
     undo_migration_16(conn)
     conn.execute("PRAGMA user_version = 15")
@@ -533,8 +536,39 @@ def test_migration_17_keeps_versions_stored_before_signing_without_provenance(da
     _, created = workspaces.create_workspace("Old")
     doc = publish(documents, created.api_key, title="Before")
     conn = repos.documents.db.connection()
+    undo_migration_18(conn)
     undo_migration_17(conn)
     conn.execute("PRAGMA user_version = 16")
     reopened = repositories(data_dir, shared=False)
     assert reopened.documents.get_version(doc.document_id, 1).provenance is None
     assert reopened.signing_keys.list_keys() == []
+
+
+def undo_migration_18(conn) -> None:
+    """Back to schema 17: no SSO columns; account_tokens may keep its wider CHECK (18 copies it)."""
+    conn.execute("DROP INDEX workspaces_sso_auto_join")
+    conn.execute("ALTER TABLE workspaces DROP COLUMN sso_auto_join")
+    conn.execute("ALTER TABLE sessions DROP COLUMN sso_domain")
+
+
+def test_migration_18_keeps_tokens_and_sessions_and_takes_sso_states(data_dir, repos):
+    """Contract 7f: sessions and one-time tokens stored before schema 18 stay; an SSO
+    sign-in's state is a token of kind 'sso' (the table is rebuilt for its CHECK)."""
+    from chalicelib.ports.records import AccountToken, DashboardSession, User
+
+    repos.workspaces.create(Workspace(workspace_id="ws_sso", name="Old", plan="free", created_ms=1))
+    repos.users.create(User(email="a@x.io", password_hash="x", workspace_id="ws_sso", role="owner", created_ms=1,
+                            password_changed_ms=1))
+    repos.sessions.create(DashboardSession("h1", "a@x.io", "ws_sso", 1, 10**13, 10**10))
+    repos.people.put_token(AccountToken(token_hash="t1", kind="verify", email="a@x.io", created_ms=1,
+                                        expires_ms=10**13, expires_at=10**10))
+    conn = repos.documents.db.connection()
+    undo_migration_18(conn)
+    conn.execute("PRAGMA user_version = 17")
+    reopened = repositories(data_dir, shared=False)
+    assert reopened.sessions.get("h1").sso_domain is None
+    assert reopened.people.get_token("t1").kind == "verify"
+    assert reopened.workspaces.get("ws_sso").sso_auto_join is None
+    reopened.people.put_token(AccountToken(token_hash="t2", kind="sso", email="", created_ms=1, expires_ms=10**13,
+                                           expires_at=10**10))
+    assert reopened.people.use_token("t2", 2).kind == "sso"

@@ -107,6 +107,11 @@ def documents_sort_key(updated_ms: int, document_id: str) -> str:
     return f"{updated_ms:015d}#{document_id}"
 
 
+def sso_join_key(domain: str, workspace_id: str) -> dict:
+    """A workspace's `sso_auto_join` as the sign-in looks it up: by email domain (contract 7f)."""
+    return {"PK": f"SSOJOIN#{domain}", "SK": f"WS#{workspace_id}"}
+
+
 def user_key(email_lower: str) -> dict:
     return {"PK": f"USER#{email_lower}", "SK": "USER"}
 

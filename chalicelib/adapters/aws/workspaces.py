@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any, Mapping, Optional, Sequence
 
 from chalicelib.adapters.aws.keys import (
-    WRITE_SHARDS, api_key_key, keys_index_pk, write_shard_key, write_shard_keys, workspace_key,
+    WRITE_SHARDS, api_key_key, keys_index_pk, sso_join_key, write_shard_key, write_shard_keys, workspace_key,
 )
 from chalicelib.adapters.aws.table import ConditionFailed, Item, Table, Transaction
 from chalicelib.ports.records import ApiKey, KeyWriteLog, Workspace, WorkspaceFields, fields_of, from_fields
@@ -57,6 +57,49 @@ class WorkspaceRepository:
                                                     names=names, values=values or None))
         assert stored is not None  # the update returns the item it changed
         return stored
+
+    def set_sso_auto_join(self, workspace_id: str, domain: Optional[str], role: Optional[str]) -> Workspace:
+        """The workspace's field and its `SSOJOIN#<domain>` item change in one transaction,
+        conditional on the setting read (two owners saving at once: one wins, the other
+        reads again), so the lookup item always matches the field."""
+        from chalicelib.ports.records import WriteRefused
+
+        setting = {"domain": domain, "role": role} if domain else None
+        for _attempt in range(5):
+            current = self.get(workspace_id)
+            if current is None:
+                raise WriteRefused("missing")
+            old = current.sso_auto_join or None
+            names = {"#s": "sso_auto_join"}
+            values: dict[str, Any] = {}
+            if old is None:
+                condition = "attribute_exists(PK) AND attribute_not_exists(#s)"
+            else:
+                names.update({"#d": "domain", "#r": "role"})
+                condition = "attribute_exists(PK) AND #s.#d = :od AND #s.#r = :or"
+                values.update({":od": old["domain"], ":or": old["role"]})
+            tx = Transaction()
+            if setting:
+                tx.update(workspace_key(workspace_id), "SET #s = :s", condition, names=names,
+                          values={**values, ":s": dict(setting)})
+            else:
+                tx.update(workspace_key(workspace_id), "REMOVE #s", condition, names=names, values=values or None)
+            if old is not None and (not setting or setting["domain"] != old["domain"]):
+                tx.delete(sso_join_key(old["domain"], workspace_id))
+            if domain:
+                tx.put({**sso_join_key(domain, workspace_id), "workspace_id": workspace_id, "role": role})
+            try:
+                tx.commit()
+            except ConditionFailed:
+                continue
+            stored = self.get(workspace_id)
+            assert stored is not None
+            return stored
+        raise WriteRefused("contended")
+
+    def sso_auto_join_for(self, domain: str) -> list[tuple[str, str]]:
+        items = self.table.query_all("PK = :pk", {":pk": sso_join_key(domain, "")["PK"]})
+        return sorted((str(item["workspace_id"]), str(item["role"])) for item in items)
 
 
 def with_write_logs(key_item: Optional[Item], shards: Sequence[Optional[Item]]) -> Optional[ApiKey]:

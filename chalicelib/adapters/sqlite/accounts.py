@@ -11,7 +11,7 @@ from chalicelib.ports.repositories import UserFields
 
 USER_COLUMNS = ("email", "password_hash", "workspace_id", "role", "created_ms", "password_changed_ms",
                 "email_verified_ms")
-SESSION_COLUMNS = ("session_hash", "email", "workspace_id", "created_ms", "expires_ms", "expires_at")
+SESSION_COLUMNS = ("session_hash", "email", "workspace_id", "created_ms", "expires_ms", "expires_at", "sso_domain")
 
 
 class UserRepository:

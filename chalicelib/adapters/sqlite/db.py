@@ -520,6 +520,35 @@ MIGRATIONS: list[str] = [
         not_after_ms    INTEGER
     );
     """,
+    # 17 -> 18: single sign-on (contract 7f): a session remembers the email domain it signed in
+    # at through SSO; a workspace may let people of a domain join (sso_auto_join); a sign-in
+    # under way is a one-time token of kind 'sso' (the table is rebuilt for its CHECK).
+    """
+    ALTER TABLE sessions ADD COLUMN sso_domain TEXT;
+    ALTER TABLE workspaces ADD COLUMN sso_auto_join TEXT;  -- JSON {"domain", "role"} or NULL
+    CREATE INDEX workspaces_sso_auto_join ON workspaces (json_extract(sso_auto_join, '$.domain'))
+        WHERE sso_auto_join IS NOT NULL;
+    CREATE TABLE account_tokens_18 (
+        token_hash      TEXT PRIMARY KEY,
+        kind            TEXT NOT NULL CHECK (kind IN ('verify', 'reset', 'invite', 'login', 'sso')),
+        email           TEXT NOT NULL,
+        workspace_id    TEXT,
+        role            TEXT,
+        created_ms      INTEGER NOT NULL,
+        expires_ms      INTEGER NOT NULL,
+        used_ms         INTEGER,
+        password_changed_ms INTEGER,
+        invited_by      TEXT,
+        expires_at      INTEGER NOT NULL
+    );
+    INSERT INTO account_tokens_18 (token_hash, kind, email, workspace_id, role, created_ms, expires_ms, used_ms,
+                                   password_changed_ms, invited_by, expires_at)
+        SELECT token_hash, kind, email, workspace_id, role, created_ms, expires_ms, used_ms,
+               password_changed_ms, invited_by, expires_at FROM account_tokens;
+    DROP TABLE account_tokens;
+    ALTER TABLE account_tokens_18 RENAME TO account_tokens;
+    CREATE INDEX account_tokens_invites ON account_tokens (workspace_id, kind, created_ms);
+    """,
 ]
 
 
@@ -545,7 +574,7 @@ SCHEMA_EDITS = {15: _allow_recipients_access}
 
 SCHEMA_VERSION = len(MIGRATIONS)
 JSON_COLUMNS = ("writes", "hits", "files", "detail", "anchor", "payload", "events", "secrets", "suggestion",
-                "review_decisions", "review_requested", "share_recipients")
+                "review_decisions", "review_requested", "share_recipients", "sso_auto_join")
 
 
 def row_dict(row: Optional[sqlite3.Row]) -> Optional[dict]:

@@ -11,6 +11,7 @@ from chalicelib.ports.records import ApiKey, KeyWriteLog, Workspace, WorkspaceFi
 from chalicelib.ports.errors import KeyCapReached, WriteRefused
 
 WORKSPACE_FIELDS = ("name", "plan", "brand_name", "brand_tagline", "secret_scanning", "pii_scanning")
+# sso_auto_join changes through set_sso_auto_join only (JSON; what sso_auto_join_for reads).
 
 
 def workspace_record(row: Optional[Mapping[str, Any]]) -> Optional[Workspace]:
@@ -64,6 +65,25 @@ class WorkspaceRepository:
             stored = read_workspace(tx, workspace_id)
         assert stored is not None  # it was just updated, under the write lock
         return stored
+
+    def set_sso_auto_join(self, workspace_id: str, domain: Optional[str], role: Optional[str]) -> Workspace:
+        import json
+
+        setting = {"domain": domain, "role": role} if domain else None
+        with self.db.write() as tx:
+            changed = tx.execute("UPDATE workspaces SET sso_auto_join = ? WHERE id = ?",
+                                 (json.dumps(setting) if setting else None, workspace_id)).rowcount
+            if not changed:
+                raise WriteRefused("missing")
+            stored = read_workspace(tx, workspace_id)
+        assert stored is not None
+        return stored
+
+    def sso_auto_join_for(self, domain: str) -> list[tuple[str, str]]:
+        rows = self.db.all("SELECT id, json_extract(sso_auto_join, '$.role') AS role FROM workspaces "
+                           "WHERE json_extract(sso_auto_join, '$.domain') = ? ORDER BY id",
+                           (domain,))
+        return [(row["id"], row["role"]) for row in rows]
 
 
 class ApiKeyRepository:

@@ -11,13 +11,14 @@ sandboxed share route (/d/<id>?v=N).
 
 - `web`: the blueprint, request state, forms, rendering, the `route` decorator.
 - one module per page (or group of pages): `accounts`, `documents`, `keys`,
-  `apps` (OAuth consent and connected apps), `feedback`, `workspace`, `static`.
+  `apps` (OAuth consent and connected apps), `feedback`, `workspace`, `sso` (single
+  sign-on and the workspace's auto-join), `static`.
 
 Importing this package registers every page on `bp`.
 """
 from chalicelib.entrypoints.dashboard.web import bp
 from chalicelib.entrypoints.dashboard import (  # noqa: F401 - importing registers the pages
-    accounts, apps, documents, feedback, keys, people, static, workspace,
+    accounts, apps, documents, feedback, keys, people, sso, static, workspace,
 )
 
 __all__ = ["bp"]

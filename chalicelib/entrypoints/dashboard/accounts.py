@@ -38,7 +38,7 @@ def sign_up(page: Page):
 def sign_in_form(page: Page):
     if page.session:
         return redirect(safe_next(page.query.get("next")), 302)
-    return render(page, "sign_in.html", form={}, next=safe_next(page.query.get("next")))
+    return render(page, "sign_in.html", form={}, next=safe_next(page.query.get("next")), sso_name=_sso_name())
 
 
 @route("/sign-in", methods=("POST",), signed_in=False)
@@ -50,9 +50,14 @@ def sign_in(page: Page):
                                               device_cookie=page.cookies.get(DEVICE_COOKIE))
     except errors.DocpubError as exc:
         return render(page, "sign_in.html", status=exc.status, headers=dict(exc.headers), error=exc,
-                      form={"email": form.get("email", "")}, next=safe_next(form.get("next")))
+                      form={"email": form.get("email", "")}, next=safe_next(form.get("next")), sso_name=_sso_name())
     start_session(page, started)
     return redirect(safe_next(form.get("next")))
+
+
+def _sso_name() -> str | None:
+    """"Sign in with NAME" (contract 7f), when this deployment has single sign-on."""
+    return config.oidc_name() if config.sso_enabled() else None
 
 
 def start_session(page: Page, started) -> None:

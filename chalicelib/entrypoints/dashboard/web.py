@@ -70,6 +70,7 @@ MESSAGES = {
     "passphrase-removed": "Passphrase removed: the share link is public again.",
     "branding-saved": "Branding saved.",
     "scanning-saved": "Scanning settings saved.",
+    "sso-saved": "Single sign-on settings saved.",
     "link-saved": "Share link settings saved.",
     "audience-saved": "Who may open the link saved.",
     "recipient-revoked": "Recipient revoked: their next request is refused.",

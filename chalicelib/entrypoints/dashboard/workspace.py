@@ -15,10 +15,15 @@ def workspace_page(page: Page):
 
 
 def _workspace_page(page: Page, status: int = 200, error=None, form=None) -> Response:
+    from chalicelib import config
+
     data = registry.dashboard_pages().workspace_page(page.actor)
+    sso = registry.sso()
     return render(page, "workspace.html", status=status, active="workspace", workspace=data.workspace,
                   key_count=data.key_count, error=error, form=form or {}, most_viewed=data.most_viewed,
-                  export=_export_shown(page))
+                  export=_export_shown(page),
+                  sso_enabled=sso.enabled, sso_name=config.oidc_name(), auto_join=sso.auto_join(page.workspace_id),
+                  sso_domain=page.signed_in.sso_domain)
 
 
 def _export_shown(page: Page):
