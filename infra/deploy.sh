@@ -13,7 +13,7 @@
 # ARTIFACT_BUCKET (default docpub-artifacts-<account>-<region>), and optional stack
 # parameters DOMAIN_NAME, CERTIFICATE_ARN, HOSTED_ZONE_ID, CONTENT_DOMAIN_NAME,
 # CONTENT_CERTIFICATE_ARN, ALARM_TOPIC_ARN, BASE_URL, MAIL_FROM, MAIL_IDENTITY (SES),
-# INDEX_PROJECTION (narrow|all).
+# INDEX_PROJECTION (narrow|all), OIDC_ISSUER, OIDC_CLIENT_ID, OIDC_CLIENT_SECRET_PARAMETER, OIDC_NAME (SSO).
 # AWS credentials and region come from the usual AWS CLI configuration.
 set -euo pipefail
 
@@ -72,6 +72,12 @@ params=("Stage=$STAGE")
 [ -n "${MAIL_IDENTITY:-}" ] && params+=("MailIdentity=$MAIL_IDENTITY")
 [ -n "${UPGRADE_URL:-}" ] && params+=("UpgradeUrl=$UPGRADE_URL")
 [ -n "${OPERATOR_EMAILS:-}" ] && params+=("OperatorEmails=$OPERATOR_EMAILS")
+# Single sign-on (docs/sso.md): the secret stays in the SecureString OIDC_CLIENT_SECRET_PARAMETER names.
+[ -n "${OIDC_ISSUER:-}" ] && params+=("OidcIssuer=$OIDC_ISSUER")
+[ -n "${OIDC_CLIENT_ID:-}" ] && params+=("OidcClientId=$OIDC_CLIENT_ID")
+[ -n "${OIDC_CLIENT_SECRET_PARAMETER:-}" ] && params+=("OidcClientSecretParameter=$OIDC_CLIENT_SECRET_PARAMETER")
+[ -n "${OIDC_CLIENT_SECRET_KEY_ARN:-}" ] && params+=("OidcClientSecretKeyArn=$OIDC_CLIENT_SECRET_KEY_ARN")
+[ -n "${OIDC_NAME:-}" ] && params+=("OidcName=$OIDC_NAME")
 
 # GSI projections (issue 23): DynamoDB cannot change an existing index's projection, so a
 # stack made before the narrow projections keeps ALL (IndexProjection=all) unless told

@@ -88,9 +88,14 @@ def as_list(value) -> list:
 
 # ------------------------------------------------------------------ lint, runtime
 
-def test_cfn_lint_reports_nothing(build):
+def test_cfn_lint_reports_nothing(build, tmp_path):
+    """cfn-lint on the template as CloudFormation receives it: compact, as deploy.sh rewrites it
+    (the indented sam.json passed the 1,000,000-byte limit E1002 checks with the SSO routes; the
+    compact one is under half of it: test_the_packaged_template_reaches_cloudformation_through_s3_within_its_limit)."""
     cfn_lint = Path(sys.executable).parent / "cfn-lint"
-    result = subprocess.run([str(cfn_lint), "--format", "json", str(build / "sam.json")],
+    compact = tmp_path / "sam.json"
+    compact.write_text(json.dumps(json.loads((build / "sam.json").read_text()), separators=(",", ":")))
+    result = subprocess.run([str(cfn_lint), "--format", "json", str(compact)],
                             capture_output=True, text=True, cwd=ROOT)
     findings = json.loads(result.stdout or "[]")
     assert findings == [], json.dumps(findings, indent=1)
@@ -139,7 +144,9 @@ def policy_documents(resources: dict):
             yield name, props["PolicyDocument"], True
 
 
-EXTERNAL_PARAMETERS = {"MailIdentity"}
+# Made outside the stack: the SES identity (verified by DNS), the SSO client secret's
+# SecureString (CloudFormation cannot make one) and the key it may be encrypted with.
+EXTERNAL_PARAMETERS = {"MailIdentity", "OidcClientSecretParameter", "OidcClientSecretKeyArn"}
 
 
 def test_every_iam_statement_is_scoped(resources):
@@ -241,14 +248,17 @@ def test_table_and_bucket_actions_name_exactly_these_resources(resources, functi
                                              "distribution/${Distribution}"}, target
             elif service == "ssm":
                 assert action == "ssm:GetParameter"
-                assert target == {"Fn::Sub": "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:"
-                                             "parameter${CdnDistributionParameter}"}, target
+                assert target in [{"Fn::Sub": "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:"
+                                              "parameter${" + name + "}"}
+                                  for name in ("CdnDistributionParameter", "OidcClientSecretParameter")], target
             elif service == "sqs":
                 assert action == "sqs:SendMessage" and target == {"Fn::GetAtt": ["WebhookQueue", "Arn"]}
             elif service == "ses":
                 assert action == "ses:SendEmail"
                 assert target == {"Fn::Sub": "arn:${AWS::Partition}:ses:${AWS::Region}:${AWS::AccountId}:"
                                              "identity/${MailIdentity}"}, target
+            elif service == "kms" and action == "kms:Decrypt":  # the SSO secret's customer-managed key, via SSM
+                assert target == {"Ref": "OidcClientSecretKeyArn"}, target
             elif service == "kms":  # signed versions (contract 7g): the one signing key, nothing else
                 assert action in ("kms:Sign", "kms:GetPublicKey"), action
                 assert target == {"Fn::If": ["HasSigningKeyArn", {"Ref": "SigningKeyArn"},
@@ -426,7 +436,9 @@ def test_policy_covers_every_aws_call_in_the_code(resources, function_role):
 
 def test_policy_grants_nothing_the_code_does_not_use(resources, function_role):
     granted = {a for a in allowed(resources, function_role) if not a.startswith("logs:")}
-    unused = granted - set(code_actions())
+    # kms:Decrypt is SSM's, on the function's behalf, for the SSO client secret's SecureString
+    # (ssm.get_parameter WithDecryption), when the stack names a customer-managed key.
+    unused = granted - set(code_actions()) - {"kms:Decrypt"}
     assert not unused, f"granted but never called (drop them): {sorted(unused)}"
 
 
@@ -527,7 +539,9 @@ LOCAL_ONLY_VARIABLES = {"DOCPUB_DATA_DIR",  # the local stack's data folder
                         "DOCPUB_EMULATOR_READ_TIMEOUT",  # DynamoDB Local / s3rver on a busy machine
                         # webhooks: development and tests only (deployed, targets must be public https)
                         "DOCPUB_WEBHOOKS_ALLOW_PRIVATE", "DOCPUB_WEBHOOKS_CA_FILE",
-                        "DOCPUB_WEBHOOKS_WORKER"}  # the make run worker thread
+                        "DOCPUB_WEBHOOKS_WORKER",  # the make run worker thread
+                        # SSO's client secret given directly (deployed: the SSM parameter's name)
+                        "DOCPUB_OIDC_CLIENT_SECRET"}
 
 
 def test_every_config_variable_is_set_on_the_function(resources):
@@ -535,6 +549,36 @@ def test_every_config_variable_is_set_on_the_function(resources):
     wanted = config_variables() - LOCAL_ONLY_VARIABLES
     assert "DOCPUB_TABLE" in wanted and "DOCPUB_SECRET_KEY" in wanted  # the scan works
     assert wanted <= set(variables), f"not set on the function: {sorted(wanted - set(variables))}"
+
+
+def test_sso_client_secret_comes_from_ssm_and_only_that_parameter(template):
+    """Contract 7f, deployed: the client secret is read from an SSM SecureString, never put in the
+    function's environment; the API function may get that parameter only and decrypt it only
+    through SSM for that parameter."""
+    resources = template["Resources"]
+    env = resources["APIHandler"]["Properties"]["Environment"]["Variables"]
+    assert "DOCPUB_OIDC_CLIENT_SECRET" not in env
+    assert env["DOCPUB_OIDC_CLIENT_SECRET_PARAMETER"] == {"Fn::If": ["HasSso", {"Ref": "OidcClientSecretParameter"},
+                                                                     ""]}
+    assert env["DOCPUB_OIDC_ISSUER"] == {"Fn::If": ["HasSso", {"Ref": "OidcIssuer"}, ""]}
+    policy = resources["SsoClientSecretPolicy"]
+    assert policy["Condition"] == "HasSso" and policy["Properties"]["Roles"] == [{"Ref": "ApiHandlerRole"}]
+    [read] = policy["Properties"]["PolicyDocument"]["Statement"]
+    parameter_arn = ("arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:"
+                     "parameter${OidcClientSecretParameter}")
+    assert read["Action"] == ["ssm:GetParameter"] and read["Resource"] == {"Fn::Sub": parameter_arn}
+    key_policy = resources["SsoClientSecretKeyPolicy"]
+    assert key_policy["Condition"] == "HasSsoKey"
+    [decrypt] = key_policy["Properties"]["PolicyDocument"]["Statement"]
+    assert decrypt["Action"] == ["kms:Decrypt"] and decrypt["Resource"] == {"Ref": "OidcClientSecretKeyArn"}
+    assert decrypt["Condition"]["StringEquals"] == {
+        "kms:ViaService": {"Fn::Sub": "ssm.${AWS::Region}.amazonaws.com"},
+        "kms:EncryptionContext:PARAMETER_ARN": {"Fn::Sub": parameter_arn}}
+    # No other statement anywhere grants ssm:GetParameter on it or on everything.
+    for where, document, _ in policy_documents(resources):
+        for statement in as_list(document["Statement"]):
+            if "ssm:GetParameter" in as_list(statement.get("Action")) and statement is not read:
+                assert "OidcClientSecretParameter" not in json.dumps(statement.get("Resource")), where
 
 
 def test_environment_is_wired_to_the_created_resources(resources):
@@ -791,6 +835,8 @@ def test_the_function_may_invalidate_its_own_distribution_only(resources, functi
     """cloudfront:CreateInvalidation on this stack's distribution alone, and the id reaches
     the function through an SSM parameter (a direct reference would be a cycle)."""
     granted = allowed(resources, function_role)
+    granted["ssm:GetParameter"] = [p for p in granted["ssm:GetParameter"]  # and the SSO secret's (test_sso_...)
+                                   if "OidcClientSecretParameter" not in json.dumps(p)]
     assert granted["cloudfront:CreateInvalidation"] == [
         {"Fn::Sub": "arn:${AWS::Partition}:cloudfront::${AWS::AccountId}:distribution/${Distribution}"}]
     assert not [a for a in granted if a.startswith("cloudfront:") and a != "cloudfront:CreateInvalidation"]
