@@ -62,7 +62,7 @@ class WorkspaceRepository:
         """The workspace's field and its `SSOJOIN#<domain>` item change in one transaction,
         conditional on the setting read (two owners saving at once: one wins, the other
         reads again), so the lookup item always matches the field."""
-        from chalicelib.ports.records import WriteRefused
+        from chalicelib.ports.errors import WriteRefused
 
         setting = {"domain": domain, "role": role} if domain else None
         for _attempt in range(5):
