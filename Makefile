@@ -10,7 +10,7 @@ STACK ?= docpub-$(STAGE)
 BUILD_DIR ?= build
 export PORT
 
-.PHONY: run test test-aws test-fast lint admin bench bench-aws bench-embedded load openapi package deploy lint-infra clean
+.PHONY: run sso-provider test test-aws test-fast lint admin bench bench-aws bench-embedded load openapi package deploy lint-infra clean
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,13 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt
 # The embedded store (SQLite + files in $${DOCPUB_DATA_DIR:-.local}); restarts on source changes.
 run: $(BIN)/.installed
 	$(BIN)/python -m scripts.local_stack --host $(HOST) --port $(PORT)
+
+# The bundled OpenID provider for trying single sign-on with `make run` (README, docs/sso.md):
+# the certified oidc-provider package on Node, installed into .oidc-provider/ on first use.
+OIDC_PORT ?= 9400
+sso-provider:
+	@test -f .oidc-provider/.installed || scripts/oidc-provider.sh .oidc-provider
+	OIDC_PORT=$(OIDC_PORT) OIDC_REDIRECT_URI=http://127.0.0.1:$(PORT)/dashboard/sso/callback node scripts/oidc_provider.mjs
 
 # ruff + mypy (pyproject.toml: strict on domain/, services/, ports/), then the whole suite; then the
 # real-engine tier when Java and npm are here (.ci/run installs them).
