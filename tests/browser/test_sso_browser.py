@@ -28,7 +28,11 @@ def sso_stack(tmp_path_factory):
         provider.stop()
 
 
-def sign_in_with_sso(page, stack, login: str) -> None:
+def sign_in_with_sso(browser, stack, login: str):  # noqa: F811 - the fixture's value
+    """A new browser context signed in as `login` through the provider: (context, page)."""
+    context = browser.new_context()
+    context.set_default_timeout(20_000)
+    page = context.new_page()
     page.goto(stack.base_url + "/dashboard/sign-in")
     page.click("text=Sign in with Example ID")
     # The provider's own login form (its development form: a login, any password).
@@ -36,14 +40,12 @@ def sign_in_with_sso(page, stack, login: str) -> None:
     page.fill("input[name=password]", "any password")
     page.click("button[type=submit]")
     page.wait_for_url(stack.base_url + "/dashboard/**")
+    assert page.locator(".who").inner_text().startswith(f"{login}@example.com")
+    return context, page
 
 
 def test_a_person_signs_in_with_sso_and_joins_as_the_configured_role(sso_stack, browser):  # noqa: F811
-    owner = browser.new_context()
-    owner.set_default_timeout(20_000)
-    page = owner.new_page()
-    sign_in_with_sso(page, sso_stack, "owner")
-    assert page.locator(".who").inner_text().startswith("owner@example.com")
+    owner, page = sign_in_with_sso(browser, sso_stack, "owner")
     page.goto(sso_stack.base_url + "/dashboard/workspace")
     section = page.locator("#sso")
     section.locator("text=You signed in with Example ID as an address at").wait_for()
@@ -54,11 +56,7 @@ def test_a_person_signs_in_with_sso_and_joins_as_the_configured_role(sso_stack, 
     page.locator("#sso p", has_text="Now: people at @example.com join as editor").wait_for()
     workspace_name = page.locator("h1").inner_text()
 
-    person = browser.new_context()
-    person.set_default_timeout(20_000)
-    them = person.new_page()
-    sign_in_with_sso(them, sso_stack, "bob")
-    assert them.locator(".who").inner_text().startswith("bob@example.com")
+    person, them = sign_in_with_sso(browser, sso_stack, "bob")
     them.goto(sso_stack.base_url + "/dashboard/members")
     row = them.locator("tr[data-member='bob@example.com']")
     row.wait_for()
