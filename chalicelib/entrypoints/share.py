@@ -38,7 +38,7 @@ from chalicelib.entrypoints.share_pages import (
     CACHE_NO_STORE, CACHE_PAGE, CACHE_PRIVATE, CONTENT_REVISION, GRANT_SEPARATOR, HTML_TYPE, VARY, cache_content,
     cache_page,
     _content_csp, _error_page, frame_script, _generic_preview, _headers, _message_page, _page, _unlock_page,
-    _viewer_page,
+    _viewer_page, verified_fragment,
 )
 from chalicelib import wiring as registry
 from chalicelib.services.audience import RECIPIENT_COOKIE
@@ -557,12 +557,7 @@ def share_verified(share_id):
         if not protected:
             cache = cache_page(seconds)
         if line is not None:
-            base = share_path(share_id)
-            page_url = f"{config.base_url()}{base}" + (f"?v={_version_param()}" if _version_param() else "")
-            body = str(rendering.fragment(
-                "share/verified.html", verified=line, provenance_url=f"{base}/provenance?v={line.version_number}",
-                keys_url=f"{urlparse(config.base_url()).path.rstrip('/')}/.well-known/docpub-signing-keys.json",
-                page_url=page_url))
+            body = verified_fragment(line, share_id, _version_param())
     except Exception as exc:  # noqa: BLE001 - no line rather than an error in the page
         if not isinstance(exc, errors.DocpubError):
             log.exception("provenance line not shown", extra={"share_id": share_id})

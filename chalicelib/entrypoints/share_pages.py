@@ -178,7 +178,9 @@ def _unlock_page(share_id: str, version: Optional[int], status: int = 200, messa
                  message=message, preview=_generic_preview(share_id))
 
 
-def _viewer_page(page: SharePage, static: bool = False) -> Response:
+def _viewer_page(page: SharePage, static: bool = False, verified: str = "") -> Response:
+    """The wrapper page; `static`: as written for a public link (services/static_pages.py), its
+    CSP in a <meta> tag, the GET beacon and the "Verified" line inline (`verified`, no fetch)."""
     from markupsafe import Markup
 
     # An unlocked page names its version (SharePage leaves these None only when locked).
@@ -219,9 +221,21 @@ def _viewer_page(page: SharePage, static: bool = False) -> Response:
                  live_seconds=config.live_poll_seconds(),
                  review_action=f"{base}/reviews?v={page.version_number}",
                  review_panel=f"{base}/review?v={page.version_number}",
-                 verified_url=f"{base}/verified?v={page.version_number}",
+                 verified_url="" if static else f"{base}/verified?v={page.version_number}",
+                 verified=Markup(verified),
                  review_sign_in=f"{urlparse(config.base_url()).path.rstrip('/')}/dashboard/open?"
                                 + urlencode({"share": page.share_id, "v": page.version_number, "review": 1}))
+
+
+def verified_fragment(line: Any, share_id: str, version: Optional[int]) -> str:
+    """The page's "Verified" line (templates/share/verified.html) of a VerifiedLine: what
+    `/d/<share>/verified` answers, and what a static page carries inline."""
+    base = share_path(share_id)
+    page_url = f"{config.base_url()}{base}" + (f"?v={version}" if version else "")
+    return str(rendering.fragment(
+        "share/verified.html", verified=line, provenance_url=f"{base}/provenance?v={line.version_number}",
+        keys_url=f"{urlparse(config.base_url()).path.rstrip('/')}/.well-known/docpub-signing-keys.json",
+        page_url=page_url))
 
 
 # ------------------------------------------------------------------ static copies (issue 38)
@@ -248,7 +262,10 @@ def static_objects(ctx, share_id: str, looked_up) -> Iterator[tuple[str, StaticO
     doc = looked_up[1]
     base = share_path(share_id)
     content_site = "content" if config.content_url() else "main"
-    body = _viewer_page(page, static=True).body
+    from chalicelib.services.provenance import ProvenanceService
+
+    line = ProvenanceService(ctx).share_line(share_id, None, None)[0]  # the same for every viewer
+    body = _viewer_page(page, static=True, verified=verified_fragment(line, share_id, None) if line else "").body
     yield "main", StaticObject(base, body.encode("utf-8") if isinstance(body, str) else bytes(body), HTML_TYPE,
                                cache_page(page.cache_seconds))
     version_base = f"{base}/v/{page.version_id}"

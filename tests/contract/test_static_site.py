@@ -92,6 +92,8 @@ def test_a_public_link_is_written_as_anyone_sees_it(world):
     assert "<title>Static</title>" in html and page.cache_control == "public, max-age=0, s-maxage=60"
     assert '<meta http-equiv="Content-Security-Policy"' in html and "frame-ancestors" not in html
     assert f'data-view="/d/{doc.share_id}/seen?v=1" data-view-method="get"' in html
+    # The "Verified" line is inline (no /verified request per view, which reaches the function on a miss).
+    assert '<div id="pv" data-src=""><details' in html
     content = ctx.static.get("main", f"/d/{doc.share_id}/v/{doc.latest_version_id}")
     assert content.body.startswith(b"<h1>Hello static</h1>") and b"<script>" in content.body
     beacon = ctx.static.get("main", f"/d/{doc.share_id}/seen")

@@ -26,7 +26,7 @@ def _table() -> dict[str, list[float]]:
 def test_the_totals_follow_from_the_rows_and_meet_the_goals():
     rows = _table()
     origin = [name for name in rows if name.startswith("origin:")]
-    edge = ["CloudFront requests (3 per view)", "CloudFront data (27.2 KB per view)",
+    edge = ["CloudFront requests (3 per view)", "CloudFront data (28.0 KB per view)",
             "CloudFront Function (StaticRouteFunction, the page request)", "S3 GET, static copies on a miss"]
     for column in (0, 1):
         assert abs(sum(rows[name][column] for name in origin) - rows["origin"][column]) < 0.011
