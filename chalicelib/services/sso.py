@@ -44,6 +44,7 @@ from chalicelib.ports.people import MemberExists
 from chalicelib.ports.records import AccountToken, Member
 from chalicelib.ports.sso import IdentityProvider, ProviderRefused, ProviderUnavailable
 from chalicelib.services import activity, ratelimits
+from chalicelib.services.access import Actor
 from chalicelib.services.accounts import AccountService, Session, StartedSession, password_hasher
 from chalicelib.services.context import Context
 from chalicelib.services.tokens import dashboard_url, new_token, normalise_email, token_digest, well_formed
@@ -268,9 +269,12 @@ class SsoService:
             try:
                 self.ctx.people.add_member(Member(workspace_id=workspace_id, email=who.email, role=role,
                                                   created_ms=now_ms, added_by="sso"))
-                joined.append(workspace_id)
             except MemberExists:
                 continue
+            joined.append(workspace_id)
+            member = Actor(workspace_id, role=role, member=who.email, surface="dashboard")
+            activity.record(self.ctx, member, workspace_id, "member.join", who.email,
+                            {"role": role, "sso_domain": who.domain})
         if joined:
             self.ctx.users.set_fields(who.email, {"workspace_id": joined[0]})
             return accounts.start_sso(who.email, joined[0], who.domain)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.axe import violations
 from tests.chromium import browser  # noqa: F401 - the fixture
 from tests.oidc import Provider
 from tests.stack import LocalStack
@@ -34,6 +35,7 @@ def sign_in_with_sso(browser, stack, login: str):  # noqa: F811 - the fixture's 
     context.set_default_timeout(20_000)
     page = context.new_page()
     page.goto(stack.base_url + "/dashboard/sign-in")
+    assert violations(page) == []  # WCAG 2.1 AA with the SSO button
     page.click("text=Sign in with Example ID")
     # The provider's own login form (its development form: a login, any password).
     page.fill("input[name=login]", login)
@@ -49,6 +51,7 @@ def test_a_person_signs_in_with_sso_and_joins_as_the_configured_role(sso_stack, 
     page.goto(sso_stack.base_url + "/dashboard/workspace")
     section = page.locator("#sso")
     section.locator("text=You signed in with Example ID as an address at").wait_for()
+    assert violations(page) == []
     assert section.locator("input[name=domain]").input_value() == "@example.com"  # offered: the domain signed in at
     section.locator("select[name=role]").select_option("editor")
     section.locator("button[type=submit] >> text=Save single sign-on").click()

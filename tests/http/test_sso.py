@@ -147,6 +147,8 @@ def test_people_of_the_domain_join_with_the_role_the_owner_set(app):
     assert sso(bob, "bob").status == 303
     joined = session_of(bob)
     assert (joined.email, joined.workspace_id, joined.role) == ("bob@example.com", workspace, "editor")
+    logged = owner.get("/dashboard/activity").text  # the join is in the workspace's activity
+    assert "bob@example.com" in logged and "member.join" in logged
     # An editor may not change the setting (owners only).
     assert _auto_join(bob, "@example.com", "viewer").status == 403
     # Someone of another domain does not join.
