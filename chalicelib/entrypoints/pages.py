@@ -97,7 +97,8 @@ PATH_VARIABLES = {"document_id": ("DOC", "a `document_id`, from a publish answer
                   "webhook_id": ("WEBHOOK_ID", "a `webhook_id`, from creating or listing webhooks"),
                   "version_id": ("VERSION_ID", "an old version's `version_id`, from `versions` of a document"),
                   "export_id": ("EXPORT_ID", "an `export_id`, from starting an export"),
-                  "version_number": ("VERSION_NUMBER", "a version's `number`, from `versions` of a document")}
+                  "version_number": ("VERSION_NUMBER", "a version's `number`, from `versions` of a document"),
+                  "email": ("EMAIL", "a recipient's email address, from `recipients` of a document")}
 
 
 def sections(found: list[dict]) -> list[dict]:

@@ -112,7 +112,8 @@ def test_every_curl_example_runs_as_shown_against_the_local_stack(stack, tmp_pat
     examples.sort(key=lambda item: (item[0] == "deleteDocument", item[0] == "deleteWebhook"))
     env = {"PATH": "/usr/bin:/bin", "BASE": stack.base_url, "KEY": key, "DOC": doc["document_id"],
            "FEEDBACK_ID": feedback["feedback_id"], "VERSION_ID": old_version, "WEBHOOK_ID": webhook["webhook_id"],
-           "EXPORT_ID": export_id, "VERSION_NUMBER": "2"}  # version 2 stays (deleteVersion deletes 1)
+           "EXPORT_ID": export_id, "VERSION_NUMBER": "2",  # version 2 stays (deleteVersion deletes 1)
+           "EMAIL": "reader@example.com"}  # revokeRecipient: revoking someone never listed records them
     for operation, command in examples:
         body = tmp_path / f"{operation}.out"
         run_env = {**env, "FEEDBACK_ID": suggestion["feedback_id"]} if operation == "acceptSuggestion" else env
