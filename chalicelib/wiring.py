@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from chalicelib import config
-from chalicelib.ports import Repositories
-from chalicelib.ports.cdn import CdnInvalidator
-from chalicelib.ports.mail import Mailer
-from chalicelib.ports.outbound import OutboundHttp
-from chalicelib.ports.signing import SignerFactory
 from chalicelib.services.context import Context
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the ports name types only here (a cold start imports what a request uses)
+    from chalicelib.ports import Repositories
+    from chalicelib.ports.cdn import CdnInvalidator
+    from chalicelib.ports.mail import Mailer
+    from chalicelib.ports.outbound import OutboundHttp
+    from chalicelib.ports.signing import SignerFactory
     from chalicelib.services.activity import ActivityService
     from chalicelib.services.people import PeopleService
     from chalicelib.services.reviews import ReviewService

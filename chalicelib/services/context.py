@@ -10,24 +10,28 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Optional, overload
+from typing import TYPE_CHECKING, Any, Callable, Optional, overload
 
-from chalicelib.ports import (
-    ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository, Repositories,
-    SessionRepository, StorageHealth, UserRepository, ViewCounterRepository, WorkspaceRepository,
-)
-from chalicelib.ports.leases import LeaseRepository
-from chalicelib.ports.exports import ExportRepository
-from chalicelib.ports.cdn import CdnInvalidator, NoCdn, PendingInvalidationRepository
-from chalicelib.ports.mail import Mailer
-from chalicelib.ports.outbound import OutboundHttp
-from chalicelib.ports.people import PeopleRepository
-from chalicelib.ports.oauth import OAuthRepository
-from chalicelib.ports.reviews import ReviewRepository
-from chalicelib.ports.static import NoStaticSite, StaticSite
-from chalicelib.ports.recipients import RecipientRepository
-from chalicelib.ports.signing import SignerFactory, SigningKeyRepository
-from chalicelib.ports.webhooks import WebhookRepository
+from chalicelib.ports.cdn import NoCdn
+from chalicelib.ports.static import NoStaticSite
+
+if TYPE_CHECKING:  # the ports' Protocols name types only (a cold start imports what a request uses)
+    from chalicelib.ports import (
+        ApiKeyRepository, BlobStore, DocumentRepository, FeedbackRepository, RateLimitRepository, Repositories,
+        SessionRepository, StorageHealth, UserRepository, ViewCounterRepository, WorkspaceRepository,
+    )
+    from chalicelib.ports.leases import LeaseRepository
+    from chalicelib.ports.exports import ExportRepository
+    from chalicelib.ports.cdn import CdnInvalidator, PendingInvalidationRepository
+    from chalicelib.ports.mail import Mailer
+    from chalicelib.ports.outbound import OutboundHttp
+    from chalicelib.ports.people import PeopleRepository
+    from chalicelib.ports.oauth import OAuthRepository
+    from chalicelib.ports.reviews import ReviewRepository
+    from chalicelib.ports.static import StaticSite
+    from chalicelib.ports.recipients import RecipientRepository
+    from chalicelib.ports.signing import SignerFactory, SigningKeyRepository
+    from chalicelib.ports.webhooks import WebhookRepository
 
 
 def new_document_id() -> str:

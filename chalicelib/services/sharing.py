@@ -20,9 +20,8 @@ from chalicelib import config
 from chalicelib.domain import limits, links, plans, strength
 from chalicelib.errors import FeatureNotInPlan, Gone, NotFound, RateLimited, Unauthorized, ValidationFailed
 from chalicelib.ports import BlobNotFound, StaleDocument, version_key
-from chalicelib.services import access, audience, cdn, ratelimits, static_pages
+from chalicelib.services import access, audience, ratelimits
 from chalicelib.services.context import Context, new_share_id
-from chalicelib.services import activity
 from chalicelib.services.access import Actor, Who, requires
 from chalicelib.services.flights import SingleFlight
 
@@ -591,6 +590,8 @@ class ShareService:
             raise ValidationFailed.field("passphrase", f"must be {MIN_PASSPHRASE} to {MAX_PASSPHRASE} characters")
         doc = self._owned(who, document_id, allow_free=False)
         refuse_weak_passphrase(passphrase)
+        from chalicelib.services import activity, cdn  # owners' writes: not at a share page's cold start
+
         try:
             self.ctx.documents.set_passphrase(doc, _hasher().hash(passphrase))
         except StaleDocument as exc:
@@ -603,6 +604,8 @@ class ShareService:
     def clear_passphrase(self, who: Who, document_id: str) -> None:
         # A workspace moved back to free may still remove a passphrase it set on Pro.
         doc = self._owned(who, document_id, allow_free=True)
+        from chalicelib.services import activity, static_pages  # owners' writes
+
         try:
             self.ctx.documents.set_passphrase(doc, None)
         except StaleDocument as exc:
@@ -618,6 +621,8 @@ class ShareService:
         """Give the document a new share id: the old link is 404 at once (its share
         item goes in the same transaction that adds the new one) and the CDN is asked
         to drop it. Feedback, versions and settings stay with the document."""
+        from chalicelib.services import activity, cdn, static_pages  # owners' writes
+
         found = access.find_document(self.ctx, who, document_id)  # key + document: one round trip
         doc = found.document
         for _attempt in range(ROTATE_ATTEMPTS):
