@@ -104,3 +104,18 @@ def host_refusal(host: str) -> Optional[str]:
 
 def is_public(address: str) -> bool:
     return refusal(address) is None
+
+
+def limit_key(address: str) -> str:
+    """What per-address limits count by: an IPv4 address as is, an IPv6 one by its /64 (the
+    block one subscriber usually holds; an IPv4-mapped one as IPv4), anything else as given.
+    The function's client_ip and the log counter (services/view_logs.py) both key by it."""
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if parsed.version == 6:
+        if parsed.ipv4_mapped:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
+    return str(parsed)

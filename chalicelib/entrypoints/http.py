@@ -62,7 +62,6 @@ def client_ip(request) -> str:
     header is forgeable). IPv6 callers are keyed by their /64, the block one
     subscriber usually holds."""
     import hmac
-    import ipaddress
 
     from chalicelib import config
 
@@ -77,15 +76,9 @@ def client_ip(request) -> str:
                 address = viewer.rsplit(":", 1)[0].strip("[]") if ":" in viewer else viewer
             else:  # the bare address
                 address = edge.strip("[]")
-    try:
-        parsed = ipaddress.ip_address(address)
-    except ValueError:
-        return address
-    if parsed.version == 6:
-        if parsed.ipv4_mapped:
-            return str(parsed.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
-    return str(parsed)
+    from chalicelib.domain.addresses import limit_key
+
+    return limit_key(address)
 
 
 def refuse_without_origin_secret(request) -> Optional[Response]:

@@ -100,6 +100,8 @@ def _sync(ctx: Context, share_id: str) -> None:
         # The share surface draws it (entrypoints/share_pages.static_objects, given by wiring):
         # the page exactly as the function renders it for anyone.
         for site, obj in ctx.static_render(ctx, share_id, looked_up):
+            if obj.path == f"/d/{share_id}/seen" and ctx.static.get(site, obj.path) is not None:
+                continue  # the beacon's object never changes: a GET is a tenth of a PUT's price
             ctx.static.put(site, obj)
         share, again, workspace_now, _ = ctx.documents.get_for_share(share_id, None, consistent=True)
         if again is None or not is_public(share, again, share_id, ctx.now_ms()):

@@ -29,6 +29,7 @@ from typing import Iterable, Optional
 
 from chalicelib import config
 from chalicelib.domain import view_logs
+from chalicelib.domain.addresses import limit_key
 from chalicelib.domain import views as rules
 from chalicelib.errors import DocpubError
 from chalicelib.ports.views import MAX_TALLIES_PER_BATCH, ViewTally
@@ -107,7 +108,7 @@ def _tally(ctx: Context, beacons: list[view_logs.Beacon], report: LogReport) -> 
             continue
         document_id, version_id = seen
         window = rules.rate_window(beacon.at_ms, window_seconds)[0]
-        address = (document_id, beacon.client_ip, window)
+        address = (document_id, limit_key(beacon.client_ip), window)  # IPv6 by its /64, as the function
         if per_address.get(address, 0) >= limit:
             report.capped += 1
             continue

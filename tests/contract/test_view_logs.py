@@ -145,3 +145,14 @@ def test_the_function_counts_a_delivered_log_file_and_reports_its_metrics(world,
     assert total(views, doc) == first["counted"]
     metrics = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith('{"_aws"')]
     assert metrics[0]["ViewLogViews"] == first["counted"] and "ViewLogMalformedLines" in metrics[0]
+
+
+@BOTH
+def test_ipv6_viewers_share_the_cap_of_their_64_as_on_the_function(world, clock):
+    ctx, who, documents, views, publish = world
+    doc = publish()
+    now = clock.now * 1000
+    lines = [beacon(doc.share_id, now, ip=f"2001:db8:1:2::{n}") for n in range(1, 6)]  # one /64, limit 3
+    lines.append(beacon(doc.share_id, now, ip="2001:db8:1:3::1"))  # another /64
+    report = count_log(ctx, "cloudfront/main/E1.v6.gz", lines)
+    assert (report.counted, report.capped) == (4, 2)
