@@ -24,6 +24,7 @@ from tests.stack import free_port
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 PROVIDER_DIR = Path(os.environ.get("DOCPUB_OIDC_PROVIDER_DIR") or PROJECT_DIR / ".oidc-provider")
 SCRIPT = PROJECT_DIR / "scripts" / "oidc_provider.mjs"
+START_SECONDS = 30
 CLIENT_ID = "docpub-test"
 CLIENT_SECRET = "docpub-test-secret-" + "x" * 20
 USERS = {
@@ -63,7 +64,10 @@ class Provider:
         self.process = subprocess.Popen(["node", str(SCRIPT)], cwd=PROJECT_DIR, env=env, stdout=subprocess.PIPE,
                                         stderr=self._log, text=True)
         assert self.process.stdout is not None
-        line = self.process.stdout.readline()  # "ready <issuer>", or EOF if it died
+        import select
+
+        ready, _, _ = select.select([self.process.stdout], [], [], START_SECONDS)
+        line = self.process.stdout.readline() if ready else ""  # "ready <issuer>", or EOF if it died
         if not line.startswith("ready "):
             self.stop()
             raise RuntimeError(f"oidc-provider did not start: {line!r} (see {log_dir}/oidc-provider.log)")
