@@ -441,6 +441,9 @@ def _annotations(tool: operations.Tool) -> ToolAnnotations:
 
 PATH_DESCRIPTIONS = {"document_id": DOC_ID, "feedback_id": "The feedback_id from list_feedback.",
                      "email": "The recipient's email address (from list_recipients)."}
+# Path parameters that are numbers to an agent (REST carries them as path text).
+PATH_TYPES: dict[str, Any] = {
+    "version_number": Annotated[int, Field(ge=1, description="The version's number (from list_versions).")]}
 
 
 def generated_tool(op: operations.Operation, tool: operations.Tool) -> Callable:
@@ -454,7 +457,7 @@ def generated_tool(op: operations.Operation, tool: operations.Tool) -> Callable:
     if call is None:
         raise TypeError(f"{op.name}: a generated tool needs the operation's call")
     path_names = re.findall(r"\{([^}]+)\}", op.path)
-    parameters = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[
+    parameters = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=PATH_TYPES.get(name) or Annotated[
         str, StringConstraints(min_length=1), Field(description=PATH_DESCRIPTIONS.get(name, name))])
         for name in path_names]
     fields: dict[str, list[str]] = {"query": [], "body": []}
@@ -472,7 +475,7 @@ def generated_tool(op: operations.Operation, tool: operations.Tool) -> Callable:
                 if op.query is not None else None
             body = validate(op.request, _given(**{n: arguments.get(n) for n in fields["body"]})) \
                 if op.request is not None else None
-            return call(operations.Call(_credentials(), {n: arguments[n] for n in path_names}, body, query))
+            return call(operations.Call(_credentials(), {n: str(arguments[n]) for n in path_names}, body, query))
 
         try:
             answer = action()

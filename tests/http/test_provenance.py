@@ -121,11 +121,13 @@ def test_an_accepted_suggestion_is_signed_by_who_accepted_it(client, pro):
 def test_the_mcp_tool_answers_the_same_statement(client, pro):
     _, key = pro
     doc = publish(client, key)
-    result = call(client, key, "get_provenance", {"document_id": doc["document_id"], "version_number": "1"})
+    result = call(client, key, "get_provenance", {"document_id": doc["document_id"], "version_number": 1})
     assert not result.get("isError"), result
     assert result["structuredContent"] == _provenance(client, key, doc["document_id"], 1)
-    missing = call(client, key, "get_provenance", {"document_id": doc["document_id"], "version_number": "2"})
+    missing = call(client, key, "get_provenance", {"document_id": doc["document_id"], "version_number": 2})
     assert missing["isError"] and missing["content"][0]["text"].startswith("not_found")
+    zero = call(client, key, "get_provenance", {"document_id": doc["document_id"], "version_number": 0})
+    assert zero["isError"]
 
 
 @pytest.mark.parametrize("number", ["0", "2", "x", "01x", "99999999999", "%C2%B2"])

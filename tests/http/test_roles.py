@@ -117,7 +117,7 @@ def _tool_arguments(fn, world) -> dict:
     pool = {"document_id": world["document_id"], "feedback_id": world["feedback_id"], "title": "T",
             "html": "<p>t</p>", "edits": [EditOperation(old_string="x", new_string="z")], "query": "Doc",
             "passphrase": "a long and unusual passphrase 42", "message": "a reply",
-            "version_id": "v_unknown", "version_number": "1", "decision": "approved", "reviewers": ["someone@example.com"],
+            "version_id": "v_unknown", "version_number": 1, "decision": "approved", "reviewers": ["someone@example.com"],
             "export_id": "exp_zzzzzzzzzzzzzzzz", "email": "someone@example.com"}
     arguments = {}
     for name, parameter in inspect.signature(fn).parameters.items():
