@@ -35,7 +35,7 @@ from chalicelib.entrypoints.http import (
     client_ip as http_client_ip, parse_cookies, refuse_cross_site,
 )
 from chalicelib.entrypoints.share_pages import (
-    CACHE_NO_STORE, CACHE_PAGE, CACHE_PRIVATE, CONTENT_REVISION, GRANT_SEPARATOR, HTML_TYPE, VARY, cache_content,
+    CACHE_NO_STORE, CACHE_PAGE, CACHE_PRIVATE, CONTENT_REVISION, GRANT_SEPARATOR, VARY, cache_content,
     cache_page,
     _content_csp, _error_page, frame_script, _generic_preview, _headers, _message_page, _page, _unlock_page,
     _viewer_page, verified_fragment,
@@ -561,9 +561,8 @@ def share_verified(share_id):
     except Exception as exc:  # noqa: BLE001 - no line rather than an error in the page
         if not isinstance(exc, errors.DocpubError):
             log.exception("provenance line not shown", extra={"share_id": share_id})
-    return compress(request, Response(body=body, status_code=200, headers={
-        "Content-Type": HTML_TYPE, "Cache-Control": cache, "Vary": VARY, "X-Robots-Tag": "noindex, nofollow",
-        "X-Content-Type-Options": "nosniff", "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'"}))
+    return compress(request, Response(body=body, status_code=200, headers=_headers(
+        "default-src 'none'; frame-ancestors 'none'", cache, {"X-Frame-Options": "DENY"})))
 
 
 @bp.route("/d/{share_id}/provenance", methods=["GET"])
