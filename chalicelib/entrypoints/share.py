@@ -559,8 +559,7 @@ def share_verified(share_id):
         if line is not None:
             body = verified_fragment(line, share_id, _version_param())
     except Exception as exc:  # noqa: BLE001 - no line rather than an error in the page
-        if not isinstance(exc, errors.DocpubError):
-            log.exception("provenance line not shown", extra={"share_id": share_id})
+        as_error(exc, bp)  # logs what was unexpected
     return compress(request, Response(body=body, status_code=200, headers=_headers(
         "default-src 'none'; frame-ancestors 'none'", cache, {"X-Frame-Options": "DENY"})))
 

@@ -116,7 +116,7 @@ class World:
     def path(self, template: str) -> str:
         values = {"document_id": self.document_id, "feedback_id": self.feedback_id,
                   "webhook_id": getattr(self, "webhook_id", "unknown"),
-                  "version_id": self.old_version_id, "email": "someone@example.com",
+                  "version_id": self.old_version_id, "version_number": "2", "email": "someone@example.com",
                   "export_id": getattr(self, "export_id", "unknown")}
         return re.sub(r"\{([^}]+)\}", lambda m: values.get(m.group(1), "unknown"), template)
 

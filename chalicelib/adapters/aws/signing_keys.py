@@ -31,9 +31,16 @@ class SigningKeyRepository:
 
     def add_key(self, key: SigningKey, retire_others_ms: int) -> bool:
         current = [k for k in self.list_keys() if k.not_after_ms is None and k.kid != key.kid]
+        item = {"PK": PARTITION, "SK": key.kid, "alg": key.alg, "holder": key.holder, "created_ms": key.created_ms,
+                "public_jwk": json.dumps(dict(key.public_jwk), sort_keys=True)}
+        if not current:  # the first key: one conditional put
+            try:
+                self.table.put(item, "attribute_not_exists(PK)")
+            except ConditionFailed:
+                return False
+            return True
         tx = Transaction()
-        tx.put({"PK": PARTITION, "SK": key.kid, "alg": key.alg, "holder": key.holder, "created_ms": key.created_ms,
-                "public_jwk": json.dumps(dict(key.public_jwk), sort_keys=True)}, "attribute_not_exists(PK)")
+        tx.put(item, "attribute_not_exists(PK)")
         for other in current:
             tx.update({"PK": PARTITION, "SK": other.kid}, "SET not_after_ms = :t",
                       "attribute_exists(PK) AND attribute_not_exists(not_after_ms)", values={":t": retire_others_ms})
