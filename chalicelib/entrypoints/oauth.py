@@ -19,7 +19,7 @@ from typing import Mapping
 from chalice import Blueprint, Response
 
 from chalicelib import config
-from chalicelib.entrypoints.http import JSON_TYPE, as_error, body_bytes, client_ip, form_fields, html_response
+from chalicelib.entrypoints.http import JSON_TYPE, as_error, body_bytes, client_ip, compress, form_fields, html_response
 from chalicelib import wiring
 
 log = logging.getLogger("docpub.oauth")
@@ -30,11 +30,21 @@ NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 MAX_REGISTRATION_BYTES = 64 * 1024
 
 
+def _compressed(response: Response) -> Response:
+    """gzip for a client that asks (behind CloudFront these routes are not cached, so
+    the origin compresses: http.compress)."""
+    try:
+        request = bp.current_request
+    except RuntimeError:  # not inside a request of an app
+        request = None
+    return compress(request, response)
+
+
 def _json(body, status: int = 200, headers: dict | None = None) -> Response:
     if not isinstance(body, dict):  # a pydantic model
         body = body.model_dump(mode="json", exclude_none=True)
-    return Response(body=json.dumps(body, ensure_ascii=False, separators=(",", ":")), status_code=status,
-                    headers={"Content-Type": JSON_TYPE, **NO_STORE, **(headers or {})})
+    return _compressed(Response(body=json.dumps(body, ensure_ascii=False, separators=(",", ":")), status_code=status,
+                                headers={"Content-Type": JSON_TYPE, **NO_STORE, **(headers or {})}))
 
 
 def oauth_errors(view):
@@ -127,7 +137,7 @@ def authorization_error_page(error: str, message: str, status: int = 400, header
     from chalicelib import rendering
 
     body = rendering.page("oauth/error.html", error=error, message=message, back=back, back_host=back_host)
-    return html_response(body, status, headers={**NO_STORE, **(headers or {})})
+    return _compressed(html_response(body, status, headers={**NO_STORE, **(headers or {})}))
 
 
 def redirect_error_page(exc) -> Response:
