@@ -173,3 +173,28 @@ def test_a_publish_or_edit_refused_for_its_content_type_carries_the_rate_limit_h
         r = client.http.post(path, headers={"X-Api-Key": key, "Content-Type": "text/plain"}, body=b"{}")
         assert r.status_code == 415 and _error(r)["code"] == "unsupported_media_type"
         assert r.headers["X-RateLimit-Limit"] == "60" and r.headers["X-RateLimit-Remaining"] == "59", r.headers
+
+
+def test_mcp_get_provenance_takes_the_version_number_as_a_number(client, workspace):
+    """Reproduction (official MCP client): get_provenance with {"version_number": 1}, the
+    number list_versions answers and REST puts in its path, was `validation_error:
+    version_number: must be a string`; the tool's schema said string. A number is the
+    argument's type now (a numeric string still works)."""
+    from tests.http.test_mcp import call, rpc
+
+    _, key = workspace
+    doc = publish(client, key)
+    tools = json.loads(rpc(client, key, "tools/list").body)["result"]["tools"]
+    schema = next(t for t in tools if t["name"] == "get_provenance")["inputSchema"]
+    assert schema["properties"]["version_number"]["type"] == "integer"
+    assert schema["properties"]["version_number"]["minimum"] == 1
+    rest = json.loads(client.http.get(f"/api/v1/documents/{doc['document_id']}/versions/1/provenance",
+                                      headers=auth(key)).body)
+    for number in (1, "1"):
+        result = call(client, key, "get_provenance", {"document_id": doc["document_id"], "version_number": number})
+        assert not result.get("isError"), result
+        assert result["structuredContent"] == rest
+    missing = call(client, key, "get_provenance", {"document_id": doc["document_id"], "version_number": 2})
+    assert missing["isError"] and missing["content"][0]["text"].startswith("not_found")
+    bad = call(client, key, "get_provenance", {"document_id": doc["document_id"], "version_number": 0})
+    assert bad["isError"] and bad["content"][0]["text"].startswith("validation_error: version_number")
