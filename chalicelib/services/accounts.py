@@ -25,6 +25,10 @@
 - Sessions carry the person's role in their current workspace, read on every
   request: a removed member's session ends at once, a demoted one acts with the
   new role.
+- A person who belongs to no workspace any more (removed from the only one they
+  had) still signs in: the session has no workspace (`NO_WORKSPACE`) and the
+  dashboard shows only its welcome page, where an invitation link is accepted or
+  a workspace of their own is made (`create_own_workspace`).
 """
 from __future__ import annotations
 
@@ -66,6 +70,9 @@ CSRF_SALT = "docpub.dashboard.csrf"
 # How long a path that sends no mail waits when no mail has been timed yet (seconds).
 DEFAULT_MAIL_SECONDS = 0.05
 MAX_PAD_SECONDS = 2.0
+
+# The workspace of a session whose person belongs to none (the dashboard's welcome page).
+NO_WORKSPACE = ""
 
 if TYPE_CHECKING:
     from argon2 import PasswordHasher
@@ -382,16 +389,31 @@ class AccountService:
         return self._start_in(user)
 
     def _start_in(self, user: User, sso_domain: Optional[str] = None) -> StartedSession:
-        """A session in the person's default workspace, or their first one."""
+        """A session in the person's default workspace, or their first one; in none
+        (NO_WORKSPACE: the welcome page) when they belong to no workspace any more."""
         email = user.email
         workspace_id: Optional[str] = user.workspace_id
         if not workspace_id or members.role_in(self.ctx, workspace_id, email) is None:
             memberships = members.workspaces_of(self.ctx, email)
-            if not memberships:
-                raise Unauthorized("This account is not a member of any workspace any more. "
-                                   "Ask a workspace owner for a new invitation.")
-            workspace_id = memberships[0].workspace_id
+            workspace_id = memberships[0].workspace_id if memberships else NO_WORKSPACE
         return self._start(email, workspace_id, sso_domain)
+
+    def create_own_workspace(self, session_id: str, name: str) -> Session:
+        """A person in no workspace makes one of their own (free, they its owner) and the
+        session moves into it. Someone who belongs to a workspace keeps it: nothing is made."""
+        session = self.session(session_id)
+        if session is None:
+            raise Unauthorized("Your session has ended; sign in again.")
+        if members.workspaces_of(self.ctx, session.email):
+            return session
+        name = (name or "").strip()
+        if not 1 <= len(name) <= MAX_WORKSPACE_NAME:
+            raise ValidationFailed.field("workspace_name", f"must be 1 to {MAX_WORKSPACE_NAME} characters")
+        workspace_id = new_workspace_id()
+        WorkspaceService(self.ctx).create_workspace(name, "free", workspace_id=workspace_id, with_key=False)
+        self.ctx.people.add_member(Member(workspace_id=workspace_id, email=session.email, role="owner",
+                                          created_ms=self.ctx.now_ms()))
+        return self.switch_workspace(session_id, workspace_id)
 
     def switch_workspace(self, session_id: str, workspace_id: str) -> Session:
         """Act in another workspace the person belongs to (the dashboard's switcher)."""
@@ -450,7 +472,10 @@ class AccountService:
         if item.expires_ms <= self.ctx.now_ms():
             self.ctx.sessions.delete(digest)
             return None
-        role = members.role_in(self.ctx, item.workspace_id, item.email)
+        if item.workspace_id == NO_WORKSPACE:  # in no workspace: the welcome page only
+            role: Optional[str] = ""
+        else:
+            role = members.role_in(self.ctx, item.workspace_id, item.email)
         if role is None:  # removed from the workspace: this session ended with the membership
             self.ctx.sessions.delete(digest)
             return None
@@ -480,7 +505,7 @@ class AccountService:
         session_id = secrets.token_urlsafe(32)
         now_ms = self.ctx.now_ms()
         lifetime = config.dashboard_session_seconds()
-        role = members.role_in(self.ctx, workspace_id, email) or "viewer"
+        role = (members.role_in(self.ctx, workspace_id, email) or "viewer") if workspace_id != NO_WORKSPACE else ""
         session = Session(hash_session_id(session_id), email, workspace_id, now_ms, now_ms + lifetime * 1000, role,
                           sso_domain)
         self.ctx.sessions.create(DashboardSession(session_hash=session.session_hash, email=email,

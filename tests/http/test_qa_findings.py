@@ -198,3 +198,73 @@ def test_mcp_get_provenance_takes_the_version_number_as_a_number(client, workspa
     assert missing["isError"] and missing["content"][0]["text"].startswith("not_found")
     bad = call(client, key, "get_provenance", {"document_id": doc["document_id"], "version_number": 0})
     assert bad["isError"] and bad["content"][0]["text"].startswith("validation_error: version_number")
+
+
+@pytest.mark.parametrize("storage", ["sqlite", "aws"], indirect=True)
+def test_a_member_removed_from_their_only_workspace_signs_in_and_joins_or_creates_one(client, app_clock,
+                                                                                       fast_argon2):
+    """Reproduction: Ed joined Acme from an invitation (no workspace of his own), Acme removed
+    him, then Other Co invited him. Signing in (the invitation page's "Sign in as …") was
+    401 "This account is not a member of any workspace any more", so the invitation could
+    never be accepted. Now he signs in to a welcome page that offers the invitation link
+    and a workspace of his own; nothing else of the dashboard opens without a workspace."""
+    from tests.dashboard_client import DashboardClient, mail_link
+    from tests.http.test_people import PASSWORD, invite, join_as_new
+
+    acme = DashboardClient(client)
+    acme.sign_up(email="owner@example.com", workspace="Acme")
+    invite(acme, "ed@example.com", "editor")
+    invite(acme, "vi@example.com", "viewer")
+    ed = join_as_new(client, "ed@example.com")
+    join_as_new(client, "vi@example.com")
+    for email in ("ed@example.com", "vi@example.com"):
+        assert acme.post("/dashboard/members/remove", {"email": email}, csrf=acme.token()).status == 303
+    assert ed.get("/dashboard/documents").status == 303  # the session ended with the membership
+
+    other = DashboardClient(client)
+    other.sign_up(email="boss@example.com", workspace="Other Co")
+    invite(other, "ed@example.com", "viewer")
+    link = mail_link("ed@example.com", "invite")
+    join_path = link[link.index("/dashboard/"):]
+    ed = DashboardClient(client)
+    page = ed.get(join_path)
+    assert "Sign in as ed@example.com" in page.text
+    signed = ed.post("/dashboard/sign-in", {"email": "ed@example.com", "password": PASSWORD,
+                                            "next": join_path}, csrf=ed.get("/dashboard/sign-in").csrf())
+    assert signed.status == 303, signed.text  # was 401 "not a member of any workspace any more"
+    assert signed.location.endswith(join_path)
+    page = ed.get(join_path)
+    assert page.status == 200 and "Join Other Co" in page.text
+    # Without a workspace, the dashboard's workspace pages send him to the welcome page.
+    for path in ("/dashboard/documents", "/dashboard/keys", "/dashboard/members", "/dashboard/workspace"):
+        r = ed.get(path)
+        assert r.status == 303 and r.location.endswith("/dashboard/welcome"), (path, r.status)
+    forged = ed.post_multipart("/dashboard/upload", {"title": "X"}, {"file": ("x.html", b"<p>x</p>")},
+                               csrf=page.csrf())
+    assert forged.status == 303 and forged.location.endswith("/dashboard/welcome")
+    welcome = ed.get("/dashboard/welcome")
+    assert welcome.status == 200, welcome.text
+    assert "not a member of any workspace" in welcome.text and "Create a workspace" in welcome.text
+    assert ed.get("/dashboard/shared").status == 200  # links shared with his address still open
+    joined = ed.post("/dashboard/join", {"token": join_path.split("token=")[1]}, csrf=page.csrf())
+    assert joined.status == 303 and "m=joined" in joined.location, joined.text
+    documents = ed.get("/dashboard/documents")
+    assert documents.status == 200 and "viewer" in documents.text
+    assert "Other Co" in ed.get("/dashboard/workspace").text
+    assert ed.get("/dashboard/welcome").location.endswith("/dashboard/documents")  # nothing to welcome to
+
+    # Vi has no invitation: she makes a workspace of her own (once: she is then its owner).
+    vi = DashboardClient(client)
+    assert vi.sign_in(email="vi@example.com", password=PASSWORD).status == 303
+    welcome = vi.get("/dashboard/welcome")
+    empty = vi.post("/dashboard/welcome/workspace", {"workspace_name": " "}, csrf=welcome.csrf())
+    assert empty.status == 422 and "workspace_name" in empty.text
+    made = vi.post("/dashboard/welcome/workspace", {"workspace_name": "Vi Co"}, csrf=welcome.csrf())
+    assert made.status == 303 and made.location.endswith("/dashboard/documents?m=workspace-created"), made.text
+    assert "Vi Co" in vi.get("/dashboard/workspace").text
+    assert vi.post("/dashboard/keys", {"name": "ci"}, csrf=vi.token()).status == 201  # she owns it
+    again = vi.post("/dashboard/welcome/workspace", {"workspace_name": "Vi Two"}, csrf=vi.token())
+    assert again.status == 303 and again.location.endswith("/dashboard/documents")
+    names = [w["name"] for w in __import__("chalicelib.wiring", fromlist=["people"]).people()
+             .workspaces_of("vi@example.com")]
+    assert names == ["Vi Co"]

@@ -72,7 +72,7 @@ def start_session(page: Page, started) -> None:
         page.anon_id = None
 
 
-@route("/sign-out", methods=("POST",))
+@route("/sign-out", methods=("POST",), workspace=False)
 def sign_out(page: Page):
     registry.accounts().sign_out(page.session_id)
     page.session = None
@@ -80,12 +80,12 @@ def sign_out(page: Page):
     return redirect(url("/sign-in", m="signed-out"))
 
 
-@route("/account")
+@route("/account", workspace=False)
 def account(page: Page):
     return render(page, "account.html", active="account")
 
 
-@route("/account", methods=("POST",))
+@route("/account", methods=("POST",), workspace=False)
 def change_password(page: Page):
     form = page.form()
     try:

@@ -134,7 +134,7 @@ def join_form(page: Page):
                   role_description=roles.DESCRIPTIONS.get(invitation.role, "") if invitation else "")
 
 
-@route("/join", methods=("POST",))
+@route("/join", methods=("POST",), workspace=False)
 def join(page: Page):
     invitation = people().accept(_token(page), page.signed_in.email)
     accounts().switch_workspace(page.signed_in_id, invitation.workspace_id)
@@ -156,6 +156,33 @@ def join_sign_up(page: Page):
         accounts().sign_out(page.session_id)
     start_session(page, started)
     return redirect(url("/documents", m="joined"))
+
+
+# ------------------------------------------------------------------ in no workspace
+
+@route("/welcome", workspace=False)
+def welcome(page: Page, status: int = 200, error=None, form=None):
+    """Signed in, but a member of no workspace (removed from the last one): open an
+    invitation's link to join, or make a workspace of one's own."""
+    if page.signed_in.workspace_id:
+        return redirect(url("/documents"))
+    mine = people().workspaces_of(page.signed_in.email)
+    if mine:  # joined one meanwhile (another browser): go there
+        accounts().switch_workspace(page.signed_in_id, mine[0]["workspace_id"])
+        return redirect(url("/documents"))
+    return render(page, "welcome.html", status=status, error=error, form=form or {})
+
+
+@route("/welcome/workspace", methods=("POST",), workspace=False)
+def create_workspace(page: Page):
+    if page.signed_in.workspace_id:
+        return redirect(url("/documents"))
+    form = page.form()
+    try:
+        page.session = accounts().create_own_workspace(page.signed_in_id, form.get("workspace_name", ""))
+    except errors.DocpubError as exc:
+        return welcome.__wrapped__(page, exc.status, exc, form)  # type: ignore[attr-defined]
+    return redirect(url("/documents", m="workspace-created"))
 
 
 # ------------------------------------------------------------------ members
@@ -220,7 +247,7 @@ def remove(page: Page):
 
 # ------------------------------------------------------------------ switcher and activity
 
-@route("/workspaces/switch", methods=("POST",))
+@route("/workspaces/switch", methods=("POST",), workspace=False)
 def switch(page: Page):
     accounts().switch_workspace(page.signed_in_id, page.form().get("workspace_id", ""))
     return redirect(url("/documents", m="switched"))
@@ -256,14 +283,14 @@ def open_shared(page: Page):
 
 # ------------------------------------------------------------------ shared with me (contract 7f)
 
-@route("/shared")
+@route("/shared", workspace=False)
 def shared_with_me(page: Page):
     """Documents of other workspaces that the signed-in account's email may open, newest first."""
     items = registry.shared_with_me().listed(page.actor)
     return render(page, "shared.html", active="shared", items=items)
 
 
-@route("/shared/open")
+@route("/shared/open", workspace=False)
 def open_as_recipient(page: Page):
     """Open one of them as its recipient: the account's sign-in verified the address, so no code."""
     granted = registry.shared_with_me().open(page.actor, page.query.get("share", ""))

@@ -49,6 +49,7 @@ MESSAGES = {
     "verified": "Email confirmed. Welcome! Create an API key to publish from scripts.",
     "password-reset": "Password changed. Every other session of your account was signed out.",
     "joined": "You joined the workspace.",
+    "workspace-created": "Your workspace is ready. Create an API key to publish from scripts.",
     "switched": "Switched workspace.",
     "invited": "Invitation sent.",
     "invite-revoked": "Invitation withdrawn.",
@@ -243,9 +244,11 @@ def finish(page: Optional[Page], request, response: Response) -> Response:
 # ------------------------------------------------------------------ the route decorator
 
 def route(path: str, methods: tuple[str, ...] = ("GET",), signed_in: bool = True,
-          answers_json: bool = False) -> Callable:
+          answers_json: bool = False, workspace: bool = True) -> Callable:
     """Register a dashboard page: session check, CSRF on POST, errors as pages (or, for a
-    route its script calls, `answers_json`, as the contract's error body), security headers."""
+    route its script calls, `answers_json`, as the contract's error body), security headers.
+    A session in no workspace (its person was removed from the last one) reaches only the
+    pages marked `workspace=False`; any other sends it to the welcome page."""
 
     def decorator(view: Callable) -> Callable:
         @functools.wraps(view)
@@ -260,6 +263,8 @@ def route(path: str, methods: tuple[str, ...] = ("GET",), signed_in: bool = True
                     if page.session_id:
                         page.clear_cookie(SESSION_COOKIE)
                     return finish(page, request, redirect(url("/sign-in", m="expired")))
+                if signed_in and workspace and page.session is not None and not page.session.workspace_id:
+                    return finish(page, request, redirect(url("/welcome")))
                 if request.method == "POST" and not page.csrf_ok():
                     raise errors.Forbidden("This form has expired or did not come from this site. "
                                            "Go back, reload the page and try again.")
