@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     recount.add_argument("workspace_ids", nargs="*")
     sub.add_parser("cdn-pending", help="CDN invalidations of withdrawn links not yet accepted (oldest first)")
     sub.add_parser("cdn-retry", help="send pending CDN invalidations again")
+    sub.add_parser("static-sync", help="write the static copy of every public link (with DOCPUB_STATIC_PAGES=on; "
+                                       "deployed, invoke the maintenance function instead: docs/deploy.md)")
     login = sub.add_parser("login-link", help="a one-time dashboard sign-in link for the workspace's owner "
                                               "(the dev workspace gets its owner account first)")
     login.add_argument("workspace_id")
@@ -102,6 +104,10 @@ def run(args) -> dict:
                 return provenance.rotate(wiring.default_context())
             except RuntimeError as exc:  # deployed: a KMS key is rotated by deploying a new one
                 return {"error": {"code": "not_supported", "message": str(exc)}}
+        if args.command == "static-sync":
+            from chalicelib.services import static_pages
+
+            return static_pages.sync_all(wiring.default_context())
         if args.command == "cdn-retry":
             from chalicelib.services import cdn
 

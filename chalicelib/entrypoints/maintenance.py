@@ -23,6 +23,12 @@ def handle(event, context) -> dict:
     from chalicelib.services.maintenance import sweep_orphans
 
     logs.configure()
+    if (event or {}).get("docpub") == "static-sync":  # once after deploying issue 38 (docs/deploy.md)
+        from chalicelib.services.static_pages import sync_all
+
+        synced = sync_all(wiring.default_context())
+        log.info("static-sync finished", extra={"result": json.dumps(synced, sort_keys=True)})
+        return synced
     result = sweep_orphans(wiring.default_context())
     log.info("sweep-orphans finished", extra={"result": json.dumps(result, sort_keys=True)})
     return result

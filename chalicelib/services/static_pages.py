@@ -124,3 +124,18 @@ def sync_workspace(ctx: Context, workspace_id: str, reason: str) -> int:
             sync(ctx, listing.share_id, reason)
             synced += 1
     return synced
+
+
+def sync_all(ctx: Context) -> dict[str, int]:
+    """Write the static copy of every public link (once, after deploying issue 38: links
+    published before it have none and are served by the function until they change). The
+    workspaces are those with documents in storage; safe to repeat."""
+    if not ctx.static.enabled:
+        return {"workspaces": 0, "links": 0}
+    workspaces: list[str] = []
+    for key, _modified in ctx.blobs.iter_keys("documents/"):
+        workspace_id = key.split("/")[1] if key.count("/") >= 2 else ""
+        if workspace_id and (not workspaces or workspaces[-1] != workspace_id):
+            workspaces.append(workspace_id)
+    unique = list(dict.fromkeys(workspaces))
+    return {"workspaces": len(unique), "links": sum(sync_workspace(ctx, w, "backfill") for w in unique)}

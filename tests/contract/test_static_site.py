@@ -244,3 +244,32 @@ def test_a_bundles_files_are_static_too_and_go_with_the_link(world):
     _disable(world, doc)
     assert _readable(ctx, doc.share_id, [version + "/index.html", version + "/style.css",
                                          version + "/data/notes.txt", "/d/" + doc.share_id]) == []
+
+
+@BOTH
+def test_links_published_before_static_pages_are_written_by_the_backfill(storage, clock, monkeypatch):
+    """A stack deployed with issue 38 has public links with no static copy: the maintenance
+    function's `static-sync` (and `make admin ARGS=static-sync`) writes them, and only them."""
+    from chalicelib.entrypoints import maintenance
+    from chalicelib.services.documents import DocumentService
+    from chalicelib.services.workspaces import WorkspaceService
+    from chalicelib.wiring import new_context
+
+    monkeypatch.delenv("DOCPUB_STATIC_PAGES", raising=False)
+    before = new_context(clock=clock)
+    _, key = WorkspaceService(before).create_workspace("Old", "pro")
+    who = credentials_from_key(key.api_key)
+    documents = DocumentService(before)
+    public = documents.publish(who, PublishRequest(title="Old", html="<p>old</p>")).response
+    off = documents.publish(who, PublishRequest(title="Off", html="<p>off</p>")).response
+    documents.update(who, off.document_id, UpdateDocumentRequest(share_enabled=False))
+    monkeypatch.setenv("DOCPUB_STATIC_PAGES", "on")
+    from chalicelib import wiring
+
+    wiring.reset()
+    after = new_context(clock=clock)
+    monkeypatch.setattr(wiring, "default_context", lambda: after)
+    assert maintenance.handle({"docpub": "static-sync"}, None) == {"workspaces": 1, "links": 1}
+    share = after.documents.get(public.document_id).share_id
+    assert after.static.get("main", "/d/" + share) is not None
+    assert after.static.get("main", "/d/" + after.documents.get(off.document_id).share_id) is None
