@@ -13,6 +13,12 @@ PLANS = ("free", "pro")
 UNCAPPED_PLANS = ("pro",)
 
 
+def custom_branding(plan: str) -> bool:
+    """Whether the plan's share pages show the workspace's brand instead of the Docpub mark
+    (`entitlements(plan).custom_branding`, without building the model: every share page asks)."""
+    return plan == "pro"
+
+
 def entitlements(plan: str) -> Entitlements:
     from chalicelib.models import Entitlements, RateLimitEntitlement  # pydantic: not at a share page's cold start
 
@@ -23,7 +29,7 @@ def entitlements(plan: str) -> Entitlements:
         max_api_keys=None if pro else limits.FREE_MAX_API_KEYS,
         passphrase_links=pro,
         dashboard_editing=pro,
-        custom_branding=pro,
+        custom_branding=custom_branding(plan),
         max_html_bytes=limits.HTML_BYTES,
         write_rate_limit=RateLimitEntitlement(
             limit=rate.limit, window_seconds=rate.window_seconds),

@@ -119,7 +119,7 @@ class Branding:
     @property
     def docpub_mark(self) -> bool:
         """Free workspaces show "Published with Docpub" around the document."""
-        return not plans.entitlements(self.plan).custom_branding
+        return not plans.custom_branding(self.plan)
 
     @property
     def card_name(self) -> str:

@@ -76,6 +76,18 @@ NOT_FOR_SHARE_PAGES = (
     "re2",
 )
 
+PUBLISH_SCRIPT = """
+import json
+from chalicelib import wiring
+from chalicelib.models import PublishRequest
+from chalicelib.services.auth import credentials_from_key
+
+_, key = wiring.workspaces().create_workspace("Cold", "free")
+doc = wiring.documents().publish(credentials_from_key(key.api_key),
+                                 PublishRequest(title="Cold", html="<h1>Notes</h1><p>a small page</p>")).response
+print(json.dumps({"share_id": doc.share_url.rsplit("/", 1)[-1], "version_id": doc.version_id}))
+"""
+
 SHARE_SCRIPT = """
 import json, sys
 from chalicelib.entrypoints import edge
@@ -83,28 +95,36 @@ from chalicelib.entrypoints import edge
 def loaded():
     return sorted(m for m in sys.modules if any(m == n or m.startswith(n + ".") for n in NOT_FOR_SHARE_PAGES))
 
+def get(path):
+    event = {"version": "2.0", "rawPath": path, "rawQueryString": "",
+             "headers": {"user-agent": "Mozilla/5.0", "accept-encoding": "gzip"},
+             "requestContext": {"requestId": "cold", "http": {"method": "GET", "path": path,
+                                                              "sourceIp": "203.0.113.9"}},
+             "isBase64Encoded": False}
+    return edge.handle(event, None)["statusCode"]
+
 at_import = loaded()
-event = {"version": "2.0", "rawPath": "/d/NoSuchShareLinkAtAll00", "rawQueryString": "",
-         "headers": {"user-agent": "Mozilla/5.0", "accept-encoding": "gzip"},
-         "requestContext": {"requestId": "cold", "http": {"method": "GET", "path": "/d/NoSuchShareLinkAtAll00",
-                                                          "sourceIp": "203.0.113.9"}},
-         "isBase64Encoded": False}
-status = edge.handle(event, None)["statusCode"]
-print(json.dumps({"import": at_import, "after": loaded(), "status": status}))
+statuses = [get("/d/SHARE"), get("/d/SHARE/v/VERSION"), get("/d/NoSuchShareLinkAtAll00")]
+print(json.dumps({"import": at_import, "after": loaded(), "statuses": statuses}))
 """
 
 
 def test_the_share_function_loads_nothing_of_the_other_surfaces(tmp_path):
     """Issue 38: the share function imported the whole app (every REST route, the dashboard,
     MCP, OAuth, all the pydantic models) on its first request; now its own app has the
-    share routes only."""
-    script = SHARE_SCRIPT.replace("NOT_FOR_SHARE_PAGES", repr(NOT_FOR_SHARE_PAGES))
+    share routes only: a viewer's page, its content and a 404 load none of them."""
     env = {"PATH": "/usr/bin:/bin", "DOCPUB_STORAGE": "sqlite", "DOCPUB_DATA_DIR": str(tmp_path),
            "DOCPUB_SECRET_KEY": "cold-start-test-secret-" + "x" * 20}
-    out = subprocess.run([sys.executable, "-c", script], cwd=PROJECT, env=env, capture_output=True, text=True,
-                         timeout=120)
-    assert out.returncode == 0, out.stderr[-3000:]
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert result["status"] == 404
+
+    def run(script: str) -> dict:
+        out = subprocess.run([sys.executable, "-c", script], cwd=PROJECT, env=env, capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 0, out.stderr[-3000:]
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    doc = run(PUBLISH_SCRIPT)
+    result = run(SHARE_SCRIPT.replace("NOT_FOR_SHARE_PAGES", repr(NOT_FOR_SHARE_PAGES))
+                 .replace("SHARE", doc["share_id"]).replace("VERSION", doc["version_id"]))
+    assert result["statuses"] == [200, 200, 404]
     assert result["import"] == [], f"imported by the share function: {result['import']}"
-    assert result["after"] == [], f"loaded by a share page request: {result['after']}"
+    assert result["after"] == [], f"loaded by share page requests: {result['after']}"
