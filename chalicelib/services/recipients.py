@@ -141,12 +141,19 @@ class RecipientService:
     @requires("revoke_recipient")
     def revoke(self, who: Who, document_id: str, email: str) -> None:
         """Refuse one person from their next request on (and at the edge: the link is dropped
-        from the CDN, though recipient pages are never kept there). They stay listed, revoked;
+        from the CDN, though recipient pages are never kept there). An address the link never
+        named (not listed, not at a listed domain, never recorded) is 404. They stay listed, revoked;
         an entry naming exactly their address leaves `share_recipients`, so listing them
         again is what admits them again (a domain entry stays: it admits the others)."""
         found = access.find_document(self.ctx, who, document_id)
         doc = found.document
         email = valid_email(email)
+        if (not audience.listed(doc.share_recipients, email)
+                and self.ctx.recipients.get(doc.document_id, email) is None):
+            # A typo, or any address on a link that never named it: nothing to revoke, and
+            # recording it would list a stranger as a (revoked) recipient.
+            raise NotFound(f"No recipient {email} on this document: it is not in share_recipients, "
+                           "not at a listed domain, and never opened the link.")
         now_ms = self.ctx.now_ms()
         self.ctx.recipients.revoke(doc.document_id, doc.workspace_id, email, now_ms)  # refused from here on
         logged = activity.entry(self.ctx, found.actor, doc.workspace_id, "share.recipient_revoked",

@@ -83,6 +83,10 @@ def test_every_curl_example_runs_as_shown_against_the_local_stack(stack, tmp_pat
         old_version = doc["version_id"]  # an old version once the next exists (deleteVersion)
         http.post("/api/v1/publish", json={"title": "Docs", "html": "<h1>Release notes</h1><p>Draft 2</p>",
                                            "document_id": doc["document_id"]})
+        # revokeRecipient revokes a listed recipient (an address the link never named is 404).
+        audience_doc = http.post("/api/v1/publish", json={"title": "Audience", "html": "<p>For one reader</p>",
+                                                          "share_access": "recipients",
+                                                          "share_recipients": ["reader@example.com"]}).json()
     share = doc["share_url"].rsplit("/d/", 1)[1]
     feedback = httpx.post(f"{stack.base_url}/d/{share}/feedback", json={"message": "Looks good"}).json()
     # acceptSuggestion needs feedback that suggests an edit (and is still open when its turn comes).
@@ -113,10 +117,12 @@ def test_every_curl_example_runs_as_shown_against_the_local_stack(stack, tmp_pat
     env = {"PATH": "/usr/bin:/bin", "BASE": stack.base_url, "KEY": key, "DOC": doc["document_id"],
            "FEEDBACK_ID": feedback["feedback_id"], "VERSION_ID": old_version, "WEBHOOK_ID": webhook["webhook_id"],
            "EXPORT_ID": export_id, "VERSION_NUMBER": "2",  # version 2 stays (deleteVersion deletes 1)
-           "EMAIL": "reader@example.com"}  # revokeRecipient: revoking someone never listed records them
+           "EMAIL": "reader@example.com"}  # revokeRecipient: the recipient audience_doc lists
     for operation, command in examples:
         body = tmp_path / f"{operation}.out"
         run_env = {**env, "FEEDBACK_ID": suggestion["feedback_id"]} if operation == "acceptSuggestion" else env
+        if operation == "revokeRecipient":
+            run_env = {**env, "DOC": audience_doc["document_id"]}
         run = subprocess.run(["bash", "-c", f"{command} -o {body} -w '%{{http_code}}'"], env=run_env,
                              capture_output=True, text=True, timeout=60)
         assert run.returncode == 0, (operation, command, run.stderr)

@@ -268,3 +268,42 @@ def test_a_member_removed_from_their_only_workspace_signs_in_and_joins_or_create
     names = [w["name"] for w in __import__("chalicelib.wiring", fromlist=["people"]).people()
              .workspaces_of("vi@example.com")]
     assert names == ["Vi Co"]
+
+
+def test_revoking_an_address_the_link_never_named_is_404_on_rest_and_mcp(client, workspace):
+    """Reproduction: DELETE …/recipients/kim@exmaple.com (a typo) on a link for
+    kim@example.com answered 204 and listed "kim@exmaple.com" as a revoked recipient
+    (GET …/recipients lists listed addresses and addresses verified under a listed
+    domain, contract 7f); so did any address on a public link. An address that is not
+    in share_recipients, not under a listed domain and never opened the link is 404,
+    and nothing is recorded; MCP revoke_recipient answers the same."""
+    from tests.http.test_mcp import call
+
+    _, key = workspace
+    doc = publish(client, key)
+    document_id = doc["document_id"]
+    r = client.http.patch(f"/api/v1/documents/{document_id}", headers={**auth(key), "Content-Type": "application/json"},
+                          body=json.dumps({"share_access": "recipients",
+                                           "share_recipients": ["kim@example.com", "@acme.example"]}))
+    assert r.status_code == 200, r.body
+    r = client.http.delete(f"/api/v1/documents/{document_id}/recipients/kim%40exmaple.com", headers=auth(key))
+    assert r.status_code == 404 and _error(r)["code"] == "not_found", r.body
+    assert "kim@exmaple.com" in _error(r)["message"]
+    bad = call(client, key, "revoke_recipient", {"document_id": document_id, "email": "kim@exmaple.com"})
+    assert bad["isError"] and bad["content"][0]["text"].startswith("not_found"), bad
+    listed = json.loads(client.http.get(f"/api/v1/documents/{document_id}/recipients", headers=auth(key)).body)
+    assert [x["email"] for x in listed["recipients"]] == ["kim@example.com"]
+    # Listed ones, and addresses under a listed domain (before they open it), are revoked as before.
+    assert client.http.delete(f"/api/v1/documents/{document_id}/recipients/Kim%40Example.com",
+                              headers=auth(key)).status_code == 204
+    assert client.http.delete(f"/api/v1/documents/{document_id}/recipients/kim%40example.com",
+                              headers=auth(key)).status_code == 204  # again: still revoked, not 404
+    done = call(client, key, "revoke_recipient", {"document_id": document_id, "email": "ann@acme.example"})
+    assert not done.get("isError"), done
+    listed = json.loads(client.http.get(f"/api/v1/documents/{document_id}/recipients", headers=auth(key)).body)
+    assert {x["email"]: x["revoked"] for x in listed["recipients"]} == {"kim@example.com": True,
+                                                                        "ann@acme.example": True}
+    public = publish(client, key, title="Public")
+    r = client.http.delete(f"/api/v1/documents/{public['document_id']}/recipients/kim%40example.com",
+                           headers=auth(key))
+    assert r.status_code == 404, r.body
