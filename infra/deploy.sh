@@ -72,6 +72,8 @@ params=("Stage=$STAGE")
 [ -n "${MAIL_IDENTITY:-}" ] && params+=("MailIdentity=$MAIL_IDENTITY")
 [ -n "${UPGRADE_URL:-}" ] && params+=("UpgradeUrl=$UPGRADE_URL")
 [ -n "${OPERATOR_EMAILS:-}" ] && params+=("OperatorEmails=$OPERATOR_EMAILS")
+# Signed versions (docs/provenance.md): rotate by deploying with a new KMS key's ARN.
+[ -n "${SIGNING_KEY_ARN:-}" ] && params+=("SigningKeyArn=$SIGNING_KEY_ARN")
 # Single sign-on (docs/sso.md): the secret stays in the SecureString OIDC_CLIENT_SECRET_PARAMETER names.
 [ -n "${OIDC_ISSUER:-}" ] && params+=("OidcIssuer=$OIDC_ISSUER")
 [ -n "${OIDC_CLIENT_ID:-}" ] && params+=("OidcClientId=$OIDC_CLIENT_ID")

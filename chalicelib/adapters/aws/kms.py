@@ -52,7 +52,7 @@ class KmsSigners:
     def rotate(self) -> KmsSigner:
         raise RuntimeError("a KMS signing key is rotated by deploying with a new one: create it "
                            "(aws kms create-key --key-spec ECC_NIST_P256 --key-usage SIGN_VERIFY) and deploy "
-                           "with SIGNING_KEY_ARN=<its ARN> (docs/provenance.md)")
+                           "with make deploy SIGNING_KEY_ARN=<its ARN> (docs/provenance.md)")
 
 
 @functools.lru_cache(maxsize=4)
