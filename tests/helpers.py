@@ -80,7 +80,7 @@ def run_together(targets):
 _KINDS = {"WS": "workspaces", "KEY": "api_keys", "SHARE": "share_links", "IDEM": "idempotency",
           "RATE": "rate_logs", "FB": "feedback", "USER": "users", "SESSION": "sessions", "EV": "events",
           "WH": "webhooks", "WHD": "webhook_deliveries", "ACT": "activity", "ACCT": "account_tokens",
-          "EXPORT": "exports", "EXPORTS": "exports"}
+          "EXPORT": "exports", "EXPORTS": "exports", "SIGNKEYS": "signing_keys"}
 
 
 def stored_records(ctx) -> list[tuple[str, dict]]:
