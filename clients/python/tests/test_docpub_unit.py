@@ -17,7 +17,8 @@ PYPROJECT = SRC.parent.parent / "pyproject.toml"
 def test_the_client_never_imports_the_server():
     allowed = {"docpub", "httpx", "click", "rich"}
     # the stdio MCP server (the optional `docpub[mcp]` extra) also uses the MCP SDK
-    extra = {"mcp_stdio.py": {"mcp", "mcp_types", "anyio"}}
+    # `docpub verify` checks signatures and canonical JSON (verify.py only)
+    extra = {"mcp_stdio.py": {"mcp", "mcp_types", "anyio"}, "verify.py": {"cryptography", "rfc8785"}}
     stdlib = set(sys.stdlib_module_names) | {"__future__"}
     for path in SRC.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -32,7 +33,7 @@ def test_dependencies_are_pinned_and_minimal():
     project = tomllib.loads(PYPROJECT.read_text())["project"]
     assert project["name"] == "docpub"
     pins = dict(dep.split("==") for dep in project["dependencies"])
-    assert set(pins) == {"httpx", "click", "rich"}
+    assert set(pins) == {"httpx", "click", "rich", "cryptography", "rfc8785"}  # the last two: `docpub verify`
     assert project["scripts"] == {"docpub": "docpub.cli:main", "docpub-mcp": "docpub.mcp_stdio:main"}
     assert project["optional-dependencies"] == {"mcp": ["mcp==2.3.0"]}
 
