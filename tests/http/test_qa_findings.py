@@ -245,6 +245,7 @@ def test_a_member_removed_from_their_only_workspace_signs_in_and_joins_or_create
     welcome = ed.get("/dashboard/welcome")
     assert welcome.status == 200, welcome.text
     assert "not a member of any workspace" in welcome.text and "Create a workspace" in welcome.text
+    assert 'action="/dashboard/sign-out"' in welcome.text  # the header keeps Sign out
     assert ed.get("/dashboard/shared").status == 200  # links shared with his address still open
     joined = ed.post("/dashboard/join", {"token": join_path.split("token=")[1]}, csrf=page.csrf())
     assert joined.status == 303 and "m=joined" in joined.location, joined.text
@@ -255,6 +256,10 @@ def test_a_member_removed_from_their_only_workspace_signs_in_and_joins_or_create
 
     # Vi has no invitation: she makes a workspace of her own (once: she is then its owner).
     vi = DashboardClient(client)
+    assert vi.sign_in(email="vi@example.com", password=PASSWORD).status == 303
+    welcome = vi.get("/dashboard/welcome")
+    out = vi.post("/dashboard/sign-out", {}, csrf=welcome.csrf())
+    assert out.status == 303 and vi.get("/dashboard/welcome").location.startswith("/dashboard/sign-in")
     assert vi.sign_in(email="vi@example.com", password=PASSWORD).status == 303
     welcome = vi.get("/dashboard/welcome")
     empty = vi.post("/dashboard/welcome/workspace", {"workspace_name": " "}, csrf=welcome.csrf())
