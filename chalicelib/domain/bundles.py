@@ -24,6 +24,7 @@ import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
+from chalicelib.domain.limits import BUNDLE_MAX_DEPTH
 from chalicelib.errors import BundleTooLarge, ValidationFailed
 
 if TYPE_CHECKING:  # zipfile (and shutil, bz2, lzma) only where an archive is read or written
@@ -32,13 +33,9 @@ if TYPE_CHECKING:  # zipfile (and shutil, bz2, lzma) only where an archive is re
 MAX_FILES = 200
 MAX_BYTES = 32 * 1024 * 1024
 MAX_PATH = 255
-# Segments deep a file may sit (a file at a/b/c.png is 3 deep): share links route
-# each depth (API Gateway and chalice local have no portable catch-all route). Kept at 8:
-# each level costs nothing measurable at cold start but adds ~42 KB to the packaged
-# CloudFormation template (each route's OpenAPI entry repeats every path parameter), and
-# CloudFormation refuses a template over 1 MB: measured 0.88 MB at 8 levels, 1.10 MB at
-# 16, 1.78 MB at 32 (bench/share_depth.py, docs/performance.md).
-MAX_DEPTH = 8
+# Segments deep a file may sit: domain/limits.BUNDLE_MAX_DEPTH (the share routes are made
+# from it at import, where this module is not needed).
+MAX_DEPTH = BUNDLE_MAX_DEPTH
 INDEX_NAMES = ("index.html", "index.md")
 READ_CHUNK = 64 * 1024
 # A zip's central directory lists at most this many entries before it is refused

@@ -29,6 +29,13 @@ class Rate(NamedTuple):
 MAX_HTML_BYTES = 4 * 1024 * 1024
 MAX_EDITS = 100
 HTML_BYTES = MAX_HTML_BYTES
+# Segments deep a bundle's file may sit (a file at a/b/c.png is 3 deep): share links route
+# each depth (API Gateway and chalice local have no portable catch-all route). Kept at 8:
+# each level costs nothing measurable at cold start but adds ~42 KB to the packaged
+# CloudFormation template (each route's OpenAPI entry repeats every path parameter), and
+# CloudFormation refuses a template over 1 MB: measured 0.88 MB at 8 levels, 1.10 MB at
+# 16, 1.78 MB at 32 (bench/share_depth.py, docs/performance.md).
+BUNDLE_MAX_DEPTH = 8
 # Markdown source (UTF-8 bytes): the contract's 4 MiB, like HTML (section 7b: "the 4 MiB
 # limit applies to the source and to the rendered page"). Prose renders at about 1 s per MiB;
 # a source dense with tables and code blocks renders to a page several times its size:

@@ -28,7 +28,7 @@ from urllib.parse import urlencode, urlparse
 from chalice import Response
 
 from chalicelib import config, errors, rendering
-from chalicelib.domain import bundles, limits
+from chalicelib.domain import limits
 from chalicelib.entrypoints.blueprints import SharedBlueprint
 from chalicelib.entrypoints.http import (
     FORM_TYPE, EncodedResponse, as_error, compress, download_response, handles_errors, json_response, parse_form_or_json,
@@ -59,9 +59,9 @@ FORM_TYPES = [FORM_TYPE, "application/json"]
 
 CONTENT_ROUTE = "/d/{share_id}/v/{version_id}"
 # A bundle's files beside the page, one route per depth (no portable catch-all route).
-_PARTS = [f"p{i}" for i in range(1, bundles.MAX_DEPTH + 1)]
+_PARTS = [f"p{i}" for i in range(1, limits.BUNDLE_MAX_DEPTH + 1)]
 FILE_ROUTES = [CONTENT_ROUTE + "".join(f"/{{{name}}}" for name in _PARTS[:depth])
-               for depth in range(1, bundles.MAX_DEPTH + 1)]
+               for depth in range(1, limits.BUNDLE_MAX_DEPTH + 1)]
 CONTENT_ROUTES = frozenset([CONTENT_ROUTE, *FILE_ROUTES])
 
 
@@ -276,6 +276,8 @@ def share_file(share_id, version_id, **parts):
     """A file of a bundle (or `index.html`: the version's page), typed by extension,
     sandboxed like the page, never sniffed."""
     from urllib.parse import unquote
+
+    from chalicelib.domain import bundles  # a bundle's files only (mimetypes, the archive rules)
 
     path = "/".join(unquote(parts[name]) for name in _PARTS if parts.get(name))
     try:

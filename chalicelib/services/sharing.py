@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from chalicelib.ports.records import Document, ShareLink, Version, Workspace
 from chalicelib import config
-from chalicelib.domain import limits, links, plans, strength
+from chalicelib.domain import limits, links, plans
 from chalicelib.errors import FeatureNotInPlan, Gone, NotFound, RateLimited, Unauthorized, ValidationFailed
 from chalicelib.ports import BlobNotFound, StaleDocument, version_key
 from chalicelib.services import access, audience, ratelimits
@@ -210,6 +210,8 @@ def refuse_weak_passphrase(passphrase: str) -> None:
     """422 naming `passphrase` and why, for a passphrase a guesser would try early
     (`password1`, `aaaaaaaa`): unlock limits slow guessing, they cannot stop it.
     The same rule as account passwords (domain/strength.py)."""
+    from chalicelib.domain import strength  # owners setting a passphrase only
+
     reason = strength.weakness(passphrase)
     if reason:
         raise ValidationFailed.field("passphrase", f"is too easy to guess: {reason}")
