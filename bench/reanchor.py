@@ -206,9 +206,10 @@ def make_case(rng: random.Random, category: str, paragraphs: list[str]) -> Optio
     return Case(category, before, anchor, after, truth)
 
 
-def corpus(cases_per_category: int, seed: int) -> list[Case]:
+def corpus(cases_per_category: int, seed: int, paragraphs: Optional[list[str]] = None) -> list[Case]:
+    """Edit cases made from `paragraphs` (default: this repository's prose as it is now)."""
     rng = random.Random(seed)
-    paragraphs = prose_paragraphs()
+    paragraphs = list(paragraphs) if paragraphs is not None else prose_paragraphs()
     out: list[Case] = []
     for category in CATEGORIES:
         made = 0
