@@ -63,7 +63,10 @@ documents/<document_id>/versions/<n>/files/<path>   version n's files (bundles o
 documents/<document_id>/feedback.json           every feedback thread with its replies, newest first
 documents/<document_id>/reviews.json            every review, newest first
 documents/<document_id>/provenance/<n>.json     version n's signed statement (as the provenance route answers)
+signing-keys.json                               the public keys that signed them (a JWKS, as /.well-known/...)
 """
+# The keys every statement verifies against offline (`docpub verify … --keys signing-keys.json`).
+SIGNING_KEYS = "signing-keys.json"
 
 
 def export_key(workspace_id: str, export_id: str) -> str:
@@ -194,7 +197,15 @@ class _Build:
                 continue  # deleted since it was listed
             yield from self._document(doc, versions, summary_model(doc).model_dump(mode="json"))
         yield "activity.jsonl", self._activity(), 0
+        yield SIGNING_KEYS, [_json(self._signing_keys())], 0
         yield "manifest.json", [_json(self._manifest())], 0
+
+    def _signing_keys(self) -> dict[str, Any]:
+        """The JWKS of /.well-known/docpub-signing-keys.json, read after every statement was
+        written: each one verifies offline against the zip alone (`docpub verify … --keys`)."""
+        from chalicelib.services.provenance import key_set
+
+        return key_set(self.ctx).model_dump(mode="json")
 
     def _document(self, doc: Document, versions: list[Version], summary: dict[str, Any]) -> Iterator[Entry]:
         from chalicelib.services.document_shapes import version_model
@@ -276,7 +287,7 @@ class _Build:
                 "workspace": {"id": self.ws, "name": workspace.name if workspace else None,
                               "plan": workspace.plan if workspace else None},
                 "exported_at": rfc3339(self.ctx.now_ms()), "counts": self.counts,
-                "provenance": True, "documents": self.documents}
+                "provenance": True, "signing_keys": SIGNING_KEYS, "documents": self.documents}
 
 
 class _Counted:

@@ -158,7 +158,7 @@ def test_export_holds_every_part_and_reads_back_from_the_zip(api, storage, clock
     assert len(lines) == manifest["counts"]["activity"]
     assert {"workspace.export", "document.publish"} <= {line["action"] for line in lines}
     # Nothing else: every name is one the layout documents.
-    assert all(n in ("manifest.json", "activity.jsonl") or n.startswith("documents/") for n in names)
+    assert all(n in ("manifest.json", "activity.jsonl", "signing-keys.json") or n.startswith("documents/") for n in names)
 
 
 @BOTH

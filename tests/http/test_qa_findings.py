@@ -312,3 +312,40 @@ def test_revoking_an_address_the_link_never_named_is_404_on_rest_and_mcp(client,
     r = client.http.delete(f"/api/v1/documents/{public['document_id']}/recipients/kim%40example.com",
                            headers=auth(key))
     assert r.status_code == 404, r.body
+
+
+def test_an_export_verifies_offline_with_the_keys_it_carries(api, storage):
+    """Reproduction: docs/exports.md says each exported version verifies offline with
+    `docpub verify … --provenance provenance/<n>.json --keys KEYS.json`, but the zip held
+    no keys: whoever keeps the export has to fetch them from the service that may be gone
+    (the reason to verify offline). The zip now carries `signing-keys.json`, the JWKS of
+    /.well-known/docpub-signing-keys.json, named in the manifest, and every statement
+    verifies against it alone."""
+    import io
+    import zipfile
+
+    from chalicelib import wiring
+    from chalicelib.domain import provenance as signed
+    from tests.http.test_exports import _download
+
+    _, created = wiring.workspaces().create_workspace("Export Co", "free")
+    key = created.api_key
+    started: list[str] = []
+    wiring.default_context().run_export = started.append
+    doc = publish(api, key, title="Kept")
+    publish(api, key, title="Kept", document_id=doc["document_id"], html="<p>second</p>")
+    r = api.http.post("/api/v1/exports", headers={"X-Api-Key": key})
+    assert r.status_code == 202, r.body
+    wiring.exports().build(started.pop())
+    ready = json.loads(api.http.get(f"/api/v1/exports/{json.loads(r.body)['export_id']}",
+                                    headers={"X-Api-Key": key}).body)
+    archive = zipfile.ZipFile(io.BytesIO(_download(api, ready["download_url"], storage)))
+    manifest = json.loads(archive.read("manifest.json"))
+    assert manifest["signing_keys"] == "signing-keys.json", manifest
+    keys = json.loads(archive.read("signing-keys.json"))
+    published = json.loads(api.http.get("/.well-known/docpub-signing-keys.json").body)
+    assert keys == published and keys["keys"]
+    folder = f"documents/{doc['document_id']}"
+    for version in json.loads(archive.read(f"{folder}/document.json"))["versions"]:
+        answer = json.loads(archive.read(version["provenance"]))
+        assert signed.verify(answer, keys, archive.read(version["content"])).valid, version["number"]

@@ -8,7 +8,7 @@ import re
 import sys
 import webbrowser
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 import click
 
@@ -355,15 +355,17 @@ def _print_published(result: dict) -> None:
 
 @command(cli)
 @click.argument("document_id", metavar="ID")
-@click.option("--version", "version_id", metavar="VERSION_ID", help="A version id (default: the latest).")
+@click.option("--version", "version", metavar="N|VERSION_ID",
+              help="Version number N (as `docpub get --version`) or a version id (default: the latest).")
 @click.option("-o", "--output", metavar="PATH", help="Where to write (default: the document's file name, here; "
                                                       "- for stdout).")
-def download(document_id: str, version_id: Optional[str], output: Optional[str]) -> None:
+def download(document_id: str, version: Optional[str], output: Optional[str]) -> None:
     """Download a document as a file: its HTML, its Markdown source, or a .zip of a page with files.
 
     Prints the path written (or, with --json, {"path", "size_bytes"}).
     """
-    filename, data = state().client().download(document_id, version_id)
+    wanted: Union[int, str, None] = int(version) if version and version.isdigit() else version
+    filename, data = state().client().download(document_id, wanted)
     if output == "-":
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()

@@ -238,9 +238,11 @@ class Client:
                               status=put.status_code)
         return ticket["upload_id"]
 
-    def download(self, document_id: str, version_id: Optional[str] = None) -> tuple[str, bytes]:
+    def download(self, document_id: str, version_id: Union[int, str, None] = None) -> tuple[str, bytes]:
         """(file name, bytes) of a version: the page (.html), the Markdown source (.md), or a
-        .zip of a bundle."""
+        .zip of a bundle. ``version_id`` is a version_id, or a number (1, 2, …) as for `get`."""
+        if isinstance(version_id, int) and not isinstance(version_id, bool):
+            version_id = self._version_id(document_id, version_id)
         params = {"version_id": version_id} if version_id else None
         response, _ = self._request("GET", f"/api/v1/documents/{_segment(document_id)}/download", params=params,
                                     headers={"Accept": "*/*"})
@@ -319,12 +321,7 @@ class Client:
         """The document with its versions; ``version`` is a number (1, 2, …) or a version_id."""
         version_id: Optional[str] = None
         if isinstance(version, int) and not isinstance(version, bool):
-            meta = self.get(document_id)
-            match = [v for v in meta.get("versions", []) if v.get("number") == version]
-            if not match:
-                raise NotFoundError(f"document {document_id} has no version {version} "
-                                    f"(it has {len(meta.get('versions', []))})", code="not_found", status=404)
-            version_id = match[0]["version_id"]
+            version_id = self._version_id(document_id, version)
         elif version is not None:
             version_id = str(version)
         params: dict[str, str] = {}
@@ -334,6 +331,15 @@ class Client:
             params["version_id"] = version_id
         response, _ = self._request("GET", f"/api/v1/documents/{_segment(document_id)}", params=params)
         return self._result(response)
+
+    def _version_id(self, document_id: str, number: int) -> str:
+        """The id of version `number` of the document (NotFoundError when it has none)."""
+        meta = self.get(document_id)
+        match = [v for v in meta.get("versions", []) if v.get("number") == number]
+        if not match:
+            raise NotFoundError(f"document {document_id} has no version {number} "
+                                f"(it has {len(meta.get('versions', []))})", code="not_found", status=404)
+        return match[0]["version_id"]
 
     def list_documents(self, *, limit: Optional[int] = None, cursor: Optional[str] = None,
                        query: Optional[str] = None) -> dict:
