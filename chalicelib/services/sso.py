@@ -220,7 +220,8 @@ class SsoService:
             raise ValidationFailed.field("sso_auto_join.domain", "must be an email domain written @example.com")
         if role not in AUTO_JOIN_ROLES:
             raise ValidationFailed.field("sso_auto_join.role", 'must be "viewer" or "editor"')
-        if session.sso_domain is None or session.sso_domain != domain:
+        signed_in_at = session.sso_domain  # the email domain this session signed in at through SSO, if any
+        if signed_in_at is None or signed_in_at != domain:
             raise Forbidden("Only a workspace owner signed in through single sign-on with an address at "
                             f"{domain} may let people of {domain} join: sign in with {config.oidc_name()} first.")
         setting = {"domain": domain, "role": role}
