@@ -96,11 +96,24 @@ _HINTS = {
 }
 
 
-def error_result(error: errors.DocpubError, hint: bool = True) -> CallToolResult:
-    """`isError: true` with text `<code>: <message> (<hint>) <details as JSON>`."""
+# A tool whose ids come from somewhere else than the documents and feedback lists.
+_TOOL_HINTS = {
+    ("get_export", "not_found"): "check the id: start_export returns export_id; an export answers for an hour "
+                                 "once ready, then start another",
+    ("get_provenance", "not_found"): "check the ids: list_documents gives document ids, list_versions the "
+                                     "version numbers; a version made before versions were signed has none",
+    ("revoke_recipient", "not_found"): "check the ids: list_documents gives document ids, list_recipients the "
+                                       "addresses a link names",
+}
+
+
+def error_result(error: errors.DocpubError, hint: bool = True, tool: Optional[str] = None) -> CallToolResult:
+    """`isError: true` with text `<code>: <message> (<hint>) <details as JSON>`; the hint
+    is the tool's own when its ids come from another tool."""
     text = f"{error.code}: {error.message}"
-    if hint and error.code in _HINTS:
-        text += f" ({_HINTS[error.code]})"
+    hint_text = _TOOL_HINTS.get((tool or "", error.code)) or _HINTS.get(error.code)
+    if hint and hint_text:
+        text += f" ({hint_text})"
     if error.details:
         text += " " + json.dumps(error.details, ensure_ascii=False, separators=(",", ":"))
     return CallToolResult(is_error=True, content=[TextContent(type="text", text=text)])
@@ -480,7 +493,7 @@ def generated_tool(op: operations.Operation, tool: operations.Tool) -> Callable:
         try:
             answer = action()
         except Exception as exc:  # noqa: BLE001 - mapped by as_error, like every tool
-            return error_result(as_error(exc))
+            return error_result(as_error(exc), tool=tool.name)
         if isinstance(answer, operations.Reply):
             if not isinstance(answer.body, BaseModel):
                 raise TypeError(f"{op.name} answered no model")

@@ -349,3 +349,23 @@ def test_an_export_verifies_offline_with_the_keys_it_carries(api, storage):
     for version in json.loads(archive.read(f"{folder}/document.json"))["versions"]:
         answer = json.loads(archive.read(version["provenance"]))
         assert signed.verify(answer, keys, archive.read(version["content"])).valid, version["number"]
+
+
+def test_mcp_not_found_hints_name_where_the_tools_ids_come_from(client, workspace):
+    """Reproduction (official MCP client): get_export with an unknown export_id answered
+    `not_found: No export … (check the id: list_documents, find_document and list_feedback
+    return valid ids)`: none of those gives an export id. The hint of a tool whose ids
+    come from elsewhere names that place (start_export, list_versions, list_recipients)."""
+    from tests.http.test_mcp import call
+
+    _, key = workspace
+    doc = publish(client, key)
+    cases = [("get_export", {"export_id": "exp_AAAAAAAAAAAAAAAA"}, "start_export"),
+             ("get_provenance", {"document_id": doc["document_id"], "version_number": 7}, "list_versions"),
+             ("revoke_recipient", {"document_id": doc["document_id"], "email": "kim@example.com"},
+              "list_recipients")]
+    for name, arguments, source in cases:
+        text = call(client, key, name, arguments)["content"][0]["text"]
+        assert text.startswith("not_found: ") and source in text and "list_feedback" not in text, (name, text)
+    text = call(client, key, "get_document", {"document_id": "3f0c0000-0000-4000-8000-000000000000"})
+    assert "list_documents" in text["content"][0]["text"]  # the general hint stays for the others
