@@ -65,3 +65,27 @@ def test_docpub_download_takes_a_version_number_like_docpub_get(stack, tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     run = docpub("download", doc["document_id"], "--version", "3")
     assert run.returncode == 4 and "has no version 3" in run.stderr, run.stderr
+
+
+def test_docpub_export_waits_with_its_own_option_and_warns_of_nothing(stack, tmp_path):
+    """Reproduction: `docpub export` declared its own `--timeout` (seconds to wait for the
+    build, as clients/python/README.md documents) beside the common `--timeout` (seconds per
+    HTTP request): every run printed click's "UserWarning: The parameter --timeout is used
+    more than once", and `--timeout 0.5` was judged as the per-request one ("not in the
+    range 1<=x<=3600"). The wait is `--wait SECONDS` now."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    key = stack.admin("create-workspace", "--name", "QA export")["api_key"]
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "DOCPUB_URL": stack.base_url, "DOCPUB_API_KEY": key,
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "clients" / "python" / "src")}
+    run = subprocess.run([sys.executable, "-W", "default", "-m", "docpub", "export", "--help"], capture_output=True,
+                         text=True, env=env, timeout=60)
+    assert run.returncode == 0 and "Warning" not in run.stderr, run.stderr
+    assert "--wait" in run.stdout and "Seconds to wait for it to be built" in run.stdout
+    run = subprocess.run([sys.executable, "-W", "default", "-m", "docpub", "export", "--wait", "120", "-o",
+                          str(tmp_path / "w.zip")], capture_output=True, text=True, env=env, timeout=180)
+    assert run.returncode == 0 and "Warning" not in run.stderr, run.stderr
+    assert (tmp_path / "w.zip").stat().st_size > 0

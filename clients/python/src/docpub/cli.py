@@ -386,8 +386,9 @@ def download(document_id: str, version: Optional[str], output: Optional[str]) ->
 @command(cli, "export")
 @click.option("-o", "--output", metavar="PATH", default="docpub-export.zip", show_default=True,
               help="Where to write the zip.")
-@click.option("--timeout", type=float, default=900, show_default=True, help="Seconds to wait for it to be built.")
-def export(output: str, timeout: float) -> None:
+@click.option("--wait", "wait_seconds", type=click.FloatRange(0), default=900, show_default=True, metavar="SECONDS",
+              help="Seconds to wait for it to be built (--timeout is per HTTP request, as everywhere).")
+def export(output: str, wait_seconds: float) -> None:
     """Export the whole workspace (owner) as one zip: every document's versions as published with
     their files, feedback with replies, reviews, the activity log and provenance.
 
@@ -397,7 +398,7 @@ def export(output: str, timeout: float) -> None:
     client = state().client()
     export_id = client.start_export()
     info(f"export {export_id} started; waiting for it to be built…")
-    status = client.wait_for_export(export_id, timeout=timeout)
+    status = client.wait_for_export(export_id, timeout=wait_seconds)
     if status["status"] != "ready":
         raise DocpubError(f"export {export_id} is {status['status']}" + (
             " (still running: follow it with GET /api/v1/exports/" + export_id + ")"
