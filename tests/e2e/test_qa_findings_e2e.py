@@ -89,3 +89,33 @@ def test_docpub_export_waits_with_its_own_option_and_warns_of_nothing(stack, tmp
                           str(tmp_path / "w.zip")], capture_output=True, text=True, env=env, timeout=180)
     assert run.returncode == 0 and "Warning" not in run.stderr, run.stderr
     assert (tmp_path / "w.zip").stat().st_size > 0
+
+
+def test_docpub_verify_says_which_link_it_could_not_read_and_what_to_do(stack, tmp_path):
+    """Reproduction: `docpub verify http://…/d/<unknown>` said only `not_found: HTTP 404
+    from the service`, and a recipients link `unauthorized: This document is shared with
+    some people only.`, with no word of the way docs/provenance.md gives (verify a
+    protected version from its files). The message names the URL and the way out."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    key = stack.admin("create-workspace", "--name", "QA verify")["api_key"]
+    with stack.client(key) as http:
+        doc = http.post("/api/v1/publish", json={"title": "Kept", "html": "<p>x</p>", "share_access": "recipients",
+                                                 "share_recipients": ["kim@example.com"]}).json()
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "clients" / "python" / "src")}
+
+    def verify(url: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "docpub", "verify", url], capture_output=True, text=True,
+                              env=env, timeout=60)
+
+    unknown = f"{stack.base_url}/d/AAAAAAAAAAAAAAAAAAAAAA"
+    run = verify(unknown)
+    assert run.returncode == 4, run.stderr
+    assert unknown in run.stderr and "no such link" in run.stderr, run.stderr
+    run = verify(doc["share_url"])
+    assert run.returncode == 3, run.stderr
+    assert "docpub verify FILE --provenance" in run.stderr and "docpub download" in run.stderr, run.stderr

@@ -491,7 +491,14 @@ def _fetch(url: str, what: str) -> bytes:
             body = response.json()
         except ValueError:
             body = None
-        raise error_from_response(response.status_code, body)
+        error = error_from_response(response.status_code, body)
+        why = {404: "no such link, or no such version of it"}.get(response.status_code, error.message)
+        if response.status_code in (401, 403):  # a protected link: its files verify offline
+            why += (" (verify a protected version from its files: docpub download ID --version N, the provenance "
+                    "route's answer, then docpub verify FILE --provenance PROVENANCE.json)")
+        error.message = f"cannot fetch {what} from {url}: {why}"
+        error.args = (error.message,)
+        raise error
     return response.content
 
 
