@@ -75,6 +75,9 @@ class PeopleRepository(Protocol):
     def list_invites(self, workspace_id: str, now_ms: int) -> list[AccountToken]:
         """Unused, unexpired invitations of a workspace, newest first."""
 
+    def invites_for(self, email: str, now_ms: int) -> list[AccountToken]:
+        """Unused, unexpired invitations to the person (any workspace), newest first."""
+
     def revoke_invites(self, workspace_id: str, email: str, now_ms: int) -> int:
         """Mark a person's pending invitations to the workspace used (withdrawn)."""
 

@@ -146,10 +146,36 @@ class PeopleService:
             raise ValidationFailed(LINK_INVALID)
         if invitation.email != email:
             raise ValidationFailed(f"This invitation is for {invitation.email}; sign in as that person to accept it.")
+        return self._join(token_digest(token), invitation)  # type: ignore[arg-type]
+
+    def pending_for(self, email: str) -> list[dict[str, Any]]:
+        """The invitations to the signed-in person (`email`: their sign-in proved it), newest
+        first: the welcome page of someone in no workspace offers them."""
+        out = []
+        for record in self.ctx.people.invites_for(email, self.ctx.now_ms()):
+            workspace = self.ctx.workspaces.get(record.workspace_id or "")
+            if workspace is None or record.role is None:
+                continue
+            out.append({"invite_id": record.token_hash[:16], "workspace_name": workspace.name, "role": record.role,
+                        "invited_by": record.invited_by, "expires_at": rfc3339(record.expires_ms)})
+        return out
+
+    def accept_pending(self, email: str, invite_id: str) -> Invitation:
+        """The signed-in person joins from one of their pending invitations (`pending_for`)."""
+        for record in self.ctx.people.invites_for(email, self.ctx.now_ms()):
+            workspace = self.ctx.workspaces.get(record.workspace_id or "")
+            if record.token_hash[:16] == invite_id and workspace is not None and record.role is not None:
+                return self._join(record.token_hash, Invitation(
+                    record.email, record.role, workspace.workspace_id, workspace.name, record.invited_by,
+                    rfc3339(record.expires_ms)))
+        raise NotFound("No such invitation: it was used, withdrawn or has expired.")
+
+    def _join(self, token_hash: str, invitation: Invitation) -> Invitation:
+        email = invitation.email
         member = Member(workspace_id=invitation.workspace_id, email=email, role=invitation.role,
                         created_ms=self.ctx.now_ms(), added_by=invitation.invited_by)
         try:
-            used = self.ctx.people.accept_invite(token_digest(token), member, self.ctx.now_ms())  # type: ignore[arg-type]
+            used = self.ctx.people.accept_invite(token_hash, member, self.ctx.now_ms())
         except MemberExists:
             raise ValidationFailed("You are already a member of this workspace.") from None
         if used is None:

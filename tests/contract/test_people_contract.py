@@ -266,3 +266,22 @@ def test_a_sign_in_under_way_is_a_one_time_token(repos):
                                         expires_at=10**10))
     assert repos.people.use_token("sso1", 5).kind == "sso"
     assert repos.people.use_token("sso1", 6) is None
+
+
+def test_a_persons_pending_invitations_are_found_by_email(repos):
+    """The welcome page of someone in no workspace lists the invitations to them (any
+    workspace), newest first; used, withdrawn and expired ones are not there."""
+    def made(n, *args, **more):
+        return dataclasses.replace(token("invite", *args, **more), created_ms=1000 + n)
+
+    repos.people.put_token(made(1, "i1", "c@x.io", workspace_id=WS, role="editor"))
+    repos.people.put_token(made(2, "i2", "c@x.io", workspace_id="ws_other", role="viewer"))
+    repos.people.put_token(made(3, "i3", "c@x.io", workspace_id="ws_third", role="viewer", expires_ms=1500))
+    repos.people.put_token(made(4, "i4", "d@x.io", workspace_id=WS, role="viewer"))
+    repos.people.put_token(token("reset", "r1", "c@x.io"))
+    found = repos.people.invites_for("c@x.io", 2000)
+    assert [i.token_hash for i in found] == ["i2", "i1"]
+    assert all(type(i) is AccountToken for i in found) and found[1].role == "editor"
+    assert repos.people.revoke_invites("ws_other", "c@x.io", 2001) == 1
+    assert [i.token_hash for i in repos.people.invites_for("c@x.io", 2002)] == ["i1"]
+    assert repos.people.invites_for("nobody@x.io", 2002) == []

@@ -3,6 +3,7 @@ reproduced here at the HTTP level before its fix."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -247,8 +248,15 @@ def test_a_member_removed_from_their_only_workspace_signs_in_and_joins_or_create
     assert "not a member of any workspace" in welcome.text and "Create a workspace" in welcome.text
     assert 'action="/dashboard/sign-out"' in welcome.text  # the header keeps Sign out
     assert ed.get("/dashboard/shared").status == 200  # links shared with his address still open
-    joined = ed.post("/dashboard/join", {"token": join_path.split("token=")[1]}, csrf=page.csrf())
+    # The welcome page lists the invitations waiting for him (no mail link needed), and joins.
+    assert "Join Other Co" in welcome.text and "boss@example.com invited you as viewer" in welcome.text
+    invite_id = re.search(r'name="invite_id" value="([^"]+)"', welcome.text).group(1)
+    wrong = ed.post("/dashboard/welcome/join", {"invite_id": "0" * 16}, csrf=welcome.csrf())
+    assert wrong.status == 404 and "No such invitation" in wrong.text
+    joined = ed.post("/dashboard/welcome/join", {"invite_id": invite_id}, csrf=welcome.csrf())
     assert joined.status == 303 and "m=joined" in joined.location, joined.text
+    used = ed.post("/dashboard/join", {"token": join_path.split("token=")[1]}, csrf=page.csrf())
+    assert used.status == 422  # the mailed link was that invitation: used now
     documents = ed.get("/dashboard/documents")
     assert documents.status == 200 and "viewer" in documents.text
     assert "Other Co" in ed.get("/dashboard/workspace").text
@@ -262,6 +270,7 @@ def test_a_member_removed_from_their_only_workspace_signs_in_and_joins_or_create
     assert out.status == 303 and vi.get("/dashboard/welcome").location.startswith("/dashboard/sign-in")
     assert vi.sign_in(email="vi@example.com", password=PASSWORD).status == 303
     welcome = vi.get("/dashboard/welcome")
+    assert "No invitation is waiting for vi@example.com" in welcome.text
     empty = vi.post("/dashboard/welcome/workspace", {"workspace_name": " "}, csrf=welcome.csrf())
     assert empty.status == 422 and "workspace_name" in empty.text
     made = vi.post("/dashboard/welcome/workspace", {"workspace_name": "Vi Co"}, csrf=welcome.csrf())

@@ -243,6 +243,11 @@ def invites_index_pk(workspace_id: str) -> str:
     return f"WS#{workspace_id}#INVITES"
 
 
+def invitee_index_pk(email: str) -> str:
+    """GSI2 of the invitations to one person (the dashboard's welcome page)."""
+    return f"INVITEE#{email}"
+
+
 def activity_pk(workspace_id: str) -> str:
     return f"ACT#{workspace_id}"
 

@@ -17,8 +17,8 @@ from dataclasses import replace
 from typing import Optional
 
 from chalicelib.adapters.aws.keys import (
-    account_token_key, activity_pk, api_key_key, invites_index_pk, keys_index_pk, member_key, memberships_index_pk,
-    user_sessions_index_pk, workspace_key, write_shard_keys,
+    account_token_key, activity_pk, api_key_key, invites_index_pk, invitee_index_pk, keys_index_pk, member_key,
+    memberships_index_pk, user_sessions_index_pk, workspace_key, write_shard_keys,
 )
 from chalicelib.adapters.aws.table import (
     ConditionFailed, Table, Transaction, decode_cursor, encode_cursor,
@@ -178,7 +178,9 @@ class PeopleRepository:
         kind = token.kind
         if kind == "invite":
             item.update({"GSI1PK": invites_index_pk(token.workspace_id or ""),
-                         "GSI1SK": f"{token.created_ms:015d}#{token.token_hash}"})
+                         "GSI1SK": f"{token.created_ms:015d}#{token.token_hash}",
+                         "GSI2PK": invitee_index_pk(token.email),
+                         "GSI2SK": f"{token.created_ms:015d}#{token.token_hash}"})
         self.table.put(item, "attribute_not_exists(PK)")
 
     def get_token(self, token_hash: str) -> Optional[AccountToken]:
@@ -210,6 +212,11 @@ class PeopleRepository:
 
     def list_invites(self, workspace_id: str, now_ms: int) -> list[AccountToken]:
         items = self.table.query_all("GSI1PK = :pk", {":pk": invites_index_pk(workspace_id)}, index="GSI1",
+                                     forward=False)
+        return [from_fields(AccountToken, i) for i in items if i.get("used_ms") is None and i["expires_ms"] > now_ms]
+
+    def invites_for(self, email: str, now_ms: int) -> list[AccountToken]:
+        items = self.table.query_all("GSI2PK = :pk", {":pk": invitee_index_pk(email)}, index="GSI2",
                                      forward=False)
         return [from_fields(AccountToken, i) for i in items if i.get("used_ms") is None and i["expires_ms"] > now_ms]
 

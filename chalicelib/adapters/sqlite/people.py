@@ -140,6 +140,12 @@ class PeopleRepository:
             "SELECT * FROM account_tokens WHERE workspace_id = ? AND kind = 'invite' "
             "AND used_ms IS NULL AND expires_ms > ? ORDER BY created_ms DESC", (workspace_id, now_ms))]
 
+    def invites_for(self, email: str, now_ms: int) -> list[AccountToken]:
+        # No index by email: the table holds live tokens only (expired rows are swept).
+        return [from_fields(AccountToken, r) for r in self.db.all(
+            "SELECT * FROM account_tokens WHERE email = ? AND kind = 'invite' "
+            "AND used_ms IS NULL AND expires_ms > ? ORDER BY created_ms DESC", (email, now_ms))]
+
     def revoke_invites(self, workspace_id: str, email: str, now_ms: int) -> int:
         with self.db.write() as tx:
             return tx.execute("UPDATE account_tokens SET used_ms = ? WHERE workspace_id = ? AND email = ? "

@@ -170,7 +170,16 @@ def welcome(page: Page, status: int = 200, error=None, form=None):
     if mine:  # joined one meanwhile (another browser): go there
         accounts().switch_workspace(page.signed_in_id, mine[0]["workspace_id"])
         return redirect(url("/documents"))
-    return render(page, "welcome.html", status=status, error=error, form=form or {})
+    return render(page, "welcome.html", status=status, error=error, form=form or {},
+                  invitations=people().pending_for(page.signed_in.email))
+
+
+@route("/welcome/join", methods=("POST",), workspace=False)
+def join_pending(page: Page):
+    """Join from a pending invitation listed on the welcome page (the sign-in proved the address)."""
+    invitation = people().accept_pending(page.signed_in.email, page.form().get("invite_id", ""))
+    accounts().switch_workspace(page.signed_in_id, invitation.workspace_id)
+    return redirect(url("/documents", m="joined"))
 
 
 @route("/welcome/workspace", methods=("POST",), workspace=False)
