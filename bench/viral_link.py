@@ -127,7 +127,10 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--all-in", action="store_true",
                         help="a public link's all-in cost before and after issue 38 (moto, no engines)")
-    parser.add_argument("--views-per-file", type=int, default=1000, help="--all-in: views per CloudFront log file")
+    parser.add_argument("--views-per-batch", type=int, default=1000,
+                        help="--all-in: views per batch of real-time log records (a minute's at most)")
+    parser.add_argument("--views-per-month", type=float, default=30e6,
+                        help="--all-in: views a month the stream's fixed shard-hours are spread over")
     args = parser.parse_args()
     if args.all_in:
         return all_in(args)
@@ -293,21 +296,24 @@ def run(name: str, flush: str, cache: str, args, meter: Meter, current: dict) ->
 """`--all-in`: what a million views of a public link cost with CloudFront included, as
 deployed before issue 38 (the page and content from the share function on a cache miss,
 a beacon through the function per view) and after it (page and content static in S3,
-the beacon a cached object counted from CloudFront's standard logs), in one run, on moto
-in-process (no engines needed).
+the beacon a cached object counted from CloudFront's real-time logs through a Kinesis
+stream), in one run, on moto in-process (no engines needed).
 
 Measured here: the bytes of a view (the page and content as written, gzip as CloudFront
 compresses them), the storage calls of a page miss and a content miss through the app,
 of the beacon (the view service at the deployed settings over many instances) and of
-counting one log file (services/view_logs.py on a file of `--views-per-file` beacon
-lines, each from its own address). Modelled, and said so: DynamoDB units from the calls
-(1 write unit per item write, 2 in a transaction; 0.5 read unit per eventually
-consistent item read, 1 strongly consistent: every item here is under 1 KB / 4 KB),
-Lambda time as in-region time (2 ms + 4 ms per storage call + the parsing measured
-here), hit ratios (80 % page, 95 % content, as docs/deploy.md) and how many views one
-log file holds (CloudFront writes a distribution's log files several times an hour,
-consolidated over its edges: 1,000 views per file is a conservative average for a link
-seen a million times)."""
+counting one stream batch (services/view_logs.count_records on `--views-per-batch`
+real-time records, each from its own address). Modelled, and said so: DynamoDB units
+from the calls (1 write unit per item write, 2 in a transaction; 0.5 read unit per
+eventually consistent item read, 1 strongly consistent: every item here is under 1 KB /
+4 KB), Lambda time as in-region time (2 ms + 4 ms per storage call + the parsing
+measured here), hit ratios (80 % page, 95 % content, as docs/deploy.md) and how many
+views one batch holds (the mapping's BatchSize, 1,000, for a link seen 1,000 times a
+minute or more, a million in under 17 hours; a slower link's batch is a minute's views,
+one invocation a minute: `--views-per-batch 500` is a million views in about 33 hours). Real-time logs and Kinesis at AWS's us-east-1 prices:
+$0.01 per million log lines, $0.014 per million PUT payload units (a record of ~300
+bytes is one 25 KB unit), $0.015 per shard-hour (1 shard: $10.95 a month, fixed,
+whatever the views; spread over `--views-per-month` in the last line)."""
 
 CLOUDFRONT_PER_10K_REQUESTS = 0.0100
 CLOUDFRONT_PER_GB = 0.085
@@ -317,6 +323,10 @@ PAGE_HIT, CONTENT_HIT = 0.80, 0.95
 REQUESTS_PER_VIEW = 3  # page, content, beacon (docs/deploy.md)
 HEADER_BYTES = 600  # response headers per answer (CloudFront's and ours)
 LOG_FUNCTION_GB = 0.5  # ViewLogFunction's memory
+REALTIME_LOG_LINES_PER_MILLION = 0.01  # CloudFront real-time logs
+KINESIS_PUT_UNITS_PER_MILLION = 0.014  # one 25 KB payload unit per record
+KINESIS_SHARD_HOUR = 0.015
+SHARD_MONTH = KINESIS_SHARD_HOUR * 730
 ALL_IN_GOAL, ORIGIN_GOAL, ORIGIN_REQUESTS_GOAL = 6.00, 0.10, 1.0
 
 
@@ -404,10 +414,10 @@ def all_in(args) -> int:
         from chalicelib.models import PublishRequest
         from chalicelib.services.auth import credentials_from_key
         from chalicelib.services.documents import DocumentService
-        from chalicelib.services.view_logs import count_log
+        from chalicelib.services.view_logs import count_records
         from chalicelib.services.views import ViewService
         from chalicelib.services.workspaces import WorkspaceService
-        from tests.cloudfront_logs import CHROME, HEADER, beacon
+        from tests.cloudfront_logs import CHROME, realtime_beacon
         from tests.helpers import FakeClock
 
         ensure_storage()
@@ -444,18 +454,19 @@ def all_in(args) -> int:
             instances[n].record(share, None, None, f"10.{i // 65536 % 256}.{i // 256 % 256}.{i % 256}", CHROME, {})
         beacon_calls, beacon_reads, beacon_writes, _ = (x / args.views for x in units.snapshot())
 
-        # After: one log file of the link's beacons, counted (and parsed alone, timed).
+        # After: one stream batch of the link's beacons, counted (and parsed alone, timed).
         now_ms = int(clock.now * 1000)
-        lines = HEADER + [beacon(share, now_ms + i, 1, ip=f"10.{i // 65536 % 256}.{i // 256 % 256}.{i % 256}")
-                          for i in range(args.views_per_file)]
+        lines = [realtime_beacon(share, now_ms + i, 1, ip=f"10.{i // 65536 % 256}.{i // 256 % 256}.{i % 256}")
+                 for i in range(args.views_per_batch)]
         start = time.perf_counter()
         for _ in range(5):
-            for text in lines[2:]:
-                log_lines.parse(text)
+            for text in lines:
+                log_lines.parse(text, log_lines.REALTIME_FIELDS)
         parse_ms = (time.perf_counter() - start) / 5 * 1000
         units.reset()
-        report = count_log(ctx, "cloudfront/main/E1.2026-11-28-12.bench.gz", lines)
-        assert report.counted == args.views_per_file, report
+        records = [(str(10**20 + i), (text + "\n").encode()) for i, text in enumerate(lines)]
+        report = count_records(ctx, "shardId-000000000000", records)
+        assert report.counted == args.views_per_batch, report
         file_calls, file_reads, file_writes, _ = units.snapshot()
 
     million = 1e6
@@ -472,24 +483,28 @@ def all_in(args) -> int:
                      + dynamodb_cost(beacon_reads * million, beacon_writes * million))
     before_misses = miss_cost(page_miss, page_misses) + miss_cost(content_miss, content_misses)
     before_origin = before_beacon + before_misses
-    files = million / args.views_per_file
-    file_ms = LAMBDA_BASE_MS + LAMBDA_MS_PER_CALL * (file_calls + 1) + parse_ms  # + the log file's GET
-    after_origin = (lambda_cost(files, file_ms, LOG_FUNCTION_GB) + dynamodb_cost(file_reads * files, file_writes * files)
-                    + files * S3_GET_PER_1000 / 1000)
+    files = million / args.views_per_batch
+    file_ms = LAMBDA_BASE_MS + LAMBDA_MS_PER_CALL * file_calls + parse_ms  # the records come in the event
+    after_origin = lambda_cost(files, file_ms, LOG_FUNCTION_GB) + dynamodb_cost(file_reads * files, file_writes * files)
+    realtime_logs = million * REALTIME_LOG_LINES_PER_MILLION / 1e6  # one line per view: the beacon
+    stream_puts = million * KINESIS_PUT_UNITS_PER_MILLION / 1e6
+    shard_share = SHARD_MONTH * million / args.views_per_month
     after_edge_extra = million * CLOUDFRONT_FUNCTION_PER_MILLION / 1e6  # StaticRouteFunction on the page request
     after_static_gets = (page_misses + content_misses) * S3_GET_PER_1000 / 1000
     before_total = cloudfront + data + before_origin
-    after_total = cloudfront + data + after_edge_extra + after_static_gets + after_origin
+    after_total = cloudfront + data + after_edge_extra + after_static_gets + realtime_logs + stream_puts + after_origin
+    with_shard = after_total + shard_share
+    break_even = SHARD_MONTH / max(ALL_IN_GOAL - after_total, 1e-9) * million
     before_requests = (million + page_misses + content_misses) / 1000
     after_requests = files / 1000
 
     print_header(f"A public link, all-in: a million views, before and after issue 38 (moto, in-process; "
-                 f"{args.views} beacons over {args.instances} instances, {args.views_per_file} views per log file)")
+                 f"{args.views} beacons over {args.instances} instances, {args.views_per_batch} views per stream batch)")
     print(f"a view: page {len(page.body):,} B ({page_gz:,} gzip), content {len(content.body):,} B ({content_gz:,} gzip), "
           f"{REQUESTS_PER_VIEW} answers' headers {REQUESTS_PER_VIEW * HEADER_BYTES:,} B: {bytes_per_view:,} B to the viewer")
     print(f"page miss: {page_miss[0]} DynamoDB calls, {page_miss[3]} S3 GETs; content miss: {content_miss[0]} calls, "
           f"{content_miss[3]} S3 GETs; beacon: {beacon_calls:.3f} calls, {beacon_reads:.3f} read and "
-          f"{beacon_writes:.3f} write units per view; a log file of {args.views_per_file} views: {file_calls} calls, "
+          f"{beacon_writes:.3f} write units per view; a stream batch of {args.views_per_batch} views: {file_calls} calls, "
           f"{file_reads:g} read and {file_writes:g} write units, {parse_ms:.1f} ms parsing\n")
     rows = [
         ["CloudFront requests (3 per view)", f"{cloudfront:.2f}", f"{cloudfront:.2f}"],
@@ -498,13 +513,20 @@ def all_in(args) -> int:
         ["S3 GET, static copies on a miss (80 % / 95 % hits)", "0.00", f"{after_static_gets:.2f}"],
         ["origin: page + content misses (function, DynamoDB, S3)", f"{before_misses:.2f}", "0.00"],
         ["origin: view beacon (function URL, DynamoDB)", f"{before_beacon:.2f}", "0.00"],
-        ["origin: counting CloudFront's logs (function, DynamoDB, S3)", "0.00", f"{after_origin:.3f}"],
+        ["CloudFront real-time logs ($0.01 per million lines, 1 per view)", "0.00", f"{realtime_logs:.3f}"],
+        ["Kinesis PUT payload units ($0.014 per million, 1 per view)", "0.00", f"{stream_puts:.3f}"],
+        ["origin: counting the stream's batches (function, DynamoDB)", "0.00", f"{after_origin:.3f}"],
         ["**origin**", f"**{before_origin:.2f}**", f"**{after_origin:.3f}**"],
         ["**all-in, $ per million views**", f"**{before_total:.2f}**", f"**{after_total:.2f}**"],
-        ["origin requests per 1,000 views", f"{before_requests:.0f}", f"{after_requests:.2f}"],
+        ["origin requests per 1,000 views (after: counting invocations)", f"{before_requests:.0f}",
+         f"{after_requests:.2f}"],
     ]
     print_table(["per million views of a public link", "before (function on a miss, beacon per view)",
-                 "after (static in S3, views from the logs)"], rows)
+                 "after (static in S3, views from the real-time logs)"], rows)
+    print(f"\nfixed: 1 Kinesis shard, ${KINESIS_SHARD_HOUR} per shard-hour = ${SHARD_MONTH:.2f} a month whatever the "
+          f"views; spread over {args.views_per_month / 1e6:g} million views a month: +${shard_share:.2f} per million, "
+          f"all-in ${with_shard:.2f}; the all-in goal holds with the shard from "
+          f"{break_even / 1e6:.1f} million views a month")
     ok = after_total <= ALL_IN_GOAL and after_origin <= ORIGIN_GOAL and after_requests <= ORIGIN_REQUESTS_GOAL
     print(f"\ngoal: all-in at most ${ALL_IN_GOAL:.2f} (${after_total:.2f}), origin at most ${ORIGIN_GOAL:.2f} "
           f"(${after_origin:.3f}), at most {ORIGIN_REQUESTS_GOAL:g} origin request per 1,000 views "

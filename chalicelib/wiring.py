@@ -83,13 +83,6 @@ def build_static() -> tuple[Any, Any]:
     return FileStaticSite(Path(config.data_dir()) / "static"), static_objects
 
 
-def read_access_log(bucket: str, key: str) -> Any:
-    """The lines of one CloudFront standard log file in S3 (adapters/aws/access_logs.py)."""
-    from chalicelib.adapters.aws.access_logs import read_lines
-
-    return read_lines(bucket, key)
-
-
 def build_mailer() -> Mailer:
     """The configured Mailer (DOCPUB_MAIL: outbox, smtp(s)://, ses; adapters/mail)."""
     from chalicelib.adapters.mail import build_mailer as configured

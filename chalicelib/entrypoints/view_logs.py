@@ -1,22 +1,25 @@
 """The view-log function (infra/resources.yaml `ViewLogFunction`, issue 38): CloudFront
-writes a standard log file into the access-log bucket, S3 tells EventBridge, EventBridge
-invokes this with the file's bucket and key; the file's beacon lines are counted
-(services/view_logs.py) and the outcome is logged with its numbers as CloudWatch metrics
-(embedded metric format, namespace `Docpub`: ViewLogLines, ViewLogViews,
-ViewLogMalformedLines, ViewLogBatchesSeenBefore), so malformed lines show on a graph
-without a PutMetricData permission. A failure raises: EventBridge retries the call, and
-the batches already added are not added again.
+puts a real-time log record of every static beacon request into the `ViewLogStream`
+Kinesis data stream within seconds; Lambda's event source mapping reads it and invokes
+this with a batch of records (at most a minute's worth, `MaximumBatchingWindowInSeconds`),
+which is counted (services/view_logs.count_records) and the outcome logged with its
+numbers as CloudWatch metrics (embedded metric format, namespace `Docpub`: ViewLogLines,
+ViewLogViews, ViewLogMalformedLines, ViewLogBatchesSeenBefore), so malformed records show
+on a graph without a PutMetricData permission. A failure (storage trouble) raises: Lambda
+retries the same batch, and the tally batches already added are not added again.
 
-Also takes S3's own notification shape (`Records[].s3`), for a bucket notification
-instead of EventBridge.
+The Kinesis event as Lambda delivers it: `Records[]`, each with `eventID`
+(`<shard id>:<sequence number>`) and `kinesis.data` (base64) and `kinesis.sequenceNumber`.
+CloudFront's standard log files are no longer counted (one path only counts a view).
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 from dataclasses import asdict
-from typing import Any, Iterator
-from urllib.parse import unquote_plus
+from typing import Any, Optional
 
 log = logging.getLogger("docpub.view_logs")
 
@@ -24,19 +27,23 @@ METRICS = {"lines": "ViewLogLines", "counted": "ViewLogViews", "malformed": "Vie
            "batches_seen_before": "ViewLogBatchesSeenBefore"}
 
 
-def files_of(event: dict) -> Iterator[tuple[str, str]]:
-    """(bucket, key) of every log file the event names."""
-    detail = event.get("detail") or {}
-    if detail.get("bucket") and detail.get("object"):
-        yield detail["bucket"]["name"], detail["object"]["key"]
+def shards_of(event: dict) -> dict[str, list[tuple[str, Optional[bytes]]]]:
+    """The event's records by shard, in order: (sequence number, data or None if not base64)."""
+    shards: dict[str, list[tuple[str, Optional[bytes]]]] = {}
     for record in event.get("Records") or []:
-        s3 = record.get("s3") or {}
-        if s3.get("bucket") and s3.get("object"):
-            yield s3["bucket"]["name"], unquote_plus(s3["object"]["key"])
+        kinesis = record.get("kinesis") or {}
+        sequence = str(kinesis.get("sequenceNumber") or "")
+        shard = str(record.get("eventID") or "").rsplit(":", 1)[0] or "shard"
+        try:
+            data: Optional[bytes] = base64.b64decode(kinesis.get("data") or "", validate=True)
+        except (binascii.Error, ValueError, TypeError):
+            data = None
+        shards.setdefault(shard, []).append((sequence, data))
+    return shards
 
 
 def metric_line(report: dict, now_ms: int) -> str:
-    """One CloudWatch embedded-metric-format record of a file's numbers."""
+    """One CloudWatch embedded-metric-format record of a batch's numbers."""
     return json.dumps({"_aws": {"Timestamp": now_ms, "CloudWatchMetrics": [{
         "Namespace": "Docpub", "Dimensions": [[]],
         "Metrics": [{"Name": name, "Unit": "Count"} for name in METRICS.values()]}]},
@@ -45,14 +52,14 @@ def metric_line(report: dict, now_ms: int) -> str:
 
 def handle(event: dict, context: Any = None) -> dict:
     from chalicelib import logs, wiring
-    from chalicelib.services.view_logs import count_log
+    from chalicelib.services.view_logs import count_records
 
     logs.configure()
     ctx = wiring.default_context()
     reports = []
-    for bucket, key in files_of(event):
-        report = asdict(count_log(ctx, key, wiring.read_access_log(bucket, key)))
+    for shard, records in shards_of(event).items():
+        report = asdict(count_records(ctx, shard, records))
         print(metric_line(report, ctx.now_ms()), flush=True)
-        log.info("view log counted", extra={"result": json.dumps(report, sort_keys=True)})
+        log.info("view records counted", extra={"result": json.dumps(report, sort_keys=True)})
         reports.append(report)
-    return {"files": reports}
+    return {"batches": reports}

@@ -1,7 +1,11 @@
 """Views counted from the CDN's logs (issue 38): a static share page's beacon is a GET
 CloudFront answers from a cached empty object (`/d/<share>/seen?v=N`), so no function
-runs per view; CloudFront's standard logs (domain/view_logs.py) carry it to the
-`ViewLogFunction` (infra/resources.yaml), which counts one log file per call here.
+runs per view; CloudFront's real-time logs (domain/view_logs.py) carry it within seconds
+to a Kinesis data stream, and the `ViewLogFunction` (infra/resources.yaml) counts each
+batch of records Lambda reads from it (`count_records`; a batch per minute at most).
+`count_log` counts a standard log file the same way (tests, benchmarks, a manual
+backfill): deployed, the standard logs are kept for audit and no longer counted, so only
+one path counts a view.
 
 The contract's rules, as the function's beacon applies them (services/views.py):
 bots (by User-Agent) count nothing; the link must still resolve to a version anyone may
@@ -11,21 +15,23 @@ members-only); at most `view_rate_limit()` views per document per address per wi
 count nothing without a rule here: the page fetches the beacon only once visible, and
 the logs carry no Sec-Purpose.
 
-The per-address cap is applied within one log file (CloudFront writes a file per
-period and edge; an address that reloads in a loop is in one file): across files it is
-not shared, which bounds what a flood adds at the cap per file, not at the cap.
+The per-address cap is applied within one log file or stream batch (an address that
+reloads in a loop is in one batch): across batches it is not shared, which bounds what a
+flood adds at the cap per batch, not at the cap.
 
 Idempotent per log file and line: the file's tallies (a deterministic function of its
 lines) are written in batches named `<file>#<n>`, each batch with its marker in one
 atomic step (`ViewCounterRepository.add_views_once`): a retried file (Lambda retries,
 a duplicate notification) adds nothing twice, and a file cut off half-way finishes
-its remaining batches on the retry.
+its remaining batches on the retry. A stream batch is named by its shard and its first
+and last sequence numbers: Lambda retries a failed batch as the same records (the event
+source mapping neither bisects nor reports partial failures, which would rename them).
 """
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Sequence
 
 from chalicelib import config
 from chalicelib.domain import view_logs
@@ -55,10 +61,35 @@ class LogReport:
     errors: list[str] = field(default_factory=list)
 
 
-def count_log(ctx: Context, log_name: str, lines: Iterable[str]) -> LogReport:
-    """Count the beacons of one log file (its name identifies it; its lines in order)."""
+def count_records(ctx: Context, shard_id: str, records: Sequence[tuple[str, Optional[bytes]]]) -> LogReport:
+    """Count one batch of real-time log records read from a stream shard: (sequence number,
+    data) in order, data None when it could not be decoded (malformed). Named by the shard
+    and the batch's first and last sequence numbers: the same batch again adds nothing."""
+    if not records:
+        return LogReport()
+    lines: list[str] = []
+    unreadable = 0  # not base64, not UTF-8, or empty: malformed records
+    for _, data in records:
+        try:
+            text = data.decode("utf-8") if data is not None else ""
+        except UnicodeDecodeError:
+            text = ""
+        found = [line for line in text.splitlines() if line.strip()]
+        unreadable += not found
+        lines.extend(found)
+    name = f"kinesis:{shard_id}:{records[0][0]}:{records[-1][0]}"
+    report = count_log(ctx, name, lines, view_logs.REALTIME_FIELDS)
+    report.lines += unreadable
+    report.malformed += unreadable
+    return report
+
+
+def count_log(ctx: Context, log_name: str, lines: Iterable[str],
+              fields: Sequence[str] = view_logs.FIELDS) -> LogReport:
+    """Count the beacons of one log file (its name identifies it; its lines in order;
+    `fields` unless a `#Fields:` line says otherwise)."""
     report = LogReport()
-    names: list[str] = list(view_logs.FIELDS)
+    names: list[str] = list(fields)
     beacons: list[view_logs.Beacon] = []
     for line in lines:
         if not line.strip():

@@ -1,4 +1,5 @@
-"""Views counted from CloudFront's standard logs (issue 38) on both stores: the contract's
+"""Views counted from CloudFront's logs (issue 38; real-time records deployed, standard
+log files in benchmarks and backfills) on both stores: the contract's
 rules (human views, links anyone may see, the per-address cap), malformed and truncated
 lines skipped and counted, and a retried file (or one cut off half-way) never counting
 a view twice."""
@@ -10,7 +11,7 @@ from chalicelib.models import PublishRequest, UpdateDocumentRequest
 from chalicelib.ports.views import ViewTally
 from chalicelib.services.auth import credentials_from_key
 from chalicelib.services.view_logs import count_log
-from tests.cloudfront_logs import HEADER, beacon, line
+from tests.cloudfront_logs import HEADER, beacon, line, realtime_beacon
 
 BOTH = pytest.mark.parametrize("storage", ["sqlite", "aws"], indirect=True)
 
@@ -114,37 +115,58 @@ def test_a_pinned_version_counts_for_that_version(world, clock):
 
 
 @pytest.mark.aws
-def test_the_function_counts_a_delivered_log_file_and_reports_its_metrics(world, clock, capsys):
-    """What runs deployed: S3 → EventBridge → ViewLogFunction, on a gzip file CloudFront
-    wrote, cut off in the middle of its last line (a truncated file)."""
+def test_the_function_counts_a_kinesis_batch_once_and_reports_its_metrics(world, clock, capsys, monkeypatch):
+    """What runs deployed: CloudFront real-time logs -> Kinesis -> ViewLogFunction, a batch
+    as Lambda delivers it, with malformed records among the beacons; the same batch again
+    (Lambda's retry) counts nothing."""
     import json
 
-    from chalicelib.adapters.aws import clients as aws
+    from chalicelib import wiring
     from chalicelib.entrypoints import view_logs
-    from tests.cloudfront_logs import gzipped
+    from tests.cloudfront_logs import kinesis_event, realtime, realtime_beacon
 
     ctx, who, documents, views, publish = world
     doc = publish()
     now = clock.now * 1000
-    data = gzipped([beacon(doc.share_id, now, ip=f"203.0.113.{n}") for n in range(4)])
-    aws.s3().create_bucket(Bucket="docpub-access-logs")
-    key = "cloudfront/main/E2EXAMPLE.2026-11-28-12.0a1b2c3d.gz"
-    aws.s3().put_object(Bucket="docpub-access-logs", Key=key, Body=data[: len(data) - 12])  # truncated
-    event = {"source": "aws.s3", "detail-type": "Object Created",
-             "detail": {"bucket": {"name": "docpub-access-logs"}, "object": {"key": key}}}
-    from chalicelib import wiring
-
-    monkeypatched = wiring.default_context
-    try:
-        wiring.default_context = lambda: ctx  # the test's clock and store
-        first = view_logs.handle(event)["files"][0]
-        again = view_logs.handle(event)["files"][0]  # EventBridge delivers at least once
-    finally:
-        wiring.default_context = monkeypatched
-    assert first["counted"] >= 1 and first["counted"] + first["malformed"] <= 4 and again["counted"] == 0
-    assert total(views, doc) == first["counted"]
+    event = kinesis_event([
+        *(realtime_beacon(doc.share_id, now + n, ip=f"203.0.113.{n}") for n in range(4)),
+        realtime_beacon(doc.share_id, now, ip="203.0.113.9", user_agent="Googlebot/2.1"),  # a bot
+        realtime(f"/d/{doc.share_id}", now),                                               # the page itself
+        realtime_beacon(doc.share_id, now, ip="203.0.113.8")[:30],                         # truncated
+        b"%%% not base64 %%%",                                                             # undecodable
+        "\t".join(["yesterday", "203.0.113.7", "200", "GET", f"/d/{doc.share_id}/seen", "x", "-", "v=1", "Hit"]),
+    ])
+    monkeypatch.setattr(wiring, "default_context", lambda: ctx)  # the test's clock and store
+    [first] = view_logs.handle(event)["batches"]
+    [again] = view_logs.handle(event)["batches"]  # Lambda retries the same batch
+    assert (first["lines"], first["beacons"], first["counted"], first["bots"], first["malformed"]) == (9, 5, 4, 1, 3)
+    assert again["counted"] == 0 and again["batches_seen_before"] == again["batches"] == 1
+    assert total(views, doc) == 4
     metrics = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith('{"_aws"')]
-    assert metrics[0]["ViewLogViews"] == first["counted"] and "ViewLogMalformedLines" in metrics[0]
+    assert metrics[0]["ViewLogViews"] == 4 and metrics[0]["ViewLogMalformedLines"] == 3
+    assert metrics[1]["ViewLogViews"] == 0 and metrics[1]["ViewLogBatchesSeenBefore"] == 1
+
+
+@BOTH
+def test_a_later_batch_of_the_stream_counts_its_own_views(world, clock):
+    """Batches are named by shard and sequence numbers: the next batch (or another shard's)
+    is counted, the same one is not."""
+    from chalicelib.services.view_logs import count_records
+
+    ctx, who, documents, views, publish = world
+    doc = publish()
+    now = clock.now * 1000
+
+    def records(first, n):
+        return [(str(first + i), realtime_beacon(doc.share_id, now, ip=f"203.0.113.{first + i}").encode())
+                for i in range(n)]
+
+    assert count_records(ctx, "shardId-000000000000", records(10, 2)).counted == 2
+    assert count_records(ctx, "shardId-000000000000", records(10, 2)).counted == 0
+    assert count_records(ctx, "shardId-000000000000", records(12, 2)).counted == 2
+    assert count_records(ctx, "shardId-000000000001", records(10, 2)).counted == 2
+    assert count_records(ctx, "shardId-000000000000", []).counted == 0
+    assert total(views, doc) == 6
 
 
 @BOTH

@@ -1575,14 +1575,12 @@ def test_access_logs_of_both_distributions_and_the_bucket_go_to_a_private_log_bu
     assert delivery["Resource"] == {"Fn::Sub": "${AccessLogBucket.Arn}/s3/*"}
     assert delivery["Condition"] == {"ArnLike": {"aws:SourceArn": {"Fn::GetAtt": [bucket, "Arn"]}},
                                      "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}
-    # No function can write the logs; one reads CloudFront's main logs and nothing else (views, issue 38).
+    # No function can read or write the logs: kept for audit; views are counted from the
+    # real-time logs (issue 38), so nothing is notified of a new log file either.
     for where, document, is_resource_policy in policy_documents(resources):
-        if not is_resource_policy and where != "ViewLogRole/count-views":
+        if not is_resource_policy:
             assert "AccessLogBucket" not in json.dumps(document), where
-    reads = [s for s in resources["ViewLogRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
-             if "AccessLogBucket" in json.dumps(s)]
-    assert reads == [{"Sid": "ReadDistributionLogs", "Effect": "Allow", "Action": ["s3:GetObject"],
-                      "Resource": {"Fn::Sub": "${AccessLogBucket.Arn}/cloudfront/main/*"}}]
+    assert "NotificationConfiguration" not in resources["AccessLogBucket"]["Properties"]
     assert template["Outputs"]["AccessLogBucketName"]["Value"] == {"Ref": "AccessLogBucket"}
 
 
@@ -1761,13 +1759,13 @@ def test_static_answers_carry_the_functions_headers(resources):
             {"Header": "X-Robots-Tag", "Value": "noindex, nofollow", "Override": False}]
 
 
-def test_the_static_beacon_is_a_cached_object_counted_from_the_logs(template, resources, distribution):
+def test_the_static_beacon_is_a_cached_object_counted_from_its_realtime_logs(template, resources, distribution):
     """A view of a static page is a cache hit on /d/<share>/seen (no function, no
-    database) and a line in the standard logs, which land under the prefix that invokes
-    ViewLogFunction through EventBridge."""
+    database) and a real-time log record in a Kinesis stream (that behaviour only), read
+    by ViewLogFunction in batches of at most a minute (issue 38: a view shows within 5)."""
     import importlib
 
-    from chalicelib.domain.view_logs import BEACON
+    from chalicelib.domain.view_logs import BEACON, REALTIME_FIELDS
 
     beacon = behaviours(distribution)["/d/*/seen"]
     assert beacon["TargetOriginId"] == "static" and beacon["AllowedMethods"] == ["GET", "HEAD"]
@@ -1778,49 +1776,90 @@ def test_the_static_beacon_is_a_cached_object_counted_from_the_logs(template, re
     assert [key[k] for k in ("CookiesConfig", "HeadersConfig", "QueryStringsConfig")] == [
         {"CookieBehavior": "none"}, {"HeaderBehavior": "none"}, {"QueryStringBehavior": "none"}]
     assert BEACON.match("/d/AbCdEfGhIjKlMnOpQrStUv/seen")
-    logs = resources["AccessLogBucket"]["Properties"]
-    assert logs["NotificationConfiguration"] == {"EventBridgeConfiguration": {"EventBridgeEnabled": True}}
+    # The real-time log config: on the beacon's behaviour and nowhere else, every request,
+    # the fields the counter reads in its order, into this stack's stream.
+    config = resources["ViewRealtimeLogConfig"]
+    assert config["Type"] == "AWS::CloudFront::RealtimeLogConfig"
+    assert beacon["RealtimeLogConfigArn"] == {"Fn::GetAtt": ["ViewRealtimeLogConfig", "Arn"]}
+    assert json.dumps(template).count('"ViewRealtimeLogConfig"') == 1 + 1  # defined once, used once
+    for name, resource in resources.items():
+        if resource["Type"] == "AWS::CloudFront::Distribution":
+            config_ = resource["Properties"]["DistributionConfig"]
+            for other in [config_["DefaultCacheBehavior"], *config_.get("CacheBehaviors", [])]:
+                assert "RealtimeLogConfigArn" not in other or other is beacon, (name, other.get("PathPattern"))
+    props = config["Properties"]
+    assert props["SamplingRate"] == 100 and tuple(props["Fields"]) == REALTIME_FIELDS
+    [endpoint] = props["EndPoints"]
+    assert endpoint["StreamType"] == "Kinesis"
+    assert endpoint["KinesisStreamConfig"] == {"RoleArn": {"Fn::GetAtt": ["ViewLogStreamWriterRole", "Arn"]},
+                                               "StreamArn": {"Fn::GetAtt": ["ViewLogStream", "Arn"]}}
+    stream = resources["ViewLogStream"]
+    assert stream["Type"] == "AWS::Kinesis::Stream"
+    assert stream["Properties"]["StreamModeDetails"] == {"StreamMode": "PROVISIONED"}
+    assert stream["Properties"]["ShardCount"] == 1
+    assert stream["Properties"]["StreamEncryption"] == {"EncryptionType": "KMS", "KeyId": "alias/aws/kinesis"}
+    # CloudFront may put records into that stream and nothing else.
+    writer = resources["ViewLogStreamWriterRole"]["Properties"]
+    [trust] = writer["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "cloudfront.amazonaws.com"} and trust["Action"] == "sts:AssumeRole"
+    [writes] = [s for p in writer["Policies"] for s in p["PolicyDocument"]["Statement"]]
+    assert sorted(writes["Action"]) == ["kinesis:DescribeStream", "kinesis:DescribeStreamSummary",
+                                        "kinesis:PutRecord", "kinesis:PutRecords"]
+    assert writes["Resource"] == {"Fn::GetAtt": ["ViewLogStream", "Arn"]}
+    # Only the writer and the counter name the stream; the counter may only read it.
+    for where, document, _ in policy_documents(resources):
+        if "ViewLogStream" in json.dumps(document):
+            assert where in ("ViewLogStreamWriterRole/put-view-records", "ViewLogRole/count-views"), where
+    reads = [s for s in resources["ViewLogRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+             if "ViewLogStream" in json.dumps(s)]
+    assert reads == [{"Sid": "ReadViewStream", "Effect": "Allow", "Action": [
+        "kinesis:DescribeStream", "kinesis:DescribeStreamSummary", "kinesis:GetRecords", "kinesis:GetShardIterator",
+        "kinesis:ListShards"], "Resource": {"Fn::GetAtt": ["ViewLogStream", "Arn"]}}]
+    # The mapping: a batch within a minute, retried as the same batch (never split or cut).
+    [mapping] = of_type(resources, "AWS::Lambda::EventSourceMapping").values()
+    mapped = mapping["Properties"]
+    assert mapped["EventSourceArn"] == {"Fn::GetAtt": ["ViewLogStream", "Arn"]}
+    assert mapped["FunctionName"] == {"Ref": "ViewLogFunction"}
+    assert mapped["MaximumBatchingWindowInSeconds"] <= 60 and mapped["StartingPosition"] == "TRIM_HORIZON"
+    assert mapped["BisectBatchOnFunctionError"] is False and "FunctionResponseTypes" not in mapped
+    assert 1 <= mapped["MaximumRetryAttempts"] <= 100 and mapped["MaximumRecordAgeInSeconds"] <= 86400
     function = resources["ViewLogFunction"]["Properties"]
+    assert "Events" not in function  # the standard log files no longer invoke it: one path counts
     module, _, name = function["Handler"].rpartition(".")
     assert callable(getattr(importlib.import_module(module), name))
     assert function["Runtime"] == resources["APIHandler"]["Properties"]["Runtime"]
-    pattern = function["Events"]["LogDelivered"]["Properties"]["Pattern"]
-    prefix = distribution["Logging"]["Prefix"]
-    assert pattern["detail"] == {"bucket": {"name": [{"Ref": "AccessLogBucket"}]},
-                                 "object": {"key": [{"prefix": prefix}]}}
     assert template["Resources"]["ViewLogErrorsAlarm"]["Properties"]["Dimensions"] == [
         {"Name": "FunctionName", "Value": {"Ref": "ViewLogFunction"}}]
 
 
 @pytest.mark.aws
 def test_the_view_log_function_may_make_exactly_the_calls_it_makes(aws_storage, clock, resources, monkeypatch):
-    """Least privilege from behaviour: count a delivered log file (a link looked up, a batch
-    written, the same file again) on moto, record the calls, compare with ViewLogRole."""
+    """Least privilege from behaviour: count a Kinesis batch as Lambda delivers it (a link
+    looked up, a batch written, the same batch again) on moto, record the calls, compare
+    with ViewLogRole: the table only (the event source mapping, not the code, reads the
+    stream with the ReadViewStream statement)."""
     from chalicelib import wiring
-    from chalicelib.adapters.aws import clients as aws
     from chalicelib.entrypoints import view_logs
     from chalicelib.models import PublishRequest
     from chalicelib.services.auth import credentials_from_key
     from chalicelib.services.documents import DocumentService
     from chalicelib.services.workspaces import WorkspaceService
-    from tests.cloudfront_logs import beacon, gzipped
+    from tests.cloudfront_logs import kinesis_event, realtime_beacon
 
     ctx = wiring.new_context(clock=clock)
     _, key = WorkspaceService(ctx).create_workspace("Logs", "free")
     done = DocumentService(ctx).publish(credentials_from_key(key.api_key), PublishRequest(
         title="Logged", html="<p>x</p>")).response
     share = ctx.documents.get(done.document_id).share_id
-    aws.s3().create_bucket(Bucket="docpub-access-logs")
-    log_key = "cloudfront/main/E1.2026-11-28-12.abc.gz"
-    aws.s3().put_object(Bucket="docpub-access-logs", Key=log_key, Body=gzipped([beacon(share, clock.now * 1000)]))
     monkeypatch.setattr(wiring, "default_context", lambda: ctx)
-    event = {"detail": {"bucket": {"name": "docpub-access-logs"}, "object": {"key": log_key}}}
+    event = kinesis_event([realtime_beacon(share, clock.now * 1000)])
     with AwsCallRecorder() as recorder:
-        assert view_logs.handle(event)["files"][0]["counted"] == 1
-        assert view_logs.handle(event)["files"][0]["batches_seen_before"] == 1
+        assert view_logs.handle(event)["batches"][0]["counted"] == 1
+        assert view_logs.handle(event)["batches"][0]["batches_seen_before"] == 1
     needed = {(a, d) for a, d in recorder.calls}
     statements = {s["Sid"]: s for s in resources["ViewLogRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]}
-    assert needed == {("s3:GetObject", "cloudfront/")} | {(a, "table") for a in statements["CountViews"]["Action"]}
+    assert set(statements) == {"WriteOwnLogs", "ReadViewStream", "CountViews"}
+    assert needed == {(a, "table") for a in statements["CountViews"]["Action"]}
     assert statements["CountViews"]["Resource"] == {"Fn::GetAtt": ["Table", "Arn"]}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chalicelib.domain import view_logs
-from tests.cloudfront_logs import CHROME, beacon, line
+from tests.cloudfront_logs import CHROME, beacon, line, realtime, realtime_beacon
 
 SHARE = "AbCdEfGhIjKlMnOpQrStUv"
 T = 1_795_000_000_000
@@ -58,3 +58,25 @@ def test_the_fields_line_decides_the_order():
     assert view_logs.fields_of("#Fields: " + " ".join(names)) == names
     assert view_logs.parse("\t".join(values), names).client_ip == "198.51.100.7"
     assert view_logs.fields_of("#Version: 1.0") is None
+
+
+# ---------------------------------------------------------------- real-time log records (what is counted deployed)
+
+def test_a_realtime_record_reads_the_same_beacon_with_millisecond_time():
+    found = view_logs.parse(realtime_beacon(SHARE, T + 123, 2, ip="2001:db8::7"), view_logs.REALTIME_FIELDS)
+    assert found == view_logs.Beacon(SHARE, 2, "2001:db8::7", CHROME, T + 123)
+    assert view_logs.parse(realtime(f"/d/{SHARE}", T), view_logs.REALTIME_FIELDS) is None
+    assert view_logs.parse(realtime_beacon(SHARE, T, status=403), view_logs.REALTIME_FIELDS) is None
+
+
+@pytest.mark.parametrize("broken", [
+    lambda s: s[: len(s) // 2],                          # truncated mid-record
+    lambda s: "1795000000,5" + s[14:],                   # not a timestamp
+    lambda s: "-" + s[14:],                              # no timestamp
+    lambda s: s.replace("\t200\t", "\t2xx\t", 1),        # not a status
+    lambda s: s.replace("\t", " "),                      # not tab-separated
+    lambda s: s.split("\t", 1)[1],                       # a field short
+])
+def test_a_malformed_realtime_record_raises_malformed(broken):
+    with pytest.raises(view_logs.Malformed):
+        view_logs.parse(broken(realtime_beacon(SHARE, T)), view_logs.REALTIME_FIELDS)
