@@ -49,6 +49,16 @@ def prepare_environment(data_dir: Path) -> str:
     return storage
 
 
+def admin_command(arguments: str, port: int, data_dir: Path) -> str:
+    """The `make admin` command to run in another terminal against this stack: with the
+    port and data folder this one uses when they are not the defaults (else a login link
+    would name port 8000, and the command would open another database)."""
+    prefix = "" if port == 8000 else f"PORT={port} "
+    if data_dir != Path(".local").resolve():
+        prefix += f"DOCPUB_DATA_DIR={data_dir} "
+    return f'{prefix}make -s admin ARGS="{arguments}"'
+
+
 def resolve_data_dir() -> Path:
     data_dir = Path(os.environ.get("DOCPUB_DATA_DIR") or ".local").resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -345,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"  Dev workspace API key: see {data_dir / 'dev-api-key'}", flush=True)
     print(f"  Dev workspace owner ({DEV_OWNER_EMAIL}), one-time sign-in link (1 hour; "
-          f"make -s admin ARGS=\"login-link {DEV_WORKSPACE_ID}\" makes another):\n    {dev_login_link()}", flush=True)
+          f"{admin_command(f'login-link {DEV_WORKSPACE_ID}', args.port, data_dir)} makes another):\n"
+          f"    {dev_login_link()}", flush=True)
     return supervisor.run()
 
 

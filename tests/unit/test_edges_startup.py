@@ -60,3 +60,18 @@ def test_make_run_exits_non_zero_with_the_message(tmp_path):
     assert run.returncode == 2, (run.stdout, run.stderr)
     assert "DOCPUB_ORIGIN_SECRET" in run.stderr and "Traceback" not in run.stderr
     assert "Docpub is running" not in run.stdout
+
+
+def test_the_banners_admin_command_names_this_stacks_port_and_data_folder(tmp_path, monkeypatch):
+    """Reproduction: `PORT=40483 DOCPUB_DATA_DIR=/tmp/qa-data make run` printed `make -s admin
+    ARGS="login-link ws_dev" makes another`; run as printed in another terminal it made a link to
+    http://127.0.0.1:8000 (and opened ./.local's database, not this stack's)."""
+    from pathlib import Path
+
+    from scripts.local_stack import admin_command
+
+    monkeypatch.chdir(tmp_path)
+    assert admin_command("login-link ws_dev", 8000, (tmp_path / ".local").resolve()) == \
+        'make -s admin ARGS="login-link ws_dev"'
+    assert admin_command("login-link ws_dev", 40483, Path("/tmp/qa-data")) == \
+        'PORT=40483 DOCPUB_DATA_DIR=/tmp/qa-data make -s admin ARGS="login-link ws_dev"'
