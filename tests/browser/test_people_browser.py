@@ -173,3 +173,47 @@ def test_workspace_only_link_opens_for_a_member_and_not_for_an_outsider(stack, b
     assert fresh.frame_locator("iframe#doc").locator("h1").inner_text() == "Only for the team"
     for context in (member_context, outsider_context, fresh_context):
         context.close()
+
+
+def test_a_member_removed_from_their_only_workspace_signs_in_and_joins_again(stack, browser):
+    """Removed from the only workspace they had, a person still signs in (at 390 px): the
+    welcome page lists the new invitation and joins it, or offers a workspace of their own;
+    it fits the phone's width and passes axe-core."""
+    from tests import axe
+
+    owner_context = browser.new_context()
+    owner = owner_context.new_page()
+    sign_up(owner, stack, "people-lobby-owner@example.com", "Lobby Co")
+    owner.goto(stack.base_url + "/dashboard/members")
+    owner.fill("#invite input[name=email]", "people-lobby@example.com")
+    owner.select_option("#invite select[name=role]", "editor")
+    owner.click("button[type=submit] >> text=Send invitation")
+    owner.locator("text=Invitation sent").wait_for(state="visible", timeout=10_000)
+    phone = browser.new_context(viewport={"width": 390, "height": 800})
+    person = phone.new_page()
+    person.goto(mail_link_in(stack.data_dir, "people-lobby@example.com", "invite"))
+    person.fill("input[name=password]", PASSWORD)
+    person.click("text=Create account and join")
+    person.wait_for_url("**/dashboard/documents**")
+    owner.on("dialog", lambda dialog: dialog.accept())
+    owner.goto(stack.base_url + "/dashboard/members")
+    owner.locator("tr[data-member='people-lobby@example.com'] >> text=Remove").click()
+    owner.locator("text=Member removed").wait_for(state="visible", timeout=10_000)
+    owner.fill("#invite input[name=email]", "people-lobby@example.com")
+    owner.select_option("#invite select[name=role]", "viewer")
+    owner.click("button[type=submit] >> text=Send invitation")
+    owner.locator("text=Invitation sent").wait_for(state="visible", timeout=10_000)
+
+    person.goto(stack.base_url + "/dashboard/sign-in")
+    person.fill("input[name=email]", "people-lobby@example.com")
+    person.fill("input[name=password]", PASSWORD)
+    person.click("button[type=submit] >> text=Sign in")
+    person.wait_for_url("**/dashboard/welcome")
+    person.locator("text=not a member of any workspace any more").wait_for(state="visible", timeout=10_000)
+    assert person.evaluate("document.documentElement.scrollWidth") <= 390
+    assert not axe.violations(person), axe.violations(person)
+    person.click("button >> text=Join Lobby Co")
+    person.wait_for_url("**/dashboard/documents**")
+    assert person.locator("[data-role]").inner_text() == "viewer"
+    owner_context.close()
+    phone.close()
