@@ -62,6 +62,7 @@ documents/<document_id>/versions/<n>/content.md     version n's Markdown source 
 documents/<document_id>/versions/<n>/files/<path>   version n's files (bundles only), at their paths
 documents/<document_id>/feedback.json           every feedback thread with its replies, newest first
 documents/<document_id>/reviews.json            every review, newest first
+documents/<document_id>/recipients.json         who the link names and who opened it (as GET .../recipients)
 documents/<document_id>/provenance/<n>.json     version n's signed statement (as the provenance route answers)
 signing-keys.json                               the public keys that signed them (a JWKS, as /.well-known/...)
 """
@@ -236,11 +237,19 @@ class _Build:
                 info["provenance"] = f"{folder}/provenance/{version.number}.json"
                 yield info["provenance"], [_json(statement)], 0
             listed.append(info)
-        yield f"{folder}/document.json", [_json({**summary, "versions": listed})], 0
+        audience = {"passphrase_protected": bool(doc.passphrase_hash), "share_recipients": list(doc.share_recipients)}
+        yield f"{folder}/document.json", [_json({**summary, **audience, "versions": listed})], 0
+        yield f"{folder}/recipients.json", [_json(self._recipients(doc))], 0
         yield f"{folder}/feedback.json", _json_array(self._feedback(doc.document_id)), 0
         yield f"{folder}/reviews.json", _json_array(self._reviews(doc.document_id)), 0
         self.documents.append({"document_id": doc.document_id, "title": doc.title, "folder": f"{folder}/",
                                "versions": [v.number for v in versions]})
+
+    def _recipients(self, doc: Document) -> dict[str, Any]:
+        """Who a `recipients` link names and who opened it, as GET …/recipients answers."""
+        from chalicelib.services.recipients import RecipientService
+
+        return {"recipients": [r.model_dump(mode="json") for r in RecipientService(self.ctx).listed(doc)]}
 
     def _feedback(self, document_id: str) -> Iterator[dict[str, Any]]:
         from chalicelib.services.feedback import feedback_model

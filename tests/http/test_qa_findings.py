@@ -378,3 +378,42 @@ def test_mcp_not_found_hints_name_where_the_tools_ids_come_from(client, workspac
         assert text.startswith("not_found: ") and source in text and "list_feedback" not in text, (name, text)
     text = call(client, key, "get_document", {"document_id": "3f0c0000-0000-4000-8000-000000000000"})
     assert "list_documents" in text["content"][0]["text"]  # the general hint stays for the others
+
+
+def test_an_export_keeps_who_a_link_was_shared_with(api, storage):
+    """Reproduction: a `recipients` document's document.json in the export said
+    `"share_access": "recipients"` but not who (no share_recipients, no passphrase_protected,
+    unlike GET /api/v1/documents/:id that docs/exports.md says it mirrors), and who opened it
+    (GET …/recipients) was not in the zip at all. Both are there now."""
+    import io
+    import zipfile
+
+    from chalicelib import wiring
+    from tests.http.test_exports import _download
+
+    _, created = wiring.workspaces().create_workspace("Export Co", "free")
+    key = created.api_key
+    started: list[str] = []
+    wiring.default_context().run_export = started.append
+    doc = publish(api, key, title="Audit pack")
+    r = api.http.patch(f"/api/v1/documents/{doc['document_id']}",
+                       headers={**auth(key), "Content-Type": "application/json"},
+                       body=json.dumps({"share_access": "recipients",
+                                        "share_recipients": ["kim@example.com", "@acme.example"]}))
+    assert r.status_code == 200, r.body
+    assert api.http.delete(f"/api/v1/documents/{doc['document_id']}/recipients/kim%40example.com",
+                           headers=auth(key)).status_code == 204
+    detail = json.loads(api.http.get(f"/api/v1/documents/{doc['document_id']}", headers=auth(key)).body)
+    listed = json.loads(api.http.get(f"/api/v1/documents/{doc['document_id']}/recipients", headers=auth(key)).body)
+    r = api.http.post("/api/v1/exports", headers={"X-Api-Key": key})
+    wiring.exports().build(started.pop())
+    ready = json.loads(api.http.get(f"/api/v1/exports/{json.loads(r.body)['export_id']}",
+                                    headers={"X-Api-Key": key}).body)
+    archive = zipfile.ZipFile(io.BytesIO(_download(api, ready["download_url"], storage)))
+    folder = f"documents/{doc['document_id']}"
+    exported = json.loads(archive.read(f"{folder}/document.json"))
+    assert exported["share_access"] == "recipients"
+    assert exported["share_recipients"] == detail["share_recipients"] == ["@acme.example"]
+    assert exported["passphrase_protected"] is False
+    assert json.loads(archive.read(f"{folder}/recipients.json")) == listed
+    assert listed["recipients"][0]["email"] == "kim@example.com" and listed["recipients"][0]["revoked"]
