@@ -162,6 +162,11 @@ def test_the_owner_sees_who_opened_it_and_revokes_at_both_widths(stack, browser)
             page.goto(f"{stack.base_url}/dashboard/documents/{doc['document_id']}#audience")
             page.locator("table.recipients td", has_text="reader@readers.example").wait_for()
             assert page.evaluate(WIDEST) == [], f"the document page scrolls sideways at {width} px"
+            # The table's caption reads as one line above it, not squeezed into a narrow column
+            # (QA: at 390 px "Who opened it" wrapped to three centred lines beside nothing).
+            caption = page.locator("table.recipients caption").bounding_box()
+            table = page.locator("table.recipients").bounding_box()
+            assert caption["width"] >= table["width"] * 0.9 and caption["height"] < 30, (width, caption, table)
             problems[width] = axe.violations(page)
             mine.set_viewport_size({"width": width, "height": 844})
             mine.goto(stack.base_url + "/dashboard/shared")
