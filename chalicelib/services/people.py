@@ -10,6 +10,7 @@ revokes the OAuth grants they approved for it and the API keys they made in it
 """
 from __future__ import annotations
 
+import hmac
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -164,7 +165,8 @@ class PeopleService:
         """The signed-in person joins from one of their pending invitations (`pending_for`)."""
         for record in self.ctx.people.invites_for(email, self.ctx.now_ms()):
             workspace = self.ctx.workspaces.get(record.workspace_id or "")
-            if record.token_hash[:16] == invite_id and workspace is not None and record.role is not None:
+            if (hmac.compare_digest(record.token_hash[:16].encode(), str(invite_id or "").encode())
+                    and workspace is not None and record.role is not None):
                 return self._join(record.token_hash, Invitation(
                     record.email, record.role, workspace.workspace_id, workspace.name, record.invited_by,
                     rfc3339(record.expires_ms)))

@@ -62,6 +62,11 @@ class World:
                           {**openapi.operation_for("POST", "/api/v1/publish").example,
                            "document_id": self.document_id})
         assert again.status_code == 200, again.body
+        # revokeRecipient revokes an address the link names (one it never named is 404); the
+        # link stays public.
+        listed = self.call(client, "PATCH", f"/api/v1/documents/{self.document_id}", self.key,
+                           {"share_recipients": ["someone@example.com"]})
+        assert listed.status_code == 200, listed.body
         self.feedback_id = self._feedback(client)
         self.webhook_id = self._webhook(client)
         self._members(services)

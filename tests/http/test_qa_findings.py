@@ -251,8 +251,9 @@ def test_a_member_removed_from_their_only_workspace_signs_in_and_joins_or_create
     # The welcome page lists the invitations waiting for him (no mail link needed), and joins.
     assert "Join Other Co" in welcome.text and "boss@example.com invited you as viewer" in welcome.text
     invite_id = re.search(r'name="invite_id" value="([^"]+)"', welcome.text).group(1)
-    wrong = ed.post("/dashboard/welcome/join", {"invite_id": "0" * 16}, csrf=welcome.csrf())
-    assert wrong.status == 404 and "No such invitation" in wrong.text
+    for bad in ("0" * 16, "é" * 16, ""):
+        wrong = ed.post("/dashboard/welcome/join", {"invite_id": bad}, csrf=welcome.csrf())
+        assert wrong.status == 404 and "No such invitation" in wrong.text, (bad, wrong.status)
     joined = ed.post("/dashboard/welcome/join", {"invite_id": invite_id}, csrf=welcome.csrf())
     assert joined.status == 303 and "m=joined" in joined.location, joined.text
     used = ed.post("/dashboard/join", {"token": join_path.split("token=")[1]}, csrf=page.csrf())

@@ -30,6 +30,8 @@ from tests.dashboard_client import DashboardClient, mail_link
 SELF_SERVICE_FORMS = {
     "/sign-in", "/sign-up", "/sign-out", "/account", "/verify", "/forgot", "/reset", "/login", "/join",
     "/join/sign-up", "/workspaces/switch",
+    # Someone in no workspace joins from their own invitation or makes their own workspace (no role to check).
+    "/welcome/join", "/welcome/workspace",
     # The OAuth consent answer: every member may approve (services/oauth.decide cuts the grant to
     # their role; tested in test_people.py); an invalid authorization request is refused first.
     "/oauth/authorize",
