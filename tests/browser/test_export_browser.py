@@ -32,7 +32,8 @@ def test_export_button_progress_then_download(stack, browser):  # noqa: F811
         page.goto(stack.base_url + "/dashboard/workspace")
         page.click("button >> text=Export workspace")
         status = page.locator("#export-status[role=status][aria-live=polite]")
-        assert status.is_visible() and "export=exp_" in page.url
+        status.wait_for()  # the redirect after the POST may still be loading (is_visible does not wait)
+        assert "export=exp_" in page.url
         assert not axe.violations(page)
         link = page.locator("#export-status a >> text=Download the export (zip)")
         link.wait_for(timeout=30_000)  # the page's script polls the export and shows the link
