@@ -131,6 +131,15 @@ def parse_cookies(header: Optional[str]) -> dict[str, str]:
     return found
 
 
+def viewer_cookie(name: str, value: str, path: str, max_age: int) -> str:
+    """A Set-Cookie value for a share link's viewer pass (unlock, recipient, member):
+    that link's path only, HttpOnly, SameSite=Lax, Secure when the service is on https."""
+    from chalicelib import config
+
+    secure = "; Secure" if config.base_url().startswith("https://") else ""
+    return f"{name}={value}; Path={path}; Max-Age={max_age}; HttpOnly; SameSite=Lax{secure}"
+
+
 # ------------------------------------------------------------------ parsing
 
 def check_body_size(request) -> None:

@@ -32,7 +32,7 @@ from chalicelib.domain import limits
 from chalicelib.entrypoints.blueprints import SharedBlueprint
 from chalicelib.entrypoints.http import (
     FORM_TYPE, EncodedResponse, as_error, compress, download_response, handles_errors, json_response, parse_form_or_json,
-    client_ip as http_client_ip, parse_cookies, refuse_cross_site,
+    client_ip as http_client_ip, parse_cookies, refuse_cross_site, viewer_cookie,
 )
 from chalicelib.entrypoints.share_pages import (
     CACHE_NO_STORE, CACHE_PAGE, CACHE_PRIVATE, CONTENT_REVISION, GRANT_SEPARATOR, VARY, cache_content,
@@ -349,9 +349,7 @@ def share_unlock(share_id):
 def _back_to_link(share_id: str, version: Optional[int], granted) -> Response:
     """303 back to the link with the viewer cookie `granted` (an unlock or a recipient pass):
     that link only, HttpOnly, SameSite=Lax, Secure on https."""
-    secure = "; Secure" if config.base_url().startswith("https://") else ""
-    cookie = (f"{granted.cookie_name}={granted.cookie_value}; Path={granted.path}; "
-              f"Max-Age={granted.max_age}; HttpOnly; SameSite=Lax{secure}")
+    cookie = viewer_cookie(granted.cookie_name, granted.cookie_value, granted.path, granted.max_age)
     location = share_path(share_id) + (f"?v={version}" if version else "")
     return Response(body="", status_code=303,
                     headers={"Location": location, "Set-Cookie": cookie, "Cache-Control": CACHE_PRIVATE,

@@ -18,7 +18,7 @@ import secrets
 from dataclasses import dataclass
 
 from chalicelib import config
-from chalicelib.domain import limits
+from chalicelib.domain import emails, limits
 from chalicelib.errors import NotFound, Unauthorized, ValidationFailed
 from chalicelib.models import RecipientInfo, RecipientList
 from chalicelib.ports import StaleDocument
@@ -28,7 +28,6 @@ from chalicelib.services.access import Actor, Who, requires
 from chalicelib.services.context import Context, rfc3339
 from chalicelib.services.sharing import ShareService, share_path
 
-_EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$")
 _CODE = re.compile(r"^[0-9]{6}$")
 
 
@@ -46,7 +45,7 @@ class RecipientPass:
 
 def valid_email(value: str, field: str = "email") -> str:
     email = (value or "").strip().lower()
-    if len(email) > 254 or not _EMAIL.match(email):
+    if not emails.is_email(email):
         raise ValidationFailed.field(field, "must be an email address")
     return email
 

@@ -30,13 +30,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import re
 import secrets
 from dataclasses import dataclass
 from typing import Any, Optional
 
 from chalicelib import config
-from chalicelib.domain import limits
+from chalicelib.domain import emails, limits
 from chalicelib.domain import roles
 from chalicelib.errors import Forbidden, ForbiddenRole, NotFound, ServiceUnavailable, Unauthorized, ValidationFailed
 from chalicelib.ports import UserExists
@@ -55,7 +54,6 @@ LEEWAY_SECONDS = 60
 ASYMMETRIC = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 MAX_EMAIL = 254
 AUTO_JOIN_ROLES = ("viewer", "editor")
-_DOMAIN = re.compile(r"@[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+")
 FAILED = "Single sign-on did not complete"
 
 
@@ -216,7 +214,7 @@ class SsoService:
         if not roles.allows(session.role, "update_workspace"):
             raise ForbiddenRole(session.role)
         domain = (domain or "").strip().lower()
-        if not _DOMAIN.fullmatch(domain) or len(domain) > 254:
+        if not emails.is_domain_entry(domain):
             raise ValidationFailed.field("sso_auto_join.domain", "must be an email domain written @example.com")
         if role not in AUTO_JOIN_ROLES:
             raise ValidationFailed.field("sso_auto_join.role", 'must be "viewer" or "editor"')

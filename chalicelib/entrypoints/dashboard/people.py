@@ -11,6 +11,7 @@ from chalicelib import errors
 from chalicelib.domain import roles
 from chalicelib.entrypoints.dashboard.accounts import start_session
 from chalicelib.entrypoints.dashboard.web import Page, redirect, render, route, url
+from chalicelib.entrypoints.http import viewer_cookie
 from chalicelib import wiring as registry
 
 
@@ -282,8 +283,7 @@ def open_shared(page: Page):
     share_id = page.query.get("share", "")
     version = page.query.get("v", "")
     value, max_age, path = registry.sharing().member_pass(share_id, page.actor)
-    page.set_cookies.append(f"{MEMBER_COOKIE}={value}; Path={path}; Max-Age={max_age}; HttpOnly; SameSite=Lax"
-                            + ("; Secure" if _secure() else ""))
+    page.set_cookies.append(viewer_cookie(MEMBER_COOKIE, value, path, max_age))
     target = path + (f"?v={version}" if re.fullmatch(r"[0-9]{1,9}", version or "") else "")
     if page.query.get("review") == "1":  # from a share page's review panel (or a review request's mail)
         target += "#review"
@@ -303,12 +303,5 @@ def shared_with_me(page: Page):
 def open_as_recipient(page: Page):
     """Open one of them as its recipient: the account's sign-in verified the address, so no code."""
     granted = registry.shared_with_me().open(page.actor, page.query.get("share", ""))
-    page.set_cookies.append(f"{granted.cookie_name}={granted.cookie_value}; Path={granted.path}; "
-                            f"Max-Age={granted.max_age}; HttpOnly; SameSite=Lax" + ("; Secure" if _secure() else ""))
+    page.set_cookies.append(viewer_cookie(granted.cookie_name, granted.cookie_value, granted.path, granted.max_age))
     return redirect(granted.path)
-
-
-def _secure() -> bool:
-    from chalicelib.entrypoints.dashboard.web import secure_cookies
-
-    return secure_cookies()
