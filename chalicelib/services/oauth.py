@@ -47,6 +47,10 @@ SCOPE_DESCRIPTIONS = {
 }
 # Which scope each MCP tool needs is declared with its operation (chalicelib/operations.py TOOL_SCOPES).
 
+# The parameters of an authorization request: what the consent page answers, and what the
+# welcome page of a person in no workspace carries until they join or make one (resume).
+AUTHORIZATION_PARAMS = ("client_id", "redirect_uri", "response_type", "code_challenge", "code_challenge_method",
+                        "resource", "scope", "state")
 GRANT_TYPES = ("authorization_code", "refresh_token")
 ACCESS_TOKEN_PREFIX = "dpa_"
 REFRESH_TOKEN_PREFIX = "dpr_"
@@ -398,6 +402,18 @@ class OAuthService:
         except OAuthError as exc:
             raise refuse(exc.error, exc.message) from None
         return AuthorizationRequest(client, redirect_uri, state, challenge, resource_url(), scopes)
+
+    def resume(self, fields: Mapping[str, object], client_ip: str) -> Optional[AuthorizationRequest]:
+        """The authorization request a page carries in `fields` (the welcome page of a person
+        in no workspace keeps it in its forms while they join or make one), checked again
+        like a new one: the browser may have changed any of it. None when it carries none;
+        NotRedirectable or RedirectError (never followed: the page tells the person) when it
+        is no longer valid. Only its checked parameters (`params()`) go on to the consent page."""
+        given = {name: fields[name] for name in AUTHORIZATION_PARAMS if name in fields}
+        if not given:
+            return None
+        self.limit("consent", client_ip)  # a check may fetch a client's metadata document
+        return self.check_authorization(given, client_ip)
 
     def decide(self, request: AuthorizationRequest, allow: bool, workspace_id: str, user: str,
                scopes: Optional[Iterable[str]] = None, by: Optional[Who] = None) -> str:

@@ -1,7 +1,8 @@
 """OAuth: the consent page and "Connected apps"."""
 from __future__ import annotations
 
-from urllib.parse import urlparse
+from typing import Mapping, Optional
+from urllib.parse import urlencode, urlparse
 
 from chalicelib import errors
 from chalicelib.domain import roles
@@ -29,11 +30,40 @@ def _authorization(page: Page, params: dict):
                                                          headers=dict(exc.headers) if unavailable else None))
 
 
-@route("/oauth/authorize")
+def consent_url(request) -> str:
+    """The consent page of a checked request: only its checked parameters (`params()`;
+    urlencode, not url(): an empty state is a state)."""
+    return url("/oauth/authorize") + "?" + urlencode(request.params())
+
+
+def carried_authorization(page: Page, fields: Mapping[str, str]):
+    """(the authorization request the welcome page carries, or None; why it cannot go on, or None)."""
+    from chalicelib.services.oauth import OAuthError
+
+    try:
+        return registry.oauth().resume(fields, page.client_ip()), None
+    except OAuthError as exc:
+        return None, exc.message
+
+
+def onward(page: Page, fields: Mapping[str, str], message: Optional[str] = None):
+    """Where a person who now has a workspace goes from the welcome page: the consent page of
+    the request it carried (checked again), else the documents. A request that no longer
+    checks out is dropped in words (m=authorization-stale), never followed."""
+    request, problem = carried_authorization(page, fields)
+    if request is not None:
+        return redirect(consent_url(request))
+    return redirect(url("/documents", m="authorization-stale" if problem else message))
+
+
+# workspace=False: a person in no workspace is sent to the welcome page with the request.
+@route("/oauth/authorize", workspace=False)
 def consent(page: Page):
     request, answer = _authorization(page, page.query)
     if request is None:
         return answer
+    if not page.signed_in.workspace_id:
+        return redirect(url("/welcome") + "?" + urlencode(request.params()))
     from chalicelib.services.oauth import SCOPE_DESCRIPTIONS
 
     workspace = registry.workspaces().get_workspace(page.workspace_id)
@@ -49,12 +79,14 @@ def consent(page: Page):
                   params=request.params())
 
 
-@route("/oauth/authorize", methods=("POST",))
+@route("/oauth/authorize", methods=("POST",), workspace=False)
 def consent_answer(page: Page):
     form = page.form()
     request, answer = _authorization(page, {k: v for k, v in form.items() if k not in ("csrf_token", "decision")})
     if request is None:
         return answer
+    if not page.signed_in.workspace_id:  # removed from the workspace since the page was shown
+        return redirect(url("/welcome") + "?" + urlencode(request.params()))
     location = registry.oauth().decide(request, form.get("decision") == "allow", page.workspace_id,
                                        page.signed_in.email, by=page.actor)
     return redirect(location, 303)

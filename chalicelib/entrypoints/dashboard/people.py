@@ -10,6 +10,7 @@ from typing import Any
 from chalicelib import errors
 from chalicelib.domain import roles
 from chalicelib.entrypoints.dashboard.accounts import start_session
+from chalicelib.entrypoints.dashboard.apps import carried_authorization, onward
 from chalicelib.entrypoints.dashboard.web import Page, redirect, render, route, url
 from chalicelib.entrypoints.http import viewer_cookie
 from chalicelib import wiring as registry
@@ -164,15 +165,19 @@ def join_sign_up(page: Page):
 @route("/welcome", workspace=False)
 def welcome(page: Page, status: int = 200, error=None, form=None):
     """Signed in, but a member of no workspace (removed from the last one): open an
-    invitation's link to join, or make a workspace of one's own."""
+    invitation's link to join, or make a workspace of one's own. An app's authorization
+    request that sent them here rides along in the forms, to its consent page after."""
+    fields = page.form() if page.request.method == "POST" else page.query
     if page.signed_in.workspace_id:
-        return redirect(url("/documents"))
+        return onward(page, fields)
     mine = people().workspaces_of(page.signed_in.email)
     if mine:  # joined one meanwhile (another browser): go there
         accounts().switch_workspace(page.signed_in_id, mine[0]["workspace_id"])
-        return redirect(url("/documents"))
+        return onward(page, fields)
+    authorization, problem = carried_authorization(page, fields)
     return render(page, "welcome.html", status=status, error=error, form=form or {},
-                  invitations=people().pending_for(page.signed_in.email))
+                  invitations=people().pending_for(page.signed_in.email), authorization=authorization,
+                  authorization_problem=problem, carried=authorization.params() if authorization else {})
 
 
 @route("/welcome/join", methods=("POST",), workspace=False)
@@ -180,19 +185,19 @@ def join_pending(page: Page):
     """Join from a pending invitation listed on the welcome page (the sign-in proved the address)."""
     invitation = people().accept_pending(page.signed_in.email, page.form().get("invite_id", ""))
     accounts().switch_workspace(page.signed_in_id, invitation.workspace_id)
-    return redirect(url("/documents", m="joined"))
+    return onward(page, page.form(), "joined")
 
 
 @route("/welcome/workspace", methods=("POST",), workspace=False)
 def create_workspace(page: Page):
-    if page.signed_in.workspace_id:
-        return redirect(url("/documents"))
     form = page.form()
+    if page.signed_in.workspace_id:
+        return onward(page, form)
     try:
         page.session = accounts().create_own_workspace(page.signed_in_id, form.get("workspace_name", ""))
     except errors.DocpubError as exc:
         return welcome.__wrapped__(page, exc.status, exc, form)  # type: ignore[attr-defined]
-    return redirect(url("/documents", m="workspace-created"))
+    return onward(page, form, "workspace-created")
 
 
 # ------------------------------------------------------------------ members
