@@ -188,6 +188,7 @@ def test_migration_12_keeps_the_keys_already_stored_as_workspace_keys(repos, dat
     conn.execute("DROP TABLE leases")  # and what 12 -> 13 adds
     conn.execute("ALTER TABLE workspaces DROP COLUMN secret_scanning")  # and what 13 -> 14 adds
     conn.execute("ALTER TABLE workspaces DROP COLUMN pii_scanning")
+    undo_migration_19(conn)
     undo_migration_18(conn)
     undo_migration_17(conn)
     undo_migration_16(conn)
@@ -493,6 +494,7 @@ def test_migration_14_adds_the_scanning_settings_with_their_defaults(data_dir, r
     conn = repos.documents.db.connection()
     conn.execute("ALTER TABLE workspaces DROP COLUMN secret_scanning")
     conn.execute("ALTER TABLE workspaces DROP COLUMN pii_scanning")
+    undo_migration_19(conn)
     undo_migration_18(conn)
     undo_migration_17(conn)
     undo_migration_16(conn)
@@ -512,6 +514,7 @@ def test_migration_16_widens_share_access_and_keeps_the_documents_stored(data_di
     _, created = workspaces.create_workspace("Old")
     doc = publish(documents, created.api_key, title="Before")
     conn = repos.documents.db.connection()
+    undo_migration_19(conn)
     undo_migration_18(conn)
     undo_migration_17(conn)
     undo_migration_16(conn)
@@ -536,6 +539,7 @@ def test_migration_17_keeps_versions_stored_before_signing_without_provenance(da
     _, created = workspaces.create_workspace("Old")
     doc = publish(documents, created.api_key, title="Before")
     conn = repos.documents.db.connection()
+    undo_migration_19(conn)
     undo_migration_18(conn)
     undo_migration_17(conn)
     conn.execute("PRAGMA user_version = 16")
@@ -563,6 +567,7 @@ def test_migration_18_keeps_tokens_and_sessions_and_takes_sso_states(data_dir, r
     repos.people.put_token(AccountToken(token_hash="t1", kind="verify", email="a@x.io", created_ms=1,
                                         expires_ms=10**13, expires_at=10**10))
     conn = repos.documents.db.connection()
+    undo_migration_19(conn)
     undo_migration_18(conn)
     conn.execute("PRAGMA user_version = 17")
     reopened = repositories(data_dir, shared=False)
@@ -572,3 +577,47 @@ def test_migration_18_keeps_tokens_and_sessions_and_takes_sso_states(data_dir, r
     reopened.people.put_token(AccountToken(token_hash="t2", kind="sso", email="", created_ms=1, expires_ms=10**13,
                                            expires_at=10**10))
     assert reopened.people.use_token("t2", 2).kind == "sso"
+
+
+def _plan_of(db, call) -> list[str]:
+    """The query plan of the SELECT that `call` runs on `db` (captured as SQLite ran it)."""
+    conn = db.connection()
+    ran: list[str] = []
+    conn.set_trace_callback(ran.append)
+    try:
+        call()
+    finally:
+        conn.set_trace_callback(None)
+    query = next(s for s in ran if s.lstrip().upper().startswith("SELECT"))
+    return [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + query)]
+
+
+def test_invitations_to_an_address_are_searched_by_index(repos):
+    """PeopleRepository.invites_for (the welcome page of a person in no workspace) searches
+    an index by email, newest first, instead of scanning every one-time token."""
+    plan = _plan_of(repos.people.db, lambda: repos.people.invites_for("ed@x.io", 1))
+    assert any(d.startswith("SEARCH account_tokens USING INDEX account_tokens_by_invitee") for d in plan), plan
+    assert not any(d.startswith("SCAN") or "TEMP B-TREE" in d for d in plan), plan
+
+
+def undo_migration_19(conn) -> None:
+    """Back to schema 18: no index of invitations by email."""
+    conn.execute("DROP INDEX account_tokens_by_invitee")
+
+
+def test_migration_19_indexes_the_invitations_already_stored(data_dir, repos):
+    from chalicelib.ports.records import AccountToken
+
+    repos.workspaces.create(Workspace(workspace_id="ws_inv", name="Old", plan="free", created_ms=1))
+    for n, email in enumerate(("ed@x.io", "ed@x.io", "vi@x.io")):
+        repos.people.put_token(AccountToken(token_hash=f"t{n}", kind="invite", email=email, workspace_id="ws_inv",
+                                            role="viewer", created_ms=n, expires_ms=10**13, expires_at=10**10))
+    conn = repos.documents.db.connection()
+    undo_migration_19(conn)
+    conn.execute("PRAGMA user_version = 18")
+    reopened = repositories(data_dir, shared=False)
+    db = reopened.people.db
+    assert db.one("PRAGMA user_version")["user_version"] == SCHEMA_VERSION
+    assert db.one("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'account_tokens_by_invitee'")
+    assert [t.token_hash for t in reopened.people.invites_for("ed@x.io", 5)] == ["t1", "t0"]
+    assert db.one("PRAGMA integrity_check")["integrity_check"] == "ok"

@@ -549,6 +549,11 @@ MIGRATIONS: list[str] = [
     ALTER TABLE account_tokens_18 RENAME TO account_tokens;
     CREATE INDEX account_tokens_invites ON account_tokens (workspace_id, kind, created_ms);
     """,
+    # 18 -> 19: the invitations to one address, newest first (PeopleRepository.invites_for: the
+    # welcome page of a person in no workspace) are searched by index, not by scanning every token.
+    """
+    CREATE INDEX account_tokens_by_invitee ON account_tokens (email, kind, created_ms);
+    """,
 ]
 
 

@@ -141,7 +141,7 @@ class PeopleRepository:
             "AND used_ms IS NULL AND expires_ms > ? ORDER BY created_ms DESC", (workspace_id, now_ms))]
 
     def invites_for(self, email: str, now_ms: int) -> list[AccountToken]:
-        # No index by email: the table holds live tokens only (expired rows are swept).
+        # index account_tokens_by_invitee (migration 19): a search by email, already newest first
         return [from_fields(AccountToken, r) for r in self.db.all(
             "SELECT * FROM account_tokens WHERE email = ? AND kind = 'invite' "
             "AND used_ms IS NULL AND expires_ms > ? ORDER BY created_ms DESC", (email, now_ms))]
