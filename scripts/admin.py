@@ -36,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                    "(backfill for files stored before the quota counted them; "
                                                    "idempotent); no id: every workspace with files")
     recount.add_argument("workspace_ids", nargs="*")
+    sub.add_parser("index-invitations", help="upgrade step: let invitations made before the welcome page listed "
+                                             "them by email show there (DynamoDB: adds their INVITEE# index "
+                                             "entry; reads the whole table once; idempotent)")
     sub.add_parser("cdn-pending", help="CDN invalidations of withdrawn links not yet accepted (oldest first)")
     sub.add_parser("cdn-retry", help="send pending CDN invalidations again")
     sub.add_parser("static-sync", help="write the static copy of every public link (with DOCPUB_STATIC_PAGES=on; "
@@ -80,6 +83,10 @@ def run(args) -> dict:
             from chalicelib.services.maintenance import recount_files
 
             return recount_files(wiring.default_context(), args.workspace_ids)
+        if args.command == "index-invitations":
+            from chalicelib.services.maintenance import index_invitations
+
+            return index_invitations(wiring.default_context())
         if args.command == "cdn-pending":
             from chalicelib.services import cdn
 

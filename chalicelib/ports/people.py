@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Optional, Protocol
 
-from chalicelib.ports.records import AccountToken, ActivityEntry, Member, MemberRemoval
+from chalicelib.ports.records import AccountToken, ActivityEntry, InvitationIndexing, Member, MemberRemoval
 
 ROLES = ("owner", "editor", "viewer")
 
@@ -80,6 +80,13 @@ class PeopleRepository(Protocol):
 
     def revoke_invites(self, workspace_id: str, email: str, now_ms: int) -> int:
         """Mark a person's pending invitations to the workspace used (withdrawn)."""
+
+    def index_invitations(self, now_ms: int) -> InvitationIndexing:
+        """The upgrade step for invitations stored before `invites_for` existed: give every
+        pending one that lacks it what finds it by email, each by a write conditional on the
+        invitation being as read (never over a newer write, never bringing a deleted one
+        back). Idempotent. Reads every stored item where the store has no other way to find
+        those invitations (DynamoDB: a Scan); an operator's step, never a request's."""
 
     # activity
     def add_activity(self, entry: ActivityEntry) -> None: ...

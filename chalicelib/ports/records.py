@@ -629,6 +629,23 @@ class FileRecount:
     bytes_added: int
 
 
+# ------------------------------------------------------------------ indexing old invitations (PeopleRepository)
+
+__all__ += ["InvitationIndexing"]
+
+
+@dataclass(frozen=True)
+class InvitationIndexing:
+    """What PeopleRepository.index_invitations did: `found` invitations stored without the
+    entry that finds them by email; `indexed` pending ones given it; `left_alone` used or
+    expired ones (never listed anyway); `changed_meanwhile` ones that another write changed or
+    deleted between the read and the conditional write (left as that write made them)."""
+    found: int
+    indexed: int
+    left_alone: int
+    changed_meanwhile: int
+
+
 # ------------------------------------------------------------------ reviews (contract 7e; ReviewRepository)
 
 __all__ += ["Review", "ReviewStatus"]

@@ -3,7 +3,7 @@
 | Item | PK | SK | GSI1 |
 |---|---|---|---|
 | Member | `WS#<ws>` | `MEMBER#<email>` | `USER#<email>#WORKSPACES` / `<created_ms:015d>#<ws>` |
-| Account token | `ACCT#<sha256(token)>` | `TOKEN` | invitations: `WS#<ws>#INVITES` / `<created_ms:015d>#<hash>` |
+| Account token | `ACCT#<sha256(token)>` | `TOKEN` | invitations: `WS#<ws>#INVITES` / `<created_ms:015d>#<hash>`; GSI2 `INVITEE#<email>` / the same |
 | Activity | `ACT#<ws>` | `<created_ms:015d>#<activity_id>` | |
 
 The workspace item counts its owners (`owner_count`); demoting or removing an
@@ -24,7 +24,9 @@ from chalicelib.adapters.aws.table import (
     ConditionFailed, Table, Transaction, decode_cursor, encode_cursor,
 )
 from chalicelib.ports.people import LastOwner, MemberExists, NotMember
-from chalicelib.ports.records import AccountToken, ActivityEntry, Member, MemberRemoval, fields_of, from_fields
+from chalicelib.ports.records import (
+    AccountToken, ActivityEntry, InvitationIndexing, Member, MemberRemoval, fields_of, from_fields,
+)
 from chalicelib.ports.errors import BadCursor
 from chalicelib.adapters.aws.errors import storage_errors
 from chalicelib.adapters.aws.workspaces import ApiKeyRepository
@@ -226,6 +228,32 @@ class PeopleRepository:
             if invite.email == email and self.use_token(invite.token_hash, now_ms) is not None:
                 revoked += 1
         return revoked
+
+    def index_invitations(self, now_ms: int) -> InvitationIndexing:
+        """Invitations put before `invites_for` have no GSI2 `INVITEE#<email>`: a Scan finds
+        them (no index leads to them), and each pending one gets the entry `put_token` writes
+        today, by an update conditional on the item being that invitation still without one
+        (`attribute_exists(PK)`: an UpdateItem on a key the TTL deleted would make a stub)."""
+        found = indexed = left_alone = changed = 0
+        for page in self.table.scan("begins_with(PK, :acct) AND kind = :invite AND attribute_not_exists(GSI2PK)",
+                                    {":acct": "ACCT#", ":invite": "invite"}):
+            for item in page:
+                found += 1
+                if item.get("used_ms") is not None or int(item["expires_ms"]) <= now_ms:
+                    left_alone += 1
+                    continue
+                sort = f"{int(item['created_ms']):015d}#{item['token_hash']}"
+                try:
+                    self.table.update(
+                        {"PK": item["PK"], "SK": item["SK"]}, "SET GSI2PK = :pk, GSI2SK = :sk",
+                        "attribute_exists(PK) AND kind = :invite AND email = :email AND created_ms = :created "
+                        "AND attribute_not_exists(GSI2PK)",
+                        values={":pk": invitee_index_pk(item["email"]), ":sk": sort, ":invite": "invite",
+                                ":email": item["email"], ":created": item["created_ms"]}, returned="NONE")
+                    indexed += 1
+                except ConditionFailed:
+                    changed += 1
+        return InvitationIndexing(found, indexed, left_alone, changed)
 
     # ---------------------------------------------------------------- activity
 

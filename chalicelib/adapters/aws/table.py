@@ -14,7 +14,7 @@ import random
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
@@ -331,6 +331,21 @@ class Table:
         current = self.batch_get([{"PK": i["PK"], "SK": i["SK"]} for i in index_items])
         return [item for listed, item in zip(index_items, current)
                 if item is not None and item.get(f"{index}PK") == listed.get(f"{index}PK")]
+
+    def scan(self, filter_expression: str, values: dict, names: Optional[dict] = None) -> Iterator[list[dict]]:
+        """Every item of the table that passes the filter, a page at a time. A Scan reads
+        the whole table (the filter only trims the answer): operators' upgrade steps only,
+        never a request's path."""
+        params: dict[str, Any] = {"TableName": self.name, "FilterExpression": filter_expression,
+                                  "ExpressionAttributeValues": {k: to_attr(v) for k, v in values.items()}}
+        if names:
+            params["ExpressionAttributeNames"] = names
+        while True:
+            resp = retrying(lambda: aws.dynamodb().scan(**params))
+            yield [from_item(i) for i in resp.get("Items", [])]  # type: ignore[misc]
+            if not resp.get("LastEvaluatedKey"):
+                return
+            params["ExclusiveStartKey"] = resp["LastEvaluatedKey"]
 
     def query_all(self, key_condition: str, values: dict, **kwargs) -> list[dict]:
         items: list[dict] = []
