@@ -139,6 +139,10 @@ def test_a_request_carried_through_the_welcome_page_is_never_altered_or_redirect
     params = _authorization(client, challenge)
     vi = DashboardClient(client)
     assert vi.sign_in(email="vi@example.com", password=PASSWORD).status == 303
+    # An Allow posted without a workspace grants nothing: the request waits on the welcome page.
+    posted = vi.post("/dashboard/oauth/authorize", {**params, "decision": "allow"}, csrf=vi.token())
+    assert posted.status == 303 and posted.location.startswith("/dashboard/welcome?"), posted.location
+    assert _query(posted.location) == params
     # A crafted welcome link: an unregistered redirect URI is refused, in words, with no form fields.
     forged = {**params, "redirect_uri": "https://evil.example/cb"}
     page = vi.get("/dashboard/welcome?" + urlencode(forged))
@@ -147,7 +151,7 @@ def test_a_request_carried_through_the_welcome_page_is_never_altered_or_redirect
     # Posted anyway: the workspace is made, the person stays on Docpub and is told why.
     made = vi.post("/dashboard/welcome/workspace", {**forged, "workspace_name": "Vi Co"}, csrf=page.csrf())
     assert made.status == 303 and made.location == "/dashboard/documents?m=authorization-stale", made.location
-    assert "no longer be used" in vi.get(made.location).text
+    assert "authorization request could not be continued: connect again" in vi.get(made.location).text
     # In a workspace now, the welcome page goes on to the consent screen; other fields ride along nowhere.
     onward = vi.get("/dashboard/welcome?" + urlencode({**params, "next": "https://evil.example/"}))
     assert onward.status == 303 and onward.location.startswith("/dashboard/oauth/authorize?"), onward.location

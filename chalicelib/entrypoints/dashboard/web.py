@@ -50,7 +50,7 @@ MESSAGES = {
     "password-reset": "Password changed. Every other session of your account was signed out.",
     "joined": "You joined the workspace.",
     "workspace-created": "Your workspace is ready. Create an API key to publish from scripts.",
-    "authorization-stale": "The app's authorization request can no longer be used: connect again from the app.",
+    "authorization-stale": "The app's authorization request could not be continued: connect again from the app.",
     "switched": "Switched workspace.",
     "invited": "Invitation sent.",
     "invite-revoked": "Invitation withdrawn.",
