@@ -2,8 +2,10 @@
 remembering the requests it did not accept (services/cdn.py)."""
 from __future__ import annotations
 
-from typing import Protocol
-from chalicelib.ports.records import PendingInvalidation
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from chalicelib.ports.records import PendingInvalidation
 
 
 class CdnInvalidator(Protocol):

@@ -4,9 +4,11 @@ DynamoDB with a transaction conditional on the workspace's running-export item):
 concurrent starts, exactly one is stored."""
 from __future__ import annotations
 
-from typing import Optional, Protocol
+from typing import TYPE_CHECKING, Optional, Protocol
 
-from chalicelib.ports.records import Export
+if TYPE_CHECKING:
+    from chalicelib.ports.records import Export
+
 
 
 class ExportRepository(Protocol):
@@ -24,4 +26,4 @@ class ExportRepository(Protocol):
         False (nothing written) if it is not running any more."""
 
 
-__all__ = ["ExportRepository", "Export"]
+__all__ = ["ExportRepository"]

@@ -8,9 +8,11 @@ nothing, whether or not anything removed it: a holder that died releases by expi
 """
 from __future__ import annotations
 
-from typing import Optional, Protocol
+from typing import TYPE_CHECKING, Optional, Protocol
 
-from chalicelib.ports.records import Lease
+if TYPE_CHECKING:
+    from chalicelib.ports.records import Lease
+
 
 
 class LeaseRepository(Protocol):
@@ -26,4 +28,4 @@ class LeaseRepository(Protocol):
         """Give the holder's lease back (nothing if it is not held)."""
 
 
-__all__ = ["LeaseRepository", "Lease"]
+__all__ = ["LeaseRepository"]

@@ -19,11 +19,12 @@ Atomic rules the adapters guarantee:
 """
 from __future__ import annotations
 
-from typing import Optional, Protocol
+from typing import TYPE_CHECKING, Optional, Protocol
 
-from chalicelib.ports.records import (
-    AccessToken, AuthorizationCode, ClientCap, OAuthClient, OAuthGrant, RefreshToken,
-)
+from chalicelib.ports.records import ClientCap
+
+if TYPE_CHECKING:
+    from chalicelib.ports.records import AccessToken, AuthorizationCode, OAuthClient, OAuthGrant, RefreshToken
 
 
 class OAuthRepository(Protocol):

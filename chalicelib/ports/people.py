@@ -19,9 +19,11 @@ Atomic rules the adapters guarantee:
 """
 from __future__ import annotations
 
-from typing import Optional, Protocol
+from typing import TYPE_CHECKING, Optional, Protocol
 
-from chalicelib.ports.records import AccountToken, ActivityEntry, InvitationIndexing, Member, MemberRemoval
+if TYPE_CHECKING:
+    from chalicelib.ports.records import AccountToken, ActivityEntry, InvitationIndexing, Member, MemberRemoval
+
 
 ROLES = ("owner", "editor", "viewer")
 

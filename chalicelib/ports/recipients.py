@@ -8,9 +8,12 @@ is used once.
 """
 from __future__ import annotations
 
-from typing import Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Optional, Protocol, Sequence
 
-from chalicelib.ports.records import AudienceEntry, Recipient, RecipientCode
+from chalicelib.ports.records import Recipient, RecipientCode
+
+if TYPE_CHECKING:
+    from chalicelib.ports.records import AudienceEntry
 
 
 class RecipientRepository(Protocol):

@@ -12,19 +12,18 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Iterator, Iterable, Optional, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Iterable, Mapping, Optional, Protocol, TypedDict
 
 from chalicelib.ports.oauth import OAuthRepository
-from chalicelib.ports.records import (
-    ApiKey, Workspace, WorkspaceFields,
-)
-from chalicelib.ports.records import (
-    ActivityEntry, DashboardSession, Event, Feedback, RateLog, IdempotencyRecord, Quota, RateClaim, RateSlot, Reply, User,
-)
+from chalicelib.ports.records import ApiKey, Workspace, WorkspaceFields
+from chalicelib.ports.records import Event, Feedback, RateLog, IdempotencyRecord, Quota, RateClaim, RateSlot, Reply
 from chalicelib.ports.records import Document, DocumentListing, ShareLink, StoredIdempotency, Version
-from chalicelib.ports.records import FileRecount, Resolution
+from chalicelib.ports.records import Resolution
 from chalicelib.ports.views import ViewCounterRepository
 from chalicelib.ports.webhooks import WebhookRepository
+
+if TYPE_CHECKING:
+    from chalicelib.ports.records import ActivityEntry, DashboardSession, FileRecount, User
 
 
 class WorkspaceRepository(Protocol):
@@ -393,3 +392,50 @@ class Repositories:
     recipients: Optional[object] = None
     # Every key that signed versions (chalicelib/ports/signing.py SigningKeyRepository).
     signing_keys: Optional[object] = None
+
+
+class _BuiltOnFirstRead:
+    """A field of `LazyRepositories`: the adapter's factory runs on the first read and its
+    repository is kept on the instance (a non-data descriptor, as functools.cached_property:
+    a value set on the instance, by `dataclasses.replace` or a test, wins)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: Any, owner: Optional[type] = None) -> Any:
+        if instance is None:
+            return self
+        built = instance.factories[self.name]()
+        instance.__dict__[self.name] = built  # a race builds it twice; both are the same stateless view
+        return built
+
+
+class LazyRepositories(Repositories):
+    """`Repositories` whose every repository is built when it is first read, so a process
+    imports only the adapter modules (and records) of what it serves: the share function's
+    first view builds its documents, blobs and views, never OAuth, webhooks or exports
+    (bench/cold_start.py, tests/http/test_cold_start.py)."""
+
+    factories: Mapping[str, Callable[[], Any]]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # dataclasses.replace: every field given
+        super().__init__(*args, **kwargs)
+        self.factories = {}
+
+
+for _field in dataclasses.fields(Repositories):
+    if _field.name != "kind":
+        setattr(LazyRepositories, _field.name, _BuiltOnFirstRead())
+        getattr(LazyRepositories, _field.name).__set_name__(LazyRepositories, _field.name)
+
+
+def lazy_repositories(kind: str, factories: Mapping[str, Callable[[], Any]]) -> Repositories:
+    """Repositories of `kind` built on first read from `factories` (one per field but `kind`)."""
+    missing = {f.name for f in dataclasses.fields(Repositories)} - {"kind"} - set(factories)
+    if missing:
+        raise ValueError(f"no factory for {sorted(missing)}")
+    repos = LazyRepositories.__new__(LazyRepositories)
+    repos.kind = kind
+    repos.factories = dict(factories)
+    return repos
+

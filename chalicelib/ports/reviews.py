@@ -11,9 +11,12 @@ Records (chalicelib/ports/records.py): `Review`, `ReviewStatus`, `Event`.
 """
 from __future__ import annotations
 
-from typing import Optional, Protocol
+from typing import TYPE_CHECKING, Optional, Protocol
 
-from chalicelib.ports.records import Document, Event, Review, ReviewStatus
+from chalicelib.ports.records import Document, Event, ReviewStatus
+
+if TYPE_CHECKING:
+    from chalicelib.ports.records import Review
 
 
 class ReviewRepository(Protocol):

@@ -7,9 +7,11 @@ never leaves KMS). `SigningKeyRepository` is kept by both stores.
 """
 from __future__ import annotations
 
-from typing import Mapping, Protocol
+from typing import TYPE_CHECKING, Mapping, Protocol
 
-from chalicelib.ports.records import SigningKey
+if TYPE_CHECKING:
+    from chalicelib.ports.records import SigningKey
+
 
 
 class Signer(Protocol):
@@ -43,4 +45,4 @@ class SigningKeyRepository(Protocol):
         when `key.kid` is already recorded."""
 
 
-__all__ = ["Signer", "SignerFactory", "SigningKeyRepository", "SigningKey"]
+__all__ = ["Signer", "SignerFactory", "SigningKeyRepository"]

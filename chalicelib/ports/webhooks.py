@@ -11,9 +11,12 @@ Records (chalicelib/ports/records.py): `Webhook` (its `WebhookSecret`s newest fi
 """
 from __future__ import annotations
 
-from typing import Optional, Protocol
+from typing import TYPE_CHECKING, Optional, Protocol
 
-from chalicelib.ports.records import Event, Webhook, WebhookDelivery, WebhookSecret
+from chalicelib.ports.records import Event
+
+if TYPE_CHECKING:
+    from chalicelib.ports.records import Webhook, WebhookDelivery, WebhookSecret
 
 
 class WebhookRepository(Protocol):

@@ -74,6 +74,11 @@ NOT_FOR_SHARE_PAGES = (
     "chalicelib.services.accounts", "chalicelib.operations", "chalicelib.openapi", "chalicelib.mcp_instructions",
     "chalicelib.models", "pydantic", "mcp", "starlette", "anyio", "httpx", "markdown_it", "pygments", "rapidfuzz",
     "re2",
+    # The back office's records and repositories: a lazily built Repositories bundle builds a
+    # repository (and imports its module) on first use only.
+    "chalicelib.ports.back_office_records", "chalicelib.adapters.sqlite.oauth", "chalicelib.adapters.sqlite.webhooks",
+    "chalicelib.adapters.sqlite.people", "chalicelib.adapters.sqlite.exports", "chalicelib.adapters.sqlite.accounts",
+    "chalicelib.adapters.sqlite.signing_keys", "chalicelib.adapters.sqlite.leases", "chalicelib.adapters.sqlite.cdn",
 )
 
 PUBLISH_SCRIPT = """

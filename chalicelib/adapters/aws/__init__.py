@@ -17,33 +17,15 @@ class AwsHealth:
 
 
 def repositories():
-    """One of each repository, over the configured table and bucket."""
-    from chalicelib.adapters.aws.accounts import SessionRepository, UserRepository
-    from chalicelib.adapters.aws.blobs import BlobStore
-    from chalicelib.adapters.aws.cdn import PendingInvalidationRepository
-    from chalicelib.adapters.aws.documents import DocumentRepository
-    from chalicelib.adapters.aws.feedback import FeedbackRepository
-    from chalicelib.adapters.aws.oauth import OAuthRepository
-    from chalicelib.adapters.aws.rates import RateLimitRepository
-    from chalicelib.adapters.aws.leases import LeaseRepository
-    from chalicelib.adapters.aws.exports import ExportRepository
-    from chalicelib.adapters.aws.signing_keys import SigningKeyRepository
+    """One of each repository, over the configured table and bucket, each built (its module
+    imported) when first used: a function imports only what its routes read."""
+    from chalicelib.adapters import repository_factories
     from chalicelib.adapters.aws.table import Table
-    from chalicelib.adapters.aws.views import ViewCounterRepository
-    from chalicelib.adapters.aws.webhooks import WebhookRepository
-    from chalicelib.adapters.aws.workspaces import ApiKeyRepository, WorkspaceRepository
-    from chalicelib.adapters.aws.people import PeopleRepository
-    from chalicelib.adapters.aws.reviews import ReviewRepository
-    from chalicelib.adapters.aws.recipients import RecipientRepository
-    from chalicelib.ports import Repositories
+    from chalicelib.ports.repositories import lazy_repositories
 
-    table = Table()
-    return Repositories(
-        workspaces=WorkspaceRepository(table), keys=ApiKeyRepository(table), documents=DocumentRepository(table),
-        feedback=FeedbackRepository(table), rates=RateLimitRepository(table), users=UserRepository(table),
-        sessions=SessionRepository(table), blobs=BlobStore(), health=AwsHealth(),
-        views=ViewCounterRepository(table), kind="aws", oauth=OAuthRepository(table),
-        cdn_pending=PendingInvalidationRepository(table), webhooks=WebhookRepository(table),
-        people=PeopleRepository(table), reviews=ReviewRepository(table), leases=LeaseRepository(table),
-        exports=ExportRepository(table), recipients=RecipientRepository(table),
-        signing_keys=SigningKeyRepository(table))
+    def blobs():
+        from chalicelib.adapters.aws.blobs import BlobStore
+
+        return BlobStore()
+
+    return lazy_repositories("aws", {**repository_factories(__name__, Table()), "blobs": blobs, "health": AwsHealth})

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Optional
 
 from chalicelib.adapters.aws.events import add_event
 from chalicelib.adapters.aws.rates import add_rate_claim
-from chalicelib.adapters.aws.people import activity_item
+from chalicelib.adapters.aws.activity import activity_item
 from chalicelib.adapters.aws.schema import DOCUMENT_LISTING
 from chalicelib.adapters.aws.keys import (
     FILE_BUCKETS, WRITE_SHARDS, api_key_key, feedback_key, file_bucket, workspace_files_key, document_key, document_pk, documents_index_pk, documents_sort_key,

@@ -28,6 +28,7 @@ from chalicelib.ports.records import (
     AccountToken, ActivityEntry, InvitationIndexing, Member, MemberRemoval, fields_of, from_fields,
 )
 from chalicelib.ports.errors import BadCursor
+from chalicelib.adapters.aws.activity import activity_item
 from chalicelib.adapters.aws.errors import storage_errors
 from chalicelib.adapters.aws.workspaces import ApiKeyRepository
 
@@ -47,12 +48,6 @@ def _member_item(member: Member) -> dict:
     return {**member_key(member.workspace_id, member.email), **fields_of(member),
             "GSI1PK": memberships_index_pk(member.email),
             "GSI1SK": f"{member.created_ms:015d}#{member.workspace_id}"}
-
-
-def activity_item(entry: ActivityEntry) -> dict:
-    """The item of an activity entry (also written inside a version's transaction)."""
-    return {"PK": activity_pk(entry.workspace_id), "SK": f"{entry.created_ms:015d}#{entry.activity_id}",
-            **fields_of(entry), "detail": dict(entry.detail)}
 
 
 @storage_errors

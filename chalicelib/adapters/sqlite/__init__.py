@@ -58,32 +58,12 @@ def close_shared() -> None:
 
 
 def repositories(data_dir: str | Path, shared: bool = True):
-    """One of each repository over the database and blobs in `data_dir`; `shared`:
+    """One of each repository over the database and blobs in `data_dir` (opened now: a
+    broken folder fails here), each built (its module imported) when first used; `shared`:
     opened once per process and folder (else anew: tests)."""
-    from chalicelib.adapters.sqlite.accounts import SessionRepository, UserRepository
-    from chalicelib.adapters.sqlite.cdn import PendingInvalidationRepository
-    from chalicelib.adapters.sqlite.documents import DocumentRepository
-    from chalicelib.adapters.sqlite.feedback import FeedbackRepository
-    from chalicelib.adapters.sqlite.oauth import OAuthRepository
-    from chalicelib.adapters.sqlite.rates import RateLimitRepository
-    from chalicelib.adapters.sqlite.leases import LeaseRepository
-    from chalicelib.adapters.sqlite.exports import ExportRepository
-    from chalicelib.adapters.sqlite.signing_keys import SigningKeyRepository
-    from chalicelib.adapters.sqlite.views import ViewCounterRepository
-    from chalicelib.adapters.sqlite.webhooks import WebhookRepository
-    from chalicelib.adapters.sqlite.workspaces import ApiKeyRepository, WorkspaceRepository
-    from chalicelib.adapters.sqlite.people import PeopleRepository
-    from chalicelib.adapters.sqlite.reviews import ReviewRepository
-    from chalicelib.adapters.sqlite.recipients import RecipientRepository
-    from chalicelib.ports import Repositories
+    from chalicelib.adapters import repository_factories
+    from chalicelib.ports.repositories import lazy_repositories
 
     db, blobs = _shared(str(Path(data_dir).resolve())) if shared else open_storage(data_dir)
-    return Repositories(
-        workspaces=WorkspaceRepository(db), keys=ApiKeyRepository(db), documents=DocumentRepository(db),
-        feedback=FeedbackRepository(db), rates=RateLimitRepository(db), users=UserRepository(db),
-        sessions=SessionRepository(db), blobs=blobs, health=SqliteHealth(db, blobs),
-        views=ViewCounterRepository(db), kind="sqlite", oauth=OAuthRepository(db),
-        cdn_pending=PendingInvalidationRepository(db), webhooks=WebhookRepository(db),
-        people=PeopleRepository(db), reviews=ReviewRepository(db), leases=LeaseRepository(db),
-        exports=ExportRepository(db), recipients=RecipientRepository(db),
-        signing_keys=SigningKeyRepository(db))
+    return lazy_repositories("sqlite", {**repository_factories(__name__, db), "blobs": lambda: blobs,
+                                        "health": lambda: SqliteHealth(db, blobs)})

@@ -13,7 +13,7 @@ import sqlite3
 from typing import Any, Iterable, Mapping, Optional
 
 from chalicelib.adapters.sqlite import cursors
-from chalicelib.adapters.sqlite.people import insert_activity
+from chalicelib.adapters.sqlite.activity import insert_activity
 from chalicelib.adapters.sqlite.db import Database, one, row_dict
 from chalicelib.adapters.sqlite.feedback import FeedbackRepository, insert_event
 from chalicelib.adapters.sqlite.rates import try_claim

@@ -3,10 +3,10 @@
 last-owner rule and single use of tokens hold under concurrency."""
 from __future__ import annotations
 
-import json
 from typing import Optional
 
 from chalicelib.adapters.sqlite import cursors
+from chalicelib.adapters.sqlite.activity import insert_activity
 from chalicelib.adapters.sqlite.db import Database, one
 from chalicelib.ports.people import LastOwner, MemberExists, NotMember
 from chalicelib.ports.records import (
@@ -15,25 +15,11 @@ from chalicelib.ports.records import (
 
 TOKEN_COLUMNS = ("token_hash", "kind", "email", "workspace_id", "role", "created_ms", "expires_ms", "used_ms",
                  "password_changed_ms", "invited_by", "expires_at")
-ACTIVITY_COLUMNS = ("workspace_id", "created_ms", "activity_id", "actor_kind", "actor", "surface", "action",
-                    "target", "detail", "expires_at")
 
 
 def _owners(tx, workspace_id: str) -> int:
     return one(tx, "SELECT COUNT(*) AS n FROM members WHERE workspace_id = ? AND role = 'owner'",  # type: ignore[index]
                (workspace_id,))["n"]
-
-
-def insert_activity(tx, entry: ActivityEntry) -> None:
-    """Store an activity entry in the caller's transaction (also a version's), and sweep
-    up to 100 entries past their 90 days (bounded work per write)."""
-    row = {**fields_of(entry), "detail": json.dumps(dict(entry.detail), ensure_ascii=False)}
-    tx.execute(f"INSERT INTO activity ({', '.join(ACTIVITY_COLUMNS)}) "
-               f"VALUES ({', '.join('?' * len(ACTIVITY_COLUMNS))})",
-               tuple(row[c] for c in ACTIVITY_COLUMNS))
-    tx.execute("DELETE FROM activity WHERE (workspace_id, created_ms, activity_id) IN "
-               "(SELECT workspace_id, created_ms, activity_id FROM activity WHERE expires_at < ? LIMIT 100)",
-               (entry.created_ms // 1000,))
 
 
 def _member(row: dict) -> Member:
