@@ -411,6 +411,7 @@ def all_in(args) -> int:
         from chalicelib import wiring
         from chalicelib.adapters.aws.schema import ensure_storage
         from chalicelib.domain import view_logs as log_lines
+        from chalicelib.domain.view_logs import AddressCaps
         from chalicelib.models import PublishRequest
         from chalicelib.services.auth import credentials_from_key
         from chalicelib.services.documents import DocumentService
@@ -465,7 +466,7 @@ def all_in(args) -> int:
         parse_ms = (time.perf_counter() - start) / 5 * 1000
         units.reset()
         records = [(str(10**20 + i), (text + "\n").encode()) for i, text in enumerate(lines)]
-        report = count_records(ctx, "shardId-000000000000", records)
+        report = count_records(ctx, "shardId-000000000000", records, AddressCaps())
         assert report.counted == args.views_per_batch, report
         file_calls, file_reads, file_writes, _ = units.snapshot()
 

@@ -25,10 +25,16 @@ fields" list (the order the records carry). Their names differ from the standard
 `timestamp` (Unix seconds with milliseconds, `1764331200.123`) instead of `date` and
 `time`, `cs-user-agent` and `cs-referer` instead of `cs(User-Agent)` and `cs(Referer)`.
 `parse(line, REALTIME_FIELDS)` reads them with the same rules.
+
+`AddressCaps`: the per-address cap's counts, carried from one batch to the next in the
+counting process's memory (services/view_logs.py says why that is enough and what a
+new process loses).
 """
 from __future__ import annotations
 
 import re
+import sys
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Optional, Sequence
@@ -111,3 +117,103 @@ def _moment(row: dict[str, str]) -> int:
         return round(float(row["timestamp"]) * 1000)
     moment = datetime.strptime(f"{row['date']} {row['time']}", "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
     return int(moment.timestamp() * 1000)
+
+
+# (document id, address key (domain/addresses.limit_key), window number): what the cap counts by.
+CapKey = tuple[str, str, int]
+
+
+class AddressCaps:
+    """How many views each address has had counted per document per window, across the
+    batches one process counts (pure: no clock, no I/O; the windows come from the
+    beacons' own times). `admit` decides a batch's beacons in order, at most `limit`
+    per key, and remembers its decisions under the batch's name: the same batch again
+    (Lambda retrying it after a failed write) gets the same decisions, not ones capped
+    by its own first attempt, so its tallies, and the store's batch markers, are the same.
+
+    Bounded:
+    - windows: only the newest window seen and the one before it are kept (a record may
+      arrive a few seconds after the next window began); a beacon of an older window
+      (records come seconds late at most, in the stream's order) starts from 0 again;
+    - entries: at most `max_entries` (document, address) counts over the windows kept;
+      beyond it the older window's go first, then the newest window's smallest counts
+      (an address seen once or twice, never the capped reloader), down to three
+      quarters of the bound. An address whose count went may have that many views
+      counted again within the window. The default, 600,000, is all a shard can carry
+      in a default window (1,000 records/s for 600 s), so at the deployed settings no
+      count of the current window goes; ~200 bytes each, 92 MB at the bound (measured,
+      tracemalloc), in a 512 MB function;
+    - batches: the decisions of the last `max_batches` batches (a retry comes before any
+      later batch of its shard: the shard waits for it), each at most its own keys.
+    """
+
+    def __init__(self, max_entries: int = 600_000, max_batches: int = 16) -> None:
+        self.max_entries = max_entries
+        self.max_batches = max_batches
+        self._windows: dict[int, dict[tuple[str, str], int]] = {}
+        self._entries = 0
+        self._batches: OrderedDict[str, dict[CapKey, int]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return self._entries
+
+    def batches(self) -> int:
+        return len(self._batches)
+
+    def count(self, key: CapKey) -> int:
+        document_id, address, window = key
+        return self._windows.get(window, {}).get((document_id, address), 0)
+
+    def admit(self, batch_id: str, keys: Sequence[CapKey], limit: int) -> list[bool]:
+        """Which of a batch's beacons (their keys, in the batch's order) count: a key's
+        first ones while its window's count is under `limit`; a batch decided before
+        (the same `batch_id`) gets the decisions it had."""
+        granted = self._batches.get(batch_id)
+        replay = granted is not None
+        if granted is None:
+            granted = self._batches[batch_id] = {}
+            while len(self._batches) > self.max_batches:
+                self._batches.popitem(last=False)
+        decided = set(granted) if replay else set()
+        used: dict[CapKey, int] = {}
+        admitted: list[bool] = []
+        for key in keys:
+            if key in decided:  # the batch again: its first decision stands
+                ok = used.get(key, 0) < granted[key]
+                used[key] = used.get(key, 0) + ok
+            else:
+                ok = self._take(key, limit)
+                granted[key] = granted.get(key, 0) + ok
+            admitted.append(ok)
+        return admitted
+
+    def _take(self, key: CapKey, limit: int) -> bool:
+        document_id, address, window = key
+        newest = max(self._windows, default=window)
+        if window > newest:
+            for old in [w for w in self._windows if w < window - 1]:
+                self._entries -= len(self._windows.pop(old))
+        counts = self._windows.setdefault(window, {})
+        seen = counts.get((document_id, address), 0)
+        if seen >= limit:
+            return False
+        if not seen:
+            self._entries += 1
+            document_id = sys.intern(document_id)  # one copy of a viral link's id, not one per address
+        counts[(document_id, address)] = seen + 1
+        if self._entries > self.max_entries:
+            self._shrink()
+        return True
+
+    def _shrink(self) -> None:
+        """Down to three quarters of the bound: older windows first, then the smallest counts."""
+        target = self.max_entries * 3 // 4
+        for window in sorted(self._windows)[:-1]:
+            self._entries -= len(self._windows.pop(window))
+            if self._entries <= target:
+                return
+        [(window, counts)] = self._windows.items()
+        smallest = sorted(counts, key=counts.__getitem__)[:self._entries - target]
+        for name in smallest:
+            del counts[name]
+        self._entries = len(counts)

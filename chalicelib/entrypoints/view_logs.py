@@ -8,6 +8,12 @@ ViewLogViews, ViewLogMalformedLines, ViewLogBatchesSeenBefore), so malformed rec
 on a graph without a PutMetricData permission. A failure (storage trouble) raises: Lambda
 retries the same batch, and the tally batches already added are not added again.
 
+The per-address cap's counts live in this process (`address_caps()`, one per process,
+built on the first batch) and carry over from one batch to the next: the mapping reads
+the one shard with one invocation at a time (`ShardCount: 1`, `ParallelizationFactor: 1`),
+so one warm instance sees the shard's batches in order. A new instance (a cold start, a
+deploy, a crash) starts from empty counts (services/view_logs.py).
+
 The Kinesis event as Lambda delivers it: `Records[]`, each with `eventID`
 (`<shard id>:<sequence number>`) and `kinesis.data` (base64) and `kinesis.sequenceNumber`.
 CloudFront's standard log files are no longer counted (one path only counts a view).
@@ -19,7 +25,10 @@ import binascii
 import json
 import logging
 from dataclasses import asdict
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from chalicelib.domain.view_logs import AddressCaps
 
 log = logging.getLogger("docpub.view_logs")
 
@@ -42,6 +51,19 @@ def shards_of(event: dict) -> dict[str, list[tuple[str, Optional[bytes]]]]:
     return shards
 
 
+_caps: Optional["AddressCaps"] = None
+
+
+def address_caps() -> "AddressCaps":
+    """This process's per-address counts (built on first use; tests set `_caps` to None)."""
+    global _caps
+    if _caps is None:
+        from chalicelib.domain.view_logs import AddressCaps
+
+        _caps = AddressCaps()
+    return _caps
+
+
 def metric_line(report: dict, now_ms: int) -> str:
     """One CloudWatch embedded-metric-format record of a batch's numbers."""
     return json.dumps({"_aws": {"Timestamp": now_ms, "CloudWatchMetrics": [{
@@ -58,7 +80,7 @@ def handle(event: dict, context: Any = None) -> dict:
     ctx = wiring.default_context()
     reports = []
     for shard, records in shards_of(event).items():
-        report = asdict(count_records(ctx, shard, records))
+        report = asdict(count_records(ctx, shard, records, address_caps()))
         print(metric_line(report, ctx.now_ms()), flush=True)
         log.info("view records counted", extra={"result": json.dumps(report, sort_keys=True)})
         reports.append(report)

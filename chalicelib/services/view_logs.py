@@ -15,16 +15,35 @@ members-only); at most `view_rate_limit()` views per document per address per wi
 count nothing without a rule here: the page fetches the beacon only once visible, and
 the logs carry no Sec-Purpose.
 
-The per-address cap is applied within one log file or stream batch (an address that
-reloads in a loop is in one batch): across batches it is not shared, which bounds what a
-flood adds at the cap per batch, not at the cap.
+The per-address cap holds across batches: an address reloading in a loop spans many
+batches (1,000 records or 60 s each), so the counts are carried from one batch to the
+next in the counting process's memory (domain/view_logs.AddressCaps: per document,
+address key and window), not in storage (a claimed counter per address per batch would
+be a write per viewer: at $0.625 per million write units at least $0.63 more per million
+views, ~$1.25 as a 2-unit conditional claim, over the $6.00 goal from $5.61). That is
+enough because one process sees the stream in order: the `ViewLogStream` has one shard
+and the mapping reads it with one invocation at a time (`ShardCount: 1`,
+`ParallelizationFactor: 1`, infra/resources.yaml); the entrypoint keeps one
+`AddressCaps` per process. What is still lost: a new instance (a cold start, a deploy,
+a crashed or timed-out invocation, a second shard or a higher parallelization factor,
+each reader with its own counts) starts from empty counts, so an address may have one
+more cap counted per window per new instance (or per concurrent reader); a batch that
+fails for good (20 retries) leaves its admissions in the counts (they may hold back that
+address's later views in the window); the counts'
+bound (600,000, the shard's whole capacity in a default window) and its window pruning
+are in AddressCaps. `count_log` caps a file on its own unless given an `AddressCaps`
+(a backfill of many files passes one, in the files' order).
 
-Idempotent per log file and line: the file's tallies (a deterministic function of its
-lines) are written in batches named `<file>#<n>`, each batch with its marker in one
+Idempotent per log file and line: the file's tallies (a function of its lines and the
+cap decisions) are written in batches named `<file>#<n>`, each batch with its marker in one
 atomic step (`ViewCounterRepository.add_views_once`): a retried file (Lambda retries,
 a duplicate notification) adds nothing twice, and a file cut off half-way finishes
-its remaining batches on the retry. A stream batch is named by its shard and its first
-and last sequence numbers: Lambda retries a failed batch as the same records (the event
+its remaining batches on the retry. A retry gets the cap decisions of its first attempt
+(AddressCaps remembers them by the batch's name), so its tallies are the same, not capped
+by its own first attempt; a retry in a new instance may admit more (empty counts), so
+the tally batches are cut from every tally the file could make before the cap (the
+same cut whatever the cap decides) and none is written twice. A stream batch is named by
+its shard and its first and last sequence numbers: Lambda retries a failed batch as the same records (the event
 source mapping neither bisects nor reports partial failures, which would rename them).
 """
 from __future__ import annotations
@@ -61,10 +80,12 @@ class LogReport:
     errors: list[str] = field(default_factory=list)
 
 
-def count_records(ctx: Context, shard_id: str, records: Sequence[tuple[str, Optional[bytes]]]) -> LogReport:
+def count_records(ctx: Context, shard_id: str, records: Sequence[tuple[str, Optional[bytes]]],
+                  caps: view_logs.AddressCaps) -> LogReport:
     """Count one batch of real-time log records read from a stream shard: (sequence number,
     data) in order, data None when it could not be decoded (malformed). Named by the shard
-    and the batch's first and last sequence numbers: the same batch again adds nothing."""
+    and the batch's first and last sequence numbers: the same batch again adds nothing.
+    `caps`: the process's per-address counts, carried from batch to batch."""
     if not records:
         return LogReport()
     lines: list[str] = []
@@ -78,16 +99,17 @@ def count_records(ctx: Context, shard_id: str, records: Sequence[tuple[str, Opti
         unreadable += not found
         lines.extend(found)
     name = f"kinesis:{shard_id}:{records[0][0]}:{records[-1][0]}"
-    report = count_log(ctx, name, lines, view_logs.REALTIME_FIELDS)
+    report = count_log(ctx, name, lines, view_logs.REALTIME_FIELDS, caps)
     report.lines += unreadable
     report.malformed += unreadable
     return report
 
 
 def count_log(ctx: Context, log_name: str, lines: Iterable[str],
-              fields: Sequence[str] = view_logs.FIELDS) -> LogReport:
+              fields: Sequence[str] = view_logs.FIELDS, caps: Optional[view_logs.AddressCaps] = None) -> LogReport:
     """Count the beacons of one log file (its name identifies it; its lines in order;
-    `fields` unless a `#Fields:` line says otherwise)."""
+    `fields` unless a `#Fields:` line says otherwise). `caps` carries the per-address
+    counts from earlier files or batches; without it the file is capped on its own."""
     report = LogReport()
     names: list[str] = list(fields)
     beacons: list[view_logs.Beacon] = []
@@ -106,12 +128,26 @@ def count_log(ctx: Context, log_name: str, lines: Iterable[str],
         if beacon is not None:
             beacons.append(beacon)
     report.beacons = len(beacons)
-    tallies = _tally(ctx, beacons, report)
-    ordered = sorted(tallies.values(), key=lambda t: (t.document_id, t.version_id, t.day))
+    views = _views(ctx, beacons, report)
+    admitted = (caps if caps is not None else view_logs.AddressCaps()).admit(
+        log_name, [view.cap for view in views], config.view_rate_limit())
+    tallies: dict[_TallyKey, ViewTally] = {}
+    for view, ok in zip(views, admitted):
+        if not ok:
+            report.capped += 1
+            continue
+        old = tallies.get(view.tally)
+        tallies[view.tally] = ViewTally(*view.tally, (old.count if old else 0) + 1,
+                                        max(old.last_ms if old else 0, view.at_ms))
+    # The batches are cut from every tally the file could have (before the cap), so they are
+    # the same on a retry whatever the cap decides then (a new process: counts from 0).
+    ordered = sorted({view.tally for view in views})
     file_ref = hashlib.sha256(log_name.encode()).hexdigest()[:32]
     expires_at = ctx.now_ms() // 1000 + MARKER_SECONDS
     for number, start in enumerate(range(0, len(ordered), MAX_TALLIES_PER_BATCH)):
-        batch = ordered[start:start + MAX_TALLIES_PER_BATCH]
+        batch = [tallies[key] for key in ordered[start:start + MAX_TALLIES_PER_BATCH] if key in tallies]
+        if not batch:
+            continue  # every view of these tallies capped: nothing to write
         report.batches += 1
         if ctx.views.add_views_once(f"{file_ref}#{number}", batch, expires_at):
             report.counted += sum(t.count for t in batch)
@@ -120,12 +156,22 @@ def count_log(ctx: Context, log_name: str, lines: Iterable[str],
     return report
 
 
-def _tally(ctx: Context, beacons: list[view_logs.Beacon], report: LogReport) -> dict[tuple[str, str, str], ViewTally]:
+_TallyKey = tuple[str, str, str]  # document, version, UTC day
+
+
+@dataclass(frozen=True)
+class _View:
+    """A human beacon of a link anyone may see: what the cap counts it by, what it adds to."""
+    cap: view_logs.CapKey
+    tally: _TallyKey
+    at_ms: int
+
+
+def _views(ctx: Context, beacons: list[view_logs.Beacon], report: LogReport) -> list[_View]:
     sharing = ShareService(ctx)
     versions: dict[tuple[str, Optional[int]], Optional[tuple[str, str]]] = {}
-    per_address: dict[tuple[str, str, int], int] = {}
-    tallies: dict[tuple[str, str, str], ViewTally] = {}
-    limit, window_seconds = config.view_rate_limit(), config.view_rate_window_seconds()
+    window_seconds = config.view_rate_window_seconds()
+    views: list[_View] = []
     for beacon in beacons:
         if rules.is_bot(beacon.user_agent):
             report.bots += 1
@@ -139,16 +185,9 @@ def _tally(ctx: Context, beacons: list[view_logs.Beacon], report: LogReport) -> 
             continue
         document_id, version_id = seen
         window = rules.rate_window(beacon.at_ms, window_seconds)[0]
-        address = (document_id, limit_key(beacon.client_ip), window)  # IPv6 by its /64, as the function
-        if per_address.get(address, 0) >= limit:
-            report.capped += 1
-            continue
-        per_address[address] = per_address.get(address, 0) + 1
-        day = rules.day_of(beacon.at_ms)
-        old = tallies.get((document_id, version_id, day))
-        tallies[(document_id, version_id, day)] = ViewTally(
-            document_id, version_id, day, (old.count if old else 0) + 1, max(old.last_ms if old else 0, beacon.at_ms))
-    return tallies
+        views.append(_View((document_id, limit_key(beacon.client_ip), window),  # IPv6 by its /64, as the function
+                           (document_id, version_id, rules.day_of(beacon.at_ms)), beacon.at_ms))
+    return views
 
 
 def _visible(sharing: ShareService, share_id: str, version: Optional[int]) -> Optional[tuple[str, str]]:

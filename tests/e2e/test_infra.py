@@ -1822,6 +1822,8 @@ def test_the_static_beacon_is_a_cached_object_counted_from_its_realtime_logs(tem
     assert mapped["FunctionName"] == {"Ref": "ViewLogFunction"}
     assert mapped["MaximumBatchingWindowInSeconds"] <= 60 and mapped["StartingPosition"] == "TRIM_HORIZON"
     assert mapped["BisectBatchOnFunctionError"] is False and "FunctionResponseTypes" not in mapped
+    # One reader of the one shard: the per-address cap's counts carry over in its memory.
+    assert mapped["ParallelizationFactor"] == 1
     assert 1 <= mapped["MaximumRetryAttempts"] <= 100 and mapped["MaximumRecordAgeInSeconds"] <= 86400
     function = resources["ViewLogFunction"]["Properties"]
     assert "Events" not in function  # the standard log files no longer invoke it: one path counts

@@ -80,3 +80,45 @@ def test_a_realtime_record_reads_the_same_beacon_with_millisecond_time():
 def test_a_malformed_realtime_record_raises_malformed(broken):
     with pytest.raises(view_logs.Malformed):
         view_logs.parse(broken(realtime_beacon(SHARE, T)), view_logs.REALTIME_FIELDS)
+
+
+# ---------------------------------------------------------------- AddressCaps: the cap across batches
+
+def test_caps_carry_over_batches_and_a_batch_again_gets_its_first_decisions():
+    caps = view_logs.AddressCaps()
+    key = ("doc", "198.51.100.1", 7)
+    assert caps.admit("b1", [key] * 2, limit=3) == [True, True]
+    assert caps.admit("b2", [key] * 2 + [("doc", "198.51.100.2", 7)], limit=3) == [True, False, True]
+    assert caps.admit("b2", [key] * 2 + [("doc", "198.51.100.2", 7)], limit=3) == [True, False, True]  # a retry
+    assert caps.admit("b1", [key] * 2, limit=3) == [True, True]
+    assert caps.count(key) == 3 and caps.admit("b3", [key], limit=3) == [False]
+
+
+def test_caps_keep_the_newest_window_and_the_one_before_it():
+    caps = view_logs.AddressCaps()
+    for window in (1, 2, 3):
+        assert caps.admit(f"w{window}", [("doc", "a", window)] * 2, limit=2) == [True, True]
+    assert caps.count(("doc", "a", 1)) == 0 and caps.count(("doc", "a", 2)) == 2 and len(caps) == 2
+    assert caps.admit("late", [("doc", "a", 2)], limit=2) == [False]  # seconds late: still capped
+
+
+def test_caps_stay_within_their_bound_and_keep_the_capped_addresses():
+    caps = view_logs.AddressCaps(max_entries=1_000, max_batches=4)
+    reloader = ("doc", "198.51.100.1", 5)
+    caps.admit("reloads", [reloader] * 40, limit=30)
+    caps.admit("old", [("doc", f"10.0.0.{n}", 4) for n in range(200)], limit=30)  # the window before
+    for batch in range(10):  # 5,000 addresses seen once each
+        caps.admit(f"b{batch}", [("doc", f"10.{batch}.{n // 256}.{n % 256}", 5) for n in range(500)], limit=30)
+        assert len(caps) <= 1_000 and caps.batches() <= 4
+    assert caps.count(reloader) == 30  # the smallest counts went first, never the capped address
+    assert caps.count(("doc", "10.0.0.1", 4)) == 0  # the older window went before them
+    assert caps.admit("more", [reloader], limit=30) == [False]
+
+
+def test_a_forgotten_batch_would_be_capped_by_its_own_first_attempt():
+    """Why decisions are remembered per batch: without them a retry undercounts."""
+    caps = view_logs.AddressCaps(max_batches=1)
+    key = ("doc", "a", 1)
+    assert caps.admit("b1", [key] * 3, limit=3) == [True] * 3
+    caps.admit("b2", [], limit=3)  # pushes b1 out
+    assert caps.admit("b1", [key] * 3, limit=3) == [False] * 3
