@@ -310,8 +310,10 @@ KMS_ACTIONS = {"sign": ["Sign"], "get_public_key": ["GetPublicKey"]}  # signed v
 ACTIONS = {"dynamodb": DYNAMODB_ACTIONS, "s3": S3_ACTIONS, "cloudfront": CLOUDFRONT_ACTIONS, "ssm": SSM_ACTIONS,
            "ses": SES_ACTIONS, "sqs": SQS_ACTIONS, "kms": KMS_ACTIONS}
 WAITERS = {("dynamodb", "table_exists"): ["DescribeTable"]}
-# Setup code that runs only against the local emulator (make run, tests), never in Lambda.
-LOCAL_ONLY = {("chalicelib/adapters/aws/schema.py", "ensure_storage")}
+# Code that never runs in Lambda: setup against the local emulator (make run, tests), and
+# the operators' upgrade steps (`make admin ARGS="--aws ..."`, their own credentials:
+# docs/deploy.md names the permissions, e.g. dynamodb:Scan for index-invitations).
+LOCAL_ONLY = {("chalicelib/adapters/aws/schema.py", "ensure_storage"), ("chalicelib/adapters/aws/table.py", "scan")}
 
 
 def client_calls(path: Path) -> list[tuple[str, str, str]]:
@@ -409,6 +411,15 @@ def code_actions() -> dict[str, list[str]]:
             for name in names:
                 needed.setdefault(f"{service}:{name}", []).append(where)
     return needed
+
+
+def test_only_operator_steps_scan_the_table():
+    """Lambda has no dynamodb:Scan (LOCAL_ONLY above): the one Scan is the operators'
+    index-invitations upgrade step; a request path that scanned would fail deployed."""
+    callers = sorted(f"{p.relative_to(ROOT).as_posix()}:{line}" for p in (ROOT / "chalicelib").rglob("*.py")
+                     for line in re.findall(r"def (\w+)\([^)]*\)[^:]*:(?:(?!\ndef |\n    def ).)*?\.table\.scan\(",
+                                            p.read_text(), re.S))
+    assert callers == ["chalicelib/adapters/aws/people.py:index_invitations"]
 
 
 def test_code_scan_finds_the_known_calls():
