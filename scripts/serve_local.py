@@ -86,6 +86,13 @@ def _patch_peer_address() -> None:
     handler.setup = setup
 
 
+def _answer_without_nagle_delay() -> None:
+    """TCP_NODELAY on every connection (socketserver sets it when this is True). chalice local
+    writes an answer's headers, then its body: with Nagle's algorithm the body waited for the
+    client's delayed ACK, ~40 ms on every request of a kept-alive connection after its first."""
+    chalice_local.ChaliceRequestHandler.disable_nagle_algorithm = True
+
+
 def _patch_unsupported_methods() -> None:
     """http.server answers methods without a `do_X` (TRACE, QUERY, …) with its own
     501 HTML page; answer them like every other missing method: the contract's 405."""
@@ -460,6 +467,7 @@ def main() -> int:
     quiet_aws_logging()
     _patch_route_miss()
     _patch_peer_address()
+    _answer_without_nagle_delay()
     _patch_unsupported_methods()
     _patch_admission()
     _patch_server_errors()
