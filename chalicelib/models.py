@@ -431,7 +431,8 @@ class RecipientCodeForm(RequestModel):
 
 class ReviewRequestBody(RequestModel):
     reviewers: Annotated[list[EmailAddress], Field(min_length=1, max_length=MAX_REVIEWERS, description=(
-        "1 to 20 email addresses of members of the workspace; each is mailed a link to the share page."))]
+        "1 to 20 email addresses of members of the workspace or of recipients its `recipients` link admits; "
+        "each is mailed a link to the share page."))]
     message: Optional[ReviewMessage] = Field(None, description="Up to 5,000 characters, sent with the request.")
 
 

@@ -484,14 +484,17 @@ OPERATIONS: tuple[Operation, ...] = (
                 "accept_suggestion, reply, wait again; stop when review_state is approved."), read_only=True))),
     Operation(
         "request_review", "POST", "/api/v1/documents/{document_id}/review-requests", "requestReview",
-        "Ask members of the workspace to review the latest version; each is mailed a link to the share page.",
+        "Ask members of the workspace (or the link's recipients) to review the latest version; each is mailed a "
+        "link to the share page.",
         lambda c: wiring.reviews().request(c.credentials, c.path["document_id"], c.body),
-        models.ReviewsRequested, status=202, request=models.ReviewRequestBody, errors=(403, 404), scope=WRITE,
+        models.ReviewsRequested, status=202, request=models.ReviewRequestBody, errors=(403, 404, 429), scope=WRITE,
         tag="reviews", example={"reviewers": ["ana@example.com"], "message": "Could you check the numbers?"},
         tools=(Tool("request_review", "Ask for a review", (
-            "Ask 1 to 20 people (email addresses of members of this workspace) to review a document's latest "
-            "version: each is mailed a link to the share page, where they approve, request changes or "
-            "comment, and review_state becomes pending. Then call wait_for_review for their decision.")),)),
+            "Ask 1 to 20 people (email addresses of members of this workspace, or recipients its recipients "
+            "link admits) to review a document's latest version: each is mailed a link to the share page, where "
+            "they approve, request changes or comment, and review_state becomes pending. Mail to recipients "
+            "outside the workspace: at most 100 a day per workspace (rate_limited). Then call wait_for_review "
+            "for their decision.")),)),
     # Webhooks: REST only (a workspace's integrations, set up by people, not agents).
     Operation(
         "create_webhook", "POST", "/api/v1/webhooks", "createWebhook",

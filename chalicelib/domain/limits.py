@@ -140,6 +140,9 @@ RESET_PER_IP = Rate(10, 60 * 60)
 RESET_PER_ACCOUNT = Rate(5, 60 * 60)
 VERIFY_RESEND_PER_ACCOUNT = Rate(5, 60 * 60)
 INVITES_PER_WORKSPACE = Rate(50, 24 * 60 * 60)
+# Review requests mailed to people outside the workspace (recipients of a `recipients`
+# link, any address at a listed @domain), per workspace: each reviewer's mail counts.
+REVIEW_MAILS_TO_RECIPIENTS = Rate(100, 24 * 60 * 60)
 # API keys created per workspace (every plan): rotating keys gains nothing.
 KEYS_CREATED_PER_WORKSPACE = Rate(10, 60 * 60)
 # GET one document lists at most this many versions (the newest); the versions route pages through all.
@@ -207,6 +210,7 @@ REFUSALS = {
     "reset-account": "Too many password reset requests for this account",
     "verify-resend": "Too many confirmation emails for this account",
     "invites": "Too many invitations from this workspace today",
+    "review-mails": "Too many review requests mailed to people outside this workspace today",
     "key-creation": "Too many API keys were created in this workspace",
     "session-writes": "Too many saves in this workspace",
     "grant-writes": "Too many writes through this connected app",

@@ -58,16 +58,19 @@ def _recent(log: list[int], now_ms: int, window_ms: int) -> list[int]:
     return sorted(t for t in log if t > now_ms - window_ms)
 
 
-def decide(log: list[int], now_ms: int, limit: int, window_seconds: int) -> SlotDecision:
-    """Claim a slot in `log` (timestamps in ms), or refuse with the wait until one frees."""
+def decide(log: list[int], now_ms: int, limit: int, window_seconds: int, count: int = 1) -> SlotDecision:
+    """Claim a slot (`count` slots: all or none) in `log` (timestamps in ms), or refuse with
+    the wait until enough free. More slots than `limit` are never granted (retry: the window)."""
     window_ms = window_seconds * 1000
     recent = _recent(log, now_ms, window_ms)
-    if len(recent) >= limit:
-        # Refused; a slot frees when the oldest counted event leaves the window.
-        oldest_blocking = recent[len(recent) - limit]
-        retry = min(window_seconds, _seconds_until(oldest_blocking + window_ms - now_ms))
-        return SlotDecision(new_log=recent, limit=limit, remaining=0, reset_seconds=retry, retry_after=retry)
-    new_log = recent + [now_ms]
+    if len(recent) + count > limit:
+        # Refused; enough slots free when the newest of the events in the way leaves the window.
+        blocking = len(recent) + count - 1 - limit
+        retry = (window_seconds if not 0 <= blocking < len(recent)
+                 else min(window_seconds, _seconds_until(recent[blocking] + window_ms - now_ms)))
+        return SlotDecision(new_log=recent, limit=limit, remaining=max(0, limit - len(recent)),
+                            reset_seconds=retry, retry_after=retry)
+    new_log = recent + [now_ms] * count
     return SlotDecision(
         new_log=new_log,
         limit=limit,

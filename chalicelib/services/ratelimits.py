@@ -34,13 +34,13 @@ def viewer_scope(kind: str, document_id: str, client_ip: str) -> str:
     return scope_key(kind, document_id, digest)
 
 
-def next_claim(ctx: Context, scope: str, rate: tuple[int, int], what: str) -> RateClaim:
-    """The next state of `scope`'s log with this event counted, for storage to write
-    conditionally; or RateLimited (Retry-After) when `rate` is used up."""
+def next_claim(ctx: Context, scope: str, rate: tuple[int, int], what: str, count: int = 1) -> RateClaim:
+    """The next state of `scope`'s log with this event (`count` events) counted, for storage
+    to write conditionally; or RateLimited (Retry-After) when `rate` has no room for them."""
     limit, window = rate
     now_ms = ctx.now_ms()
     item = ctx.rates.get(scope)
-    decision = decide(list(item.hits) if item else [], now_ms, limit, window)
+    decision = decide(list(item.hits) if item else [], now_ms, limit, window, count)
     if not decision.allowed:
         assert decision.retry_after is not None
         raise RateLimited(decision.retry_after,
@@ -54,10 +54,11 @@ def contended(what: str) -> RateLimited:
     return RateLimited(1, f"{what}; try again in a moment.")
 
 
-def hit(ctx: Context, scope: str, rate: tuple[int, int], what: str) -> None:
-    """Count one event in `scope`, or raise 429 when `rate` (limit, window s) is used up."""
+def hit(ctx: Context, scope: str, rate: tuple[int, int], what: str, count: int = 1) -> None:
+    """Count one event (`count` events, all or none) in `scope`, or raise 429 when `rate`
+    (limit, window s) has no room for them."""
     for _attempt in range(CLAIM_ATTEMPTS):
-        claim = next_claim(ctx, scope, rate, what)
+        claim = next_claim(ctx, scope, rate, what, count)
         if ctx.rates.claim(claim.scope, claim.expected_seq, claim.new_log, claim.expires_at):
             return
     raise contended(what)

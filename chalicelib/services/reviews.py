@@ -32,7 +32,7 @@ from chalicelib.models import (
 from chalicelib.ports import BadCursor, GuardFailed, StaleDocument
 from chalicelib.ports import records
 from chalicelib.ports.records import Document, ReviewStatus
-from chalicelib.services import access, audience, cursors, mailing
+from chalicelib.services import access, audience, cursors, mailing, ratelimits
 from chalicelib.services.access import Actor, Who, requires
 from chalicelib.services.context import Context, rfc3339
 from chalicelib.services.events import make_event
@@ -162,6 +162,10 @@ class ReviewService:
         emails = list(dict.fromkeys(body.reviewers))  # lowercased by the model; each once, in order
         for email in emails:
             self.may_be_asked(doc, email, f"reviewers.{body.reviewers.index(email)}")
+        strangers = [e for e in emails if self.ctx.people.get_member(doc.workspace_id, e) is None]
+        if strangers:  # mail to people outside the workspace: a daily budget, the whole request or nothing
+            ratelimits.hit(self.ctx, ratelimits.scope_key("review-mails", doc.workspace_id),
+                           limits.REVIEW_MAILS_TO_RECIPIENTS, limits.REFUSALS["review-mails"], count=len(strangers))
         requester = reviewer_of(actor)
         for attempt in range(ATTEMPTS):
             self.ctx.backoff(attempt)

@@ -52,3 +52,18 @@ def test_a_lowered_limit_refuses_until_the_shards_drain():
     logs = [ShardLog(s, 1, [1000 + s]) for s in range(8)]  # 8 writes, one per shard
     decision, claim = claim_sharded(logs, 2000, 4, 60)
     assert claim is None and decision.retry_after is not None
+
+
+def test_decide_claims_several_slots_all_or_none():
+    from chalicelib.domain.ratelimit import decide
+
+    now = 1_000_000
+    log = [now - 50_000, now - 40_000, now - 30_000]  # 3 of 5 used in a 60 s window
+    taken = decide(log, now, 5, 60, count=2)
+    assert taken.allowed and taken.new_log == log + [now, now] and taken.remaining == 0
+    refused = decide(log, now, 5, 60, count=3)
+    # Room for 3 once the oldest leaves (10 s), not before; nothing claimed meanwhile.
+    assert not refused.allowed and refused.retry_after == 10 and refused.new_log == log
+    assert decide(log, now, 5, 60, count=4).retry_after == 20
+    assert decide([], now, 5, 60, count=6).retry_after == 60  # never: more than the limit
+    assert decide(log, now, 5, 60).new_log == decide(log, now, 5, 60, count=1).new_log

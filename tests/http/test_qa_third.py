@@ -1,0 +1,57 @@
+"""Defects found by the third QA pass over reviews, suggestions, recipients, provenance,
+exports and static pages (helper qa3), each reproduced at the HTTP level before its fix."""
+from __future__ import annotations
+
+import json
+
+from tests.dashboard_client import outbox_messages
+from tests.helpers import auth, post_json, publish
+
+
+def _error(r) -> dict:
+    return json.loads(r.body)["error"]
+
+
+def _review_mails() -> list[dict]:
+    return [m for m in outbox_messages() if m["kind"] == "review"]
+
+
+def test_review_requests_are_no_mail_relay_to_strangers(client, key, app_clock):
+    """Reproduction: a free key lists a whole mail domain as recipients (`@example.org`:
+    any address there), then asks 20 addresses at a time to "review", each mail carrying
+    the caller's own 5,000-character message. Nothing limited it (invitations, the other
+    mail to strangers, stop at 50 a day): 40 requests mailed 800 strangers. Mail to people
+    outside the workspace now has a daily budget per workspace (limits.REVIEW_MAILS_TO_RECIPIENTS);
+    a request that would pass it is 429 as a whole, with nothing mailed and nothing changed."""
+    doc = publish(client, key, share_access="recipients", share_recipients=["@example.org"])
+    path = f"/api/v1/documents/{doc['document_id']}/review-requests"
+    sent = 0
+    for n in range(40):
+        batch = [f"person{n}.{i}@example.org" for i in range(20)]
+        r = post_json(client, path, {"reviewers": batch, "message": "Cheap watches! " * 300}, key)
+        if r.status_code != 202:
+            break
+        sent += 20
+    assert sent < 800, "every request mailed 20 strangers"
+    from chalicelib.domain import limits
+
+    budget = limits.REVIEW_MAILS_TO_RECIPIENTS
+    assert r.status_code == 429 and _error(r)["code"] == "rate_limited", r.body
+    assert 1 <= int(r.headers["Retry-After"]) <= budget.window_seconds
+    assert sent <= budget.limit < sent + 20  # refused whole: nothing of the refused batch went out
+    assert len(_review_mails()) == sent
+    # Members of the workspace are not strangers: asking them still works.
+    from chalicelib import wiring
+    from chalicelib.ports.records import Member, User
+
+    workspace_id = json.loads(client.http.get("/api/v1/me", headers=auth(key)).body)["workspace"]["id"]
+    ctx = wiring.default_context()
+    ctx.users.create(User(email="ana@example.com", password_hash="x", workspace_id=workspace_id, created_ms=1))
+    ctx.people.add_member(Member(workspace_id=workspace_id, email="ana@example.com", role="viewer", created_ms=1))
+    r = post_json(client, path, {"reviewers": ["ana@example.com"]}, key)
+    assert r.status_code == 202, r.body
+    # A day later the budget is back.
+    app_clock.advance(budget.window_seconds + 1)
+    r = post_json(client, path, {"reviewers": ["late@example.org"]}, key)
+    assert r.status_code == 202, r.body
+
