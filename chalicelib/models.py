@@ -129,14 +129,10 @@ MAX_RECIPIENTS = 100
 
 
 def _recipient_entry(value: str) -> str:
-    value = value.strip().lower()
-    if value.startswith("@"):
-        if not emails.is_domain_entry(value):
-            raise PydanticCustomError("recipient", "must be an email address or a domain written @example.com")
-        return value
-    if not emails.is_email(value):
+    normal = emails.normal_domain_entry(value) if value.strip().startswith("@") else emails.normal_email(value)
+    if normal is None:
         raise PydanticCustomError("recipient", "must be an email address or a domain written @example.com")
-    return value
+    return normal
 
 
 def _distinct(values: list[str]) -> list[str]:
@@ -389,9 +385,10 @@ ReviewState = Literal["none", "pending", "changes_requested", "approved"]
 
 
 def _email_address(value: str) -> str:
-    if not emails.is_email(value):
+    normal = emails.normal_email(value) if value == value.strip() else None
+    if normal is None:
         raise PydanticCustomError("email", "must be an email address")
-    return value.lower()
+    return normal
 
 
 EmailAddress = Annotated[str, StringConstraints(max_length=254), AfterValidator(_email_address),

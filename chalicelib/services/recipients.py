@@ -44,8 +44,8 @@ class RecipientPass:
 
 
 def valid_email(value: str, field: str = "email") -> str:
-    email = (value or "").strip().lower()
-    if not emails.is_email(email):
+    email = emails.normal_email(value or "")
+    if email is None:
         raise ValidationFailed.field(field, "must be an email address")
     return email
 

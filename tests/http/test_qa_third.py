@@ -55,3 +55,44 @@ def test_review_requests_are_no_mail_relay_to_strangers(client, key, app_clock):
     r = post_json(client, path, {"reviewers": ["late@example.org"]}, key)
     assert r.status_code == 202, r.body
 
+
+
+def _fields(r) -> list[str]:
+    error = _error(r)
+    assert error["code"] == "validation_error", r.body
+    return [f["field"] for f in error["details"]["fields"]]
+
+
+def test_a_recipient_is_an_address_mail_goes_to_as_written(client, key, app_clock):
+    """Reproduction: `share_recipients` and the email step took anything with one `@` and a
+    dot after it: `cfo\\x00@client.example` (a NUL), `cfo@client.example.` (a trailing dot:
+    another entry than `cfo@client.example`), `(1)cfo@client.example` (an RFC 5322 comment:
+    mailed to cfo@client.example, yet a different address to the per-address limit of 5
+    codes an hour, so `(1)…`, `(2)…` mailed the same inbox without end), and took
+    `a@münchen.de` but refused `@münchen.de`. An address is now a dot-atom local part at a
+    domain of letters, digits and hyphens; a Unicode domain is kept in its ASCII form
+    (IDNA), so the entry and the address agree."""
+    from tests.dashboard_client import DashboardClient, outbox_messages
+    from tests.helpers import publish_raw
+
+    for bad in ["cfo\x00@client.example", "cfo@client.example.", "(1)cfo@client.example", "a,b@client.example",
+                "cfo@client..example", ".cfo@client.example", "cfo@-client.example"]:
+        r = publish_raw(client, key, share_access="recipients", share_recipients=[bad])
+        assert r.status_code == 422 and _fields(r) == ["share_recipients.0"], (bad, r.body)
+    doc = publish(client, key, share_access="recipients", share_recipients=["@client.example", "@münchen.de"])
+    got = json.loads(client.http.get(f"/api/v1/documents/{doc['document_id']}", headers=auth(key)).body)
+    assert got["share_recipients"] == ["@client.example", "@xn--mnchen-3ya.de"]
+    viewer = DashboardClient(client)
+    for n in range(3):  # the per-address limit held only for the address as written
+        page = viewer.post(f"/d/{doc['share_id']}/recipient/email", {"email": f"({n})cfo@client.example"})
+        assert page.status == 422, page.text
+    assert not [m for m in outbox_messages() if m["kind"] == "recipient_code"]
+    page = viewer.post(f"/d/{doc['share_id']}/recipient/email", {"email": "Jörg@München.de"})
+    assert page.status == 422  # a local part mail cannot carry as written
+    page = viewer.post(f"/d/{doc['share_id']}/recipient/email", {"email": "joerg@München.de"})
+    assert page.status == 200
+    assert [m["to"] for m in outbox_messages() if m["kind"] == "recipient_code"] == ["joerg@xn--mnchen-3ya.de"]
+    # Revoking names the same address whichever form is given.
+    r = client.http.delete(f"/api/v1/documents/{doc['document_id']}/recipients/joerg%40m%C3%BCnchen.de",
+                           headers=auth(key))
+    assert r.status_code == 204, r.body
