@@ -159,6 +159,59 @@ def export_in_thread(export_id: str) -> Any:
     return thread
 
 
+def build_quiet_runner(ctx: Context) -> Callable[[dict], Any]:
+    """How a quiet step runs after the answer (services/quiet_steps.py): deployed (a queue
+    configured), an SQS message the worker function runs it from; else a daemon thread of
+    this process, on `ctx`."""
+    if config.webhook_queue_url():
+        from chalicelib.adapters.aws.outbox import send_quiet_step
+
+        return send_quiet_step
+    return functools.partial(quiet_step_in_thread, ctx)
+
+
+# The quiet steps' threads of this process not yet joined (`settle_quiet_steps`).
+_QUIET_THREADS: list[Any] = []
+
+
+def quiet_step_in_thread(ctx: Context, step: dict) -> Any:
+    """Run the quiet step in a daemon thread of this process; the thread."""
+    import threading
+
+    thread = threading.Thread(target=run_quiet_step, args=(ctx, step), name="quiet-" + str(step.get("step")),
+                              daemon=True)
+    _QUIET_THREADS[:] = [t for t in _QUIET_THREADS if t.is_alive()] + [thread]
+    thread.start()
+    return thread
+
+
+def run_quiet_step(ctx: Context, step: dict) -> None:
+    """Run a quiet step on `ctx` (a thread of this process, or the worker's handler): the
+    service method it names; failures logged, not raised (services/quiet_steps.run)."""
+    from chalicelib.services import quiet_steps
+
+    quiet_steps.run(ctx, step, _deliver_quiet_step)
+
+
+def _deliver_quiet_step(ctx: Context, message: dict) -> None:
+    from chalicelib.services import quiet_steps
+
+    if message["step"] == quiet_steps.RECIPIENT_CODE:
+        from chalicelib.services.recipients import RecipientService
+
+        RecipientService(ctx).deliver_code(message["share_id"], message["email"])
+    elif message["step"] == quiet_steps.RESET:
+        from chalicelib.services.accounts import AccountService
+
+        AccountService(ctx).deliver_reset(message["email"])
+
+
+def settle_quiet_steps(timeout: float = 30.0) -> None:
+    """Wait for this process's quiet-step threads (tests read the outbox after them)."""
+    while _QUIET_THREADS:
+        _QUIET_THREADS.pop().join(timeout)
+
+
 def read_outbox(limit: int) -> dict:
     """The latest messages of the outbox folder (`make admin ARGS=outbox`)."""
     from chalicelib.adapters.mail.outbox import read_outbox as read
@@ -184,7 +237,10 @@ def new_context(**overrides: Any) -> Context:
         overrides["webhook_sender"] = build_webhook_sender()
     if "run_export" not in overrides:
         overrides["run_export"] = build_export_runner()
-    return Context(**overrides)
+    run_quiet = overrides.pop("run_quiet", None)
+    ctx = Context(**overrides)
+    ctx.run_quiet = run_quiet or build_quiet_runner(ctx)
+    return ctx
 
 
 @functools.lru_cache(maxsize=None)

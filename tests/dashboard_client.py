@@ -31,27 +31,49 @@ class Page:
 
 
 def outbox_messages(data_dir: str | None = None) -> list[dict]:
-    """The outbox of the data folder under test, newest first."""
+    """The outbox of the data folder under test, newest first. In-process (no `data_dir`), the
+    mail steps run after their answer (services/quiet_steps.py) in threads of this process:
+    they are waited for first."""
     import os
 
+    from chalicelib import wiring
     from chalicelib.adapters.mail.outbox import read_outbox
 
+    if data_dir is None:
+        wiring.settle_quiet_steps()
     folder = os.path.join(data_dir or os.environ["DOCPUB_DATA_DIR"], "outbox")
     return read_outbox(folder, limit=1000)
 
 
+def _waited(find, data_dir: str | None, seconds: float = 15.0):
+    """`find(messages)` once it is truthy; a stack in another process mails shortly after its
+    answer, so its outbox folder is read again until a deadline (never a fixed sleep)."""
+    import time
+
+    deadline = time.monotonic() + (seconds if data_dir is not None else 0)
+    while True:
+        found = find(outbox_messages(data_dir))
+        if found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.05)
+
+
 def mail_link(email: str, kind: str, data_dir: str | None = None) -> str:
     """The link of the newest message of `kind` to `email`."""
-    for message in outbox_messages(data_dir):
-        if message["to"] == email and message["kind"] == kind:
-            return message["links"][0]
-    raise AssertionError(f"no {kind} mail to {email} in the outbox")
+    def link(messages):
+        return next((m["links"][0] for m in messages if m["to"] == email and m["kind"] == kind), None)
+
+    found = _waited(link, data_dir)
+    if found is None:
+        raise AssertionError(f"no {kind} mail to {email} in the outbox")
+    return found
 
 
 def mail_codes(email: str, data_dir: str | None = None) -> list[str]:
-    """The recipient codes (contract 7f) mailed to `email`, newest first (the subject starts with it)."""
-    return [m["subject"].split(" ", 1)[0] for m in outbox_messages(data_dir)
-            if m["to"] == email and m["kind"] == "recipient_code"]
+    """The recipient codes (contract 7f) mailed to `email`, newest first (the subject starts with
+    it); from a stack in another process, once there is one."""
+    return _waited(lambda messages: [m["subject"].split(" ", 1)[0] for m in messages
+                                     if m["to"] == email and m["kind"] == "recipient_code"], data_dir)
 
 
 class DashboardClient:

@@ -12,6 +12,13 @@ Workspace exports (contract 7g) ride the same queue: a message `{"kind": "export
 "export_id": ...}` (sent by `POST /api/v1/exports`) makes the invocation build that export
 first (services/exports.build: the zip streamed to S3), then it runs its webhook rounds.
 Locally an export is built by a thread of the server instead (wiring.export_in_thread).
+
+Quiet steps (services/quiet_steps.py) ride it too: a message `{"kind": "quiet-mail", "step":
+"recipient-code" | "reset", ...}` (sent by the email step of a recipients link and by "forgot
+password", after their answer) is run by wiring.run_quiet_step, which only calls the
+service method that decides and mails. Locally a thread of the server runs it
+(wiring.quiet_step_in_thread). The message names no code or token; a failed step is logged
+(its step and error code, never the address) and not retried: the person asks again.
 """
 from __future__ import annotations
 
@@ -60,6 +67,8 @@ def handle(event, context) -> dict:
     from chalicelib import wiring as registry
 
     began = time.monotonic()
+    for step in quiet_messages(event):
+        registry.run_quiet_step(registry.default_context(), step)
     for export_id in export_ids(event):
         registry.exports().build(export_id)
     service = registry.webhooks()
@@ -72,16 +81,26 @@ def handle(event, context) -> dict:
     return {"rounds": rounds}
 
 
-def export_ids(event) -> list[str]:
-    """The exports an SQS event asks to build (other messages are nudges of the outbox)."""
+def _bodies(event) -> list:
     import json
 
     found = []
     for record in (event or {}).get("Records") or []:
         try:
-            body = json.loads(record.get("body") or "{}")
+            found.append(json.loads(record.get("body") or "{}"))
         except ValueError:
             continue
-        if isinstance(body, dict) and body.get("kind") == "export" and isinstance(body.get("export_id"), str):
-            found.append(body["export_id"])
     return found
+
+
+def export_ids(event) -> list[str]:
+    """The exports an SQS event asks to build (other messages are nudges of the outbox)."""
+    return [body["export_id"] for body in _bodies(event)
+            if isinstance(body, dict) and body.get("kind") == "export" and isinstance(body.get("export_id"), str)]
+
+
+def quiet_messages(event) -> list[dict]:
+    """The quiet steps an SQS event carries."""
+    from chalicelib.services import quiet_steps
+
+    return [step for step in map(quiet_steps.message_of, _bodies(event)) if step is not None]

@@ -14,8 +14,10 @@
   the password is checked.
 - No enumeration (contract 7d): sign-up and "forgot password" answer the same
   whether or not the email has an account; the mail tells the owner of the
-  address what happened. The paths do the same expensive work (one argon2 hash),
-  and a path that sends no mail waits about as long as sending one takes.
+  address what happened. "Forgot password" does the same work for any address:
+  the decision, the token and the mail run after the answer (`deliver_reset`,
+  services/quiet_steps.py). Sign-up's paths do the same expensive work (one argon2
+  hash), and a path that sends no mail waits about as long as sending one takes.
 - One-time links (verification 24 h, reset 1 h, sign-in links 1 h): a random
   token in the link, only its SHA-256 stored, used once by a conditional write.
   A reset also needs the password to be unchanged since the link was made, and
@@ -46,7 +48,7 @@ from chalicelib.ports import UserExists
 from chalicelib.ports.records import AccountToken, DashboardSession, Member, User
 from chalicelib.errors import Unauthorized, ValidationFailed
 from chalicelib.services.context import Context, new_workspace_id
-from chalicelib.services import mailing, members, ratelimits
+from chalicelib.services import mailing, members, quiet_steps, ratelimits
 from chalicelib.services.tokens import (  # noqa: F401 - normalise_email and dashboard_url are used by pages too
     LINK_INVALID, dashboard_url, new_token, normalise_email, token_digest,
 )
@@ -261,22 +263,31 @@ class AccountService:
     # ---------------------------------------------------------------- forgot / reset
 
     def forgot_password(self, email: str, client_ip: str) -> str:
-        """Mail a reset link if the email has an account; the same answer either way."""
+        """The same answer and the same work for any address: the per-IP limit, then the step
+        handed off. Whether the email has an account, its per-account limit, the token and the
+        mail come after the answer (`deliver_reset`, services/quiet_steps.py); 503 when the step
+        cannot be handed off."""
         self._hit("reset-ip", client_ip, limits.RESET_PER_IP)
         email = normalise_email(email)
         if len(email) > MAX_EMAIL or not _EMAIL_SHAPE.match(email):
             raise ValidationFailed.field("email", "must be a valid email address")
+        quiet_steps.hand_off(self.ctx, quiet_steps.RESET, email=email)
+        return email
+
+    def deliver_reset(self, email: str) -> None:
+        """The quiet step of `forgot_password`: a reset link to `email` if it has an account and
+        its per-account limit allows one more; nothing otherwise (the limit's refusal is told to
+        nobody: that would say the account exists)."""
+        email = normalise_email(email)
         user = self.ctx.users.get(email)
         if user is None or not self._quietly_within("reset-account", email, limits.RESET_PER_ACCOUNT):
-            self._pad()
-            return email
+            return
         token, digest = new_token()
         now_ms = self.ctx.now_ms()
         self.ctx.people.put_token(self._token("reset", digest, email, limits.RESET_LINK_SECONDS, now_ms,
                                               password_changed_ms=user.password_changed_ms or 0))
         self._mail("reset", email, link=dashboard_url("reset", token=token),
                    minutes=limits.RESET_LINK_SECONDS // 60)
-        return email
 
     def reset_password(self, token: Optional[str], new_password: str) -> StartedSession:
         """A new password from a reset link: every other session of the account ends,

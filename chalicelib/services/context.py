@@ -72,6 +72,10 @@ def _no_export_runner(export_id: str) -> None:
     return None
 
 
+def _no_quiet_runner(step: dict[str, str]) -> None:
+    raise RuntimeError("this Context runs no quiet steps: build it with chalicelib.wiring.new_context()")
+
+
 def _no_mailer() -> Mailer:
     raise RuntimeError("this Context has no mailer: build it with chalicelib.wiring.new_context()")
 
@@ -102,6 +106,10 @@ class Context:
     # Builds a started export in the background (services/exports.py): wiring gives the
     # deployed stack's SQS message to the worker, else a thread of this process.
     run_export: Callable[[str], None] = _no_export_runner
+    # Runs a quiet step after the answer (services/quiet_steps.py: the part of a mail step
+    # that differs between addresses): wiring gives the deployed stack's SQS message to the
+    # worker, else a daemon thread of this process on this Context.
+    run_quiet: Callable[[dict[str, str]], Any] = _no_quiet_runner
     # Who signs versions' statements (ports/signing.py, contract 7g), built on first use.
     signers_factory: Callable[[], SignerFactory] = _memory_signers
     # Backoff between optimistic-concurrency retries; tests may inject a no-op.

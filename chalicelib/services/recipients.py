@@ -2,7 +2,10 @@
 share page, and, for the document's people, who opened it and revoking one person.
 
 The email step answers the same for any address (no enumeration): a code goes only to
-an admitted address, and only the mail itself says so. A code is 6 digits, valid 10
+an admitted address, and only the mail itself says so. The request does the same work for
+any address too (its rate-limit hits, then handing the step off): whether the address is
+admitted, the code and its mail come after the answer (`deliver_code`, services/quiet_steps.py),
+so the answer's time says nothing either. A code is 6 digits, valid 10
 minutes, stored as a keyed hash (HMAC with the service's secret: 10^6 codes would be
 guessed from a plain hash), good for 5 tries; the fifth wrong try spends it until a new
 one is sent. Code requests count per email address and per client address, whatever
@@ -19,11 +22,11 @@ from dataclasses import dataclass
 
 from chalicelib import config
 from chalicelib.domain import emails, limits
-from chalicelib.errors import NotFound, Unauthorized, ValidationFailed
+from chalicelib.errors import Gone, NotFound, Unauthorized, ValidationFailed
 from chalicelib.models import RecipientInfo, RecipientList
 from chalicelib.ports import StaleDocument
 from chalicelib.ports.records import Document
-from chalicelib.services import access, activity, audience, cdn, mailing, ratelimits
+from chalicelib.services import access, activity, audience, cdn, mailing, quiet_steps, ratelimits
 from chalicelib.services.access import Actor, Who, requires
 from chalicelib.services.context import Context, rfc3339
 from chalicelib.services.sharing import ShareService, share_path
@@ -69,28 +72,42 @@ class RecipientService:
         return doc
 
     def request_code(self, share_id: str, email: str, client_ip: str) -> str:
-        """Mail a code to `email` if it may open the link; the same answer (the address,
-        lowercased) whether or not. 422 for what is not an email address, 429 past the limits."""
+        """The email step: the same answer (the address, lowercased) and the same work for any
+        address. Only the rate-limit hits happen here; whether the address is admitted, and the
+        code and its mail if so, are `deliver_code`, run after the answer (services/quiet_steps.py).
+        422 for what is not an email address, 429 past the limits, 503 when the step cannot be
+        handed off."""
         doc = self._link(share_id)
         email = valid_email(email)
         ratelimits.hit(self.ctx, ratelimits.viewer_scope("recipient-code-ip", "any", client_ip),
                        limits.RECIPIENT_CODES_PER_IP, limits.REFUSALS["recipient-code-ip"])
         ratelimits.hit(self.ctx, ratelimits.scope_key("recipient-code-email", _email_digest(email)),
                        limits.RECIPIENT_CODES_PER_EMAIL, limits.REFUSALS["recipient-code-email"])
-        if audience.admitted(self.ctx, doc, email):
-            from chalicelib.ports.records import RecipientCode
-
-            code = f"{secrets.randbelow(10 ** limits.RECIPIENT_CODE_DIGITS):0{limits.RECIPIENT_CODE_DIGITS}d}"
-            self.ctx.recipients.put_code(RecipientCode(
-                doc.document_id, email, _code_hash(doc.document_id, email, code),
-                self.ctx.now_ms() + limits.RECIPIENT_CODE_SECONDS * 1000))
-            workspace = self.ctx.workspaces.get(doc.workspace_id)
-            mailing.send(self.ctx, mailing.render(
-                "recipient_code", email, mailing.branding_of(workspace), code=code, title=doc.title,
-                minutes=limits.RECIPIENT_CODE_SECONDS // 60,
-                workspace_name=workspace.name if workspace else "Docpub",
-                link=config.base_url() + share_path(doc.share_id)))
+        quiet_steps.hand_off(self.ctx, quiet_steps.RECIPIENT_CODE, share_id=doc.share_id, email=email)
         return email
+
+    def deliver_code(self, share_id: str, email: str) -> None:
+        """The quiet step of `request_code`: mail a code to `email` if it may open the link
+        (now: a link changed since is judged as it is); nothing otherwise."""
+        try:
+            doc = self._link(share_id)
+        except (NotFound, Gone):  # withdrawn, expired or no longer `recipients` since the answer
+            return
+        email = valid_email(email)
+        if not audience.admitted(self.ctx, doc, email):
+            return
+        from chalicelib.ports.records import RecipientCode
+
+        code = f"{secrets.randbelow(10 ** limits.RECIPIENT_CODE_DIGITS):0{limits.RECIPIENT_CODE_DIGITS}d}"
+        self.ctx.recipients.put_code(RecipientCode(
+            doc.document_id, email, _code_hash(doc.document_id, email, code),
+            self.ctx.now_ms() + limits.RECIPIENT_CODE_SECONDS * 1000))
+        workspace = self.ctx.workspaces.get(doc.workspace_id)
+        mailing.send(self.ctx, mailing.render(
+            "recipient_code", email, mailing.branding_of(workspace), code=code, title=doc.title,
+            minutes=limits.RECIPIENT_CODE_SECONDS // 60,
+            workspace_name=workspace.name if workspace else "Docpub",
+            link=config.base_url() + share_path(doc.share_id)))
 
     def verify_code(self, share_id: str, email: str, code: str) -> RecipientPass:
         """The right code: a viewer pass for this link (30 days) and the recipient recorded.

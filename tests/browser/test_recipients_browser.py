@@ -82,6 +82,7 @@ def test_a_stranger_gets_the_same_answer_and_no_mail(stack, browser, audit):
         _ask(page, "someone@client.example")
         allowed = page.locator("main").inner_text().replace("someone@client.example", "EMAIL")
         assert stranger == allowed
+        assert mail_codes("someone@client.example", str(stack.data_dir))  # mailed just after the answer
         page.fill("#code", "123456")
         page.click("button[type=submit] >> text=Open the document")
         page.locator(".error", has_text="tries left").wait_for()

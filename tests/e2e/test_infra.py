@@ -1212,6 +1212,11 @@ def test_webhook_queue_worker_dead_letters_and_alarm(resources):
     # The worker reaches the table through the same data policy, and consumes only its queue.
     policy = resources["DataAccessPolicy"]["Properties"]
     assert {"Ref": "WebhookWorkerRole"} in policy["Roles"]
+    # It mails the quiet steps' codes and reset links (services/quiet_steps.py), as the API would:
+    # the same mail settings, the same secret (the codes' keyed hashes), the same links.
+    worker_env = worker["Environment"]["Variables"]
+    for name in ("DOCPUB_MAIL", "DOCPUB_MAIL_FROM", "DOCPUB_SECRET_KEY", "DOCPUB_BASE_URL"):
+        assert worker_env[name] == env[name], name
     import importlib
 
     module, _, function = worker["Handler"].rpartition(".")
@@ -1429,6 +1434,7 @@ def share_path_calls(webhook_queue, api, services, clock, monkeypatch):
     team = publish(title="Team", share_access="workspace")
     withdrawn = publish(title="Withdrawn", share_enabled=False)
     expiring = publish(title="Expiring", share_expires_at="2027-06-01T00:00:00Z")
+    audit = publish(title="Audit", share_access="recipients", share_recipients=["lead@auditors.example"])
     form = {"content-type": "application/x-www-form-urlencoded"}
     as_json = {"content-type": "application/json"}
     statuses: dict[str, int] = {}
@@ -1473,12 +1479,21 @@ def share_path_calls(webhook_queue, api, services, clock, monkeypatch):
         get("unlocked page", f"/d/{share(secret)}", cookies=[cookie])
         get("unlocked content", f"/d/{share(secret)}/v/{secret['version_id']}", cookies=[cookie])
         get("workspace only", f"/d/{share(team)}")
+        # A recipients link's email step: rate-limit hits and the step handed to the worker (its
+        # code and mail are the worker's, after the answer: no SES from the share function).
+        post("recipient email", f"/d/{share(audit)}/recipient/email",
+             urlencode({"email": "lead@auditors.example"}).encode(), form)
         get("withdrawn", f"/d/{share(withdrawn)}")
         get("unknown", "/d/nosuchlink")
         clock.now = 1_811_808_000.0 + 60  # past 2027-06-01
         get("expired", f"/d/{share(expiring)}")
     assert int(aws.sqs().get_queue_attributes(QueueUrl=webhook_queue, AttributeNames=["All"])[
         "Attributes"]["ApproximateNumberOfMessages"]) >= 1  # feedback nudged the webhook worker
+    bodies: list[dict] = []
+    while batch := aws.sqs().receive_message(QueueUrl=webhook_queue, MaxNumberOfMessages=10).get("Messages"):
+        bodies += [json.loads(m["Body"]) for m in batch]
+    assert {"kind": "quiet-mail", "step": "recipient-code", "share_id": share(audit),
+            "email": "lead@auditors.example"} in bodies  # no code in it: the worker makes it
     return statuses, recorder.calls
 
 
@@ -1494,8 +1509,8 @@ def test_the_share_function_may_make_exactly_the_calls_the_share_path_makes(shar
         "feedback": 201, "reply": 201, "live": 200, "threads": 200, "download page": 302, "download source": 302,
         "markdown page": 200, "file inline": 200, "file presigned": 302, "download zip": 302,
         "download zip again": 302, "passphrase form": 200, "wrong passphrase": 401, "unlock": 303,
-        "unlocked page": 200, "unlocked content": 200, "workspace only": 303, "withdrawn": 404, "unknown": 404,
-        "expired": 410}
+        "unlocked page": 200, "unlocked content": 200, "workspace only": 303, "recipient email": 200,
+        "withdrawn": 404, "unknown": 404, "expired": 410}
     role = resources["ShareFunction"]["Properties"]["Role"]["Fn::GetAtt"][0]
     granted = {p for p in granted_pairs(resources, role) if not p[0].startswith("logs:")}
     needed = needed_pairs(calls)

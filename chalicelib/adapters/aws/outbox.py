@@ -29,3 +29,12 @@ def send_export(export_id: str) -> None:
 
     aws.sqs().send_message(QueueUrl=config.webhook_queue_url(),
                            MessageBody=json.dumps({"kind": "export", "export_id": export_id}))
+
+
+def send_quiet_step(step: dict) -> None:
+    """Hand a quiet step (services/quiet_steps.py: `{"kind": "quiet-mail", "step": ...}`, no
+    code or token in it) to the worker function. Not best effort: a refused send is the
+    request's 503, for any address alike."""
+    import json
+
+    aws.sqs().send_message(QueueUrl=config.webhook_queue_url(), MessageBody=json.dumps(step))
