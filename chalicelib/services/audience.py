@@ -96,15 +96,14 @@ def holder(ctx: Context, doc: Document, value: Optional[str]) -> Optional[str]:
 
 def apply_change(ctx: Context, before: Document, after: Sequence[str]) -> bool:
     """After the document's `share_recipients` became `after`: recorded recipients no entry
-    admits any more are revoked (they stay listed), addresses listed anew are admitted
-    again, and the audience by entry follows. True when someone lost access."""
+    admits any more are refused for that reason alone (`admitted` reads the entries; they
+    stay listed, shown revoked), so listing their entry again, an address or its domain,
+    admits them again; a person revoked on their own (`DELETE …/recipients/:email`) is
+    admitted again only by listing their address anew. The audience by entry follows.
+    True when someone lost access."""
     old, new = set(before.share_recipients), set(after)
     now_ms = ctx.now_ms()
     narrowed = bool(old - new)
-    for recipient in ctx.recipients.list_for_document(before.document_id):
-        if recipient.revoked_ms is None and not listed(after, recipient.email):
-            ctx.recipients.revoke(before.document_id, before.workspace_id, recipient.email, now_ms)
-            narrowed = True
     for entry in new - old:
         if not entry.startswith("@"):
             ctx.recipients.restore(before.document_id, entry)

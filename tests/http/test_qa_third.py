@@ -96,3 +96,44 @@ def test_a_recipient_is_an_address_mail_goes_to_as_written(client, key, app_cloc
     r = client.http.delete(f"/api/v1/documents/{doc['document_id']}/recipients/joerg%40m%C3%BCnchen.de",
                            headers=auth(key))
     assert r.status_code == 204, r.body
+
+
+def test_listing_a_domain_again_admits_again_whom_its_removal_refused(client, key, app_clock):
+    """Reproduction: a link for `@client.example`; cfo@client.example opens it. The owner
+    narrows the audience to one address, then lists `@client.example` again: every address
+    at that domain was admitted again except the people who had opened the link (the
+    removal had marked their records revoked, and only an exact address restores a
+    record): cfo stayed refused, listed `revoked: true`, while strangers at the domain got
+    in. Removing an entry refuses whom it admitted because no entry lists them any more;
+    listing the entry again admits them again. A person revoked on their own stays revoked."""
+    from tests.dashboard_client import DashboardClient, mail_codes
+
+    doc = publish(client, key, title="Audit pack", share_access="recipients", share_recipients=["@client.example"])
+    share, document_id = doc["share_id"], doc["document_id"]
+
+    def verified(email: str) -> DashboardClient:
+        viewer = DashboardClient(client)
+        viewer.post(f"/d/{share}/recipient/email", {"email": email})
+        assert viewer.post(f"/d/{share}/recipient/code", {"email": email, "code": mail_codes(email)[0]}).status == 303
+        assert "Audit pack" in viewer.get(f"/d/{share}").text
+        return viewer
+
+    def patch(entries):
+        r = client.http.patch(f"/api/v1/documents/{document_id}", headers=auth(key),
+                              body=json.dumps({"share_recipients": entries}))
+        assert r.status_code == 200, r.body
+
+    def revoked() -> dict:
+        listed = json.loads(client.http.get(f"/api/v1/documents/{document_id}/recipients", headers=auth(key)).body)
+        return {r["email"]: r["revoked"] for r in listed["recipients"]}
+
+    cfo, ceo = verified("cfo@client.example"), verified("ceo@client.example")
+    assert client.http.delete(f"/api/v1/documents/{document_id}/recipients/ceo@client.example",
+                              headers=auth(key)).status_code == 204
+    patch(["lead@auditors.example"])
+    assert "recipient/email" in cfo.get(f"/d/{share}").text  # refused while no entry lists them
+    assert revoked() == {"cfo@client.example": True, "ceo@client.example": True, "lead@auditors.example": False}
+    patch(["lead@auditors.example", "@client.example"])
+    assert "Audit pack" in cfo.get(f"/d/{share}").text  # the domain admits them again
+    assert "recipient/email" in ceo.get(f"/d/{share}").text  # revoked on their own: still refused
+    assert revoked() == {"cfo@client.example": False, "ceo@client.example": True, "lead@auditors.example": False}
