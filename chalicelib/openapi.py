@@ -17,6 +17,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, TypeAdapter
 
 from chalicelib import models
+from chalicelib.domain import roles
 from chalicelib.operations import API_PREFIX, OPERATIONS, Operation
 
 REF_TEMPLATE = "#/components/schemas/{model}"
@@ -28,7 +29,8 @@ ERROR_TEXT = {
     400: ("`invalid_json`: the body is not valid JSON or not a JSON object; `invalid_request`: a header "
           "value the server cannot decode (not Latin-1)."),
     401: "`unauthorized` (no key) or `invalid_api_key` (unknown, revoked or malformed key).",
-    403: ("`plan_limit_reached` (a plan cap; for storage and versions per document "
+    403: ("`forbidden_role`: the key acts with its creator's role (`details.role`), which does not allow "
+          "the operation; `plan_limit_reached` (a plan cap; for storage and versions per document "
           "`details.entitlement` names it) or `feature_not_in_plan`. (Deployed behind CloudFront with an origin "
           "secret, any request that bypasses CloudFront is 403 `forbidden`.)"),
     404: "`not_found`: no such document (or it belongs to another workspace).",
@@ -271,6 +273,8 @@ def _operation(op: Operation, path: str, components: dict) -> dict:
         statuses.add(507)  # a full disk (embedded store)
     if op.auth:
         statuses.add(401)
+    if roles.OPERATIONS.get(op.name, roles.ROLES[0]) != roles.ROLES[0]:
+        statuses.add(403)  # forbidden_role: a key whose creator's role is below the operation's
     if op.request is not None:
         statuses |= {400, 413, 415, 422}  # 413: bodies over the request size limit
     if op.query is not None:

@@ -137,3 +137,36 @@ def test_listing_a_domain_again_admits_again_whom_its_removal_refused(client, ke
     assert "Audit pack" in cfo.get(f"/d/{share}").text  # the domain admits them again
     assert "recipient/email" in ceo.get(f"/d/{share}").text  # revoked on their own: still refused
     assert revoked() == {"cfo@client.example": False, "ceo@client.example": True, "lead@auditors.example": False}
+
+
+def test_the_openapi_document_lists_403_where_a_role_is_needed(client, app_clock):
+    """Reproduction: a viewer's key revoking a recipient (or deleting a document, rotating a
+    link, listing webhooks...) is 403 `forbidden_role` (contract section 3), but
+    docs/openapi.json listed no 403 for those operations (revokeRecipient: 204, 400, 401,
+    404, 414, 422, 431, 500, 503), and its 403 text named only plan limits. Every
+    operation that needs more than a viewer now lists 403, saying `forbidden_role`."""
+    from chalicelib import openapi, wiring
+    from chalicelib.domain import roles
+    from chalicelib.ports.records import Member, User
+    from chalicelib.services.access import Actor
+
+    workspaces = wiring.workspaces()
+    ws, owner_key = workspaces.create_workspace("Team", "pro")
+    ctx = wiring.default_context()
+    ctx.users.create(User(email="vic@example.com", password_hash="x", workspace_id=ws.id, created_ms=1))
+    ctx.people.add_member(Member(workspace_id=ws.id, email="vic@example.com", role="editor", created_ms=1))
+    key = workspaces.create_key(ws.id, "vic's", by=Actor(ws.id, role="editor", member="vic@example.com",
+                                                         surface="dashboard")).api_key
+    ctx.people.set_role(ws.id, "vic@example.com", "viewer")
+    doc = publish(client, owner_key.api_key, share_access="recipients", share_recipients=["a@client.example"])
+    r = client.http.delete(f"/api/v1/documents/{doc['document_id']}/recipients/a@client.example", headers=auth(key))
+    assert r.status_code == 403 and _error(r)["code"] == "forbidden_role", r.body
+    document = openapi.build(__import__("app").app.routes)
+    listed = {op["operationId"]: set(op["responses"]) for ops in document["paths"].values()
+              for op in ops.values() if isinstance(op, dict) and "operationId" in op}
+    needing_a_role = sorted(op.operation_id for op in openapi.OPERATIONS
+                            if roles.OPERATIONS.get(op.name, "viewer") != "viewer" and op.operation_id in listed)
+    assert "revokeRecipient" in needing_a_role
+    assert [o for o in needing_a_role if "403" not in listed[o]] == []
+    forbidden = document["paths"]["/api/v1/documents/{document_id}/recipients/{email}"]["delete"]["responses"]["403"]
+    assert "forbidden_role" in json.dumps(forbidden)
