@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Optional, Sequence
 
 from chalicelib import config
+from chalicelib.domain import emails
 from chalicelib.ports.records import Document
 from chalicelib.services.context import Context
 
@@ -28,13 +29,19 @@ RECIPIENT_SALT = "docpub.share.recipient"
 RECIPIENT_PASS_SECONDS = 30 * 24 * 3600
 
 
+def canonical(email: str) -> str:
+    """`email` as entries and recipient records name it (lowercase, its domain in ASCII:
+    domain/emails.py); an address of another shape (an account's, as typed) lowercased."""
+    return emails.normal_email(email) or email.strip().lower()
+
+
 def domain_of(email: str) -> str:
-    return "@" + email.rsplit("@", 1)[-1].lower()
+    return "@" + canonical(email).rsplit("@", 1)[-1]
 
 
 def entries_for(email: str) -> list[str]:
     """The audience entries that would admit `email`: itself and its domain."""
-    email = email.lower()
+    email = canonical(email)
     return [email, domain_of(email)]
 
 
@@ -52,7 +59,7 @@ def admitted(ctx: Context, doc: Document, email: Optional[str]) -> bool:
     """May `email` open this `recipients` link now (listed, not revoked)?"""
     if not email or not for_recipients(doc) or not listed(doc.share_recipients, email):
         return False
-    found = ctx.recipients.get(doc.document_id, email)
+    found = ctx.recipients.get(doc.document_id, canonical(email))
     return found is None or found.revoked_ms is None
 
 

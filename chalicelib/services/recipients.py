@@ -206,15 +206,16 @@ class SharedWithMe:
         self.ctx = ctx
 
     def _verified_email(self, who: Actor) -> str:
+        """The account's verified address, as recipient entries and records name it."""
         email = who.member or ""
         user = self.ctx.users.get(email) if email else None
         if user is None or not user.email_verified_ms:
             raise NotFound("Confirm your email address first.")
-        return email
+        return audience.canonical(email)
 
     def listed(self, who: Actor) -> builtins.list[SharedItem]:
         email = self._verified_email(who)
-        mine = {m.workspace_id for m in self.ctx.people.list_memberships(email)}
+        mine = {m.workspace_id for m in self.ctx.people.list_memberships(who.member or email)}
         found = audience.shared_with(self.ctx, email, exclude_workspaces=mine)
         names: dict[str, str] = {}
         items = []

@@ -76,8 +76,10 @@ def code_verifier_for(state: str) -> str:
 
 
 def email_domain(email: str) -> str:
-    """"@example.com" of "ada@Example.com"."""
-    return "@" + normalise_email(email).rpartition("@")[2]
+    """"@example.com" of "ada@Example.com"; a Unicode domain in its ASCII (IDNA) form, as
+    `@domain` entries are kept (domain/emails.py), so the setting and the sign-in compare."""
+    domain = "@" + normalise_email(email).rpartition("@")[2]
+    return emails.normal_domain_entry(domain) or domain
 
 
 @dataclass(frozen=True)
@@ -213,8 +215,8 @@ class SsoService:
         belongs there); 422 naming `sso_auto_join.domain` / `.role` for a bad value."""
         if not roles.allows(session.role, "update_workspace"):
             raise ForbiddenRole(session.role)
-        domain = (domain or "").strip().lower()
-        if not emails.is_domain_entry(domain):
+        domain = emails.normal_domain_entry(domain or "") or ""
+        if not domain:
             raise ValidationFailed.field("sso_auto_join.domain", "must be an email domain written @example.com")
         if role not in AUTO_JOIN_ROLES:
             raise ValidationFailed.field("sso_auto_join.role", 'must be "viewer" or "editor"')

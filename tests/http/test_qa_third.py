@@ -170,3 +170,24 @@ def test_the_openapi_document_lists_403_where_a_role_is_needed(client, app_clock
     assert [o for o in needing_a_role if "403" not in listed[o]] == []
     forbidden = document["paths"]["/api/v1/documents/{document_id}/recipients/{email}"]["delete"]["responses"]["403"]
     assert "forbidden_role" in json.dumps(forbidden)
+
+
+def test_single_sign_on_at_a_unicode_domain_can_turn_on_auto_join(client, app_clock):
+    """Reproduction: an owner signed in through SSO as ana@münchen.de (the session's domain
+    `@münchen.de`) could not turn on auto-join: `@münchen.de` was 422 (the setting took
+    ASCII only) and `@xn--mnchen-3ya.de` 403 (not the session's domain), so no one at an
+    internationalised domain could ever join by SSO. Domains are compared in their ASCII
+    (IDNA) form, as recipient entries are."""
+    from chalicelib import wiring
+    from chalicelib.services.accounts import Session
+    from chalicelib.services.sso import SsoService
+
+    ws, _key = wiring.workspaces().create_workspace("Stadtwerke", "free")
+    who = SsoService.identity({"email": "Ana@München.de", "email_verified": True})
+    session = Session("h", who.email, ws.id, 0, 10**15, role="owner", sso_domain=who.domain)
+    service = SsoService(wiring.default_context(), None)
+    assert service.set_auto_join(session, "@münchen.de", "editor") == {"domain": "@xn--mnchen-3ya.de",
+                                                                       "role": "editor"}
+    assert service.set_auto_join(session, "@XN--MNCHEN-3YA.DE", "viewer")["domain"] == "@xn--mnchen-3ya.de"
+    joiner = SsoService.identity({"email": "bob@münchen.de", "email_verified": True})
+    assert wiring.default_context().workspaces.sso_auto_join_for(joiner.domain) == [(ws.id, "viewer")]
