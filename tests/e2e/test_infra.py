@@ -25,12 +25,14 @@ ALL_VIEWER_EXCEPT_HOST = "b689b0a8-53d0-40ab-baf2-68738e2966ac"  # AWS managed o
 # ------------------------------------------------------------------ fixtures
 
 @pytest.fixture(scope="session")
-def build(tmp_path_factory) -> Path:
-    from infra.package import package
+def build(request) -> Path:
+    """`python -m infra.package --stage prod`, started in the background when the session
+    began (tests/e2e/conftest.py): this waits for it."""
+    from tests.e2e.conftest import BUILD, BackgroundBuild
 
-    out = tmp_path_factory.mktemp("infra") / "build"
-    package("prod", out)
-    return out
+    if BUILD not in request.config.stash:  # not seen at collection (requested by name at run time)
+        request.config.stash[BUILD] = BackgroundBuild()
+    return request.config.stash[BUILD].wait()
 
 
 @pytest.fixture(scope="session")
