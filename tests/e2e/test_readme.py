@@ -21,7 +21,11 @@ import shlex
 import subprocess
 import sys
 import sysconfig
+import threading
+import time
 from pathlib import Path
+
+import httpx
 
 import pytest
 
@@ -99,6 +103,26 @@ def _throwaway_pip(tmp_path: Path) -> Path:
     return venv / "bin"
 
 
+# The README's long poll (`…/feedback?document_id=$DOC&since=$SINCE&wait=25`) answers when new
+# feedback arrives, else after 25 s. As in use, a viewer comments while it waits: once the
+# stack has answered the `since` read that precedes it, a viewer posts feedback on that document.
+SINCE_READ = re.compile(r'"GET /api/v1/feedback\?document_id=([0-9a-f-]{36}) HTTP/1\.1" 200')
+
+
+def _viewer_comments_during_the_long_poll(stack: LocalStack, done: threading.Event, answers: list) -> None:
+    while not done.wait(0.05):
+        found = SINCE_READ.search(stack.log_path.read_text(errors="replace"))
+        if found:
+            break
+    else:
+        return
+    with httpx.Client(base_url=stack.base_url, timeout=30) as http:
+        document = http.get(f"/api/v1/documents/{found.group(1)}", headers={"X-Api-Key": stack.api_key}).json()
+        share = document["share_url"].rsplit("/d/", 1)[1]
+        answer = http.post(f"/d/{share}/feedback", json={"message": "February works for us.", "name": "Ana"})
+        answers.append((answer.status_code, answer.text))
+
+
 @pytest.mark.e2e
 def test_every_readme_shell_block_runs_in_order_against_a_fresh_stack(tmp_path):
     blocks = shell_blocks(README.read_text(encoding="utf-8"))
@@ -123,8 +147,19 @@ def test_every_readme_shell_block_runs_in_order_against_a_fresh_stack(tmp_path):
             path.write_text(code)
             driver.append(f"source {shlex.quote(str(path))} > {path}.out 2> {path}.err < /dev/null")
             ran.append((index, line, path))
-        result = subprocess.run(["bash", "-c", "\n".join(driver)], cwd=work, env=env, capture_output=True,
-                                text=True, timeout=900)
+        done, viewer_answers = threading.Event(), []
+        viewer = threading.Thread(target=_viewer_comments_during_the_long_poll, args=(stack, done, viewer_answers),
+                                  daemon=True)
+        viewer.start()
+        started = time.monotonic()
+        try:
+            result = subprocess.run(["bash", "-c", "\n".join(driver)], cwd=work, env=env, capture_output=True,
+                                    text=True, timeout=900)
+        finally:
+            done.set()
+            viewer.join()
+        print(f"README blocks ran in {time.monotonic() - started:.1f} s; the viewer's comment: {viewer_answers}")
+        assert all(status == 201 for status, _ in viewer_answers), viewer_answers
         assert result.returncode == 0 or ran, result.stderr
         for index, line, path in ran:
             out = Path(f"{path}.out").read_text() if Path(f"{path}.out").exists() else ""
