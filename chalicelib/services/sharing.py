@@ -242,9 +242,11 @@ def share_path(share_id: str) -> str:
 
 
 def _hasher() -> PasswordHasher:
-    from argon2 import PasswordHasher  # lazy: only passphrase code paths pay for it
+    # lazy: only passphrase code paths pay for argon2. The accounts' parameters (argon2id,
+    # RFC 9106 low-memory: t=3, m=64 MiB, p=4 unless DOCPUB_ARGON2_* say otherwise).
+    from chalicelib.services.accounts import password_hasher
 
-    return PasswordHasher()  # argon2id, RFC 9106 low-memory profile (t=3, m=64 MiB, p=4)
+    return password_hasher()
 
 
 UNLOCK_SALT = "docpub-share-unlock"

@@ -4,7 +4,15 @@ Finding: failed sign-ins (anyone's) spent the account-wide budget and then
 refused the owner's correct password too (services/accounts.py)."""
 from __future__ import annotations
 
+import pytest
+
 from tests.dashboard_client import DashboardClient
+
+# argon2 with cheap parameters (tests/conftest.py fast_argon2): every unlock and sign-in here
+# verifies a hash (0.25-0.4 s each with the production ones);
+# test_passphrase.py::test_passwords_and_passphrases_hash_with_production_parameters_by_default
+# holds the production parameters.
+pytestmark = pytest.mark.usefixtures("fast_argon2")
 
 
 def _from(client, address: str, cookies: dict | None = None) -> DashboardClient:

@@ -11,6 +11,12 @@ import pytest
 from tests.sharing_helpers import cookie_of, unlock
 from tests.http.test_hardening import owner  # noqa: F401  (fixture)
 
+# argon2 with cheap parameters (tests/conftest.py fast_argon2): every unlock and sign-in here
+# verifies a hash (0.25-0.4 s each with the production ones);
+# test_passphrase.py::test_passwords_and_passphrases_hash_with_production_parameters_by_default
+# holds the production parameters.
+pytestmark = pytest.mark.usefixtures("fast_argon2")
+
 
 @pytest.fixture
 def locked(client, owner, monkeypatch):  # noqa: F811

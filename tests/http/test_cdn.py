@@ -19,6 +19,12 @@ from tests.http.test_link_lifecycle import (  # noqa: F401 - fixtures
     HOUR, RecordingCdn, app, at, cdn, content, key, patch, publish, rotate, wrapper,
 )
 
+# argon2 with cheap parameters (tests/conftest.py fast_argon2): every unlock and sign-in here
+# verifies a hash (0.25-0.4 s each with the production ones);
+# test_passphrase.py::test_passwords_and_passphrases_hash_with_production_parameters_by_default
+# holds the production parameters.
+pytestmark = pytest.mark.usefixtures("fast_argon2")
+
 
 def paths_for(doc) -> list[str]:
     return [f"/d/{doc['share_id']}*"]

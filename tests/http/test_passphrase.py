@@ -11,6 +11,12 @@ from tests.sharing_helpers import (  # noqa: F401  (fixtures)
     FORM, cookie_of, get_json, pro, publish, send_feedback, set_passphrase, unlock,
 )
 
+# argon2 with cheap parameters (tests/conftest.py fast_argon2): every unlock and sign-in here
+# verifies a hash (0.25-0.4 s each with the production ones);
+# test_passphrase.py::test_passwords_and_passphrases_hash_with_production_parameters_by_default
+# holds the production parameters.
+pytestmark = pytest.mark.usefixtures("fast_argon2")
+
 PASS = "correct horse battery"
 
 
@@ -269,3 +275,25 @@ def test_feedback_on_a_protected_document_needs_the_cookie(client, protected):
     assert r.status_code == 201
     status, listing = get_json(client, "/api/v1/feedback", key)
     assert [f["message"] for f in listing["feedback"]] == ["thanks"]
+
+
+def test_passwords_and_passphrases_hash_with_production_parameters_by_default(monkeypatch):
+    """Without DOCPUB_ARGON2_* (as deployed), account passwords and share passphrases both use
+    argon2id with argon2-cffi's defaults, RFC 9106's low-memory profile: t=3, m=64 MiB, p=4.
+    The knobs tune both (tests set cheap ones)."""
+    from argon2 import Type, extract_parameters
+
+    from chalicelib.services import accounts, sharing
+    from tests.dashboard_client import FAST_ARGON2
+
+    for name in FAST_ARGON2:
+        monkeypatch.delenv(name, raising=False)
+    production = (3, 65536, 4, Type.ID)
+    for hasher in (accounts.password_hasher(), sharing._hasher()):
+        assert (hasher.time_cost, hasher.memory_cost, hasher.parallelism, hasher.type) == production
+    stored = sharing._hasher().hash(PASS)
+    assert stored.startswith("$argon2id$v=19$m=65536,t=3,p=4$")
+    assert extract_parameters(stored).memory_cost == 65536 and sharing._hasher().verify(stored, PASS)
+    for name, value in FAST_ARGON2.items():
+        monkeypatch.setenv(name, value)
+    assert (sharing._hasher().time_cost, sharing._hasher().memory_cost) == (1, 256)
