@@ -7,7 +7,7 @@ handler and the local server); entrypoints/http.py reads it before parsing a bod
   dashboard's upload and edit forms; every other form (share page unlock,
   feedback and replies, OAuth, dashboard) 64 KiB.
 - A refusal takes the route's shape: the contract's JSON body (API, /mcp, the
-  share page's feedback and replies), an RFC 6749 body (OAuth) or a small HTML
+  share page's feedback, replies and reviews), an RFC 6749 body (OAuth) or a small HTML
   page (pages and their forms).
 """
 from __future__ import annotations
@@ -39,8 +39,8 @@ _RULES: list[tuple[Optional[frozenset], re.Pattern, BodyRule]] = [
     (None, re.compile(r"/oauth/.*"), BodyRule(FORM_BODY_BYTES, surface="oauth")),
     (frozenset({"POST"}), re.compile(r"/dashboard/(upload|documents/[^/]+/edit)"),
      BodyRule(API_BODY_BYTES, surface="html")),
-    # The share page's JSON routes (contract 7c: their errors use section 3's body), then its forms.
-    (frozenset({"POST"}), re.compile(r"/d/[^/]+/feedback(/[^/]+/replies)?"), BodyRule(FORM_BODY_BYTES)),
+    # The share page's JSON routes (contract 7c, 7e: their errors use section 3's body), then its forms.
+    (frozenset({"POST"}), re.compile(r"/d/[^/]+/(feedback(/[^/]+/replies)?|reviews)"), BodyRule(FORM_BODY_BYTES)),
     (None, re.compile(r"/(dashboard|d)(/.*)?"), BodyRule(FORM_BODY_BYTES, surface="html")),
     # The embedded store's upload_url (contract 7b): the signed URL is the credential, and the
     # body is the declared file (its own check refuses any other size).

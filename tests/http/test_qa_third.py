@@ -191,3 +191,18 @@ def test_single_sign_on_at_a_unicode_domain_can_turn_on_auto_join(client, app_cl
     assert service.set_auto_join(session, "@XN--MNCHEN-3YA.DE", "viewer")["domain"] == "@xn--mnchen-3ya.de"
     joiner = SsoService.identity({"email": "bob@münchen.de", "email_verified": True})
     assert wiring.default_context().workspaces.sso_auto_join_for(joiner.domain) == [(ws.id, "viewer")]
+
+
+def test_the_share_pages_review_route_refuses_an_oversized_body_in_its_own_json_shape(client, key):
+    """Reproduction: POST /d/<share>/reviews (the share page's JSON route for decisions,
+    contract 7e: 201 Review or section 3's error body) answered a body over the 64 KiB
+    form cap with the HTML "Request refused" page, while the feedback route beside it
+    answered 413 in the contract's JSON: the page's script got HTML where it reads JSON."""
+    doc = publish(client, key)
+    body = json.dumps({"decision": "approved", "message": "x" * 70_000}).encode()
+    for route in ("reviews", "feedback"):
+        r = client.http.post(f"/d/{doc['share_id']}/{route}", headers={"Content-Type": "application/json"},
+                             body=body)
+        assert r.status_code == 413, (route, r.status_code)
+        assert r.headers["Content-Type"].startswith("application/json"), (route, r.body[:80])
+        assert _error(r)["details"]["limit_bytes"] == 64 * 1024
