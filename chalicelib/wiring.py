@@ -204,6 +204,10 @@ def _deliver_quiet_step(ctx: Context, message: dict) -> None:
         from chalicelib.services.accounts import AccountService
 
         AccountService(ctx).deliver_reset(message["email"])
+    elif message["step"] == quiet_steps.SIGN_UP:
+        from chalicelib.services.accounts import AccountService
+
+        AccountService(ctx).deliver_sign_up(message["email"], message["workspace_id"], message["workspace_name"])
 
 
 def settle_quiet_steps(timeout: float = 30.0) -> None:

@@ -14,10 +14,12 @@
   the password is checked.
 - No enumeration (contract 7d): sign-up and "forgot password" answer the same
   whether or not the email has an account; the mail tells the owner of the
-  address what happened. "Forgot password" does the same work for any address:
-  the decision, the token and the mail run after the answer (`deliver_reset`,
-  services/quiet_steps.py). Sign-up's paths do the same expensive work (one argon2
-  hash), and a path that sends no mail waits about as long as sending one takes.
+  address what happened. Both also do the same work for any address, so their
+  time says nothing either: sign-up pays for one argon2 hash and makes one
+  conditional write (claiming the email, refused when it is taken), "forgot
+  password" makes none; whether the address had an account, the workspace, the
+  token and the mail run after the answer (`deliver_sign_up`, `deliver_reset`,
+  services/quiet_steps.py).
 - One-time links (verification 24 h, reset 1 h, sign-in links 1 h): a random
   token in the link, only its SHA-256 stored, used once by a conditional write.
   A reset also needs the password to be unchanged since the link was made, and
@@ -69,9 +71,6 @@ DEVICE_MAX_AGE_SECONDS = 180 * 24 * 3600
 
 BAD_CREDENTIALS = "Email or password is incorrect."
 CSRF_SALT = "docpub.dashboard.csrf"
-# How long a path that sends no mail waits when no mail has been timed yet (seconds).
-DEFAULT_MAIL_SECONDS = 0.05
-MAX_PAD_SECONDS = 2.0
 
 # The workspace of a session whose person belongs to none (the dashboard's welcome page).
 NO_WORKSPACE = ""
@@ -154,8 +153,10 @@ class AccountService:
 
     def sign_up(self, email: str, password: str, workspace_name: str, client_ip: str) -> str:
         """Create an account and its workspace, unconfirmed, and mail a confirmation link.
-        The answer (the normalised email) is the same whether or not the email has an
-        account: then the mail says so instead (or, unconfirmed, carries a new link)."""
+        The answer (the normalised email) and the work before it are the same whether or
+        not the email has an account: then the mail says so instead. The workspace and
+        either mail come after the answer (`deliver_sign_up`); 503 when that cannot be
+        handed off."""
         self._hit("signup-ip", client_ip, limits.sign_up_per_ip())
         email = normalise_email(email)
         name = (workspace_name or "").strip()
@@ -169,43 +170,65 @@ class AccountService:
         if fields:
             raise ValidationFailed(f"{fields[0]['field']}: {fields[0]['message']}", {"fields": fields})
         check_password(password, context=(email, name))
-        password_hash = password_hasher().hash(password)  # both paths pay for one hash
-        existing = self.ctx.users.get(email)
-        if existing is None:
-            try:
-                self._create_account(email, password_hash, name)
-            except UserExists:
-                existing = self.ctx.users.get(email)
-        if existing is not None:
-            # Never a second password for an existing account (nor a confirmation of the
-            # first claimant's): the owner of the address signs in, or resets to claim it.
-            if self._quietly_within("verify-resend", email, limits.VERIFY_RESEND_PER_ACCOUNT):
-                self._mail("exists", email, sign_in_link=dashboard_url("sign-in"),
-                           reset_link=dashboard_url("forgot"))
-            else:
-                self._pad()
-            return email
-        self._send_verification(email)
+        password_hash = password_hasher().hash(password)  # every path pays for one hash
+        # The one write, for any address: claim the email for a new, unconfirmed account (a
+        # taken email refuses it). Which of the two happened, the workspace, the link or the
+        # "you already have an account" mail are `deliver_sign_up`, after the answer.
+        workspace_id = new_workspace_id()
+        try:
+            self._claim_account(email, password_hash, workspace_id)
+        except UserExists:
+            pass  # never a second password for an existing account (nor a confirmation of the first claimant's)
+        quiet_steps.hand_off(self.ctx, quiet_steps.SIGN_UP, email=email, workspace_id=workspace_id,
+                             workspace_name=name)
         return email
+
+    def deliver_sign_up(self, email: str, workspace_id: str, workspace_name: str) -> None:
+        """The quiet step of `sign_up`. If that sign-up made the account (it is unconfirmed and
+        names `workspace_id`, not made yet): its workspace and a confirmation link. Else the
+        address had an account: a mail saying so (the owner signs in, or resets to claim it),
+        within a silent per-account limit."""
+        email = normalise_email(email)
+        user = self.ctx.users.get(email)
+        if user is None:
+            return  # deleted since
+        if (user.workspace_id == workspace_id and not user.email_verified_ms
+                and self.ctx.workspaces.get(workspace_id) is None):
+            try:
+                self._own_workspace(email, workspace_id, workspace_name, self.ctx.now_ms())
+            except BaseException:
+                self.ctx.users.delete(email)  # no account without its workspace: sign up again
+                raise
+            self._send_verification(email)
+            return
+        if self._quietly_within("verify-resend", email, limits.VERIFY_RESEND_PER_ACCOUNT):
+            self._mail("exists", email, sign_in_link=dashboard_url("sign-in"), reset_link=dashboard_url("forgot"))
 
     def _create_account(self, email: str, password_hash: str, workspace_name: str,
                         verified_ms: Optional[int] = None, workspace_id: Optional[str] = None,
                         own_workspace: bool = True) -> None:
         now_ms = self.ctx.now_ms()
         workspace_id = workspace_id or new_workspace_id()
-        user = User(email=email, password_hash=password_hash, workspace_id=workspace_id, role="owner",
-                    created_ms=now_ms, password_changed_ms=now_ms, email_verified_ms=verified_ms)
-        self.ctx.users.create(user)  # claims the email first: a taken email creates nothing
+        self._claim_account(email, password_hash, workspace_id, verified_ms)  # a taken email creates nothing
         if not own_workspace:
             return
         try:
-            WorkspaceService(self.ctx).create_workspace(workspace_name, "free", workspace_id=workspace_id,
-                                                        with_key=False)
-            self.ctx.people.add_member(Member(workspace_id=workspace_id, email=email, role="owner",
-                                              created_ms=now_ms))
+            self._own_workspace(email, workspace_id, workspace_name, now_ms)
         except BaseException:
             self.ctx.users.delete(email)
             raise
+
+    def _claim_account(self, email: str, password_hash: str, workspace_id: str,
+                       verified_ms: Optional[int] = None) -> None:
+        """The account's record (UserExists when the email has one)."""
+        now_ms = self.ctx.now_ms()
+        self.ctx.users.create(User(email=email, password_hash=password_hash, workspace_id=workspace_id, role="owner",
+                                   created_ms=now_ms, password_changed_ms=now_ms, email_verified_ms=verified_ms))
+
+    def _own_workspace(self, email: str, workspace_id: str, workspace_name: str, now_ms: int) -> None:
+        """A new account's own workspace (free), the account its owner."""
+        WorkspaceService(self.ctx).create_workspace(workspace_name, "free", workspace_id=workspace_id, with_key=False)
+        self.ctx.people.add_member(Member(workspace_id=workspace_id, email=email, role="owner", created_ms=now_ms))
 
     def create_verified_account(self, email: str, password_hash: str, workspace_name: str,
                                 workspace_id: Optional[str] = None, own_workspace: bool = True) -> None:
@@ -549,20 +572,10 @@ class AccountService:
             return False
         return isinstance(value, str) and hmac.compare_digest(value, _binding_digest(binding))
 
-    # ---------------------------------------------------------------- mail and timing
+    # ---------------------------------------------------------------- mail
 
     def _mail(self, kind: str, to: str, **values: Any) -> None:
-        import time
-
-        started = time.perf_counter()
         mailing.send(self.ctx, mailing.render(kind, to, **values))
-        elapsed = time.perf_counter() - started
-        _MAIL_SECONDS[0] = 0.8 * _MAIL_SECONDS[0] + 0.2 * elapsed
-
-    def _pad(self) -> None:
-        """Wait about as long as sending a message takes, so a path that sends none
-        (an unknown email) does not answer faster than one that does."""
-        self.ctx.sleep(min(MAX_PAD_SECONDS, _MAIL_SECONDS[0]))
 
     def _quietly_within(self, kind: str, key: str, rate: tuple[int, int]) -> bool:
         """Claim a slot of a per-account limit without telling the caller it was full
@@ -579,10 +592,6 @@ class AccountService:
 
     def _hit(self, kind: str, key: str, rate: tuple[int, int], refusal: Optional[str] = None) -> None:
         ratelimits.hit(self.ctx, ratelimits.scope_key(kind, key), rate, limits.REFUSALS[refusal or kind])
-
-
-# A running average of how long sending one message takes (seconds), per process.
-_MAIL_SECONDS = [DEFAULT_MAIL_SECONDS]
 
 
 def _binding_digest(binding: str) -> str:

@@ -2,7 +2,8 @@
 links): rendered from `templates/mail/<name>.txt` and `.html` (chalicelib.rendering's
 one jinja2 environment; the HTML autoescaped, the plain text not), with the
 workspace's branding where it has some, and handed to the Mailer port. A message that cannot be sent is a 503 to the caller (nothing is
-half-done: the token it carries is useless without the message)."""
+half-done: the token it carries is useless without the message); in a quiet step
+(services/quiet_steps.py) the caller is the step, run after the answer, which logs it."""
 from __future__ import annotations
 
 import logging

@@ -1,20 +1,21 @@
 """Quiet steps: the part of a mail step that differs between addresses, run after the answer.
 
-The recipients link's email step (services/recipients.py) and "forgot password"
+The recipients link's email step (services/recipients.py), "forgot password" and sign-up
 (services/accounts.py) answer the same for any address. What differs (is the address
-admitted, has it an account, is its per-account quiet limit spent; then a code or token
-written and a mail sent) is no longer done while the caller waits: the request path
+admitted, had it an account, is its per-account quiet limit spent; then a workspace made,
+a code or token written and a mail sent) is no longer done while the caller waits: the request path
 makes its rate-limit hits, hands the step off (`hand_off`) and answers, so it does the
 same work, in the same time, for every address (contract 7d, 7f: no enumeration, by
 content or by timing).
 
 A step is a small message, `{"kind": "quiet-mail", "step": <name>, ...}`, naming the
-step and its inputs (a link's share id, the address as typed): never a code, a token or
-anything secret; the step makes those itself. `Context.run_quiet` runs it: deployed an
+step and its inputs (a link's share id, the address, a new account's workspace id and
+name): never a code, a token, a password or its hash; the step makes those itself. `Context.run_quiet` runs it: deployed an
 SQS message on the worker's queue (adapters/aws/outbox.send_quiet_step, run by
 entrypoints/worker.handle), locally a daemon thread of this process
 (wiring.quiet_step_in_thread). Either way wiring.run_quiet_step calls the service method the
-step names (`RecipientService.deliver_code`, `AccountService.deliver_reset`), which keeps
+step names (`RecipientService.deliver_code`, `AccountService.deliver_reset`,
+`AccountService.deliver_sign_up`), which keeps
 every rule.
 
 A hand-off that fails (the queue refuses) is a 503 for any address alike.
@@ -32,7 +33,8 @@ log = logging.getLogger("docpub")
 KIND = "quiet-mail"
 RECIPIENT_CODE = "recipient-code"
 RESET = "reset"
-STEPS = (RECIPIENT_CODE, RESET)
+SIGN_UP = "sign-up"
+STEPS = (RECIPIENT_CODE, RESET, SIGN_UP)
 
 
 def hand_off(ctx: Context, step: str, **inputs: str) -> None:

@@ -127,6 +127,41 @@ def test_forgot_password_does_the_same_work_for_an_account_and_an_unknown_addres
     assert "/dashboard/reset?token=" in mailbox.sent[0].text
 
 
+@BOTH
+def test_sign_up_does_the_same_work_for_a_new_address_and_an_account(owner, clock, fast_argon2):
+    """One argon2 hash and one conditional write (claiming the email: made, or refused as taken)
+    for either; the workspace and the "verify" or "exists" mail come after the answer. Failed on
+    the old code: the new address's request also called workspaces.*, people.add_member,
+    people.put_token and mail.send; the account's, users.get, rates (its quiet limit) and mail.send."""
+    from chalicelib.services.accounts import AccountService
+    from chalicelib.wiring import new_context
+
+    seen = {}
+    mailbox = Mailbox()
+    for email in ("owner@example.com", "newcomer@example.com"):
+        ctx = new_context(clock=clock)
+        calls, handed = _recorded(ctx, mailbox)
+        assert AccountService(ctx).sign_up(email, "correct horse battery", "Mine", "203.0.113.9") == email
+        seen[email] = (calls, handed)
+    (known, known_steps), (new, new_steps) = seen.values()
+    assert known == new and not any(c.startswith(("mail.", "people.", "workspaces.")) for c in new), new
+    assert mailbox.sent == []
+    for step in known_steps + new_steps:
+        assert set(step) == {"kind", "step", "email", "workspace_id", "workspace_name"}, step
+        assert "argon2" not in json.dumps(step) and "horse" not in json.dumps(step)  # no password, no hash
+    from chalicelib.wiring import run_quiet_step
+
+    for step in known_steps + new_steps:
+        run_quiet_step(new_context(clock=clock, mail_factory=lambda: mailbox), step)
+    assert [(m.to, m.kind) for m in mailbox.sent] == [("owner@example.com", "exists"),
+                                                        ("newcomer@example.com", "verify")]
+    ctx = new_context(clock=clock)
+    made = ctx.users.get("newcomer@example.com")
+    assert made is not None and made.email_verified_ms is None
+    assert ctx.workspaces.get(made.workspace_id).name == "Mine"
+    assert ctx.users.get("owner@example.com").password_hash != made.password_hash  # the owner's kept
+
+
 def test_the_code_is_mailed_after_the_answer_by_a_thread_of_the_process(link, clock):
     """Locally the step is a daemon thread on the request's Context: the answer does not wait
     for the mail. Failed on the old code: the mail was sent inside request_code."""
@@ -181,6 +216,14 @@ def test_a_refused_hand_off_is_503_for_any_address(client, link, owner, fast_arg
         forgot[email] = (page.status, re.sub(r'name="csrf_token" value="[^"]+"', "", page.text.replace(email, "EMAIL")))
     assert [status for status, _ in forgot.values()] == [503, 503]
     assert len(set(forgot.values())) == 1
+    signed_up = {}
+    for email in ("owner@example.com", "newcomer@example.com"):
+        page = DashboardClient(client).submit("/dashboard/sign-up", "/dashboard/sign-up", {
+            "email": email, "password": "correct horse battery", "workspace_name": "Mine"})
+        signed_up[email] = (page.status, re.sub(r'name="csrf_token" value="[^"]+"', "",
+                                                page.text.replace(email, "EMAIL")))
+    assert [status for status, _ in signed_up.values()] == [503, 503]
+    assert len(set(signed_up.values())) == 1
     assert len(outbox_messages()) == before  # nothing mailed
 
 
