@@ -190,6 +190,9 @@ RECIPIENT_CODE_SECONDS = 600
 RECIPIENT_CODE_TRIES = 5
 RECIPIENT_CODES_PER_EMAIL = Rate(5, 3600)
 RECIPIENT_CODES_PER_IP = Rate(20, 3600)
+# Codes mailed for one link an hour, whoever asks (client addresses are many: an IPv6 /48
+# is 65,536 of them); past it an admitted address gets no mail and the answer is the same.
+RECIPIENT_CODE_MAILS_PER_DOCUMENT = Rate(200, 3600)
 
 
 def unlock_failure_rate() -> Rate:
@@ -224,6 +227,7 @@ REFUSALS = {
     "feedback": "Too many feedback messages from your address for this document",
     "recipient-code-email": "Too many codes were asked for this email address",
     "recipient-code-ip": "Too many codes were asked from your address",
+    "recipient-code-mails": "Too many codes were mailed for this link",
     "webhook-writes": "Too many webhook changes in this workspace",
 }
 

@@ -16,13 +16,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import builtins
+import logging
 import re
 import secrets
 from dataclasses import dataclass
 
 from chalicelib import config
 from chalicelib.domain import emails, limits
-from chalicelib.errors import Gone, NotFound, Unauthorized, ValidationFailed
+from chalicelib.domain.links import link_ref
+from chalicelib.errors import Gone, NotFound, RateLimited, Unauthorized, ValidationFailed
 from chalicelib.models import RecipientInfo, RecipientList
 from chalicelib.ports import StaleDocument
 from chalicelib.ports.records import Document
@@ -30,6 +32,8 @@ from chalicelib.services import access, activity, audience, cdn, mailing, quiet_
 from chalicelib.services.access import Actor, Who, requires
 from chalicelib.services.context import Context, rfc3339
 from chalicelib.services.sharing import ShareService, share_path
+
+log = logging.getLogger("docpub")
 
 _CODE = re.compile(r"^[0-9]{6}$")
 
@@ -95,6 +99,13 @@ class RecipientService:
             return
         email = valid_email(email)
         if not audience.admitted(self.ctx, doc, email):
+            return
+        try:  # many client addresses asking for many addresses at a listed domain: no mail relay
+            ratelimits.hit(self.ctx, ratelimits.scope_key("recipient-code-mails", doc.document_id),
+                           limits.RECIPIENT_CODE_MAILS_PER_DOCUMENT, limits.REFUSALS["recipient-code-mails"])
+        except RateLimited:
+            log.warning("recipient code not mailed: the link's hourly budget is spent",
+                        extra={"link": link_ref(doc.share_id)})
             return
         from chalicelib.ports.records import RecipientCode
 

@@ -206,3 +206,30 @@ def test_the_share_pages_review_route_refuses_an_oversized_body_in_its_own_json_
         assert r.status_code == 413, (route, r.status_code)
         assert r.headers["Content-Type"].startswith("application/json"), (route, r.body[:80])
         assert _error(r)["details"]["limit_bytes"] == 64 * 1024
+
+
+def test_a_links_email_step_is_no_mail_relay_from_many_addresses(client, key, app_clock, monkeypatch):
+    """Reproduction: a free key's document lists `@example.org` and is titled with an
+    advert; its email step, asked from many client addresses (an IPv6 /48 holds 65,536
+    /64s, each its own address to the limit of 20 an hour) for as many addresses at the
+    domain, mailed a code, the advert and a link to each: 300 asks, 300 mails, and no
+    end. Code mails now have a budget per document (200 an hour,
+    limits.RECIPIENT_CODE_MAILS_PER_DOCUMENT); past it an admitted address gets no mail, and the answer is the same."""
+    from chalicelib import wiring
+    from chalicelib.domain import limits
+    from tests.dashboard_client import outbox_messages
+
+    # A budget of 20 (200 deployed) keeps the test short; 40 asks stand for the 300.
+    monkeypatch.setattr(limits, "RECIPIENT_CODE_MAILS_PER_DOCUMENT", limits.Rate(20, 3600), raising=False)
+    doc = publish(client, key, title="Cheap watches at example.biz", share_access="recipients",
+                  share_recipients=["@example.org"])
+    recipients = wiring.recipients()
+    for n in range(40):
+        assert recipients.request_code(doc["share_id"], f"person{n}@example.org", f"2001:db8:{n:x}::1") \
+            == f"person{n}@example.org"  # the same answer for every address, budget or not
+    sent = [m for m in outbox_messages() if m["kind"] == "recipient_code"]
+    assert len(sent) < 40, "every ask mailed a stranger"
+    assert len(sent) == limits.RECIPIENT_CODE_MAILS_PER_DOCUMENT.limit
+    app_clock.advance(limits.RECIPIENT_CODE_MAILS_PER_DOCUMENT.window_seconds + 1)
+    recipients.request_code(doc["share_id"], "late@example.org", "2001:db8:ffff::1")
+    assert [m["to"] for m in outbox_messages() if m["kind"] == "recipient_code"][0] == "late@example.org"
