@@ -256,6 +256,31 @@ def test_deployed_the_step_is_a_queue_message_the_worker_runs(link, clock, monke
     assert RecipientService(ctx).verify_code(link, "lead@auditors.example", code).cookie_value
 
 
+@pytest.mark.aws
+def test_deployed_reset_and_sign_up_are_queue_messages_the_worker_runs(owner, clock, fast_argon2, monkeypatch):
+    from chalicelib import wiring
+    from chalicelib.adapters.aws import clients as aws
+    from chalicelib.entrypoints import worker
+    from chalicelib.services.accounts import AccountService
+
+    queue = aws.sqs().create_queue(QueueName="webhooks")["QueueUrl"]
+    monkeypatch.setenv("DOCPUB_WEBHOOK_QUEUE_URL", queue)
+    mailbox = Mailbox()
+    ctx = wiring.new_context(clock=clock, mail_factory=lambda: mailbox)
+    accounts = AccountService(ctx)
+    accounts.forgot_password("owner@example.com", "203.0.113.9")
+    accounts.sign_up("newcomer@example.com", "correct horse battery", "Mine", "203.0.113.9")
+    messages = aws.sqs().receive_message(QueueUrl=queue, MaxNumberOfMessages=10)["Messages"]
+    bodies = [json.loads(m["Body"]) for m in messages]
+    assert sorted(b["step"] for b in bodies) == ["reset", "sign-up"] and mailbox.sent == []
+    assert "argon2" not in json.dumps(bodies) and "token" not in json.dumps(bodies)
+    monkeypatch.setattr(wiring, "default_context", lambda: ctx)
+    monkeypatch.setattr(wiring, "webhooks", lambda: type("Idle", (), {"run_once": lambda self: (0, 0)})())
+    worker.handle({"Records": [{"body": m["Body"]} for m in messages]}, None)
+    assert sorted((m.to, m.kind) for m in mailbox.sent) == [("newcomer@example.com", "verify"),
+                                                            ("owner@example.com", "reset")]
+
+
 def test_a_failed_step_is_logged_by_its_name_never_the_address(link, clock):
     """The mail service refuses: the step is logged (its name and the error's code) and the
     address, the code and the token appear in no log line."""
