@@ -386,14 +386,15 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation(
         "start_export", "POST", "/api/v1/exports", "startExport",
         "Start a zip of the whole workspace (owner): every document's versions as published with their files, "
-        "feedback with replies, reviews, activity and provenance. One runs at a time (429).",
+        "feedback with replies, reviews, activity and provenance. One runs at a time, at most 10 start a day (429).",
         lambda c: wiring.exports().start(c.credentials), models.ExportStarted, status=202, errors=(403, 429),
         scope=WRITE, tag="workspace",
         tools=(Tool("start_export", "Export the workspace", (
             "Owner only: start building a zip of everything in the workspace (every document's versions as "
             "published, with their files, feedback and replies, reviews, the activity log and each version's "
             "provenance). Returns export_id at once; call get_export until status is ready, then download "
-            "download_url (valid for an hour). One export runs at a time per workspace (rate_limited).")),)),
+            "download_url (valid for an hour). One export runs at a time per workspace, and at most 10 start a "
+            "day (rate_limited).")),)),
     Operation(
         "get_export", "GET", "/api/v1/exports/{export_id}", "getExport",
         "An export's status; once ready, the zip's download URL (no credentials needed) and when it expires.",

@@ -109,6 +109,8 @@ PENDING_UPLOADS_PER_WORKSPACE = 10
 EXPORT_RUNNING_SECONDS = 15 * 60
 EXPORT_AVAILABLE_SECONDS = 3600
 EXPORT_RETRY_SECONDS = 5
+# Exports started per workspace a day (each reads, zips and stores the whole workspace).
+EXPORTS_PER_WORKSPACE = Rate(10, 24 * 60 * 60)
 # A delivery that fails is retried for this long, the first retry after
 # config.webhook_retry_base_seconds(), doubling each time.
 WEBHOOK_RETRY_SECONDS = 24 * 3600
@@ -228,6 +230,8 @@ REFUSALS = {
     "recipient-code-email": "Too many codes were asked for this email address",
     "recipient-code-ip": "Too many codes were asked from your address",
     "recipient-code-mails": "Too many codes were mailed for this link",
+    "exports": f"This workspace has started its {EXPORTS_PER_WORKSPACE.limit} exports of the day (a ready zip "
+               "stays downloadable for an hour)",
     "webhook-writes": "Too many webhook changes in this workspace",
 }
 

@@ -35,7 +35,7 @@ from chalicelib.errors import NotFound, RateLimited, ServiceUnavailable
 from chalicelib.models import ActivityEntry, ExportStarted, ExportStatus
 from chalicelib.ports import BlobNotFound, source_key, version_key
 from chalicelib.ports.records import Document, Export, Version
-from chalicelib.services import access, activity
+from chalicelib.services import access, activity, ratelimits
 from chalicelib.services.access import Who, requires
 from chalicelib.services.content import delete_older_than, read_file
 from chalicelib.services.context import Context, rfc3339
@@ -331,8 +331,12 @@ class ExportService:
                         created_ms=now_ms, deadline_ms=now_ms + limits.EXPORT_RUNNING_SECONDS * 1000,
                         expires_at=now_ms // 1000 + limits.EXPORT_RUNNING_SECONDS + RECORD_SECONDS,
                         requested_by=f"{kind}:{actor_id}")
+        budget = ratelimits.scope_key("exports", actor.workspace_id)
+        ratelimits.check(self.ctx, budget, limits.EXPORTS_PER_WORKSPACE, limits.REFUSALS["exports"])
         running = self.ctx.exports.start(export, now_ms)
-        if running is not None:
+        if running is None:  # started: counted (a start refused because one runs is not)
+            ratelimits.record(self.ctx, budget, limits.EXPORTS_PER_WORKSPACE, limits.REFUSALS["exports"])
+        else:
             left = -(-(running.deadline_ms - now_ms) // 1000)
             raise RateLimited(min(limits.EXPORT_RETRY_SECONDS, max(1, left)), (
                 f"An export of this workspace is running ({running.export_id}); one runs at a time. Follow it "

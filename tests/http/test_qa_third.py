@@ -233,3 +233,30 @@ def test_a_links_email_step_is_no_mail_relay_from_many_addresses(client, key, ap
     app_clock.advance(limits.RECIPIENT_CODE_MAILS_PER_DOCUMENT.window_seconds + 1)
     recipients.request_code(doc["share_id"], "late@example.org", "2001:db8:ffff::1")
     assert [m["to"] for m in outbox_messages() if m["kind"] == "recipient_code"][0] == "late@example.org"
+
+
+def test_exports_are_not_built_without_end(client, key, app_clock):
+    """Reproduction: only one export runs at a time, but the next may start the moment one is
+    ready: a free key looping start, poll, start rebuilt its whole workspace (up to 100 MiB
+    read, zipped and stored for an hour, each) without end: 30 exports in a row, all built.
+    Exports now have a budget per workspace (limits.EXPORTS_PER_WORKSPACE, 10 a day); past
+    it a start is 429 with Retry-After, and nothing is started."""
+    from chalicelib import wiring
+
+    handed: list[str] = []
+    wiring.default_context().run_export = handed.append
+    publish(client, key, title="Notes", html="<p>a page</p>")
+    accepted = 0
+    for _ in range(30):
+        r = client.http.post("/api/v1/exports", headers={"X-Api-Key": key})
+        if r.status_code != 202:
+            break
+        accepted += 1
+        wiring.exports().build(handed.pop())
+        app_clock.advance(60)
+    assert accepted < 30, "every export was built"
+    assert r.status_code == 429 and _error(r)["code"] == "rate_limited", r.body
+    assert int(r.headers["Retry-After"]) > 60 and not handed
+    from chalicelib.domain import limits
+
+    assert accepted == limits.EXPORTS_PER_WORKSPACE.limit
