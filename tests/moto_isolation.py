@@ -51,6 +51,50 @@ def _skip_table_backup_when_conditions_hold() -> None:
         def deepcopy(value, memo=None):
             return value if isinstance(value, models.Table) else copy.deepcopy(value, memo)
 
+    touched: list = []  # the keys of the transaction under way (one at a time: the lock above)
+
+    class _TouchedItemsCopy:
+        """The backup moto takes to roll back a failed transaction, without copying the table:
+        its item index copied (new dicts, same items) and only the items this transaction
+        touches deep-copied. A transaction writes only those (moto refuses two actions on one
+        item), so putting this back undoes it just as the full copy did."""
+
+        @staticmethod
+        def deepcopy(value, memo=None):
+            if not isinstance(value, models.Table):
+                return copy.deepcopy(value, memo)
+            backup = copy.copy(value)
+            backup.items = type(value.items)(value.items.default_factory)
+            for hash_value, held in value.items.items():
+                backup.items[hash_value] = dict(held) if isinstance(held, dict) else held
+            for table_name, key in touched:
+                if table_name != value.name:
+                    continue
+                hash_value = models.DynamoType(key[value.hash_key_attr])
+                range_value = models.DynamoType(key[value.range_key_attr]) if value.range_key_attr else None
+                item = value.get_item(hash_value, range_value)
+                if item is None:
+                    continue
+                if range_value is None:
+                    backup.items[hash_value] = copy.deepcopy(item)
+                else:
+                    backup.items[hash_value][range_value] = copy.deepcopy(item)
+            return backup
+
+    def keys_of(backend, transact_items) -> list:
+        keys = []
+        for action in transact_items:
+            op_type, op = next(iter(action.items()))
+            table = backend.get_table(op["TableName"])
+            if op_type == "Put":
+                key = {table.hash_key_attr: op["Item"][table.hash_key_attr]}
+                if table.range_key_attr is not None:
+                    key[table.range_key_attr] = op["Item"][table.range_key_attr]
+            else:
+                key = op["Key"]
+            keys.append((table.name, key))
+        return keys
+
     def conditions_hold(backend, transact_items) -> bool:
         for action in transact_items:
             op_type, op = next(iter(action.items()))
@@ -77,7 +121,16 @@ def _skip_table_backup_when_conditions_hold() -> None:
         except Exception:  # anything unusual: moto's own path decides
             fast = False
         if not fast:
-            return original(self, transact_items)
+            try:
+                touched[:] = keys_of(self, transact_items)
+            except Exception:  # anything unusual: moto's own path, full copy and all
+                return original(self, transact_items)
+            models.copy = _TouchedItemsCopy
+            try:
+                return original(self, transact_items)
+            finally:
+                models.copy = copy
+                touched.clear()
         models.copy = _NoTableCopy
         try:
             return original(self, transact_items)

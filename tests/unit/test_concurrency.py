@@ -52,3 +52,45 @@ def test_racing_edits_and_publishes_lose_nothing(services):
         html = docs.get(credentials_from_key(keys[0]), document_id, True, version_id).html
         assert marker in html
     assert len(markers) >= 18  # most writes got through
+
+
+def test_a_failed_transaction_on_moto_leaves_every_item_as_it_was(aws):
+    """tests/moto_isolation.py backs up only the items a failing transaction touches (not the
+    table): an update applied in place, a put and a delete before the failed condition are
+    all undone, and the items it never touched are the same."""
+    import boto3
+    import pytest
+    from botocore.exceptions import ClientError
+
+    from chalicelib import config
+
+    table = config.table_name()
+    db = boto3.client("dynamodb")
+
+    def item(pk: str, n: int) -> dict:
+        return {"PK": {"S": pk}, "SK": {"S": "x"}, "n": {"N": str(n)}}
+
+    for pk in ("kept", "updated", "deleted"):
+        db.put_item(TableName=table, Item=item(pk, 1))
+    with pytest.raises(ClientError) as refused:
+        db.transact_write_items(TransactItems=[
+            {"Update": {"TableName": table, "Key": {"PK": {"S": "updated"}, "SK": {"S": "x"}},
+                        "UpdateExpression": "SET n = :two", "ExpressionAttributeValues": {":two": {"N": "2"}}}},
+            {"Put": {"TableName": table, "Item": item("new", 1)}},
+            {"Delete": {"TableName": table, "Key": {"PK": {"S": "deleted"}, "SK": {"S": "x"}}}},
+            {"ConditionCheck": {"TableName": table, "Key": {"PK": {"S": "missing"}, "SK": {"S": "x"}},
+                                "ConditionExpression": "attribute_exists(PK)"}},
+        ])
+    reasons = [r["Code"] for r in refused.value.response["CancellationReasons"]]
+    assert reasons == ["None", "None", "None", "ConditionalCheckFailed"]
+
+    def n_of(pk: str):
+        got = db.get_item(TableName=table, Key={"PK": {"S": pk}, "SK": {"S": "x"}}, ConsistentRead=True)
+        return got["Item"]["n"]["N"] if "Item" in got else None
+
+    assert [n_of(pk) for pk in ("kept", "updated", "deleted", "new")] == ["1", "1", "1", None]
+    # The same update alone commits (the backup is not the table from then on).
+    db.transact_write_items(TransactItems=[
+        {"Update": {"TableName": table, "Key": {"PK": {"S": "updated"}, "SK": {"S": "x"}},
+                    "UpdateExpression": "SET n = :two", "ExpressionAttributeValues": {":two": {"N": "2"}}}}])
+    assert n_of("updated") == "2"
