@@ -752,6 +752,9 @@ class Feedback(ResponseModel):
 
 class AcceptSuggestionRequest(RequestModel):
     base_version_id: Optional[VersionId] = None
+    allow_secrets: Optional[bool] = Field(None, description=(
+        "true: store the edit even if the secret scan finds credentials in the document as it would be "
+        "(contract 7g; the activity log records it), as for an edit."))
 
 
 class AcceptedVersion(ResponseModel):
@@ -764,6 +767,16 @@ class AcceptedVersion(ResponseModel):
 class SuggestionAccepted(ResponseModel):
     feedback: Feedback
     document: AcceptedVersion
+    warnings: Optional[list[ScanWarning]] = Field(None, description=(
+        "Present when the workspace warns (or allow_secrets was given) and the scan of the document as "
+        "edited found something, as in an edit's answer: the version was stored."))
+
+    @model_serializer(mode="wrap")
+    def _without_empty_warnings(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        data = handler(self)
+        if isinstance(data, dict) and data.get("warnings") is None:
+            data.pop("warnings", None)
+        return data
 
 
 class FeedbackList(ResponseModel):

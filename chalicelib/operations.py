@@ -211,7 +211,8 @@ def _download(c: Call) -> Any:
 
 
 def _accept_suggestion(c: Call) -> Reply:
-    result = wiring.suggestions().accept(c.credentials, c.path["feedback_id"], c.body.base_version_id)
+    result = wiring.suggestions().accept(c.credentials, c.path["feedback_id"], c.body.base_version_id,
+                                         c.body.allow_secrets)
     return Reply(result.response, result.headers)
 
 

@@ -49,16 +49,18 @@ class SuggestionService:
         self.documents = DocumentService(ctx)
 
     @requires("accept_suggestion")
-    def accept(self, who: Who, feedback_id: str, base_version_id: Optional[str] = None) -> Accepted:
+    def accept(self, who: Who, feedback_id: str, base_version_id: Optional[str] = None,
+               allow_secrets: Optional[bool] = None) -> Accepted:
         actor = access.actor(self.ctx, who)
         try:
-            return self._accept(actor, feedback_id, base_version_id)
+            return self._accept(actor, feedback_id, base_version_id, allow_secrets)
         except DocpubError as exc:  # refusals carry X-RateLimit-* like every edit answer (section 4)
             if "X-RateLimit-Limit" not in exc.headers:
                 exc.headers.update(self.documents.rate_limit_headers(actor.key_item))
             raise
 
-    def _accept(self, actor: access.Actor, feedback_id: str, base_version_id: Optional[str]) -> Accepted:
+    def _accept(self, actor: access.Actor, feedback_id: str, base_version_id: Optional[str],
+                allow_secrets: Optional[bool] = None) -> Accepted:
         item = self.feedback.thread(actor.workspace_id, feedback_id)
         if item.suggestion is None or not item.anchor:
             raise ValidationFailed.field("feedback_id", "this feedback carries no suggestion to accept")
@@ -79,7 +81,8 @@ class SuggestionService:
                                event_payload(model), feedback_id=feedback_id)
             return Resolution(feedback=item, event=event)
 
-        request = EditRequest.model_construct(edits=[], note=note, base_version_id=base_version_id)
+        request = EditRequest.model_construct(edits=[], note=note, base_version_id=base_version_id,
+                                              allow_secrets=allow_secrets)
         detail = {"suggestion": feedback_id, "suggested_by": suggested_by}
         try:
             result = self.documents.edit_resolving(actor, item.document_id, request, edits_for, resolves, detail)
@@ -95,7 +98,8 @@ class SuggestionService:
         return Accepted(SuggestionAccepted(
             feedback=self.feedback.answers([after])[0],
             document=AcceptedVersion(document_id=edited.document_id, version_id=edited.version_id,
-                                     version_number=edited.version_number, share_url=edited.share_url)),
+                                     version_number=edited.version_number, share_url=edited.share_url),
+            warnings=edited.warnings),
             result.headers)
 
     @staticmethod

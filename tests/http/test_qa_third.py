@@ -260,3 +260,43 @@ def test_exports_are_not_built_without_end(client, key, app_clock):
     from chalicelib.domain import limits
 
     assert accepted == limits.EXPORTS_PER_WORKSPACE.limit
+
+
+TOKEN = "ghp_" + "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4"  # the shape of a GitHub token (not a real one)
+
+
+def test_accepting_a_suggestion_is_a_write_like_an_edit_for_the_secret_scan(client, key, app_clock):
+    """Reproduction: accepting a suggestion is an edit (contract 7e), yet for the secret scan
+    (7g) it was not one: in a workspace that warns, a suggestion bringing in a token was
+    stored and the answer carried no `warnings` (an edit's does); in one that blocks it was
+    422 `secret_detected` with no way to store it anyway (`allow_secrets` was "not a field of
+    this request"). The accept answer now carries `warnings`, and takes `allow_secrets`."""
+    from tests.http.test_mcp import call
+
+    doc = publish(client, key, html="<p>the quick brown fox jumps over the lazy dog</p>")
+
+    def suggest(quote: str) -> str:
+        r = post_json(client, f"/d/{doc['share_id']}/feedback",
+                      {"message": "use this", "anchor": {"quote": quote}, "suggestion": {"replacement": TOKEN}})
+        assert r.status_code == 201, r.body
+        return json.loads(r.body)["feedback_id"]
+
+    blocked = suggest("quick")
+    r = post_json(client, f"/api/v1/feedback/{blocked}/accept", {}, key)
+    assert r.status_code == 422 and _error(r)["code"] == "secret_detected", r.body
+    r = post_json(client, f"/api/v1/feedback/{blocked}/accept", {"allow_secrets": True}, key)
+    assert r.status_code == 200, r.body
+    accepted = json.loads(r.body)
+    assert [w["rule"] for w in accepted["warnings"]] == ["github-pat"]
+    assert accepted["feedback"]["status"] == "resolved"
+
+    r = client.http.patch("/api/v1/workspace", headers=auth(key), body=json.dumps({"secret_scanning": "warn"}))
+    assert r.status_code == 200, r.body
+    warned = suggest("lazy dog")
+    result = call(client, key, "accept_suggestion", {"feedback_id": warned})
+    assert not result["isError"], result
+    assert [w["rule"] for w in result["structuredContent"]["warnings"]] == ["github-pat", "github-pat"]
+    clean = post_json(client, f"/d/{doc['share_id']}/feedback",
+                      {"message": "m", "anchor": {"quote": "brown"}, "suggestion": {"replacement": "red"}})
+    plain = post_json(client, f"/api/v1/feedback/{json.loads(clean.body)['feedback_id']}/accept", {}, key)
+    assert plain.status_code == 200 and "warnings" in json.loads(plain.body)  # the document still holds them
