@@ -30,7 +30,8 @@ SUBJECTS = {
 
 def render(kind: str, to: str, branding: Optional[dict[str, Any]] = None, **values: Any) -> OutgoingMail:
     values = {"email": to, "brand_name": None, "brand_tagline": None, **(branding or {}), **values}
-    subject = SUBJECTS[kind].format(**values)
+    # One line: a title or a workspace name may hold line breaks, which a mail header may not.
+    subject = " ".join(SUBJECTS[kind].format(**values).split())
     values["subject"] = subject
     return OutgoingMail(to=to, subject=subject, text=rendering.page(f"mail/{kind}.txt", **values),
                         html=rendering.page(f"mail/{kind}.html", **values), kind=kind)

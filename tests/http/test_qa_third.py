@@ -300,3 +300,19 @@ def test_accepting_a_suggestion_is_a_write_like_an_edit_for_the_secret_scan(clie
                       {"message": "m", "anchor": {"quote": "brown"}, "suggestion": {"replacement": "red"}})
     plain = post_json(client, f"/api/v1/feedback/{json.loads(clean.body)['feedback_id']}/accept", {}, key)
     assert plain.status_code == 200 and "warnings" in json.loads(plain.body)  # the document still holds them
+
+
+def test_a_title_on_two_lines_does_not_stop_the_links_codes(client, key, app_clock):
+    """Reproduction: a title may hold a line break ("Plan\\r\\nQ3": 1 to 500 characters, not
+    only whitespace); the code mail of a `recipients` link put it in its Subject as is, the
+    mail library refused the header (ValueError), and no code was ever mailed for that
+    link: nobody could open it. Every mail's subject is now one line."""
+    from tests.dashboard_client import DashboardClient, mail_codes, outbox_messages
+
+    doc = publish(client, key, title="Plan\r\nQ3", share_access="recipients", share_recipients=["a@client.example"])
+    viewer = DashboardClient(client)
+    assert viewer.post(f"/d/{doc['share_id']}/recipient/email", {"email": "a@client.example"}).status == 200
+    codes = mail_codes("a@client.example")
+    assert len(codes) == 1, "no code was mailed"
+    subject = next(m["subject"] for m in outbox_messages() if m["kind"] == "recipient_code")
+    assert subject == f"{codes[0]} is your code for Plan Q3"
