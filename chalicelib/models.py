@@ -1067,5 +1067,10 @@ class RecipientList(ResponseModel):
 class RecipientRevoked(ResponseModel):
     """What the MCP tool revoke_recipient answers (REST answers 204 with no body)."""
     document_id: str
-    email: str
+    email: str = Field(description="The address revoked, as list_recipients names it.")
     revoked: Literal[True] = True
+
+    @field_validator("email")
+    @classmethod
+    def _as_listed(cls, value: str) -> str:
+        return emails.normal_email(value) or value.strip().lower()

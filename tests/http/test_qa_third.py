@@ -316,3 +316,22 @@ def test_a_title_on_two_lines_does_not_stop_the_links_codes(client, key, app_clo
     assert len(codes) == 1, "no code was mailed"
     subject = next(m["subject"] for m in outbox_messages() if m["kind"] == "recipient_code")
     assert subject == f"{codes[0]} is your code for Plan Q3"
+
+
+def test_mcp_revoke_recipient_names_the_address_as_the_list_does(client, key, app_clock):
+    """Reproduction: MCP revoke_recipient(email="CFO@Client.Example") revoked
+    cfo@client.example (as REST does) but answered {"email": "CFO@Client.Example"}, an address
+    list_recipients never shows; now the answer names it as stored."""
+    from tests.http.test_mcp import call
+
+    doc = publish(client, key, share_access="recipients", share_recipients=["cfo@client.example", "@münchen.de"])
+    for given, stored in (("CFO@Client.Example", "cfo@client.example"), ("Jörg@München.de", None),
+                          ("joerg@München.DE", "joerg@xn--mnchen-3ya.de")):
+        result = call(client, key, "revoke_recipient", {"document_id": doc["document_id"], "email": given})
+        if stored is None:
+            assert result["isError"]  # not an address mail goes to as written
+            continue
+        assert not result["isError"], result
+        assert result["structuredContent"]["email"] == stored
+        listed = call(client, key, "list_recipients", {"document_id": doc["document_id"]})["structuredContent"]
+        assert stored in [r["email"] for r in listed["recipients"] if r["revoked"]]
