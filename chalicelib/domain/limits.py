@@ -192,8 +192,10 @@ RECIPIENT_CODE_SECONDS = 600
 RECIPIENT_CODE_TRIES = 5
 RECIPIENT_CODES_PER_EMAIL = Rate(5, 3600)
 RECIPIENT_CODES_PER_IP = Rate(20, 3600)
-# Codes mailed for one link an hour, whoever asks (client addresses are many: an IPv6 /48
-# is 65,536 of them); past it an admitted address gets no mail and the answer is the same.
+# Codes mailed for one link an hour to addresses its @domain entries admit, whoever asks
+# (client addresses are many: an IPv6 /48 is 65,536 of them); past it such an address gets
+# no mail and the answer is the same. Addresses listed one by one are not counted (at most
+# 100 of them, 5 codes an hour each): a stranger spending the budget never locks them out.
 RECIPIENT_CODE_MAILS_PER_DOCUMENT = Rate(200, 3600)
 
 

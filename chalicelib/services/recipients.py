@@ -100,13 +100,14 @@ class RecipientService:
         email = valid_email(email)
         if not audience.admitted(self.ctx, doc, email):
             return
-        try:  # many client addresses asking for many addresses at a listed domain: no mail relay
-            ratelimits.hit(self.ctx, ratelimits.scope_key("recipient-code-mails", doc.document_id),
-                           limits.RECIPIENT_CODE_MAILS_PER_DOCUMENT, limits.REFUSALS["recipient-code-mails"])
-        except RateLimited:
-            log.warning("recipient code not mailed: the link's hourly budget is spent",
-                        extra={"link": link_ref(doc.share_id)})
-            return
+        if email not in doc.share_recipients:  # admitted by its @domain: any address there
+            try:  # many client addresses asking for many addresses at a listed domain: no mail relay
+                ratelimits.hit(self.ctx, ratelimits.scope_key("recipient-code-mails", doc.document_id),
+                               limits.RECIPIENT_CODE_MAILS_PER_DOCUMENT, limits.REFUSALS["recipient-code-mails"])
+            except RateLimited:
+                log.warning("recipient code not mailed: the link's hourly budget for its domains is spent",
+                            extra={"link": link_ref(doc.share_id)})
+                return
         from chalicelib.ports.records import RecipientCode
 
         code = f"{secrets.randbelow(10 ** limits.RECIPIENT_CODE_DIGITS):0{limits.RECIPIENT_CODE_DIGITS}d}"

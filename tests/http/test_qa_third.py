@@ -222,7 +222,7 @@ def test_a_links_email_step_is_no_mail_relay_from_many_addresses(client, key, ap
     # A budget of 20 (200 deployed) keeps the test short; 40 asks stand for the 300.
     monkeypatch.setattr(limits, "RECIPIENT_CODE_MAILS_PER_DOCUMENT", limits.Rate(20, 3600), raising=False)
     doc = publish(client, key, title="Cheap watches at example.biz", share_access="recipients",
-                  share_recipients=["@example.org"])
+                  share_recipients=["@example.org", "lead@example.org"])
     recipients = wiring.recipients()
     for n in range(40):
         assert recipients.request_code(doc["share_id"], f"person{n}@example.org", f"2001:db8:{n:x}::1") \
@@ -230,6 +230,9 @@ def test_a_links_email_step_is_no_mail_relay_from_many_addresses(client, key, ap
     sent = [m for m in outbox_messages() if m["kind"] == "recipient_code"]
     assert len(sent) < 40, "every ask mailed a stranger"
     assert len(sent) == limits.RECIPIENT_CODE_MAILS_PER_DOCUMENT.limit
+    # An address listed one by one is not counted: a stranger spending the budget never locks it out.
+    recipients.request_code(doc["share_id"], "lead@example.org", "2001:db8:fffe::1")
+    assert [m["to"] for m in outbox_messages() if m["kind"] == "recipient_code"][0] == "lead@example.org"
     app_clock.advance(limits.RECIPIENT_CODE_MAILS_PER_DOCUMENT.window_seconds + 1)
     recipients.request_code(doc["share_id"], "late@example.org", "2001:db8:ffff::1")
     assert [m["to"] for m in outbox_messages() if m["kind"] == "recipient_code"][0] == "late@example.org"
