@@ -11,6 +11,8 @@ errors (edit_not_found with closest_match, 413, no_change).
 """
 from __future__ import annotations
 
+import html
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
@@ -20,6 +22,7 @@ from chalicelib.errors import EditAmbiguous
 # unless the prefix and suffix pick one among the first ones (a quote that common is
 # a word or two: the viewer's selection should be longer).
 MAX_OCCURRENCES = 1000
+_SPACES = re.compile(r"[ \t\n\r\f]+")  # HTML's whitespace (a no-break space is text)
 
 
 @dataclass(frozen=True)
@@ -54,36 +57,63 @@ def occurrences(source: str, quote: str, limit: int = MAX_OCCURRENCES) -> list[i
     return found
 
 
-def choose(source: str, anchor: Mapping[str, Any]) -> Optional[int]:
-    """The start of the occurrence of anchor.quote its prefix/suffix choose; None when the
-    quote is not in `source`. EditAmbiguous when several fit equally well."""
+def _html_spans(source: str, quote: str, limit: int) -> list[tuple[int, int]]:
+    """Where an HTML page's source writes the text `quote`: with `&`, `<` and `>` escaped
+    (`Fish &amp; Chips`) and any run of whitespace where the quote has one (a sentence the
+    source wraps over lines: a browser shows, and a viewer selects, one space). Linear: one
+    RE2 (no backtracking) regex of literal pieces joined by whitespace runs."""
+    import re2
+
+    words = [word for word in _SPACES.split(html.escape(quote, quote=False)) if word]
+    if not words:
+        return []
+    pattern = re2.compile(r"\s+".join(re2.escape(word) for word in words))
+    found: list[tuple[int, int]] = []
+    for match in pattern.finditer(source):
+        found.append(match.span())
+        if len(found) >= limit:
+            break
+    return found
+
+
+def choose(source: str, anchor: Mapping[str, Any], page: bool = False) -> Optional[tuple[int, int]]:
+    """The span of the occurrence of anchor.quote its prefix/suffix choose; None when the
+    quote is not in `source`. EditAmbiguous when several fit equally well. `page`: an HTML
+    page, where a quote not found as is is looked for as HTML writes that text."""
     quote = anchor["quote"]
-    found = occurrences(source, quote, MAX_OCCURRENCES + 1)
-    if not found:
+    spans = [(at, at + len(quote)) for at in occurrences(source, quote, MAX_OCCURRENCES + 1)]
+    if not spans and page:
+        spans = _html_spans(source, quote, MAX_OCCURRENCES + 1)
+    if not spans:
         return None
-    if len(found) == 1:
-        return found[0]
+    if len(spans) == 1:
+        return spans[0]
     prefix, suffix = anchor.get("prefix") or "", anchor.get("suffix") or ""
-    scores = [_context_score(source, at, quote, prefix, suffix) for at in found[:MAX_OCCURRENCES]]
+    scores = [_context_score(source, start, source[start:end], prefix, suffix) for start, end in spans[:MAX_OCCURRENCES]]
     best = max(scores)
-    if scores.count(best) > 1 or len(found) > MAX_OCCURRENCES and best == 0:
+    if scores.count(best) > 1 or len(spans) > MAX_OCCURRENCES and best == 0:
         raise EditAmbiguous(
-            f"The suggestion's passage occurs {len(found)} times in the document and its surrounding text "
+            f"The suggestion's passage occurs {len(spans)} times in the document and its surrounding text "
             "does not tell which one is meant; edit the document instead (edit_document), or ask for a "
             "suggestion on a longer passage",
-            {"edit_index": 0, "match_count": len(found)})
-    return found[scores.index(best)]
+            {"edit_index": 0, "match_count": len(spans)})
+    return spans[scores.index(best)]
 
 
-def literal_edit(source: str, anchor: Mapping[str, Any], replacement: str) -> LiteralEdit:
+def literal_edit(source: str, anchor: Mapping[str, Any], replacement: str, page: bool = False) -> LiteralEdit:
     """The one edit that replaces the chosen occurrence of the quote by `replacement`.
     A quote not in the source becomes an edit of the bare quote, so the engine answers
-    its edit_not_found (with closest_match) exactly as `POST .../edit` does."""
+    its edit_not_found (with closest_match) exactly as `POST .../edit` does. `page`: an
+    HTML page, whose quote may be found as HTML writes it and whose replacement is text
+    (escaped: "A & B <c>" is `A &amp; B &lt;c&gt;`); Markdown takes both as written."""
     quote = anchor["quote"]
-    at = choose(source, anchor)
-    if at is None:
+    if page:
+        replacement = html.escape(replacement, quote=False)
+    chosen = choose(source, anchor, page)
+    if chosen is None:
         return LiteralEdit(quote, replacement)
-    end = at + len(quote)
+    at, end = chosen
+    quote = source[at:end]
     before = after = 0
     step = 16
     old = quote

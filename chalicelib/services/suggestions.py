@@ -70,8 +70,8 @@ class SuggestionService:
         suggested_by = (item.name or "a viewer")[:NOTE_NAME_CHARS]
         note = f"Accepted the suggestion of {suggested_by} ({feedback_id}), by {_accepter(actor)}"
 
-        def edits_for(_fmt: str, source: bytes) -> Sequence[Any]:
-            return [literal_edit(source.decode("utf-8"), anchor, replacement)]
+        def edits_for(fmt: str, source: bytes) -> Sequence[Any]:
+            return [literal_edit(source.decode("utf-8"), anchor, replacement, page=fmt != "markdown")]
 
         def resolves(doc: Document, version: Version) -> Resolution:
             after = replace(item, status="resolved", resolved_ms=version.created_ms,

@@ -338,3 +338,28 @@ def test_mcp_revoke_recipient_names_the_address_as_the_list_does(client, key, ap
         assert result["structuredContent"]["email"] == stored
         listed = call(client, key, "list_recipients", {"document_id": doc["document_id"]})["structuredContent"]
         assert stored in [r["email"] for r in listed["recipients"] if r["revoked"]]
+
+
+def test_a_suggestion_on_html_text_is_accepted_where_the_page_shows_it(client, key, app_clock):
+    """Reproduction: a viewer selects "Fish & Chips" (the page's source says `Fish &amp;
+    Chips`, as HTML must) or a sentence the source wraps over two lines, and suggests a
+    change; anchor_state says `exact`, yet accepting it was 422 edit_not_found: the quote was
+    looked for in the HTML source as typed. And the replacement went into the HTML as is:
+    "Salt & Vinegar <crisps>" made a stray `&` and a `<crisps>` element. In an HTML page
+    the quote is now also found as HTML writes that text (`&`, `<`, `>` escaped; any run of
+    whitespace for a space), and the replacement is text, escaped."""
+    cases = [("<p>Fish &amp; Chips today</p>", "Fish & Chips", "Salt & Vinegar <crisps>",
+              "<p>Salt &amp; Vinegar &lt;crisps&gt; today</p>"),
+             ("<p>The first line\n   goes on here.</p>", "first line goes on", "text",
+              "<p>The text here.</p>")]
+    for html, quote, replacement, expected in cases:
+        doc = publish(client, key, html=html)
+        r = post_json(client, f"/d/{doc['share_id']}/feedback",
+                      {"message": "m", "anchor": {"quote": quote}, "suggestion": {"replacement": replacement}})
+        assert r.status_code == 201, r.body
+        accepted = post_json(client, f"/api/v1/feedback/{json.loads(r.body)['feedback_id']}/accept", {}, key)
+        assert accepted.status_code == 200, (html, accepted.body)
+        got = json.loads(client.http.get(f"/api/v1/documents/{doc['document_id']}?include_html=true",
+                                         headers=auth(key)).body)
+        assert got["html"] == expected
+        client.http.delete(f"/api/v1/documents/{doc['document_id']}", headers=auth(key))
