@@ -57,6 +57,19 @@ def normal_domain_entry(value: str) -> Optional[str]:
     return None if host is None else "@" + host
 
 
+def written_forms(email: str) -> list[str]:
+    """`email` and, when its domain is in IDNA form, the address with the Unicode domain: an
+    account may have been made with either (sign-up keeps an address as typed)."""
+    local, _, host = email.rpartition("@")
+    forms = [email]
+    if "xn--" in host:
+        try:
+            forms.append(f"{local}@{host.encode('ascii').decode('idna')}")
+        except UnicodeError:
+            pass
+    return forms
+
+
 def is_email(value: str) -> bool:
     """An address as written (the caller lowercases it first)."""
     return normal_email(value) == value

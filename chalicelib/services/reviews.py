@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence, TypeVar, Union
 
 from chalicelib.domain import limits, reviews as rules
+from chalicelib.domain.emails import written_forms as address_forms
 from chalicelib.errors import Forbidden, NotFound, ServiceUnavailable, Unauthorized, ValidationFailed
 from chalicelib.models import (
     Feedback, Review, ReviewList, ReviewRequestBody, ReviewsRequested, ReviewSubmission, Reviewer,
@@ -162,7 +163,7 @@ class ReviewService:
         emails = list(dict.fromkeys(body.reviewers))  # lowercased by the model; each once, in order
         for email in emails:
             self.may_be_asked(doc, email, f"reviewers.{body.reviewers.index(email)}")
-        strangers = [e for e in emails if self.ctx.people.get_member(doc.workspace_id, e) is None]
+        strangers = [e for e in emails if self._member(doc, e) is None]
         if strangers:  # mail to people outside the workspace: a daily budget, the whole request or nothing
             ratelimits.hit(self.ctx, ratelimits.scope_key("review-mails", doc.workspace_id),
                            limits.REVIEW_MAILS_TO_RECIPIENTS, limits.REFUSALS["review-mails"], count=len(strangers))
@@ -191,12 +192,20 @@ class ReviewService:
         self._mail(doc, emails, requester, body.message)
         return ReviewsRequested(requested=emails)
 
+    def _member(self, doc: Document, email: str) -> Optional[records.Member]:
+        """The member `email` names (an account made with a Unicode domain too), else None."""
+        for form in address_forms(email):
+            member = self.ctx.people.get_member(doc.workspace_id, form)
+            if member is not None:
+                return member
+        return None
+
     def may_be_asked(self, doc: Document, email: str, field: str) -> None:
         """A reviewer must be a member of the document's workspace or a recipient its
         `recipients` link admits (7f); anyone else is 422 naming the address."""
         if audience.admitted(self.ctx, doc, email):
             return
-        if self.ctx.people.get_member(doc.workspace_id, email) is None:
+        if self._member(doc, email) is None:
             raise ValidationFailed.field(field, f"{email} is not a member of this workspace nor a recipient of its "
                                                 "link; only they can be asked to review (invite them, or share "
                                                 "the link with them as a recipient)")
@@ -209,7 +218,7 @@ class ReviewService:
         title = " ".join(doc.title.split())
         for email in emails:
             # A member signs in; a recipient of a `recipients` link (7f) gets a code by mail instead.
-            recipient = self.ctx.people.get_member(doc.workspace_id, email) is None
+            recipient = self._member(doc, email) is None
             mailing.send(self.ctx, mailing.render(
                 "review", email, mailing.branding_of(workspace), link=share_url(doc.share_id) + "#review",
                 title=title[:200], version=doc.version_count, requester=requester.name,

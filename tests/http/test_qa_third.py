@@ -363,3 +363,20 @@ def test_a_suggestion_on_html_text_is_accepted_where_the_page_shows_it(client, k
                                          headers=auth(key)).body)
         assert got["html"] == expected
         client.http.delete(f"/api/v1/documents/{doc['document_id']}", headers=auth(key))
+
+
+def test_a_member_at_a_unicode_domain_can_still_be_asked_to_review(client, key, app_clock):
+    """Keeps this pass's address rule from costing anything: a member whose account was made
+    with a Unicode domain (ana@münchen.de, as typed at sign-up) is still a member when asked
+    to review, though reviewers are now kept in their IDNA form (ana@xn--mnchen-3ya.de)."""
+    from chalicelib import wiring
+    from chalicelib.ports.records import Member, User
+
+    workspace_id = json.loads(client.http.get("/api/v1/me", headers=auth(key)).body)["workspace"]["id"]
+    ctx = wiring.default_context()
+    ctx.users.create(User(email="ana@münchen.de", password_hash="x", workspace_id=workspace_id, created_ms=1))
+    ctx.people.add_member(Member(workspace_id=workspace_id, email="ana@münchen.de", role="viewer", created_ms=1))
+    doc = publish(client, key)
+    r = post_json(client, f"/api/v1/documents/{doc['document_id']}/review-requests", {"reviewers": ["ana@münchen.de"]}, key)
+    assert r.status_code == 202, r.body
+    assert json.loads(r.body) == {"requested": ["ana@xn--mnchen-3ya.de"]}
