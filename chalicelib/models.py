@@ -551,14 +551,8 @@ class SecretDetectedDetails(ResponseModel):
     findings: list[ScanFinding]
 
 
-class PublishResponse(ResponseModel):
-    document_id: str
-    version_id: str
-    version_number: int
-    share_url: str
-    warnings: Optional[list[ScanWarning]] = Field(None, description=(
-        "Present when the workspace warns (or allow_secrets was given) and the scan found something: "
-        "the content was stored."))
+class _WarnedAnswer(ResponseModel):
+    """An answer with optional scan `warnings` (contract 7g): left out when there are none."""
 
     @model_serializer(mode="wrap")
     def _without_empty_warnings(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
@@ -566,6 +560,16 @@ class PublishResponse(ResponseModel):
         if isinstance(data, dict) and data.get("warnings") is None:
             data.pop("warnings", None)
         return data
+
+
+class PublishResponse(_WarnedAnswer):
+    document_id: str
+    version_id: str
+    version_number: int
+    share_url: str
+    warnings: Optional[list[ScanWarning]] = Field(None, description=(
+        "Present when the workspace warns (or allow_secrets was given) and the scan found something: "
+        "the content was stored."))
 
 
 class EditSummary(ResponseModel):
@@ -764,19 +768,12 @@ class AcceptedVersion(ResponseModel):
     share_url: str
 
 
-class SuggestionAccepted(ResponseModel):
+class SuggestionAccepted(_WarnedAnswer):
     feedback: Feedback
     document: AcceptedVersion
     warnings: Optional[list[ScanWarning]] = Field(None, description=(
         "Present when the workspace warns (or allow_secrets was given) and the scan of the document as "
         "edited found something, as in an edit's answer: the version was stored."))
-
-    @model_serializer(mode="wrap")
-    def _without_empty_warnings(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
-        data = handler(self)
-        if isinstance(data, dict) and data.get("warnings") is None:
-            data.pop("warnings", None)
-        return data
 
 
 class FeedbackList(ResponseModel):
