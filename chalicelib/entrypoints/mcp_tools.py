@@ -28,7 +28,7 @@ from typing import Annotated, Any, Callable, Iterator, Literal, Optional, Union
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, Field, Strict, StringConstraints, ValidationError
 
 from chalicelib import errors, operations
 from chalicelib.domain import limits
@@ -456,7 +456,7 @@ PATH_DESCRIPTIONS = {"document_id": DOC_ID, "feedback_id": "The feedback_id from
                      "email": "The recipient's email address (from list_recipients)."}
 # Path parameters that are numbers to an agent (REST carries them as path text).
 PATH_TYPES: dict[str, Any] = {
-    "version_number": Annotated[int, Field(ge=1, description="The version's number (from list_versions).")]}
+    "version_number": Annotated[int, Strict(), Field(ge=1, description="The version's number (from list_versions).")]}
 
 
 def generated_tool(op: operations.Operation, tool: operations.Tool) -> Callable:

@@ -380,3 +380,16 @@ def test_a_member_at_a_unicode_domain_can_still_be_asked_to_review(client, key, 
     r = post_json(client, f"/api/v1/documents/{doc['document_id']}/review-requests", {"reviewers": ["ana@münchen.de"]}, key)
     assert r.status_code == 202, r.body
     assert json.loads(r.body) == {"requested": ["ana@xn--mnchen-3ya.de"]}
+
+
+def test_mcp_get_provenance_takes_a_number_not_true(client, key):
+    """Reproduction: MCP get_provenance(version_number=true) answered version 1's statement (the
+    SDK read `true` as the number 1); REST's path has no `true`, and its bodies refuse a boolean
+    for a number (submit_review: 422 "must be a whole number"). A boolean is now refused here too."""
+    from tests.http.test_mcp import call
+
+    doc = publish(client, key)
+    refused = call(client, key, "get_provenance", {"document_id": doc["document_id"], "version_number": True})
+    assert refused["isError"] and "version_number" in refused["content"][0]["text"], refused
+    ok = call(client, key, "get_provenance", {"document_id": doc["document_id"], "version_number": 1})
+    assert not ok["isError"] and ok["structuredContent"]["statement"]["version_number"] == 1
