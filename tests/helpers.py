@@ -80,7 +80,8 @@ def run_together(targets):
 _KINDS = {"WS": "workspaces", "KEY": "api_keys", "SHARE": "share_links", "IDEM": "idempotency",
           "RATE": "rate_logs", "FB": "feedback", "USER": "users", "SESSION": "sessions", "EV": "events",
           "WH": "webhooks", "WHD": "webhook_deliveries", "ACT": "activity", "ACCT": "account_tokens",
-          "EXPORT": "exports", "EXPORTS": "exports", "SIGNKEYS": "signing_keys"}
+          "EXPORT": "exports", "EXPORTS": "exports", "SIGNKEYS": "signing_keys",
+          "REMOVED": "member_removals"}
 
 
 def stored_records(ctx) -> list[tuple[str, dict]]:
@@ -105,6 +106,18 @@ def stored_records(ctx) -> list[tuple[str, dict]]:
     tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
     return [(table, dict(row)) for table in tables
             for row in conn.execute(f"SELECT * FROM {table}")]  # noqa: S608 - names from sqlite_master
+
+
+def sqlite_statements(db, call) -> list[str]:
+    """The statements `call` ran on SQLite database `db` (its connection's trace callback)."""
+    conn = db.connection()
+    ran: list[str] = []
+    conn.set_trace_callback(ran.append)
+    try:
+        call()
+    finally:
+        conn.set_trace_callback(None)
+    return ran
 
 
 # A page's files for the service-level tests of bundles (tests/contract).

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal, Mapping, Optional
 
 __all__ = [
-    "User", "DashboardSession", "Member", "MemberRemoval", "AccountToken",
+    "User", "DashboardSession", "Member", "MemberRemoval", "RemovalMark", "AccountToken",
     "PendingInvalidation", "WebhookSecret", "Webhook", "WebhookDelivery", "OAuthClient", "AuthorizationCode",
     "OAuthGrant", "AccessToken", "RefreshToken", "Review", "Lease", "Export", "AudienceEntry",
     "SigningKey", "DeliveryStatus", "ClientKind", "InvitationIndexing",
@@ -66,6 +66,18 @@ class MemberRemoval:
     the API keys it made that the removal revoked."""
     member: Member
     revoked_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RemovalMark:
+    """A person was removed from a workspace (ports/people.py): written in the removal's
+    own step, it keeps single sign-on's auto-join from adding them back; an accepted
+    invitation or a deliberate add clears it. `removed_by` is who removed them (the
+    activity log's actor id: an owner's email, or their own when they left)."""
+    workspace_id: str
+    email: str
+    removed_by: str
+    removed_ms: int
 
 
 @dataclass(frozen=True)

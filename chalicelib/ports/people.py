@@ -16,13 +16,20 @@ Atomic rules the adapters guarantee:
   the removal's transaction, any more right after it, one transaction each). A key
   is dead from the removal on whatever the marking: authentication checks that its
   creator's membership still exists and began before the key was made.
+- `remove_member` also leaves a removal mark (`RemovalMark`: workspace, email, who,
+  when) in that same step, so single sign-on's auto-join never adds the person back
+  (`add_member(..., unless_removed=True)` refuses with `Removed` while the mark
+  exists, checked in the add's own step). A deliberate add (`add_member` without it)
+  and an accepted invitation (`accept_invite`) clear the mark in their own step.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional, Protocol
 
 if TYPE_CHECKING:
-    from chalicelib.ports.records import AccountToken, ActivityEntry, InvitationIndexing, Member, MemberRemoval
+    from chalicelib.ports.records import (
+        AccountToken, ActivityEntry, InvitationIndexing, Member, MemberRemoval, RemovalMark,
+    )
 
 
 ROLES = ("owner", "editor", "viewer")
@@ -40,6 +47,10 @@ class MemberExists(Exception):
     """That person is already a member of the workspace."""
 
 
+class Removed(Exception):
+    """That person was removed from the workspace (a removal mark): auto-join adds them not."""
+
+
 class PeopleRepository(Protocol):
     # members
     def get_member(self, workspace_id: str, email: str) -> Optional[Member]: ...
@@ -50,15 +61,21 @@ class PeopleRepository(Protocol):
     def list_memberships(self, email: str) -> list[Member]:
         """Every workspace the person belongs to (member records), oldest first."""
 
-    def add_member(self, member: Member) -> None:
-        """MemberExists if already a member."""
+    def add_member(self, member: Member, unless_removed: bool = False) -> None:
+        """MemberExists if already a member. A deliberate add clears the person's removal
+        mark in the same step; with `unless_removed` (single sign-on's auto-join) a removal
+        mark refuses the add instead (Removed), checked in the same step."""
+
+    def get_removal(self, workspace_id: str, email: str) -> Optional[RemovalMark]:
+        """The person's removal mark in the workspace, or None."""
 
     def set_role(self, workspace_id: str, email: str, role: str) -> Member:
         """The member as stored; NotMember, LastOwner."""
 
-    def remove_member(self, workspace_id: str, email: str, now_ms: int) -> MemberRemoval:
+    def remove_member(self, workspace_id: str, email: str, now_ms: int, removed_by: str = "") -> MemberRemoval:
         """Remove the member, end their sessions in that workspace and revoke (at
-        `now_ms`) the API keys they made there; the removed record and those keys' ids.
+        `now_ms`) the API keys they made there, and leave the removal mark (by
+        `removed_by`, at `now_ms`); the removed record and those keys' ids.
         NotMember, LastOwner."""
 
     # one-time tokens
@@ -70,8 +87,8 @@ class PeopleRepository(Protocol):
         """Mark an unused, unexpired token used; the record if this call did, else None."""
 
     def accept_invite(self, token_hash: str, member: Member, now_ms: int) -> Optional[AccountToken]:
-        """Use the invitation and add `member`, atomically; the invitation if this call
-        used it (None: unknown, used or expired; nothing changed). MemberExists: the
+        """Use the invitation and add `member` (clearing any removal mark), atomically;
+        the invitation if this call used it (None: unknown, used or expired; nothing changed). MemberExists: the
         person joined meanwhile (the invitation is left unused)."""
 
     def list_invites(self, workspace_id: str, now_ms: int) -> list[AccountToken]:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
         AccessToken, AccountToken, AudienceEntry, AuthorizationCode, ClientKind, DashboardSession,
         DeliveryStatus, Export, Lease, Member, MemberRemoval, OAuthClient, OAuthGrant,
         PendingInvalidation, RefreshToken, Review, SigningKey, User, Webhook, WebhookDelivery, WebhookSecret,
-        InvitationIndexing,
+        InvitationIndexing, RemovalMark,
     )
 
 __all__ = [
@@ -30,7 +30,7 @@ __all__ = [
     "FileRecount",
     # the back office's (below)
     "AccessToken", "AccountToken", "AudienceEntry", "AuthorizationCode", "ClientKind",
-    "DashboardSession", "DeliveryStatus", "Export", "Lease", "Member", "MemberRemoval", "OAuthClient",
+    "DashboardSession", "DeliveryStatus", "Export", "Lease", "Member", "MemberRemoval", "RemovalMark", "OAuthClient",
     "OAuthGrant", "PendingInvalidation", "RefreshToken", "Review", "SigningKey", "User", "Webhook", "WebhookDelivery",
     "WebhookSecret", "InvitationIndexing",
 ]
@@ -38,7 +38,7 @@ __all__ = [
 # as well: the first use of one loads that module (PEP 562 `__getattr__`, below), so a
 # process that never touches them (the share function) never creates their classes.
 BACK_OFFICE = frozenset({
-    "User", "DashboardSession", "Member", "MemberRemoval", "AccountToken", "PendingInvalidation",
+    "User", "DashboardSession", "Member", "MemberRemoval", "RemovalMark", "AccountToken", "PendingInvalidation",
     "WebhookSecret", "Webhook", "WebhookDelivery", "DeliveryStatus", "OAuthClient", "ClientKind",
     "AuthorizationCode", "OAuthGrant", "AccessToken", "RefreshToken", "Review", "Lease", "Export",
     "AudienceEntry", "SigningKey", "InvitationIndexing",

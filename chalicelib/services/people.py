@@ -209,7 +209,9 @@ class PeopleService:
         if email != who.member:  # type: ignore[union-attr]
             access.authorize(who, "remove_member")
         try:
-            removal = self.ctx.people.remove_member(workspace_id, email, self.ctx.now_ms())
+            # The removal mark (who, when) keeps single sign-on's auto-join from adding them back.
+            removal = self.ctx.people.remove_member(workspace_id, email, self.ctx.now_ms(),
+                                                    removed_by=activity.actor_of(who)[1])
         except NotMember:
             raise NotFound("No such member in this workspace.") from None
         except LastOwner:

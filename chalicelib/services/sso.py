@@ -21,7 +21,8 @@ the provider (ports/sso.py; adapters/oidc.py uses Authlib's OAuth 2.0 client).
   it (whoever signed up with someone else's address loses it), and its other
   sessions end.
 - Workspaces whose `sso_auto_join` names the email's domain gain the person as a
-  member with that role (an existing member keeps their role). The session records
+  member with that role (an existing member keeps their role), except one that removed
+  them (its removal mark: until an invitation or an owner adds them). The session records
   the domain it signed in at (`sso_domain`): only such a session of an owner may set
   `sso_auto_join` to that domain (services/workspaces.py).
 """
@@ -39,7 +40,7 @@ from chalicelib.domain import emails, limits
 from chalicelib.domain import roles
 from chalicelib.errors import Forbidden, ForbiddenRole, NotFound, ServiceUnavailable, Unauthorized, ValidationFailed
 from chalicelib.ports import UserExists
-from chalicelib.ports.people import MemberExists
+from chalicelib.ports.people import MemberExists, Removed
 from chalicelib.ports.records import AccountToken, Member
 from chalicelib.ports.sso import IdentityProvider, ProviderRefused, ProviderUnavailable
 from chalicelib.services import activity, ratelimits
@@ -244,7 +245,10 @@ class SsoService:
         """Find or make the account, join the workspaces that auto-join this domain, and
         start a session that remembers it came through SSO at `who.domain`."""
         accounts = AccountService(self.ctx)
-        joins = self.ctx.workspaces.sso_auto_join_for(who.domain)
+        # A workspace that removed this person does not take them back (the removal mark;
+        # add_member checks it again in its own step): only an invitation or an owner does.
+        joins = [(workspace_id, role) for workspace_id, role in self.ctx.workspaces.sso_auto_join_for(who.domain)
+                 if self.ctx.people.get_removal(workspace_id, who.email) is None]
         now_ms = self.ctx.now_ms()
         user = self.ctx.users.get(who.email)
         if user is None:
@@ -269,8 +273,8 @@ class SsoService:
         for workspace_id, role in joins:
             try:
                 self.ctx.people.add_member(Member(workspace_id=workspace_id, email=who.email, role=role,
-                                                  created_ms=now_ms, added_by="sso"))
-            except MemberExists:
+                                                  created_ms=now_ms, added_by="sso"), unless_removed=True)
+            except (MemberExists, Removed):
                 continue
             joined.append(workspace_id)
             member = Actor(workspace_id, role=role, member=who.email, surface="dashboard")

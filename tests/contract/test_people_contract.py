@@ -12,7 +12,7 @@ from chalicelib.ports.people import LastOwner, MemberExists, NotMember
 from chalicelib.ports.records import (
     AccountToken, ActivityEntry, ApiKey, DashboardSession, Member, MemberRemoval, User, Workspace,
 )
-from tests.helpers import run_together
+from tests.helpers import run_together, sqlite_statements
 
 WS = "ws_people"
 
@@ -285,3 +285,76 @@ def test_a_persons_pending_invitations_are_found_by_email(repos):
     assert repos.people.revoke_invites("ws_other", "c@x.io", 2001) == 1
     assert [i.token_hash for i in repos.people.invites_for("c@x.io", 2002)] == ["i1"]
     assert repos.people.invites_for("nobody@x.io", 2002) == []
+
+
+# ------------------------------------------------------------------ a removal sticks (contract 7f, docs/sso.md)
+
+def _writes_of(repos, call) -> list[list[str]]:
+    """What `call` wrote, one list per atomic step: the TransactWriteItems it sent
+    (DynamoDB: each action's kind and key), or the statements between SQLite's BEGIN and COMMIT."""
+    steps: list[list[str]] = []
+    if repos.kind == "aws":
+        from chalicelib.adapters.aws import clients as aws
+
+        def seen(params, **_):
+            steps.append([f"{kind} {body['Key' if 'Key' in body else 'Item']['PK']['S']} "
+                          f"{body['Key' if 'Key' in body else 'Item']['SK']['S']}"
+                          for action in params["TransactItems"] for kind, body in action.items()])
+
+        events = aws.dynamodb().meta.events
+        events.register("provide-client-params.dynamodb.TransactWriteItems", seen, unique_id="removal-steps")
+        try:
+            call()
+        finally:
+            events.unregister("provide-client-params.dynamodb.TransactWriteItems", unique_id="removal-steps")
+        return steps
+    for statement in sqlite_statements(repos.people.db, call):
+        word = statement.strip().split()[0].upper()
+        if word == "BEGIN":
+            steps.append([])
+        elif steps and word in ("INSERT", "DELETE", "UPDATE"):
+            steps[-1].append(" ".join(statement.split()))
+    return steps
+
+
+def test_a_removal_leaves_its_mark_in_the_same_step(repos):
+    from chalicelib.ports.records import RemovalMark
+
+    setup(repos, ("a@x.io", "owner"), ("b@x.io", "editor"))
+    assert repos.people.get_removal(WS, "b@x.io") is None
+    steps = _writes_of(repos, lambda: repos.people.remove_member(WS, "b@x.io", 500, removed_by="a@x.io"))
+    mark = exactly(RemovalMark, repos.people.get_removal(WS, "b@x.io"))
+    assert mark == RemovalMark(WS, "b@x.io", "a@x.io", 500)
+    removal_steps = [s for s in steps if any("member_removals" in w or "REMOVED#" in w for w in s)]
+    assert len(removal_steps) == 1, steps
+    assert any("DELETE FROM members" in w or w.startswith(f"Delete WS#{WS} MEMBER#b@x.io") for w in removal_steps[0])
+    assert repos.people.get_removal("ws_other", "b@x.io") is None and repos.people.get_removal(WS, "a@x.io") is None
+    # A refused removal (the last owner) leaves no mark.
+    with pytest.raises(LastOwner):
+        repos.people.remove_member(WS, "a@x.io", 600, removed_by="a@x.io")
+    assert repos.people.get_removal(WS, "a@x.io") is None
+    assert [m.email for m in repos.people.list_members(WS)] == ["a@x.io"]  # the mark is no member
+
+
+def test_auto_join_adds_no_one_removed_and_a_deliberate_add_clears_the_mark(repos):
+    from chalicelib.ports.people import Removed
+
+    setup(repos, ("a@x.io", "owner"), ("b@x.io", "editor"), ("c@x.io", "viewer"))
+    repos.people.remove_member(WS, "b@x.io", 500, removed_by="a@x.io")
+    with pytest.raises(Removed):
+        repos.people.add_member(Member(WS, "b@x.io", "editor", 600, "sso"), unless_removed=True)
+    assert repos.people.get_member(WS, "b@x.io") is None and repos.people.get_removal(WS, "b@x.io") is not None
+    person(repos, "d@x.io")
+    repos.people.add_member(Member(WS, "d@x.io", "editor", 600, "sso"), unless_removed=True)  # never removed
+    assert repos.people.get_member(WS, "d@x.io") is not None
+    repos.people.add_member(Member(WS, "b@x.io", "viewer", 700, "a@x.io"))  # an owner adds them back
+    assert repos.people.get_removal(WS, "b@x.io") is None
+    assert repos.people.get_member(WS, "b@x.io") == Member(WS, "b@x.io", "viewer", 700, "a@x.io")
+    # An accepted invitation clears it, in the acceptance's own step.
+    repos.people.remove_member(WS, "c@x.io", 800, removed_by="c@x.io")  # left of their own accord
+    assert repos.people.get_removal(WS, "c@x.io").removed_by == "c@x.io"
+    repos.people.put_token(token("invite", "i1", "c@x.io", workspace_id=WS, role="editor", invited_by="a@x.io",
+                                 expires_ms=10**13))
+    member = Member(WS, "c@x.io", "editor", 900, "a@x.io")
+    assert repos.people.accept_invite("i1", member, 900) is not None
+    assert repos.people.get_removal(WS, "c@x.io") is None and repos.people.get_member(WS, "c@x.io") == member

@@ -28,7 +28,7 @@ TABLES = {"workspaces", "api_keys", "documents", "versions", "share_links", "ide
           "oauth_clients", "oauth_codes", "oauth_grants", "oauth_access_tokens", "oauth_refresh_tokens",
           "view_days", "view_versions", "view_limits",
           # people (adapters/sqlite/people.py)
-          "members", "account_tokens", "activity",
+          "members", "member_removals", "account_tokens", "activity",
           # the review loop (adapters/sqlite/feedback.py, webhooks.py)
           "feedback_replies", "events", "webhooks", "webhook_deliveries", "sqlite_sequence",
           # bundle files counted once per workspace (issue 24)
@@ -188,6 +188,7 @@ def test_migration_12_keeps_the_keys_already_stored_as_workspace_keys(repos, dat
     conn.execute("DROP TABLE leases")  # and what 12 -> 13 adds
     conn.execute("ALTER TABLE workspaces DROP COLUMN secret_scanning")  # and what 13 -> 14 adds
     conn.execute("ALTER TABLE workspaces DROP COLUMN pii_scanning")
+    undo_migration_20(conn)
     undo_migration_19(conn)
     undo_migration_18(conn)
     undo_migration_17(conn)
@@ -494,6 +495,7 @@ def test_migration_14_adds_the_scanning_settings_with_their_defaults(data_dir, r
     conn = repos.documents.db.connection()
     conn.execute("ALTER TABLE workspaces DROP COLUMN secret_scanning")
     conn.execute("ALTER TABLE workspaces DROP COLUMN pii_scanning")
+    undo_migration_20(conn)
     undo_migration_19(conn)
     undo_migration_18(conn)
     undo_migration_17(conn)
@@ -514,6 +516,7 @@ def test_migration_16_widens_share_access_and_keeps_the_documents_stored(data_di
     _, created = workspaces.create_workspace("Old")
     doc = publish(documents, created.api_key, title="Before")
     conn = repos.documents.db.connection()
+    undo_migration_20(conn)
     undo_migration_19(conn)
     undo_migration_18(conn)
     undo_migration_17(conn)
@@ -539,6 +542,7 @@ def test_migration_17_keeps_versions_stored_before_signing_without_provenance(da
     _, created = workspaces.create_workspace("Old")
     doc = publish(documents, created.api_key, title="Before")
     conn = repos.documents.db.connection()
+    undo_migration_20(conn)
     undo_migration_19(conn)
     undo_migration_18(conn)
     undo_migration_17(conn)
@@ -567,6 +571,7 @@ def test_migration_18_keeps_tokens_and_sessions_and_takes_sso_states(data_dir, r
     repos.people.put_token(AccountToken(token_hash="t1", kind="verify", email="a@x.io", created_ms=1,
                                         expires_ms=10**13, expires_at=10**10))
     conn = repos.documents.db.connection()
+    undo_migration_20(conn)
     undo_migration_19(conn)
     undo_migration_18(conn)
     conn.execute("PRAGMA user_version = 17")
@@ -581,15 +586,10 @@ def test_migration_18_keeps_tokens_and_sessions_and_takes_sso_states(data_dir, r
 
 def _plan_of(db, call) -> list[str]:
     """The query plan of the SELECT that `call` runs on `db` (captured as SQLite ran it)."""
-    conn = db.connection()
-    ran: list[str] = []
-    conn.set_trace_callback(ran.append)
-    try:
-        call()
-    finally:
-        conn.set_trace_callback(None)
-    query = next(s for s in ran if s.lstrip().upper().startswith("SELECT"))
-    return [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + query)]
+    from tests.helpers import sqlite_statements
+
+    query = next(s for s in sqlite_statements(db, call) if s.lstrip().upper().startswith("SELECT"))
+    return [row[3] for row in db.connection().execute("EXPLAIN QUERY PLAN " + query)]
 
 
 def test_invitations_to_an_address_are_searched_by_index(repos):
@@ -613,6 +613,7 @@ def test_migration_19_indexes_the_invitations_already_stored(data_dir, repos):
         repos.people.put_token(AccountToken(token_hash=f"t{n}", kind="invite", email=email, workspace_id="ws_inv",
                                             role="viewer", created_ms=n, expires_ms=10**13, expires_at=10**10))
     conn = repos.documents.db.connection()
+    undo_migration_20(conn)
     undo_migration_19(conn)
     conn.execute("PRAGMA user_version = 18")
     reopened = repositories(data_dir, shared=False)
@@ -620,4 +621,32 @@ def test_migration_19_indexes_the_invitations_already_stored(data_dir, repos):
     assert db.one("PRAGMA user_version")["user_version"] == SCHEMA_VERSION
     assert db.one("SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'account_tokens_by_invitee'")
     assert [t.token_hash for t in reopened.people.invites_for("ed@x.io", 5)] == ["t1", "t0"]
+    assert db.one("PRAGMA integrity_check")["integrity_check"] == "ok"
+
+
+def undo_migration_20(conn) -> None:
+    """Back to schema 19: no removal marks."""
+    conn.execute("DROP TABLE member_removals")
+
+
+def test_migration_20_keeps_the_members_and_takes_removal_marks(data_dir, repos):
+    from chalicelib.ports.people import Removed
+    from chalicelib.ports.records import Member, RemovalMark, User
+
+    repos.workspaces.create(Workspace(workspace_id="ws_rm", name="Old", plan="free", created_ms=1))
+    for n, email in enumerate(("own@x.io", "ed@x.io")):
+        repos.users.create(User(email=email, password_hash="x", workspace_id="ws_rm", created_ms=1))
+        repos.people.add_member(Member("ws_rm", email, "owner" if n == 0 else "editor", 10 + n))
+    conn = repos.documents.db.connection()
+    undo_migration_20(conn)
+    conn.execute("PRAGMA user_version = 19")
+    reopened = repositories(data_dir, shared=False)
+    db = reopened.people.db
+    assert db.one("PRAGMA user_version")["user_version"] == SCHEMA_VERSION
+    assert [m.email for m in reopened.people.list_members("ws_rm")] == ["own@x.io", "ed@x.io"]
+    assert reopened.people.get_removal("ws_rm", "ed@x.io") is None  # nobody was marked before
+    reopened.people.remove_member("ws_rm", "ed@x.io", 50, removed_by="own@x.io")
+    assert reopened.people.get_removal("ws_rm", "ed@x.io") == RemovalMark("ws_rm", "ed@x.io", "own@x.io", 50)
+    with pytest.raises(Removed):
+        reopened.people.add_member(Member("ws_rm", "ed@x.io", "editor", 60, "sso"), unless_removed=True)
     assert db.one("PRAGMA integrity_check")["integrity_check"] == "ok"

@@ -161,6 +161,50 @@ def test_people_of_the_domain_join_with_the_role_the_owner_set(app):
     assert off.status == 303 and wiring.sso().auto_join(workspace) is None
 
 
+def test_a_member_an_owner_removed_is_not_joined_again_until_invited(app):
+    """QA (contract 7f): auto-join added a removed member back at their next sign-in.
+    The removal leaves a mark; auto-join skips that workspace; an invitation accepted clears it."""
+    from chalicelib import wiring
+
+    owner = DashboardClient(app)
+    owner.sign_up("owner@example.com", workspace="Acme")
+    workspace = session_of(owner).workspace_id
+    sso(owner, "owner")
+    assert _auto_join(owner, "@example.com", "editor").status == 303
+    bob = DashboardClient(app)
+    assert sso(bob, "bob").status == 303
+    assert session_of(bob).workspace_id == workspace  # auto-join added him
+
+    removed = owner.post("/dashboard/members/remove", {"email": "bob@example.com"},
+                         csrf=owner.get("/dashboard/members").csrf())
+    assert removed.status == 303 and "m=removed" in removed.location
+    people = wiring.default_context().people
+    assert people.get_member(workspace, "bob@example.com") is None
+
+    again = DashboardClient(app)
+    back = sso(again, "bob")  # he signs in as before ...
+    assert back.status == 303, back.text
+    assert people.get_member(workspace, "bob@example.com") is None  # ... but the removal stuck
+    assert again.get(back.location).location == "/dashboard/welcome"  # in no workspace: as today
+    mark = people.get_removal(workspace, "bob@example.com")
+    assert mark is not None and mark.removed_by == "owner@example.com"
+    assert session_of(again).workspace_id != workspace
+
+    # The owner's deliberate act wins: an invitation, accepted, adds him and clears the mark.
+    invited = owner.post("/dashboard/members/invite", {"email": "bob@example.com", "role": "viewer"},
+                         csrf=owner.get("/dashboard/members").csrf())
+    assert invited.status == 303, invited.text
+    [pending] = wiring.people().pending_for("bob@example.com")
+    joined = again.post("/dashboard/welcome/join", {"invite_id": pending["invite_id"]},
+                        csrf=again.get("/dashboard/welcome").csrf())
+    assert joined.status == 303, joined.text
+    assert people.get_member(workspace, "bob@example.com").role == "viewer"
+    assert people.get_removal(workspace, "bob@example.com") is None
+    later = DashboardClient(app)
+    assert sso(later, "bob").status == 303
+    assert (session_of(later).workspace_id, session_of(later).role) == (workspace, "viewer")  # keeps his role
+
+
 def test_without_settings_there_is_no_sso(client, storage, monkeypatch):
     for name in ("DOCPUB_OIDC_ISSUER", "DOCPUB_OIDC_CLIENT_ID", "DOCPUB_OIDC_CLIENT_SECRET"):
         monkeypatch.delenv(name, raising=False)

@@ -231,6 +231,11 @@ def member_key(workspace_id: str, email: str) -> dict:
     return {"PK": f"WS#{workspace_id}", "SK": f"MEMBER#{email}"}
 
 
+def removal_key(workspace_id: str, email: str) -> dict:
+    """A removal mark (a person removed from the workspace; single sign-on adds them not back)."""
+    return {"PK": f"REMOVED#{workspace_id}", "SK": f"MEMBER#{email}"}
+
+
 def memberships_index_pk(email: str) -> str:
     return f"USER#{email}#WORKSPACES"
 

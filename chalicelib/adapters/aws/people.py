@@ -5,35 +5,39 @@
 | Member | `WS#<ws>` | `MEMBER#<email>` | `USER#<email>#WORKSPACES` / `<created_ms:015d>#<ws>` |
 | Account token | `ACCT#<sha256(token)>` | `TOKEN` | invitations: `WS#<ws>#INVITES` / `<created_ms:015d>#<hash>`; GSI2 `INVITEE#<email>` / the same |
 | Activity | `ACT#<ws>` | `<created_ms:015d>#<activity_id>` | |
+| Removal mark | `REMOVED#<ws>` | `MEMBER#<email>` | |
 
 The workspace item counts its owners (`owner_count`); demoting or removing an
 owner is one transaction with the condition `owner_count > 1`, so two owners
 demoting each other at once cannot leave none. Tokens are used once by a
 conditional update. `expires_at` (TTL) only cleans up; every read checks expiry.
+A removal puts the removal mark in its transaction; a deliberate add (and an accepted
+invitation) deletes it in theirs; single sign-on's add is conditional on its absence.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Optional
 
+from chalicelib import config
 from chalicelib.adapters.aws.keys import (
     account_token_key, activity_pk, api_key_key, invites_index_pk, invitee_index_pk, keys_index_pk, member_key,
-    memberships_index_pk, user_sessions_index_pk, workspace_key, write_shard_keys,
+    memberships_index_pk, removal_key, user_sessions_index_pk, workspace_key, write_shard_keys,
 )
 from chalicelib.adapters.aws.table import (
-    ConditionFailed, Table, Transaction, decode_cursor, encode_cursor,
+    ConditionFailed, Table, Transaction, decode_cursor, encode_cursor, to_item, with_expressions,
 )
-from chalicelib.ports.people import LastOwner, MemberExists, NotMember
+from chalicelib.ports.people import LastOwner, MemberExists, NotMember, Removed
 from chalicelib.ports.records import (
-    AccountToken, ActivityEntry, InvitationIndexing, Member, MemberRemoval, fields_of, from_fields,
+    AccountToken, ActivityEntry, InvitationIndexing, Member, MemberRemoval, RemovalMark, fields_of, from_fields,
 )
 from chalicelib.ports.errors import BadCursor
 from chalicelib.adapters.aws.activity import activity_item
 from chalicelib.adapters.aws.errors import storage_errors
 from chalicelib.adapters.aws.workspaces import ApiKeyRepository
 
-# A transaction holds 100 actions: the member, the workspace, and 9 per key (its item
-# and its 8 write-log shards) leave room for 10 keys in the removal's own transaction.
+# A transaction holds 100 actions: the member, its removal mark, the workspace, and 9 per key
+# (its item and its 8 write-log shards) leave room for 10 keys in the removal's own transaction.
 KEYS_IN_REMOVAL = 10
 
 def _member(item: dict) -> Member:
@@ -70,21 +74,35 @@ class PeopleRepository:
         items = self.table.query_all("GSI1PK = :pk", {":pk": memberships_index_pk(email)}, index="GSI1")
         return [_member(i) for i in items]
 
-    def add_member(self, member: Member) -> None:
+    def add_member(self, member: Member, unless_removed: bool = False) -> None:
         tx = Transaction()
-        self._add(tx, member)
+        self._add(tx, member, unless_removed)
         try:
             tx.commit()
         except ConditionFailed as exc:
+            if unless_removed and exc.failed(len(tx.actions) - 1):
+                raise Removed(member.email) from exc
             raise MemberExists(member.email) from exc
 
+    def get_removal(self, workspace_id: str, email: str) -> Optional[RemovalMark]:
+        item = self.table.get(removal_key(workspace_id, email))
+        return from_fields(RemovalMark, item) if item is not None else None
+
     @staticmethod
-    def _add(tx: Transaction, member: Member) -> None:
+    def _add(tx: Transaction, member: Member, unless_removed: bool = False) -> None:
+        """The member's put (first), the owner count, and last the removal mark: deleted
+        (a deliberate add), or checked absent (`unless_removed`)."""
         tx.put(_member_item(member), "attribute_not_exists(PK)")
         if member.role == "owner":
             tx.update(workspace_key(member.workspace_id),
                       "SET owner_count = if_not_exists(owner_count, :zero) + :one", "attribute_exists(PK)",
                       values={":zero": 0, ":one": 1})
+        mark = removal_key(member.workspace_id, member.email)
+        if unless_removed:
+            tx.add({"ConditionCheck": with_expressions({"TableName": config.table_name(), "Key": to_item(mark)},
+                                                       "attribute_not_exists(PK)")})
+        else:
+            tx.delete(mark)
 
     def set_role(self, workspace_id: str, email: str, role: str) -> Member:
         current = self.get_member(workspace_id, email)
@@ -115,9 +133,9 @@ class PeopleRepository:
                              values={":zero": 0, ":one": 1})
         return None
 
-    def remove_member(self, workspace_id: str, email: str, now_ms: int) -> MemberRemoval:
-        """One transaction: the member, the workspace's counts and (up to KEYS_IN_REMOVAL
-        of) the keys the member made, each revoked on its item and its write-log shards
+    def remove_member(self, workspace_id: str, email: str, now_ms: int, removed_by: str = "") -> MemberRemoval:
+        """One transaction: the member, the removal mark, the workspace's counts and (up to
+        KEYS_IN_REMOVAL of) the keys the member made, each revoked on its item and its write-log shards
         (so no write through it claims a slot after this). More keys than fit are revoked
         right after, one transaction each; a key the index did not show yet is revoked
         when presented (services/access.py: its creator is no longer a member)."""
@@ -129,6 +147,8 @@ class PeopleRepository:
         tx = Transaction()
         tx.delete(member_key(workspace_id, email), "attribute_exists(PK) AND #r = :old", names={"#r": "role"},
                   values={":old": current.role})
+        tx.put({**removal_key(workspace_id, email),
+                **fields_of(RemovalMark(workspace_id, email, removed_by, now_ms))})
         sets, values, condition = [], {}, "attribute_exists(PK)"
         if current.role == "owner":
             sets.append("owner_count = owner_count - :one")
@@ -149,7 +169,7 @@ class PeopleRepository:
         except ConditionFailed as exc:
             if current.role == "owner" and exc.failed(owner_index):
                 raise LastOwner(workspace_id) from exc
-            return self.remove_member(workspace_id, email, now_ms)  # the role or a key moved: judge again
+            return self.remove_member(workspace_id, email, now_ms, removed_by)  # the role or a key moved: judge again
         revoked = list(now_keys)
         keys_repo = ApiKeyRepository(self.table)
         for key_id in later_keys:

@@ -554,6 +554,18 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX account_tokens_by_invitee ON account_tokens (email, kind, created_ms);
     """,
+    # 19 -> 20: a removal sticks (contract 7f): removing a member leaves a mark (in the removal's
+    # transaction) that keeps single sign-on's auto-join from adding them back; an accepted
+    # invitation or a deliberate add deletes it.
+    """
+    CREATE TABLE member_removals (
+        workspace_id TEXT NOT NULL,
+        email TEXT NOT NULL,
+        removed_by TEXT NOT NULL,
+        removed_ms INTEGER NOT NULL,
+        PRIMARY KEY (workspace_id, email)
+    );
+    """,
 ]
 
 

@@ -8,9 +8,9 @@ from typing import Optional
 from chalicelib.adapters.sqlite import cursors
 from chalicelib.adapters.sqlite.activity import insert_activity
 from chalicelib.adapters.sqlite.db import Database, one
-from chalicelib.ports.people import LastOwner, MemberExists, NotMember
+from chalicelib.ports.people import LastOwner, MemberExists, NotMember, Removed
 from chalicelib.ports.records import (
-    AccountToken, ActivityEntry, InvitationIndexing, Member, MemberRemoval, fields_of, from_fields,
+    AccountToken, ActivityEntry, InvitationIndexing, Member, MemberRemoval, RemovalMark, fields_of, from_fields,
 )
 
 TOKEN_COLUMNS = ("token_hash", "kind", "email", "workspace_id", "role", "created_ms", "expires_ms", "used_ms",
@@ -48,15 +48,25 @@ class PeopleRepository:
         return [_member(r) for r in self.db.all(
             "SELECT * FROM members WHERE email = ? ORDER BY created_ms, workspace_id", (email,))]
 
-    def add_member(self, member: Member) -> None:
+    def add_member(self, member: Member, unless_removed: bool = False) -> None:
         with self.db.write() as tx:
+            if unless_removed and one(tx, "SELECT 1 AS x FROM member_removals WHERE workspace_id = ? AND email = ?",
+                                      (member.workspace_id, member.email)):
+                raise Removed(member.email)
             self._insert_member(tx, member)
+
+    def get_removal(self, workspace_id: str, email: str) -> Optional[RemovalMark]:
+        row = self.db.one("SELECT * FROM member_removals WHERE workspace_id = ? AND email = ?", (workspace_id, email))
+        return from_fields(RemovalMark, row) if row is not None else None
 
     @staticmethod
     def _insert_member(tx, member: Member) -> None:
+        """Add the member and clear their removal mark (a deliberate add: the caller's transaction)."""
         if one(tx, "SELECT 1 AS x FROM members WHERE workspace_id = ? AND email = ?",
                (member.workspace_id, member.email)):
             raise MemberExists(member.email)
+        tx.execute("DELETE FROM member_removals WHERE workspace_id = ? AND email = ?",
+                   (member.workspace_id, member.email))
         tx.execute("INSERT INTO members (workspace_id, email, role, created_ms, added_by) VALUES (?, ?, ?, ?, ?)",
                    (member.workspace_id, member.email, member.role, member.created_ms, member.added_by))
 
@@ -70,9 +80,9 @@ class PeopleRepository:
             tx.execute("UPDATE members SET role = ? WHERE workspace_id = ? AND email = ?", (role, workspace_id, email))
             return _member({**current, "role": role})
 
-    def remove_member(self, workspace_id: str, email: str, now_ms: int) -> MemberRemoval:
-        """One transaction: the member, their sessions there, and their keys (revoked,
-        and freed from the workspace's key count)."""
+    def remove_member(self, workspace_id: str, email: str, now_ms: int, removed_by: str = "") -> MemberRemoval:
+        """One transaction: the member, their sessions there, their keys (revoked, and
+        freed from the workspace's key count) and the removal mark."""
         with self.db.write() as tx:
             current = one(tx, "SELECT * FROM members WHERE workspace_id = ? AND email = ?", (workspace_id, email))
             if current is None:
@@ -81,6 +91,8 @@ class PeopleRepository:
                 raise LastOwner(workspace_id)
             tx.execute("DELETE FROM members WHERE workspace_id = ? AND email = ?", (workspace_id, email))
             tx.execute("DELETE FROM sessions WHERE email = ? AND workspace_id = ?", (email, workspace_id))
+            tx.execute("INSERT OR REPLACE INTO member_removals (workspace_id, email, removed_by, removed_ms) "
+                       "VALUES (?, ?, ?, ?)", (workspace_id, email, removed_by, now_ms))
             keys = tuple(row[0] for row in tx.execute(
                 "SELECT key_id FROM api_keys WHERE workspace_id = ? AND created_by = ? AND revoked_at IS NULL "
                 "ORDER BY created_ms, key_id", (workspace_id, email)))
