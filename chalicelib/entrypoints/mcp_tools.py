@@ -28,7 +28,7 @@ from typing import Annotated, Any, Callable, Iterator, Literal, Optional, Union
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field, Strict, StringConstraints, ValidationError
+from pydantic import BaseModel, BeforeValidator, Field, StringConstraints, ValidationError
 
 from chalicelib import errors, operations
 from chalicelib.domain import limits
@@ -454,9 +454,19 @@ def _annotations(tool: operations.Tool) -> ToolAnnotations:
 
 PATH_DESCRIPTIONS = {"document_id": DOC_ID, "feedback_id": "The feedback_id from list_feedback.",
                      "email": "The recipient's email address (from list_recipients)."}
+def _not_a_boolean(value: Any) -> Any:
+    """A number or its digits ("1", as REST's path carries it), never true/false: pydantic's lax
+    int would read true as 1 (get_provenance(version_number=true) answered version 1)."""
+    if isinstance(value, bool):
+        raise ValueError("must be a whole number, not true or false")
+    return value
+
+
 # Path parameters that are numbers to an agent (REST carries them as path text).
 PATH_TYPES: dict[str, Any] = {
-    "version_number": Annotated[int, Strict(), Field(ge=1, description="The version's number (from list_versions).")]}
+    "version_number": Annotated[int, Field(ge=1, description="The version's number (from list_versions)."),
+                                BeforeValidator(_not_a_boolean)]}
+
 
 
 def generated_tool(op: operations.Operation, tool: operations.Tool) -> Callable:
