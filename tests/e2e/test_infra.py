@@ -116,6 +116,27 @@ def test_package_writes_template_and_zip(build, template):
     assert not any(n.startswith(("tests/", "infra/", "scripts/")) for n in names)
 
 
+# Lambda's python3.11 runs on Amazon Linux 2: glibc 2.26. A shared object that needs a newer
+# symbol version does not load there ("version `GLIBC_2.34' not found"), whatever it did here.
+LAMBDA_GLIBC = (2, 26)
+
+
+def test_native_code_loads_on_lambdas_glibc(build):
+    """Every shared object in the zip needs at most glibc 2.26: manylinux2014 wheels do, and a
+    package chalice compiled here from source (no Lambda wheel on PyPI: pillow 13.0.0 has only
+    manylinux_2_28 wheels) links against this machine's newer glibc and would fail to import."""
+    import zipfile
+
+    archive = zipfile.ZipFile(build / "deployment.zip")
+    too_new = {}
+    for name in archive.namelist():
+        if ".so" in name.rsplit("/", 1)[-1]:
+            versions = {(2, int(minor)) for minor in re.findall(rb"GLIBC_2\.(\d+)", archive.read(name))}
+            if versions and max(versions) > LAMBDA_GLIBC:
+                too_new[name] = "GLIBC_%d.%d" % max(versions)
+    assert too_new == {}, f"built for a newer glibc than Lambda's {LAMBDA_GLIBC}: {too_new}"
+
+
 def test_lambda_runtime_is_the_python_that_packaged_it(resources):
     runtime = resources["APIHandler"]["Properties"]["Runtime"]
     assert runtime == f"python{sys.version_info.major}.{sys.version_info.minor}"
