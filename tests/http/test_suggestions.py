@@ -228,3 +228,41 @@ def test_dashboard_inbox_accepts_and_rejects_suggestions(owner, client):
     assert "Suggestion accepted in version 2" in resolved.text
     again = owner.post(f"/dashboard/feedback/{second}/accept", {}, csrf=owner.token())
     assert again.status == 409 and "already resolved" in again.text
+
+
+TOKEN = "ghp_" + "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xY2zA4"  # the shape of a GitHub token (not a real one)
+
+
+def test_dashboard_accept_of_a_blocked_secret_offers_accept_anyway_and_warn_mode_shows_warnings(owner, client):
+    """Parity with REST/MCP (contract 7e, 7g): in a workspace that blocks secrets, the
+    dashboard's Accept of a suggestion bringing in a token was an error page telling the user
+    to pass allow_secrets, which no dashboard form could. The refusal now names what was found
+    (never the secret) and offers "Accept anyway" (CSRF-checked, posting allow_secrets); in
+    warn mode the answer shows the warnings."""
+    import re
+
+    from tests.http.test_dashboard import doc_id_from, upload
+
+    document_id = doc_id_from(upload(owner, HTML.encode(), title="Runbook"))
+    link = re.search(r'href="(?:https?://[^/"]+)?(/d/[^"/?]+)"', owner.get(f"/dashboard/documents/{document_id}").text)
+    share = link.group(1).rsplit("/", 1)[1]
+    blocked = _suggest(client, share, replacement=TOKEN)
+    inbox = owner.get("/dashboard/feedback")
+    refused = owner.post(f"/dashboard/feedback/{blocked}/accept", {"back": "/dashboard/feedback"}, csrf=inbox.csrf())
+    assert refused.status == 422, refused.text
+    assert TOKEN not in refused.text and "line 1, column" in refused.text and "github-pat" in refused.text
+    assert "Accept anyway" in refused.text and 'name="allow_secrets"' in refused.text
+    assert 'name="csrf_token"' in refused.text
+    forged = owner.post(f"/dashboard/feedback/{blocked}/accept", {"allow_secrets": "on"}, csrf="nope")
+    assert forged.status == 403
+    anyway = owner.post(f"/dashboard/feedback/{blocked}/accept",
+                        {"allow_secrets": "on", "back": "/dashboard/feedback"}, csrf=refused.csrf())
+    assert anyway.status == 200, anyway.text
+    assert "accepted in version 2" in anyway.text.lower() and "github-pat" in anyway.text and TOKEN not in anyway.text
+
+    saved = owner.post("/dashboard/workspace/scanning", {"secret_scanning": "warn"}, csrf=owner.token())
+    assert saved.status == 303, saved.text
+    warned = _suggest(client, share, {"quote": "Restart the worker."}, replacement=TOKEN)
+    done = owner.post(f"/dashboard/feedback/{warned}/accept", {"back": "/dashboard/feedback"}, csrf=owner.token())
+    assert done.status == 200, done.text
+    assert "accepted in version 3" in done.text.lower() and "github-pat" in done.text and TOKEN not in done.text

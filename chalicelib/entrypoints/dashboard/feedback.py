@@ -5,6 +5,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from chalicelib.entrypoints.dashboard.web import Page, current_path, redirect, render, route, safe_next, url
+from chalicelib import errors
 from chalicelib import wiring as registry
 
 
@@ -46,11 +47,22 @@ def reply_to_feedback(page: Page, feedback_id: str):
 def accept_suggestion(page: Page, feedback_id: str):
     """Apply a suggested edit (a new version; the thread resolved in it). A refusal (the
     passage is no longer there, several places fit, a newer version) is an error page
-    naming it, and nothing changes."""
-    accepted = registry.suggestions().accept(page.actor, feedback_id)
-    back = safe_next(page.form().get("back"))
+    naming it, and nothing changes. A blocked secret (contract 7g) is a page naming what
+    was found (never the secret) with "Accept anyway" (allow_secrets, as the edit form's
+    "Publish anyway"); warnings of the scan (warn mode, or allowed) are shown after it."""
+    form = page.form()
+    back = safe_next(form.get("back"))
     if not back.startswith(url("/feedback")):
         back = url("/feedback")
+    try:
+        accepted = registry.suggestions().accept(page.actor, feedback_id,
+                                                 allow_secrets=form.get("allow_secrets") == "on" or None)
+    except errors.SecretDetected as exc:
+        return render(page, "accept.html", status=exc.status, headers=dict(exc.headers), error=exc,
+                      active="feedback", feedback_id=feedback_id, back=back)
+    if accepted.response.warnings:
+        return render(page, "accept.html", headers=dict(accepted.headers), active="feedback",
+                      accepted=accepted.response, feedback_id=feedback_id, back=back)
     separator = "&" if "?" in back else "?"
     message = f"accepted in version {accepted.response.document.version_number}"
     return redirect(back + separator + "m=" + quote(message) + "#fb-" + quote(feedback_id))
