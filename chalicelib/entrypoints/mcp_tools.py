@@ -140,6 +140,19 @@ def _call(action: Callable[[], BaseModel], exclude: Optional[set] = None) -> Cal
 FeedbackId = Annotated[str, StringConstraints(min_length=1)]
 PathDocumentId = Annotated[str, StringConstraints(min_length=1)]
 Cursor = Annotated[str, StringConstraints(max_length=2048)]
+def _not_a_boolean(value: Any) -> Any:
+    """A number or its digits ("1", as REST's path carries it), never true/false: pydantic's lax
+    int would read true as 1 (get_provenance(version_number=true) answered version 1)."""
+    if isinstance(value, bool):
+        raise ValueError("must be a whole number, not true or false")
+    return value
+
+
+# Ends every integer argument of a tool, after its own Field (bounds, description): REST answers
+# 422 for a boolean where a number belongs, so does MCP (never true = 1, false = 0). Last, not
+# first (Annotated[Annotated[int, NOT_A_BOOLEAN], Field(ge=1)]): bounds given after a validator
+# reach the JSON schema as "ge"/"le", which no client reads, instead of minimum/maximum.
+NOT_A_BOOLEAN = BeforeValidator(_not_a_boolean)
 Limit = Annotated[int, Field(ge=1, le=100)]
 DOC_ID = "The document's id (a UUID) as returned by publish_document, list_documents or find_document."
 
@@ -315,7 +328,7 @@ async def delete_document(
 
 
 async def list_documents(
-    limit: Annotated[Limit, Field(description="Page size, 1 to 100.")] = 20,
+    limit: Annotated[Limit, Field(description="Page size, 1 to 100."), NOT_A_BOOLEAN] = 20,
     cursor: Annotated[Optional[Cursor], Field(description=(
         "next_cursor from the previous page; omit for the first page."))] = None,
     review_state: Annotated[Optional[ReviewState], Field(description=(
@@ -332,7 +345,7 @@ async def find_document(
     query: Annotated[str, StringConstraints(max_length=500), Field(description=(
         "Words to look for in titles and descriptions (case-insensitive substring; exact title "
         "matches first); an empty query lists every document."))],
-    limit: Annotated[Limit, Field(description="Page size, 1 to 100.")] = 20,
+    limit: Annotated[Limit, Field(description="Page size, 1 to 100."), NOT_A_BOOLEAN] = 20,
     cursor: Annotated[Optional[Cursor], Field(description="next_cursor from the previous page.")] = None,
 ) -> Annotated[CallToolResult, DocumentList]:
     def action():
@@ -351,7 +364,7 @@ async def list_feedback(
     document_id: Annotated[Optional[DocumentId], Field(description="Only this document's feedback.")] = None,
     status: Annotated[Literal["open", "resolved", "all"], Field(description=(
         "open (default) for feedback still to handle, resolved, or all."))] = "open",
-    limit: Annotated[Limit, Field(description="Page size, 1 to 100.")] = 20,
+    limit: Annotated[Limit, Field(description="Page size, 1 to 100."), NOT_A_BOOLEAN] = 20,
     cursor: Annotated[Optional[Cursor], Field(description="next_cursor from the previous page.")] = None,
 ) -> Annotated[CallToolResult, FeedbackList]:
     def action():
@@ -391,7 +404,7 @@ async def wait_for_feedback(
         "`since` from the previous answer of this tool (or list_feedback) for the same document_id; omit the "
         "first time to wait for anything newer than now."))] = None,
     timeout_seconds: Annotated[int, Field(ge=0, le=25, description=(
-        "How long to wait, 0 to 25 seconds (default 25)."))] = 25,
+        "How long to wait, 0 to 25 seconds (default 25).")), NOT_A_BOOLEAN] = 25,
 ) -> Annotated[CallToolResult, FeedbackList]:
     def action():
         query = validate(FeedbackListQuery, _given(document_id=document_id, since=since, wait=timeout_seconds))
@@ -413,7 +426,7 @@ async def wait_for_review(
         "`since` from the previous answer of this tool (or list_reviews) for the same document; omit the first "
         "time to wait for anything newer than now."))] = None,
     timeout_seconds: Annotated[int, Field(ge=0, le=25, description=(
-        "How long to wait, 0 to 25 seconds (default 25)."))] = 25,
+        "How long to wait, 0 to 25 seconds (default 25).")), NOT_A_BOOLEAN] = 25,
 ) -> Annotated[CallToolResult, ReviewList]:
     def action():
         query = validate(ReviewsQuery, _given(since=since, wait=timeout_seconds))
@@ -425,7 +438,8 @@ async def wait_for_review(
 
 async def get_document_stats(
     document_id: Annotated[PathDocumentId, Field(description=DOC_ID)],
-    days: Annotated[int, Field(ge=1, le=90, description="Days of the window, ending today (UTC), 1 to 90.")] = 30,
+    days: Annotated[int, Field(ge=1, le=90, description="Days of the window, ending today (UTC), 1 to 90."),
+                    NOT_A_BOOLEAN] = 30,
 ) -> Annotated[CallToolResult, DocumentStats]:
     def action():
         query = validate(StatsQuery, {"days": days})
@@ -454,18 +468,10 @@ def _annotations(tool: operations.Tool) -> ToolAnnotations:
 
 PATH_DESCRIPTIONS = {"document_id": DOC_ID, "feedback_id": "The feedback_id from list_feedback.",
                      "email": "The recipient's email address (from list_recipients)."}
-def _not_a_boolean(value: Any) -> Any:
-    """A number or its digits ("1", as REST's path carries it), never true/false: pydantic's lax
-    int would read true as 1 (get_provenance(version_number=true) answered version 1)."""
-    if isinstance(value, bool):
-        raise ValueError("must be a whole number, not true or false")
-    return value
-
-
 # Path parameters that are numbers to an agent (REST carries them as path text).
 PATH_TYPES: dict[str, Any] = {
     "version_number": Annotated[int, Field(ge=1, description="The version's number (from list_versions)."),
-                                BeforeValidator(_not_a_boolean)]}
+                                NOT_A_BOOLEAN]}
 
 
 
