@@ -23,7 +23,7 @@ import json
 import logging
 import re
 import threading
-from typing import Annotated, Any, Callable, Iterator, Literal, Optional, Union
+from typing import Annotated, Any, Callable, Iterator, Literal, Optional, Union, get_args, get_origin
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -475,6 +475,17 @@ PATH_TYPES: dict[str, Any] = {
 
 
 
+def _integer(annotation: Any) -> bool:
+    """int, Annotated[int, ...] or an Optional of them: an argument that must refuse true/false
+    (the SDK would read true as 1 before the request model, strict as REST, sees it)."""
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) is Union:
+        members = [a for a in get_args(annotation) if a is not type(None)]
+        return len(members) == 1 and _integer(members[0])
+    return annotation is int
+
+
 def generated_tool(op: operations.Operation, tool: operations.Tool) -> Callable:
     """A tool function for `op` whose arguments are its path parameters and the fields
     of its query and request models (same names, constraints and descriptions as REST),
@@ -492,7 +503,9 @@ def generated_tool(op: operations.Operation, tool: operations.Tool) -> Callable:
     fields: dict[str, list[str]] = {"query": [], "body": []}
     for where, model in (("query", op.query), ("body", op.request)):
         for name, info in (model.model_fields.items() if model is not None else ()):
-            annotation = Annotated[(info.annotation, *info.metadata, Field(description=info.description))]  # type: ignore[name-defined]
+            refusals = (NOT_A_BOOLEAN,) if _integer(info.annotation) else ()
+            annotation = Annotated[(info.annotation, *info.metadata, Field(description=info.description),  # type: ignore[name-defined]
+                                    *refusals)]
             default = inspect.Parameter.empty if info.is_required() else info.get_default()
             parameters.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
                                                 default=default))

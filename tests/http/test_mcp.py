@@ -210,13 +210,14 @@ def test_modern_protocol_2026_07_28_discover_and_call(client, key):
     assert json.loads(r.body)["error"]["code"] == -32602
 
 
-def test_handwritten_tools_refuse_true_false_for_a_number(client, key):
+def test_tools_refuse_true_false_for_a_number(client, key):
     """Reproduction: the hand-written tools read `true`/`false` as 1/0 (pydantic's lax int):
     list_documents(limit=true) answered a page of one, get_document_stats(days=true) one day,
     wait_for_feedback(timeout_seconds=false) did not wait; REST answers 422 for a boolean where
     a number belongs, and the generated tools' version_number refuses it. Every integer
-    argument of a hand-written tool now refuses a boolean, and still takes a number's digits."""
-    from chalicelib.entrypoints.mcp_tools import HANDWRITTEN
+    argument of a hand-written tool now refuses a boolean, and still takes a number's digits.
+    So do the generated tools' query and body numbers: list_versions(limit=true) answered a page
+    of one and submit_review(version_number=true) reviewed version 1 (REST's body: 422)."""
     from tests.helpers import publish
 
     doc = publish(client, key)
@@ -224,16 +225,20 @@ def test_handwritten_tools_refuse_true_false_for_a_number(client, key):
     cases = {("list_documents", "limit"): {}, ("find_document", "limit"): {"query": "x"},
              ("list_feedback", "limit"): {}, ("wait_for_feedback", "timeout_seconds"): {},
              ("wait_for_review", "timeout_seconds"): {"document_id": document_id},
-             ("get_document_stats", "days"): {"document_id": document_id}}
+             ("get_document_stats", "days"): {"document_id": document_id},
+             ("list_versions", "limit"): {"document_id": document_id},
+             ("get_provenance", "version_number"): {"document_id": document_id},
+             ("submit_review", "version_number"): {"document_id": document_id, "decision": "approved"}}
     listed = rpc(client, key, "tools/list")
-    integers = {(t["name"], name) for t in json.loads(listed.body)["result"]["tools"] if t["name"] in HANDWRITTEN
+    integers = {(t["name"], name) for t in json.loads(listed.body)["result"]["tools"]
                 for name, schema in t["inputSchema"]["properties"].items()
                 if "integer" in json.dumps(schema) and "boolean" not in json.dumps(schema)}
     assert integers == set(cases)  # a new integer argument joins this test
     schemas = {(t["name"], name): schema for t in json.loads(listed.body)["result"]["tools"]
                for name, schema in t["inputSchema"]["properties"].items()}
     for found in integers:  # bounds stay JSON Schema's own words (the validator must not hide them)
-        assert "minimum" in schemas[found] and "maximum" in schemas[found] and "ge" not in schemas[found], found
+        said = json.dumps(schemas[found])
+        assert '"minimum"' in said and '"ge"' not in said and '"le"' not in said, (found, said)
     for (tool, argument), others in cases.items():
         for boolean in (True, False):
             refused = call(client, key, tool, {**others, argument: boolean})
