@@ -12,7 +12,7 @@ from typing import Optional
 
 
 from chalicelib import errors
-from chalicelib.entrypoints.dashboard.web import Page, redirect, render, route, url
+from chalicelib.entrypoints.dashboard.web import Page, redirect, render, route, ticked, url
 from chalicelib import wiring as registry
 
 
@@ -86,7 +86,7 @@ def upload(page: Page):
                                            description=form.get("description"),
                                            filename=uploaded[0] if uploaded else None,
                                            upload_id=None if uploaded else upload_id,
-                                           allow_secrets=_ticked(form, "allow_secrets"))
+                                           allow_secrets=ticked(form, "allow_secrets"))
     except errors.DocpubError as exc:
         try:
             document, workspace = pages().upload_page(page.actor, target)
@@ -218,7 +218,7 @@ def save_edit(page: Page, document_id: str):
     html = form.get("html", "").replace("\r\n", "\n")
     try:
         registry.editing().save_html(page.actor, document_id, html, note=form.get("note"),
-                            base_version_id=form.get("base_version_id"), allow_secrets=_ticked(form, "allow_secrets"))
+                            base_version_id=form.get("base_version_id"), allow_secrets=ticked(form, "allow_secrets"))
     except (errors.ValidationFailed, errors.DocumentTooLarge, errors.VersionConflict, errors.SecretDetected) as exc:
         data = pages().edit_page(page.actor, document_id, html)
         return render(page, "edit.html", status=exc.status, error=exc, active="documents", document=data.document,
@@ -296,6 +296,3 @@ def passphrase(page: Page, document_id: str):
     return redirect(url(f"/documents/{document_id}", m="passphrase-set"))
 
 
-def _ticked(form: dict, name: str) -> bool:
-    """A checkbox of the form was ticked (browsers send "on")."""
-    return form.get(name) == "on"

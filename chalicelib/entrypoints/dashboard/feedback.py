@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from chalicelib.entrypoints.dashboard.web import Page, current_path, redirect, render, route, safe_next, url
+from chalicelib.entrypoints.dashboard.web import Page, current_path, redirect, render, route, safe_next, ticked, url
 from chalicelib import errors
 from chalicelib import wiring as registry
 
@@ -56,7 +56,7 @@ def accept_suggestion(page: Page, feedback_id: str):
         back = url("/feedback")
     try:
         accepted = registry.suggestions().accept(page.actor, feedback_id,
-                                                 allow_secrets=form.get("allow_secrets") == "on" or None)
+                                                 allow_secrets=ticked(form, "allow_secrets") or None)
     except errors.SecretDetected as exc:
         return render(page, "accept.html", status=exc.status, headers=dict(exc.headers), error=exc,
                       active="feedback", feedback_id=feedback_id, back=back)

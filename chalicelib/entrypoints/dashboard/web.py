@@ -319,3 +319,6 @@ def safe_next(value: Optional[str]) -> str:
     return quote(resolved, safe="/_.~-+=&") + (sep + query if query else "")
 
 
+def ticked(form: dict, name: str) -> bool:
+    """A checkbox of the form was ticked (browsers send "on")."""
+    return form.get(name) == "on"
