@@ -37,3 +37,13 @@ def confirm_sign_up(page, data_dir, email: str) -> None:
     page.goto(mail_link_in(data_dir, email, "verify"))
     page.click("button[type=submit] >> text=Confirm my email")
     page.wait_for_url("**/dashboard/keys**")
+
+
+def sign_up(page, stack, email: str, workspace: str, password: str) -> None:
+    """Sign up on the dashboard's form and confirm the email (signed in, on the API keys page)."""
+    page.goto(stack.base_url + "/dashboard/sign-up")
+    page.fill("input[name=email]", email)
+    page.fill("input[name=password]", password)
+    page.fill("input[name=workspace_name]", workspace)
+    page.click("button[type=submit] >> text=Create workspace")
+    confirm_sign_up(page, stack.data_dir, email)

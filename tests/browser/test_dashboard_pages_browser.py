@@ -31,7 +31,7 @@ import httpx
 import pytest
 
 from tests import axe
-from tests.chromium import browser, confirm_sign_up, mail_link_in  # noqa: F401  (fixture)
+from tests.chromium import browser, confirm_sign_up, mail_link_in, sign_up  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
@@ -80,12 +80,7 @@ def team(stack, browser):
     """{role: storage state} of the three members, and the main document's id."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
-    page.goto(stack.base_url + "/dashboard/sign-up")
-    page.fill("input[name=email]", OWNER)
-    page.fill("input[name=password]", PASSWORD)
-    page.fill("input[name=workspace_name]", "Team Pages")
-    page.click("button[type=submit] >> text=Create workspace")
-    confirm_sign_up(page, stack.data_dir, OWNER)
+    sign_up(page, stack, OWNER, "Team Pages", PASSWORD)
     page.fill("input[name=name]", "CI")
     page.click("text=Create key")
     key = page.locator("#new-key").inner_text().strip()
@@ -135,12 +130,7 @@ def _free_owner(browser, stack) -> tuple[dict, str]:
     """The owner of a free workspace (usage meters, Pro offers) with one document."""
     context = browser.new_context()
     page = context.new_page()
-    page.goto(stack.base_url + "/dashboard/sign-up")
-    page.fill("input[name=email]", "free-pages@example.com")
-    page.fill("input[name=password]", PASSWORD)
-    page.fill("input[name=workspace_name]", "Free Pages")
-    page.click("button[type=submit] >> text=Create workspace")
-    confirm_sign_up(page, stack.data_dir, "free-pages@example.com")
+    sign_up(page, stack, "free-pages@example.com", "Free Pages", PASSWORD)
     page.fill("input[name=name]", "CI")
     page.click("text=Create key")
     key = page.locator("#new-key").inner_text().strip()

@@ -12,7 +12,7 @@ import pytest
 
 from tests import axe
 from tests.browser.test_dashboard_browser import browser  # noqa: F401  (the fixture)
-from tests.chromium import confirm_sign_up
+from tests.chromium import sign_up
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
@@ -23,12 +23,7 @@ def test_export_button_progress_then_download(stack, browser):  # noqa: F811
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     try:
-        page.goto(stack.base_url + "/dashboard/sign-up")
-        page.fill("input[name=email]", "exporter@example.com")
-        page.fill("input[name=password]", "a long browser password")
-        page.fill("input[name=workspace_name]", "Export Browser Co")
-        page.click("button[type=submit] >> text=Create workspace")
-        confirm_sign_up(page, stack.data_dir, "exporter@example.com")
+        sign_up(page, stack, "exporter@example.com", "Export Browser Co", "a long browser password")
         page.goto(stack.base_url + "/dashboard/workspace")
         page.click("button >> text=Export workspace")
         status = page.locator("#export-status[role=status][aria-live=polite]")

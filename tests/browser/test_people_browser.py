@@ -9,20 +9,11 @@ import re
 import httpx
 import pytest
 
-from tests.chromium import browser, confirm_sign_up, mail_link_in  # noqa: F401 - the fixture
+from tests.chromium import browser, confirm_sign_up, mail_link_in, sign_up  # noqa: F401 - the fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.e2e]
 
 PASSWORD = "a long browser password"
-
-
-def sign_up(page, stack, email: str, workspace: str) -> None:
-    page.goto(stack.base_url + "/dashboard/sign-up")
-    page.fill("input[name=email]", email)
-    page.fill("input[name=password]", PASSWORD)
-    page.fill("input[name=workspace_name]", workspace)
-    page.click("button[type=submit] >> text=Create workspace")
-    confirm_sign_up(page, stack.data_dir, email)
 
 
 def test_sign_up_then_confirm_the_email(stack, browser):
@@ -54,7 +45,7 @@ def test_sign_up_then_confirm_the_email(stack, browser):
 
 def test_forgot_password_then_reset(stack, browser):
     first = browser.new_context()
-    sign_up(first.new_page(), stack, "people-forgot@example.com", "Forgot Co")
+    sign_up(first.new_page(), stack, "people-forgot@example.com", "Forgot Co", PASSWORD)
     context = browser.new_context()
     page = context.new_page()
     page.goto(stack.base_url + "/dashboard/sign-in")
@@ -82,7 +73,7 @@ def test_forgot_password_then_reset(stack, browser):
 def test_invite_join_role_limits_and_removal(stack, browser):
     owner_context = browser.new_context()
     owner = owner_context.new_page()
-    sign_up(owner, stack, "people-owner@example.com", "Team Co")
+    sign_up(owner, stack, "people-owner@example.com", "Team Co", PASSWORD)
     owner.goto(stack.base_url + "/dashboard/members")
     owner.fill("#invite input[name=email]", "people-viewer@example.com")
     owner.select_option("#invite select[name=role]", "viewer")
@@ -133,7 +124,7 @@ def test_invite_join_role_limits_and_removal(stack, browser):
 def test_workspace_only_link_opens_for_a_member_and_not_for_an_outsider(stack, browser):
     member_context = browser.new_context()
     member = member_context.new_page()
-    sign_up(member, stack, "people-member@example.com", "Private Co")
+    sign_up(member, stack, "people-member@example.com", "Private Co", PASSWORD)
     member.fill("input[name=name]", "ci")
     member.click("text=Create key")
     key = member.locator("#new-key").inner_text().strip()
@@ -157,7 +148,7 @@ def test_workspace_only_link_opens_for_a_member_and_not_for_an_outsider(stack, b
     outsider = outsider_context.new_page()
     outsider.goto(share_url)
     outsider.wait_for_url(re.compile(r"/dashboard/sign-in\?next="))
-    sign_up(outsider, stack, "people-outsider@example.com", "Elsewhere")
+    sign_up(outsider, stack, "people-outsider@example.com", "Elsewhere", PASSWORD)
     response = outsider.goto(share_url)
     assert response.status == 404
     outsider.locator("text=shared with the members of its workspace only").wait_for(state="visible", timeout=10_000)
@@ -183,7 +174,7 @@ def test_a_member_removed_from_their_only_workspace_signs_in_and_joins_again(sta
 
     owner_context = browser.new_context()
     owner = owner_context.new_page()
-    sign_up(owner, stack, "people-lobby-owner@example.com", "Lobby Co")
+    sign_up(owner, stack, "people-lobby-owner@example.com", "Lobby Co", PASSWORD)
     owner.goto(stack.base_url + "/dashboard/members")
     owner.fill("#invite input[name=email]", "people-lobby@example.com")
     owner.select_option("#invite select[name=role]", "editor")

@@ -124,18 +124,13 @@ def test_the_owner_sees_who_opened_it_and_revokes_at_both_widths(stack, browser)
     Revoke; it fits a phone and passes axe at 390 px and 1280 px. Then "Shared with me" of a
     recipient who has an account of their own opens the document without a code."""
     from tests import axe
-    from tests.chromium import confirm_sign_up
+    from tests.chromium import sign_up
 
     owner = browser.new_context(viewport={"width": 390, "height": 844})
     reader = browser.new_context(viewport={"width": 390, "height": 844})
     try:
         page = owner.new_page()
-        page.goto(stack.base_url + "/dashboard/sign-up")
-        page.fill("input[name=email]", "owner@audience.example")
-        page.fill("input[name=password]", "a long audience password 42")
-        page.fill("input[name=workspace_name]", "Audience")
-        page.click("button[type=submit] >> text=Create workspace")
-        confirm_sign_up(page, stack.data_dir, "owner@audience.example")
+        sign_up(page, stack, "owner@audience.example", "Audience", "a long audience password 42")
         page.fill("input[name=name]", "CI")
         page.click("text=Create key")
         key = page.locator("#new-key").inner_text().strip()
@@ -148,12 +143,7 @@ def test_the_owner_sees_who_opened_it_and_revokes_at_both_widths(stack, browser)
         page.locator("text=Who may open the link saved.").wait_for()
         # A reader with an account of their own finds it under "Shared with me" and opens it.
         mine = reader.new_page()
-        mine.goto(stack.base_url + "/dashboard/sign-up")
-        mine.fill("input[name=email]", "reader@readers.example")
-        mine.fill("input[name=password]", "a long reader password 42")
-        mine.fill("input[name=workspace_name]", "Readers")
-        mine.click("button[type=submit] >> text=Create workspace")
-        confirm_sign_up(mine, stack.data_dir, "reader@readers.example")
+        sign_up(mine, stack, "reader@readers.example", "Readers", "a long reader password 42")
         mine.goto(stack.base_url + "/dashboard/shared")
         mine.click("text=Audit pack")
         mine.frame_locator("#doc").locator("text=Findings: none.").wait_for()

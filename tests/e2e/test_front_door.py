@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from tests.chromium import ARGS, CHROMIUM, browser  # noqa: F401  (browser: a fixture)
+from tests.chromium import ARGS, CHROMIUM, browser, sign_up  # noqa: F401  (browser: a fixture)
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 # Like tests/browser/test_dashboard_browser.py: screenshots go to a temporary folder unless
@@ -170,14 +170,7 @@ def test_dashboard_upload_fills_the_title_from_the_files_title_element(stack, pa
     from playwright.sync_api import expect  # polls from Python: no eval under the dashboard's CSP
 
     seen = _watch(page, stack)
-    page.goto(stack.base_url + "/dashboard/sign-up")
-    page.fill("input[name=email]", "upload-title@example.com")
-    page.fill("input[name=password]", "a long enough password 42")
-    page.fill("input[name=workspace_name]", "Title Co")
-    page.click("button[type=submit] >> text=Create workspace")
-    from tests.chromium import confirm_sign_up
-
-    confirm_sign_up(page, stack.data_dir, "upload-title@example.com")
+    sign_up(page, stack, "upload-title@example.com", "Title Co", "a long enough password 42")
 
     report = tmp_path / "q3.html"
     report.write_text("<!doctype html><html><head><title>Q3  &amp; Q4\n report</title>"
