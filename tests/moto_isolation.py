@@ -81,18 +81,21 @@ def _skip_table_backup_when_conditions_hold() -> None:
                     backup.items[hash_value][range_value] = copy.deepcopy(item)
             return backup
 
+    def key_of(table, op_type: str, op: dict) -> dict:
+        """The item key a transaction action names (a Put names it inside its item)."""
+        if op_type != "Put":
+            return op["Key"]
+        key = {table.hash_key_attr: op["Item"][table.hash_key_attr]}
+        if table.range_key_attr is not None:
+            key[table.range_key_attr] = op["Item"][table.range_key_attr]
+        return key
+
     def keys_of(backend, transact_items) -> list:
         keys = []
         for action in transact_items:
             op_type, op = next(iter(action.items()))
             table = backend.get_table(op["TableName"])
-            if op_type == "Put":
-                key = {table.hash_key_attr: op["Item"][table.hash_key_attr]}
-                if table.range_key_attr is not None:
-                    key[table.range_key_attr] = op["Item"][table.range_key_attr]
-            else:
-                key = op["Key"]
-            keys.append((table.name, key))
+            keys.append((table.name, key_of(table, op_type, op)))
         return keys
 
     def conditions_hold(backend, transact_items) -> bool:
@@ -101,14 +104,7 @@ def _skip_table_backup_when_conditions_hold() -> None:
             condition = op.get("ConditionExpression")
             if condition is None:
                 continue
-            table = backend.get_table(op["TableName"])
-            if op_type == "Put":
-                key = {table.hash_key_attr: op["Item"][table.hash_key_attr]}
-                if table.range_key_attr is not None:
-                    key[table.range_key_attr] = op["Item"][table.range_key_attr]
-            else:
-                key = op["Key"]
-            current = backend.get_item(op["TableName"], key)
+            current = backend.get_item(op["TableName"], key_of(backend.get_table(op["TableName"]), op_type, op))
             check = get_filter_expression(condition, op.get("ExpressionAttributeNames"),
                                           op.get("ExpressionAttributeValues"))
             if not check.expr(current):
