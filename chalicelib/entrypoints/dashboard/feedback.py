@@ -20,15 +20,23 @@ def feedback_inbox(page: Page):
                   next_cursor=inbox.next_cursor, back=current_path(page.request))
 
 
+def _inbox_page(form: dict) -> str:
+    """The inbox page the form came from (its filter and cursor), never anywhere else."""
+    back = safe_next(form.get("back"))
+    return back if back.startswith(url("/feedback")) else url("/feedback")
+
+
+def _back_to(back: str, message: str, feedback_id: str = ""):
+    """Back to that inbox page, saying `message`, at the thread when one is named."""
+    separator = "&" if "?" in back else "?"
+    return redirect(back + separator + "m=" + quote(message) + ("#fb-" + quote(feedback_id) if feedback_id else ""))
+
+
 @route("/feedback/{feedback_id}/resolve", methods=("POST",))
 def resolve_feedback(page: Page, feedback_id: str):
     resolved = page.form().get("resolved", "true") != "false"
     registry.feedback().resolve(page.actor, feedback_id, resolved=resolved)
-    back = safe_next(page.form().get("back"))
-    if not back.startswith(url("/feedback")):
-        back = url("/feedback")
-    separator = "&" if "?" in back else "?"
-    return redirect(back + separator + "m=" + quote("resolved" if resolved else "reopened"))
+    return _back_to(_inbox_page(page.form()), "resolved" if resolved else "reopened")
 
 
 @route("/feedback/{feedback_id}/replies", methods=("POST",))
@@ -36,11 +44,7 @@ def reply_to_feedback(page: Page, feedback_id: str):
     """The owner answers a thread from the inbox; the viewer sees it on the share page."""
     form = page.form()
     registry.feedback().reply(page.actor, feedback_id, form.get("message", ""))
-    back = safe_next(form.get("back"))
-    if not back.startswith(url("/feedback")):
-        back = url("/feedback")
-    separator = "&" if "?" in back else "?"
-    return redirect(back + separator + "m=" + quote("replied") + "#fb-" + quote(feedback_id))
+    return _back_to(_inbox_page(form), "replied", feedback_id)
 
 
 @route("/feedback/{feedback_id}/accept", methods=("POST",))
@@ -51,9 +55,7 @@ def accept_suggestion(page: Page, feedback_id: str):
     was found (never the secret) with "Accept anyway" (allow_secrets, as the edit form's
     "Publish anyway"); warnings of the scan (warn mode, or allowed) are shown after it."""
     form = page.form()
-    back = safe_next(form.get("back"))
-    if not back.startswith(url("/feedback")):
-        back = url("/feedback")
+    back = _inbox_page(form)
     try:
         accepted = registry.suggestions().accept(page.actor, feedback_id,
                                                  allow_secrets=ticked(form, "allow_secrets") or None)
@@ -63,6 +65,4 @@ def accept_suggestion(page: Page, feedback_id: str):
     if accepted.response.warnings:
         return render(page, "accept.html", headers=dict(accepted.headers), active="feedback",
                       accepted=accepted.response, feedback_id=feedback_id, back=back)
-    separator = "&" if "?" in back else "?"
-    message = f"accepted in version {accepted.response.document.version_number}"
-    return redirect(back + separator + "m=" + quote(message) + "#fb-" + quote(feedback_id))
+    return _back_to(back, f"accepted in version {accepted.response.document.version_number}", feedback_id)
