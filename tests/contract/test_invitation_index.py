@@ -112,9 +112,14 @@ def test_the_backfill_never_writes_over_an_invitation_that_changed_meanwhile(ctx
 @pytest.mark.parametrize("storage", ["aws"], indirect=True)
 def test_the_admin_command_indexes_the_invitations_of_a_stack(ctx, storage, app_clock):
     """`make -s admin ARGS="--aws index-invitations"` (in-process, on moto): one JSON result."""
+    from chalicelib import wiring
     from scripts import admin
 
     _old_invitations(ctx, storage)
+    # `make admin` is a process of its own: its Context is built now, from this test's table (a
+    # Context cached earlier in this process, e.g. by a thread of an earlier test, is not it).
+    wiring.reset()
+    wiring.default_context().clock = app_clock
     args = admin.build_parser().parse_args(["--aws", "index-invitations"])
     result = admin.run(args)
     assert result["indexed"] == 3 and result["changed_meanwhile"] == 0, result
